@@ -1,0 +1,207 @@
+//! Domain-rule conditions, compiled once and evaluated once per context.
+//!
+//! Structured matchers (`language`, `project_type`, `stage`, `keywords_any`,
+//! `recent_tools_contain`, `file_extensions`) are lowercased sets; an optional
+//! `expr` is an evalexpr boolean expression over these variables:
+//!
+//! | variable | type |
+//! | --- | --- |
+//! | `active_language`, `project_type`, `conversation_stage` | string (`""` when absent) |
+//! | `intent_keywords`, `recent_tool_calls`, `file_extensions`, `intent_entities` | tuple of lowercased strings |
+//! | `session_duration_seconds`, `total_calls` | float |
+//!
+//! and evalexpr's built-in functions `contains`, `contains_any`, `len`,
+//! `str::to_lowercase`, `str::trim`, `if`, `min`, `max`. Example:
+//! `contains(intent_keywords, "sql") && total_calls > 3.0`.
+//! (evalexpr 11's `&&` and `||` evaluate both sides; this does not matter here,
+//! as nothing has side effects.)
+
+use evalexpr::{ContextWithMutableVariables, HashMapContext, Node, Value};
+
+use crate::eval::context::{SessionContext, UsageStats};
+use crate::parse::policy::Condition;
+
+/// Variables an `expr` may read.
+pub const EXPR_VARIABLES: &[&str] = &[
+    "active_language",
+    "project_type",
+    "conversation_stage",
+    "intent_keywords",
+    "intent_entities",
+    "recent_tool_calls",
+    "file_extensions",
+    "session_duration_seconds",
+    "total_calls",
+];
+
+/// Functions an `expr` may call.
+pub const EXPR_FUNCTIONS: &[&str] = &[
+    "contains",
+    "contains_any",
+    "len",
+    "str::to_lowercase",
+    "str::trim",
+    "if",
+    "min",
+    "max",
+];
+
+/// A compiled condition.
+#[derive(Debug, Clone)]
+pub struct CompiledCondition {
+    language: Vec<String>,
+    project_type: Vec<String>,
+    stage: Vec<String>,
+    keywords_any: Vec<String>,
+    recent_tools_contain: Vec<String>,
+    file_extensions: Vec<String>,
+    expr: Option<Node>,
+}
+
+/// The facts of one context that conditions read, prepared once per evaluation.
+pub struct Facts<'a> {
+    /// The context.
+    pub context: &'a SessionContext,
+    /// Lowercased intent keywords (including those extracted from a message).
+    pub keywords: Vec<String>,
+    /// Total calls in the session.
+    pub total_calls: u64,
+}
+
+impl<'a> Facts<'a> {
+    /// Prepares the facts of `context` and `usage`.
+    pub fn new(context: &'a SessionContext, usage: &UsageStats) -> Self {
+        Facts {
+            context,
+            keywords: context.user_intent_keywords.iter().map(|k| k.to_lowercase()).collect(),
+            total_calls: usage.total_calls(),
+        }
+    }
+
+    fn expr_context(&self) -> HashMapContext {
+        let mut c = HashMapContext::new();
+        let s = |o: &Option<String>| Value::String(o.clone().unwrap_or_default().to_lowercase());
+        let tup = |v: &[String]| Value::Tuple(v.iter().map(|x| Value::String(x.to_lowercase())).collect());
+        let ctx = self.context;
+        let exts: Vec<String> = ctx.active_files.iter().filter_map(|f| extension(f)).collect();
+        let pairs = [
+            ("active_language", s(&ctx.active_language)),
+            ("project_type", s(&ctx.project_type)),
+            ("conversation_stage", s(&ctx.conversation_stage)),
+            ("intent_keywords", tup(&self.keywords)),
+            ("intent_entities", tup(&ctx.user_intent_entities)),
+            ("recent_tool_calls", tup(&ctx.recent_tool_calls)),
+            ("file_extensions", tup(&exts)),
+            ("session_duration_seconds", Value::Float(ctx.session_duration_seconds)),
+            ("total_calls", Value::Float(self.total_calls as f64)),
+        ];
+        for (k, v) in pairs {
+            // Setting a fresh variable in a fresh context cannot fail.
+            let _ = c.set_value(k.to_string(), v);
+        }
+        c
+    }
+}
+
+fn extension(path: &str) -> Option<String> {
+    let name = path.rsplit(['/', '\\']).next()?;
+    let (_, ext) = name.rsplit_once('.')?;
+    (!ext.is_empty()).then(|| ext.to_lowercase())
+}
+
+fn lower(v: &[String]) -> Vec<String> {
+    v.iter().map(|s| s.to_lowercase()).collect()
+}
+
+/// Why an `expr` was rejected.
+#[derive(Debug, Clone)]
+pub enum ExprError {
+    /// Does not parse.
+    Parse(String),
+    /// Unknown variable.
+    UnknownVariable(String),
+    /// Unknown function.
+    UnknownFunction(String),
+    /// Does not evaluate to a boolean on an empty context.
+    NotBoolean(String),
+}
+
+impl CompiledCondition {
+    /// Compiles a condition; the `expr` is parsed, its names checked, and it is
+    /// evaluated once on an empty context to check that it yields a boolean.
+    pub fn compile(c: &Condition) -> Result<Self, ExprError> {
+        let expr = match &c.expr {
+            None => None,
+            Some(src) => {
+                let node = evalexpr::build_operator_tree(&src.value).map_err(|e| ExprError::Parse(e.to_string()))?;
+                for v in node.iter_variable_identifiers() {
+                    if !EXPR_VARIABLES.contains(&v) {
+                        return Err(ExprError::UnknownVariable(v.to_string()));
+                    }
+                }
+                for f in node.iter_function_identifiers() {
+                    if !EXPR_FUNCTIONS.contains(&f) {
+                        return Err(ExprError::UnknownFunction(f.to_string()));
+                    }
+                }
+                let empty = SessionContext::default();
+                let facts = Facts::new(&empty, &UsageStats::default());
+                node.eval_boolean_with_context(&facts.expr_context())
+                    .map_err(|e| ExprError::NotBoolean(e.to_string()))?;
+                Some(node)
+            }
+        };
+        Ok(CompiledCondition {
+            language: lower(&c.language),
+            project_type: lower(&c.project_type),
+            stage: c.stage.iter().map(|s| s.value.to_lowercase()).collect(),
+            keywords_any: lower(&c.keywords_any),
+            recent_tools_contain: lower(&c.recent_tools_contain),
+            file_extensions: c.file_extensions.iter().map(|e| e.trim_start_matches('.').to_lowercase()).collect(),
+            expr,
+        })
+    }
+
+    /// Whether the condition holds. An `expr` that fails at run time does not
+    /// hold, and the error is returned beside the answer for the explanation.
+    pub fn holds(&self, f: &Facts<'_>) -> (bool, Option<String>) {
+        let ctx = f.context;
+        let opt_in = |set: &[String], v: &Option<String>| {
+            set.is_empty() || v.as_ref().is_some_and(|x| set.contains(&x.to_lowercase()))
+        };
+        if !opt_in(&self.language, &ctx.active_language)
+            || !opt_in(&self.project_type, &ctx.project_type)
+            || !opt_in(&self.stage, &ctx.conversation_stage)
+        {
+            return (false, None);
+        }
+        if !self.keywords_any.is_empty() && !f.keywords.iter().any(|k| self.keywords_any.contains(k)) {
+            return (false, None);
+        }
+        if !self.recent_tools_contain.is_empty()
+            && !ctx
+                .recent_tool_calls
+                .iter()
+                .map(|r| r.to_lowercase())
+                .any(|r| self.recent_tools_contain.iter().any(|s| r.contains(s.as_str())))
+        {
+            return (false, None);
+        }
+        if !self.file_extensions.is_empty()
+            && !ctx
+                .active_files
+                .iter()
+                .filter_map(|p| extension(p))
+                .any(|e| self.file_extensions.contains(&e))
+        {
+            return (false, None);
+        }
+        if let Some(node) = &self.expr {
+            return match node.eval_boolean_with_context(&f.expr_context()) {
+                Ok(b) => (b, None),
+                Err(e) => (false, Some(e.to_string())),
+            };
+        }
+        (true, None)
+    }
+}

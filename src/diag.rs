@@ -1,0 +1,319 @@
+//! Diagnostics: every problem found while loading a policy or a tool-tag file.
+//!
+//! A load never stops at the first problem: the reader, the validator and the
+//! compiler push [`Diagnostic`]s into one list, and the load fails with a
+//! [`LoadError`] holding all of them. Each diagnostic knows its file and the byte
+//! span it points at, so it renders as `file:line:column: message` in plain text
+//! ([`std::fmt::Display`]) and with a caret under the source line through
+//! [`miette`] (the CLI uses the latter).
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// The kind of a load problem. Tests match on it; users read the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The file could not be read.
+    Io,
+    /// The file is not valid TOML (or JSON, for tool lists and inputs).
+    Syntax,
+    /// The file is empty or holds only comments: never read as "all defaults".
+    Empty,
+    /// A key that the format does not define (often a typo: see the help).
+    UnknownKey,
+    /// A key that must be present is missing.
+    MissingKey,
+    /// A value of the wrong TOML type (a string where a number belongs, ...).
+    WrongType,
+    /// A number that is NaN or infinite.
+    NonFinite,
+    /// A number outside its allowed range (a threshold outside [0,1], ...).
+    OutOfRange,
+    /// An evalexpr expression that does not parse or uses an unsupported operator.
+    InvalidExpression,
+    /// An expression names a variable or function that does not exist.
+    UnknownName,
+    /// A tool tag or rule names a domain the policy does not declare.
+    UndeclaredDomain,
+    /// A tool tag or context names a conversation stage the policy does not declare.
+    UndeclaredStage,
+    /// Two tools (or a tool and an alias) share a name.
+    DuplicateTool,
+    /// A value of the right type that is still not acceptable (an unknown method name, ...).
+    InvalidValue,
+    /// A policy example's expectation does not hold under the compiled plan.
+    ExampleFailed,
+}
+
+impl ErrorKind {
+    /// A short stable code, shown by the CLI beside each message (`toolgate::unknown_key`).
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorKind::Io => "toolgate::io",
+            ErrorKind::Syntax => "toolgate::syntax",
+            ErrorKind::Empty => "toolgate::empty_file",
+            ErrorKind::UnknownKey => "toolgate::unknown_key",
+            ErrorKind::MissingKey => "toolgate::missing_key",
+            ErrorKind::WrongType => "toolgate::wrong_type",
+            ErrorKind::NonFinite => "toolgate::non_finite",
+            ErrorKind::OutOfRange => "toolgate::out_of_range",
+            ErrorKind::InvalidExpression => "toolgate::invalid_expression",
+            ErrorKind::UnknownName => "toolgate::unknown_name",
+            ErrorKind::UndeclaredDomain => "toolgate::undeclared_domain",
+            ErrorKind::UndeclaredStage => "toolgate::undeclared_stage",
+            ErrorKind::DuplicateTool => "toolgate::duplicate_tool",
+            ErrorKind::InvalidValue => "toolgate::invalid_value",
+            ErrorKind::ExampleFailed => "toolgate::example_failed",
+        }
+    }
+}
+
+/// A source file as loaded: its display name (the path given) and its full text.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// The name used in messages, usually the path as given on the command line.
+    pub name: String,
+    /// The whole text of the file.
+    pub text: Arc<str>,
+}
+
+impl SourceFile {
+    /// Wraps a name and a text.
+    pub fn new(name: impl Into<String>, text: impl Into<Arc<str>>) -> Arc<Self> {
+        Arc::new(SourceFile {
+            name: name.into(),
+            text: text.into(),
+        })
+    }
+
+    /// 1-based line and column (in characters) of a byte offset; offsets past the
+    /// end point at the end, offsets inside a UTF-8 sequence at its character.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let mut line = 1;
+        let mut col = 1;
+        for (i, ch) in self.text.char_indices() {
+            if i >= offset {
+                break;
+            }
+            if ch == '\n' {
+                line += 1;
+                col = 1;
+            } else {
+                col += 1;
+            }
+        }
+        (line, col)
+    }
+}
+
+/// One problem, with where it is and, when we can guess, how to fix it.
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    /// What kind of problem it is.
+    pub kind: ErrorKind,
+    /// One sentence saying what is wrong.
+    pub message: String,
+    /// The file it is in, if it comes from a file.
+    pub file: Option<Arc<SourceFile>>,
+    /// Byte range in the file's text.
+    pub span: Option<Range<usize>>,
+    /// A hint: did-you-mean, the accepted values, the allowed range.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    /// A problem located in `file` at byte range `span`.
+    pub fn at(
+        kind: ErrorKind,
+        file: &Arc<SourceFile>,
+        span: Range<usize>,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            kind,
+            message: message.into(),
+            file: Some(file.clone()),
+            span: Some(span),
+            help: None,
+        }
+    }
+
+    /// A problem with no source location (an I/O error, an input given inline).
+    pub fn bare(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Diagnostic {
+            kind,
+            message: message.into(),
+            file: None,
+            span: None,
+            help: None,
+        }
+    }
+
+    /// Adds a help line.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Adds a did-you-mean help when `candidates` hold a close match for `got`.
+    pub fn with_suggestion<'a>(
+        mut self,
+        got: &str,
+        candidates: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        if let Some(s) = did_you_mean(got, candidates) {
+            self.help = Some(format!("did you mean `{s}`?"));
+        }
+        self
+    }
+
+    /// `file:line:column` of the start of the span, when known.
+    pub fn location(&self) -> Option<String> {
+        let file = self.file.as_ref()?;
+        match &self.span {
+            Some(span) => {
+                let (l, c) = file.line_col(span.start);
+                Some(format!("{}:{}:{}", file.name, l, c))
+            }
+            None => Some(file.name.clone()),
+        }
+    }
+
+    /// 1-based line and column of the start of the span, when known.
+    pub fn line_col(&self) -> Option<(usize, usize)> {
+        Some(self.file.as_ref()?.line_col(self.span.as_ref()?.start))
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(loc) = self.location() {
+            write!(f, "{loc}: ")?;
+        }
+        write!(f, "{}", self.message)?;
+        if let Some(h) = &self.help {
+            write!(f, " ({h})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+impl miette::Diagnostic for Diagnostic {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.kind.code()))
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display + 'a>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.file.as_ref().map(|f| &f.text as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let span = self.span.clone()?;
+        let len = span.end.saturating_sub(span.start);
+        let label = self
+            .location()
+            .unwrap_or_else(|| String::from("here"));
+        Some(Box::new(std::iter::once(miette::LabeledSpan::new(
+            Some(label),
+            span.start,
+            len,
+        ))))
+    }
+}
+
+/// All problems of one failed load. Never empty.
+#[derive(Debug, Clone)]
+pub struct LoadError {
+    /// The problems, in the order they were found (file order, then position).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl LoadError {
+    /// Wraps a single diagnostic.
+    pub fn single(d: Diagnostic) -> Self {
+        LoadError {
+            diagnostics: vec![d],
+        }
+    }
+
+    /// Whether any diagnostic is of `kind`.
+    pub fn has(&self, kind: ErrorKind) -> bool {
+        self.diagnostics.iter().any(|d| d.kind == kind)
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.diagnostics.len();
+        for (i, d) in self.diagnostics.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        if n > 1 {
+            write!(f, "\n({n} problems)")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+impl From<Diagnostic> for LoadError {
+    fn from(d: Diagnostic) -> Self {
+        LoadError::single(d)
+    }
+}
+
+/// The closest candidate to `got` by Jaro-Winkler similarity (case-insensitive),
+/// if it is close enough (≥ 0.8) to be worth suggesting.
+pub fn did_you_mean<'a>(got: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let g = got.to_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (c, strsim::jaro_winkler(&g, &c.to_lowercase())))
+        .filter(|(_, s)| *s >= 0.8)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, _)| c)
+}
+
+/// Accumulates diagnostics during a load.
+#[derive(Debug, Default)]
+pub struct Sink {
+    /// What was found so far.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Sink {
+    /// Records a problem.
+    pub fn push(&mut self, d: Diagnostic) {
+        self.diagnostics.push(d);
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.diagnostics.is_empty()
+    }
+
+    /// `Ok(value)` when nothing was recorded, else all problems.
+    pub fn finish<T>(self, value: T) -> Result<T, LoadError> {
+        if self.diagnostics.is_empty() {
+            Ok(value)
+        } else {
+            Err(LoadError {
+                diagnostics: self.diagnostics,
+            })
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! The session context and usage state that activation scores are computed from.
+//!
+//! Field names follow seed 000's `SessionContext` dataclass. Time is always an
+//! input: usage holds the times of the last calls on the caller's clock (seconds),
+//! and [`crate::Plan::evaluate`] takes `now` on the same clock.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+/// Seed 000 `SessionContext`: what is known about the session when tools are scored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionContext {
+    /// Keywords of the user's latest message (explicit intent).
+    #[serde(default)]
+    pub user_intent_keywords: Vec<String>,
+    /// Entities named in the message (file names, database names). Not scored by
+    /// the seed's formula; kept for rules and explanations.
+    #[serde(default)]
+    pub user_intent_entities: Vec<String>,
+    /// Conversation stage (`exploration`, `implementation`, `debugging`,
+    /// `documentation` in the shipped policies); `None` matches no tool's stages.
+    #[serde(default)]
+    pub conversation_stage: Option<String>,
+    /// Names of the most recent tool calls, oldest first (seed: the last 5).
+    #[serde(default)]
+    pub recent_tool_calls: Vec<String>,
+    /// Seconds since the session started.
+    #[serde(default)]
+    pub session_duration_seconds: f64,
+    /// Files open in the editor.
+    #[serde(default)]
+    pub active_files: Vec<String>,
+    /// Programming language in use (`python`, `sql`, ...).
+    #[serde(default)]
+    pub active_language: Option<String>,
+    /// Project type (`web`, `cli`, `library`, `data`).
+    #[serde(default)]
+    pub project_type: Option<String>,
+}
+
+/// Usage history of a session, keyed by tool name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UsageStats {
+    /// Number of calls per tool. Their sum decides cold start.
+    pub call_counts: HashMap<String, u64>,
+    /// Time of each tool's last call, in seconds on the caller's clock (the clock
+    /// of `now` given to evaluate). A tool absent here was never called and gets
+    /// no recency bonus.
+    pub last_call_at: HashMap<String, f64>,
+    /// Usage frequency in [0,1] per tool, for policies whose usage
+    /// normalisation is `frequency` (seed 000's `compute_activation_score`).
+    pub usage_frequency: HashMap<String, f64>,
+}
+
+impl UsageStats {
+    /// Total number of calls made in the session.
+    pub fn total_calls(&self) -> u64 {
+        self.call_counts.values().fold(0u64, |a, b| a.saturating_add(*b))
+    }
+}
+
+/// A session as an agent host keeps it: the context plus usage, updated on each
+/// call (seed 000 `record_tool_call`).
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    /// The current context; `recent_tool_calls` is maintained by [`Session::record_call`].
+    pub context: SessionContext,
+    /// Usage so far.
+    pub usage: UsageStats,
+    recent: VecDeque<String>,
+}
+
+impl Session {
+    /// A new, empty session.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a call of `tool` at time `at` (seconds, caller's clock), keeping
+    /// at most `window` names in `recent_tool_calls` (the policy's
+    /// `activation.recent_calls_window`, seed: 5).
+    pub fn record_call(&mut self, tool: &str, at: f64, window: usize) {
+        *self.usage.call_counts.entry(tool.to_string()).or_insert(0) += 1;
+        self.usage.last_call_at.insert(tool.to_string(), at);
+        self.recent.push_back(tool.to_string());
+        while self.recent.len() > window {
+            self.recent.pop_front();
+        }
+        self.context.recent_tool_calls = self.recent.iter().cloned().collect();
+    }
+}

@@ -1,0 +1,375 @@
+//! Evaluate: score every tool of a plan for one session context.
+//!
+//! Per evaluation, the context is prepared once: domain rules run and the
+//! domain weights are normalised (seed 000 `_infer_domain_weights`), intent
+//! keywords become a bitset over the plan's keyword vocabulary, usage is
+//! resolved to tool indices. Then each tool costs a handful of array reads and
+//! the lowered formula. Time is an input (`now`), never read here.
+
+pub mod context;
+pub mod keywords;
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::compile::condition::Facts;
+use crate::parse::policy::{KeywordMethod, UsageNormalization};
+use crate::plan::{F_COMPLEXITY, F_DOMAIN, F_KEYWORD, F_PRIORITY, F_RECENCY, F_STAGE, F_USAGE, FEATURES, Plan};
+
+use context::{SessionContext, UsageStats};
+
+/// Why a tool is (or is not) in the active set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// Score ≥ effective threshold.
+    AboveThreshold,
+    /// Below the threshold but within the hysteresis margin of a tool that was active.
+    Hysteresis,
+    /// Pinned by the policy.
+    Pinned,
+    /// Added to reach `min_active`.
+    MinActive,
+    /// Score < effective threshold.
+    BelowThreshold,
+    /// Above the threshold but cut by `max_active`.
+    MaxActive,
+    /// The formula produced NaN for this tool (see the activation's warnings).
+    InvalidScore,
+}
+
+/// One tool's result.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolScore {
+    /// Index into the plan's tools.
+    pub tool: usize,
+    /// Clamped score.
+    pub score: f64,
+    /// Score before the clamp (the sum of the term contributions).
+    pub raw_score: f64,
+    /// Whether the tool is exposed.
+    pub active: bool,
+    /// Why.
+    pub reason: Reason,
+    /// The feature values, in [`FEATURES`] order.
+    pub features: [f64; FEATURES.len()],
+}
+
+/// The result of one evaluation: every tool's score and the active set.
+#[derive(Debug, Clone)]
+pub struct Activation {
+    /// The plan that produced it.
+    pub plan: Arc<Plan>,
+    /// The policy's threshold.
+    pub threshold: f64,
+    /// The threshold applied (lowered during cold start).
+    pub effective_threshold: f64,
+    /// Whether cold start applied (fewer than `min_calls` calls in the session).
+    pub cold_start: bool,
+    /// Calls made in the session.
+    pub total_calls: u64,
+    /// Normalised domain weights, in the plan's domain order (empty when the
+    /// neutral domain match applied).
+    pub domain_weights: Vec<f64>,
+    /// Names of the domain rules that applied.
+    pub rules_applied: Vec<String>,
+    /// Distinct intent terms used for keyword matching.
+    pub intent_terms: Vec<String>,
+    /// Problems met while evaluating (a rule expression that failed, a NaN score).
+    pub warnings: Vec<String>,
+    /// One entry per tool, in catalog order.
+    pub tools: Vec<ToolScore>,
+}
+
+/// One term of a score explanation.
+#[derive(Debug, Clone, Serialize)]
+pub struct TermExplanation {
+    /// The term as written in the formula.
+    pub term: String,
+    /// The feature it reads, when it reads exactly one.
+    pub feature: Option<&'static str>,
+    /// That feature's value.
+    pub value: Option<f64>,
+    /// The constant weight of a `weight * feature` term (signed).
+    pub weight: Option<f64>,
+    /// The signed contribution to the raw score.
+    pub contribution: f64,
+}
+
+/// Added and removed tools between two activations.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ActivationDiff {
+    /// Active now, not before.
+    pub added: Vec<String>,
+    /// Active before, not now.
+    pub removed: Vec<String>,
+}
+
+impl ActivationDiff {
+    /// Whether nothing changed (no `notifications/tools/list_changed` needed).
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty()
+    }
+}
+
+impl Activation {
+    /// The score of the tool called `name` (or an alias of it).
+    pub fn get(&self, name: &str) -> Option<&ToolScore> {
+        self.plan.tool_index(name).map(|i| &self.tools[i])
+    }
+
+    /// Names of the active tools, in catalog order.
+    pub fn active_names(&self) -> Vec<&str> {
+        self.tools.iter().filter(|t| t.active).map(|t| self.plan.tools[t.tool].name.as_str()).collect()
+    }
+
+    /// The set of active names.
+    pub fn active_set(&self) -> BTreeSet<String> {
+        self.active_names().into_iter().map(String::from).collect()
+    }
+
+    /// Tools added and removed since `previous` (which may come from another plan).
+    pub fn diff(&self, previous: &Activation) -> ActivationDiff {
+        let now = self.active_set();
+        let before = previous.active_set();
+        ActivationDiff {
+            added: now.difference(&before).cloned().collect(),
+            removed: before.difference(&now).cloned().collect(),
+        }
+    }
+
+    /// Term-by-term explanation of a tool's raw score; the contributions add up
+    /// (in order) to [`ToolScore::raw_score`].
+    pub fn explain(&self, tool: usize) -> Vec<TermExplanation> {
+        let s = &self.tools[tool];
+        let mut contribs = Vec::with_capacity(self.plan.formula.terms.len());
+        self.plan.formula.eval(&s.features, Some(&mut contribs));
+        self.plan
+            .formula
+            .terms
+            .iter()
+            .zip(contribs)
+            .map(|(t, c)| {
+                let single = (t.features.len() == 1).then(|| t.features[0] as usize);
+                TermExplanation {
+                    term: if t.sign < 0.0 { format!("-({})", t.text) } else { t.text.clone() },
+                    feature: single.map(|f| FEATURES[f]),
+                    value: single.map(|f| s.features[f]),
+                    weight: t.linear.map(|(_, w)| w * t.sign),
+                    contribution: c,
+                }
+            })
+            .collect()
+    }
+}
+
+impl Plan {
+    /// Scores every tool for `context` and `usage` at time `now` (seconds, on
+    /// the clock of `usage.last_call_at`) and decides the active set.
+    pub fn evaluate(self: &Arc<Self>, context: &SessionContext, usage: &UsageStats, now: f64) -> Activation {
+        self.evaluate_with_previous(context, usage, now, None)
+    }
+
+    /// As [`Plan::evaluate`], with the previous activation of the same session
+    /// for hysteresis (`activation.hysteresis_margin`).
+    pub fn evaluate_with_previous(
+        self: &Arc<Self>,
+        context: &SessionContext,
+        usage: &UsageStats,
+        now: f64,
+        previous: Option<&Activation>,
+    ) -> Activation {
+        let _span = tracing::debug_span!("evaluate", tools = self.tools.len()).entered();
+        let fp = &self.features;
+        let mut warnings = Vec::new();
+
+        // Domain weights (once per context).
+        let facts = Facts::new(context, usage);
+        let mut w = self.domain_base.clone();
+        let mut rules_applied = Vec::new();
+        for r in &self.rules {
+            let (holds, err) = r.condition.holds(&facts);
+            if let Some(e) = err {
+                warnings.push(format!("rule `{}`: {e}", r.name));
+            }
+            if holds {
+                for (d, delta) in &r.adjust {
+                    w[*d] += delta;
+                }
+                rules_applied.push(r.name.clone());
+            }
+        }
+        let total: f64 = w.iter().sum();
+        let (norm, norm_total) = if w.is_empty() || total == 0.0 {
+            (Vec::new(), 0.0)
+        } else {
+            let n: Vec<f64> = w.iter().map(|x| x / total).collect();
+            let t: f64 = n.iter().sum();
+            (n, t)
+        };
+        let domain_neutral = norm.is_empty() || norm_total == 0.0;
+
+        // Intent terms (once per context).
+        let mut terms: Vec<String> = Vec::new();
+        let mut seen = HashSet::new();
+        for k in &context.user_intent_keywords {
+            for t in self.analyzer.expand_keyword(k) {
+                if seen.insert(t.clone()) {
+                    terms.push(t);
+                }
+            }
+        }
+        let n_intent = terms.len() as u32;
+        let mut bits = vec![0u64; self.vocab.len().div_ceil(64)];
+        for t in &terms {
+            if let Some(&id) = self.vocab.get(t) {
+                bits[(id / 64) as usize] |= 1 << (id % 64);
+            }
+        }
+
+        // Usage (once per context).
+        let n = self.tools.len();
+        let mut usage_bonus = vec![0.0f64; n];
+        let mut recency = vec![0.0f64; n];
+        let total_calls = usage.total_calls();
+        match fp.usage_normalization {
+            UsageNormalization::BusiestTool => {
+                let max_usage = usage.call_counts.values().copied().max().unwrap_or(1).max(1) as f64;
+                for (name, &c) in &usage.call_counts {
+                    if let Some(i) = self.tool_index(name) {
+                        let norm = c as f64 / max_usage;
+                        usage_bonus[i] = (norm * fp.usage_multiplier).min(fp.usage_cap);
+                    }
+                }
+            }
+            UsageNormalization::Frequency => {
+                for (name, &f) in &usage.usage_frequency {
+                    if let Some(i) = self.tool_index(name) {
+                        if f.is_finite() {
+                            usage_bonus[i] = (f * fp.usage_multiplier).min(fp.usage_cap);
+                        } else {
+                            warnings.push(format!("usage frequency of `{name}` is not finite; ignored"));
+                        }
+                    }
+                }
+            }
+        }
+        for (name, &at) in &usage.last_call_at {
+            if let Some(i) = self.tool_index(name) {
+                if now - at < fp.recency_window_seconds {
+                    recency[i] = fp.recency_bonus;
+                }
+            }
+        }
+        let stage_bit = context
+            .conversation_stage
+            .as_deref()
+            .and_then(|s| self.stage_index(s))
+            .map(|i| 1u64 << i)
+            .unwrap_or(0);
+
+        // Threshold.
+        let (cold_start, effective_threshold) = match self.cold_start {
+            Some((min_calls, factor)) if total_calls < min_calls => (true, self.threshold * factor),
+            _ => (false, self.threshold),
+        };
+        let was_active: Option<Vec<bool>> = previous.map(|p| {
+            if Arc::ptr_eq(&p.plan, self) {
+                p.tools.iter().map(|t| t.active).collect()
+            } else {
+                let set = p.active_set();
+                self.tools.iter().map(|t| set.contains(&t.name)).collect()
+            }
+        });
+
+        // Per tool.
+        let (lo, hi) = self.clamp;
+        let mut out = Vec::with_capacity(n);
+        for (i, t) in self.tools.iter().enumerate() {
+            let mut f = [0.0f64; FEATURES.len()];
+            f[F_DOMAIN] = if domain_neutral {
+                fp.domain_neutral
+            } else {
+                let mut matched = 0.0;
+                for &d in &t.domains {
+                    matched += norm[d as usize];
+                }
+                matched / norm_total
+            };
+            f[F_KEYWORD] = if t.keyword_count == 0 || n_intent == 0 {
+                0.0
+            } else {
+                let mut inter = 0u32;
+                for &id in &t.keyword_ids {
+                    inter += ((bits[(id / 64) as usize] >> (id % 64)) & 1) as u32;
+                }
+                match fp.keyword_method {
+                    KeywordMethod::Jaccard => inter as f64 / (t.keyword_count + n_intent - inter) as f64,
+                    KeywordMethod::Containment => inter as f64 / t.keyword_count as f64,
+                }
+            };
+            f[F_STAGE] = if t.stage_mask & stage_bit != 0 { fp.stage_hit } else { fp.stage_miss };
+            f[F_USAGE] = usage_bonus[i];
+            f[F_PRIORITY] = t.base_priority;
+            f[F_COMPLEXITY] = t.complexity_penalty;
+            f[F_RECENCY] = recency[i];
+            let raw = self.formula.eval(&f, None);
+            let (score, valid) = if raw.is_nan() { (lo, false) } else { (raw.min(hi).max(lo), true) };
+            let (active, reason) = if !valid {
+                warnings.push(format!("the formula gave NaN for `{}`; it is inactive", t.name));
+                (false, Reason::InvalidScore)
+            } else if score >= effective_threshold {
+                (true, Reason::AboveThreshold)
+            } else if was_active.as_ref().is_some_and(|w| w[i]) && score >= effective_threshold - self.hysteresis_margin {
+                (true, Reason::Hysteresis)
+            } else {
+                (false, Reason::BelowThreshold)
+            };
+            out.push(ToolScore { tool: i, score, raw_score: raw, active, reason, features: f });
+        }
+
+        // Set controls.
+        for &p in &self.pinned {
+            out[p].active = true;
+            out[p].reason = Reason::Pinned;
+        }
+        if let Some(k) = self.max_active {
+            let active_count = out.iter().filter(|t| t.active).count();
+            if active_count > k {
+                let mut order: Vec<usize> = out.iter().filter(|t| t.active && t.reason != Reason::Pinned).map(|t| t.tool).collect();
+                order.sort_by(|a, b| out[*b].score.total_cmp(&out[*a].score).then(a.cmp(b)));
+                let keep = k.saturating_sub(self.pinned.len());
+                for &i in order.iter().skip(keep) {
+                    out[i].active = false;
+                    out[i].reason = Reason::MaxActive;
+                }
+            }
+        }
+        let active_count = out.iter().filter(|t| t.active).count();
+        if active_count < self.min_active {
+            let mut order: Vec<usize> = out.iter().filter(|t| !t.active && t.reason != Reason::InvalidScore).map(|t| t.tool).collect();
+            order.sort_by(|a, b| out[*b].score.total_cmp(&out[*a].score).then(a.cmp(b)));
+            for &i in order.iter().take(self.min_active - active_count) {
+                out[i].active = true;
+                out[i].reason = Reason::MinActive;
+            }
+        }
+
+        let active = out.iter().filter(|t| t.active).count();
+        tracing::debug!(active, effective_threshold, cold_start, "evaluated");
+        Activation {
+            plan: self.clone(),
+            threshold: self.threshold,
+            effective_threshold,
+            cold_start,
+            total_calls,
+            domain_weights: if domain_neutral { Vec::new() } else { norm },
+            rules_applied,
+            intent_terms: terms,
+            warnings,
+            tools: out,
+        }
+    }
+}

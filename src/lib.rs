@@ -1,0 +1,54 @@
+//! # toolgate
+//!
+//! A tool-policy engine for AI agents. Given a session context, toolgate scores
+//! every registered tool with the activation formula of a declarative TOML
+//! policy and exposes only the tools above the threshold, explaining each score
+//! term by term.
+//!
+//! The data flow is visible in the module layout:
+//!
+//! ```text
+//! policies/*.toml, tool-tags/*.toml
+//!        │  parse      (parse::policy, parse::tags; TOML with spans → sources)
+//!        ▼
+//!   PolicySource + ToolSpec
+//!        │  compile    (compile: validate, lower the formula, intern keywords)
+//!        ▼
+//!      Plan            (plan: immutable, shared behind Arc)
+//!        │  evaluate   (eval: SessionContext + UsageStats + now → Activation)
+//!        ▼
+//!   Activation         (scores, active set, explanations, diffs)
+//! ```
+//!
+//! I/O lives at the edges: [`load`] reads files, [`input`] reads JSON inputs;
+//! everything between is pure.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolgate::{load::{load_plan, Sources}, SessionContext, UsageStats};
+//!
+//! let plan = Arc::new(load_plan(&Sources::default()).unwrap());
+//! let ctx = SessionContext {
+//!     user_intent_keywords: vec!["query".into(), "table".into()],
+//!     conversation_stage: Some("exploration".into()),
+//!     active_language: Some("sql".into()),
+//!     ..Default::default()
+//! };
+//! let act = plan.evaluate(&ctx, &UsageStats::default(), 0.0);
+//! assert!(act.active_names().contains(&"sqlite.read_query"));
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod compile;
+pub mod diag;
+pub mod eval;
+pub mod input;
+pub mod load;
+pub mod parse;
+pub mod plan;
+
+pub use diag::{Diagnostic, ErrorKind, LoadError};
+pub use eval::context::{Session, SessionContext, UsageStats};
+pub use eval::{Activation, ActivationDiff, Reason, TermExplanation, ToolScore};
+pub use plan::{FEATURES, Plan};

@@ -1,0 +1,91 @@
+//! Loading plans from files or from the defaults embedded in the crate.
+//!
+//! This is the I/O edge of the pipeline: read files, then
+//! [`parse`](crate::parse) → [`compile`](crate::compile::compile). Problems of
+//! the policy and of every tag file are reported together.
+
+use std::path::{Path, PathBuf};
+
+use crate::diag::{LoadError, SourceFile};
+use crate::parse::policy::{PolicySource, parse_policy};
+use crate::parse::tags::{ToolSpec, import_tools_json, load_tag_dir, parse_tag_file, read_source};
+use crate::plan::Plan;
+
+/// The shipped default policy (`policies/default.toml`), embedded.
+pub const DEFAULT_POLICY: (&str, &str) = ("policies/default.toml", include_str!("../policies/default.toml"));
+
+/// The shipped tool tags (`tool-tags/*.toml`), embedded, sorted by file name.
+pub const DEFAULT_TAGS: &[(&str, &str)] = &[
+    ("tool-tags/custom.toml", include_str!("../tool-tags/custom.toml")),
+    ("tool-tags/demo.toml", include_str!("../tool-tags/demo.toml")),
+    ("tool-tags/everything.toml", include_str!("../tool-tags/everything.toml")),
+    ("tool-tags/fetch.toml", include_str!("../tool-tags/fetch.toml")),
+    ("tool-tags/filesystem.toml", include_str!("../tool-tags/filesystem.toml")),
+    ("tool-tags/git.toml", include_str!("../tool-tags/git.toml")),
+    ("tool-tags/memory.toml", include_str!("../tool-tags/memory.toml")),
+    ("tool-tags/shell.toml", include_str!("../tool-tags/shell.toml")),
+    ("tool-tags/sqlite.toml", include_str!("../tool-tags/sqlite.toml")),
+    ("tool-tags/time.toml", include_str!("../tool-tags/time.toml")),
+];
+
+/// Where a plan's inputs come from.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// Policy file; `None` = the embedded default.
+    pub policy: Option<PathBuf>,
+    /// Tool-tags directory; `None` = the embedded default tags.
+    pub tags: Option<PathBuf>,
+    /// Extra tools from MCP `tools/list` results or OpenAI `tools` arrays (auto-tagged).
+    pub tools: Vec<PathBuf>,
+}
+
+/// Reads the policy named by `sources` (or the default).
+pub fn load_policy(path: Option<&Path>) -> Result<PolicySource, LoadError> {
+    let file = match path {
+        Some(p) => read_source(p)?,
+        None => SourceFile::new(DEFAULT_POLICY.0, DEFAULT_POLICY.1),
+    };
+    parse_policy(file)
+}
+
+/// Reads the catalog named by `sources`: tag files plus imported tools.
+pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
+    let mut tools = Vec::new();
+    let mut diags = Vec::new();
+    match &sources.tags {
+        Some(dir) => match load_tag_dir(dir) {
+            Ok(t) => tools.extend(t),
+            Err(e) => diags.extend(e.diagnostics),
+        },
+        None => {
+            for (name, text) in DEFAULT_TAGS {
+                match parse_tag_file(SourceFile::new(*name, *text)) {
+                    Ok(t) => tools.extend(t),
+                    Err(e) => diags.extend(e.diagnostics),
+                }
+            }
+        }
+    }
+    for p in &sources.tools {
+        let r = read_source(p).and_then(|f| import_tools_json(&f.name, &f.text));
+        match r {
+            Ok(t) => tools.extend(t),
+            Err(e) => diags.extend(e.diagnostics),
+        }
+    }
+    if diags.is_empty() { Ok(tools) } else { Err(LoadError { diagnostics: diags }) }
+}
+
+/// Loads and compiles a plan: policy and catalog problems are reported together.
+pub fn load_plan(sources: &Sources) -> Result<Plan, LoadError> {
+    let policy = load_policy(sources.policy.as_deref());
+    let catalog = load_catalog(sources);
+    match (policy, catalog) {
+        (Ok(p), Ok(c)) => crate::compile::compile(&p, c),
+        (Err(mut a), Err(b)) => {
+            a.diagnostics.extend(b.diagnostics);
+            Err(a)
+        }
+        (Err(a), _) | (_, Err(a)) => Err(a),
+    }
+}

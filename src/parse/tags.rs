@@ -1,0 +1,429 @@
+//! Reading tools and their tags: `tool-tags/*.toml`, inline JSON tools (the
+//! seed-vector shape), MCP `tools/list` results and OpenAI `tools` arrays.
+//!
+//! A [`ToolSpec`] is one tool as declared: its MCP identity (name, description,
+//! `inputSchema`), its semantic tags (seed 000 `ToolSemanticTags`: domains,
+//! preferred stages, trigger keywords, base priority, parameter complexity) and
+//! its call-gate fields (seed 002 `ToolDefinition`: risk level, confirmation,
+//! timeout, retries, category). A tool without semantic tags is auto-tagged by
+//! the policy's `[auto_tags]` when the plan is compiled.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
+use crate::parse::policy::Sp;
+use crate::parse::reader::{Reader, Table};
+
+/// Seed 002 `risk_level`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RiskLevel {
+    /// Reads or computes; no lasting effect.
+    Safe,
+    /// Can change state or reach the outside (writes, network, shell).
+    Dangerous,
+    /// Deletes or overwrites irreversibly.
+    Destructive,
+}
+
+/// What an argument holds, for the call gate's danger analysis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgRole {
+    /// One shell command line (a string).
+    Shell,
+    /// An argv array, program first.
+    ShellArgv,
+    /// SQL text.
+    Sql,
+    /// A file-system path (or an array of paths).
+    Path,
+}
+
+/// The call-gate fields of a tool (seed 002). Read now so the format need not
+/// change when the gate lands.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct GateTags {
+    /// Risk level; `None` when the tag file does not say (the gate's default applies).
+    pub risk_level: Option<RiskLevel>,
+    /// The user must confirm every call.
+    pub requires_confirmation: bool,
+    /// Per-call time limit in seconds, overriding the policy's.
+    pub timeout_seconds: Option<f64>,
+    /// Retries after a retryable failure, overriding the policy's.
+    pub max_retries: Option<u32>,
+    /// Free grouping (`database`, `version_control`).
+    pub category: Option<String>,
+    /// The tool never changes anything (a read-only SQL tool accepts one read statement).
+    pub read_only: bool,
+    /// Argument name → role.
+    pub arguments: Vec<(String, ArgRole)>,
+    /// SQL dialect for `sql` arguments (`generic` when absent).
+    pub sql_dialect: Option<String>,
+}
+
+/// Seed 000 `ToolSemanticTags`, as declared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SemanticTags {
+    /// Functional domains (must be declared by the policy).
+    pub domains: Vec<Sp<String>>,
+    /// Conversation stages where the tool is useful (must be declared by the policy).
+    pub preferred_stages: Vec<Sp<String>>,
+    /// Words that, in the user's message, point at this tool.
+    pub trigger_keywords: Vec<String>,
+    /// Hand-set importance in [0,1].
+    pub base_priority: Sp<f64>,
+    /// How hard the parameters are to fill, within the policy's complexity range.
+    pub parameter_complexity: Sp<i64>,
+}
+
+/// One tool as declared.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    /// Namespaced name (`server.tool`, seed 003) or a bare name.
+    pub name: Sp<String>,
+    /// Other names the tool answers to (the bare MCP name).
+    pub aliases: Vec<Sp<String>>,
+    /// Description shown to the model.
+    pub description: String,
+    /// The tool's JSON Schema (`inputSchema`).
+    pub input_schema: Value,
+    /// Semantic tags; `None` means "auto-tag from the policy".
+    pub tags: Option<SemanticTags>,
+    /// Call-gate fields.
+    pub gate: GateTags,
+    /// The file it was declared in (spans point into it), if any.
+    pub file: Option<Arc<SourceFile>>,
+}
+
+impl ToolSpec {
+    /// A diagnostic about this tool, located at `span` when the tool comes from a file.
+    pub fn diag(&self, kind: ErrorKind, span: Range<usize>, msg: impl Into<String>) -> Diagnostic {
+        match &self.file {
+            Some(f) if span.end > 0 => Diagnostic::at(kind, f, span, msg),
+            Some(f) => {
+                let mut d = Diagnostic::bare(kind, msg);
+                d.file = Some(f.clone());
+                d
+            }
+            None => Diagnostic::bare(kind, msg),
+        }
+    }
+}
+
+fn read_gate(t: &Table<'_, '_>) -> GateTags {
+    let r = t.reader();
+    let risk_level = t.str("risk_level").and_then(|(s, span)| match s.as_str() {
+        "safe" => Some(RiskLevel::Safe),
+        "dangerous" => Some(RiskLevel::Dangerous),
+        "destructive" => Some(RiskLevel::Destructive),
+        _ => {
+            r.push(
+                Diagnostic::at(ErrorKind::InvalidValue, &r.file, span, format!("risk_level \"{s}\" is not one of: safe, dangerous, destructive"))
+                    .with_suggestion(&s, ["safe", "dangerous", "destructive"]),
+            );
+            None
+        }
+    });
+    let timeout_seconds = t.f64("timeout_seconds").and_then(|(x, span)| {
+        if x <= 0.0 {
+            r.error(ErrorKind::OutOfRange, span, format!("timeout_seconds must be positive, found {x}"));
+            None
+        } else {
+            Some(x)
+        }
+    });
+    let max_retries = t.int("max_retries").and_then(|(x, span)| {
+        if !(0..=100).contains(&x) {
+            r.error(ErrorKind::OutOfRange, span, format!("max_retries must be within [0, 100], found {x}"));
+            None
+        } else {
+            Some(x as u32)
+        }
+    });
+    let mut arguments = Vec::new();
+    if let Some(mut a) = t.table("arguments") {
+        for (k, _, v) in a.entries() {
+            if let Some(s) = v.string() {
+                let role = match s.as_str() {
+                    "shell" => Some(ArgRole::Shell),
+                    "shell_argv" => Some(ArgRole::ShellArgv),
+                    "sql" => Some(ArgRole::Sql),
+                    "path" => Some(ArgRole::Path),
+                    _ => None,
+                };
+                match role {
+                    Some(role) => arguments.push((k, role)),
+                    None => r.push(
+                        Diagnostic::at(ErrorKind::InvalidValue, &r.file, v.span.clone(), format!("argument role \"{s}\" is not one of: shell, shell_argv, sql, path"))
+                            .with_suggestion(&s, ["shell", "shell_argv", "sql", "path"]),
+                    ),
+                }
+            }
+        }
+    }
+    GateTags {
+        risk_level,
+        requires_confirmation: t.bool("requires_confirmation").unwrap_or(false),
+        timeout_seconds,
+        max_retries,
+        category: t.str("category").map(|x| x.0),
+        read_only: t.bool("read_only").unwrap_or(false),
+        arguments,
+        sql_dialect: t.str("sql_dialect").map(|x| x.0),
+    }
+}
+
+fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
+    let r = t.reader();
+    let name = t.require("name").and_then(|v| v.string().map(|s| Sp::new(s, v.span.clone())));
+    let aliases = t
+        .str_list("aliases")
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(s, sp)| Sp::new(s, sp))
+        .collect();
+    let description = t.str("description").map(|x| x.0).unwrap_or_default();
+    let input_schema = match t.get("input_schema") {
+        Some(v) => match v.raw() {
+            toml::de::DeValue::String(s) => match serde_json::from_str::<Value>(s) {
+                Ok(j) => j,
+                Err(e) => {
+                    r.error(ErrorKind::Syntax, v.span.clone(), format!("input_schema is not valid JSON: {e}"));
+                    Value::Null
+                }
+            },
+            toml::de::DeValue::Table(_) => v.to_json().unwrap_or(Value::Null),
+            _ => {
+                r.error(ErrorKind::WrongType, v.span.clone(), "input_schema must be a JSON Schema, as a JSON string or a TOML table");
+                Value::Null
+            }
+        },
+        None => serde_json::json!({"type": "object", "properties": {}}),
+    };
+    if !input_schema.is_object() && !input_schema.is_null() {
+        r.error(ErrorKind::InvalidValue, t.span.clone(), "input_schema must be a JSON object");
+    }
+    let semantic_keys = ["domains", "preferred_stages", "trigger_keywords", "base_priority", "parameter_complexity"];
+    let has_tags = semantic_keys.iter().any(|k| t.key_span(k).is_some());
+    let tags = if has_tags {
+        let domains = t.str_list("domains").unwrap_or_default().into_iter().map(|(s, sp)| Sp::new(s, sp)).collect();
+        let preferred_stages = t.str_list("preferred_stages").unwrap_or_default().into_iter().map(|(s, sp)| Sp::new(s, sp)).collect();
+        let trigger_keywords = t.str_list("trigger_keywords").unwrap_or_default().into_iter().map(|(s, _)| s).collect();
+        let bp = t.req_f64("base_priority");
+        let base_priority = match bp {
+            Some((x, span)) if !(0.0..=1.0).contains(&x) => {
+                r.error(ErrorKind::OutOfRange, span.clone(), format!("base_priority must be within [0, 1], found {x}"));
+                None
+            }
+            Some((x, span)) => Some(Sp::new(x, span)),
+            None => None,
+        };
+        let pc = t.require("parameter_complexity").and_then(|v| v.int().map(|x| Sp::new(x, v.span.clone())));
+        match (base_priority, pc) {
+            (Some(bp), Some(pc)) => Some(SemanticTags { domains, preferred_stages, trigger_keywords, base_priority: bp, parameter_complexity: pc }),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    let gate = read_gate(t);
+    let name = name?;
+    if has_tags && tags.is_none() {
+        return None;
+    }
+    Some(ToolSpec {
+        name,
+        aliases,
+        description,
+        input_schema: if input_schema.is_null() { serde_json::json!({}) } else { input_schema },
+        tags,
+        gate,
+        file: Some(file.clone()),
+    })
+}
+
+/// Reads one tool-tag file (`[[tool]]` entries).
+pub fn parse_tag_file(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
+    let f2 = file.clone();
+    Reader::parse_document(file, |root| {
+        let tools = root.tables("tool");
+        if tools.is_empty() && root.key_span("tool").is_none() {
+            root.reader().error(
+                ErrorKind::MissingKey,
+                root.span.clone(),
+                "a tool-tag file must declare at least one [[tool]]",
+            );
+        }
+        tools.iter().filter_map(|t| read_tool(&f2, t)).collect()
+    })
+}
+
+/// Reads every `*.toml` file of a directory (sorted by file name) as tool tags.
+/// All files are read and all problems reported together.
+pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        LoadError::single(Diagnostic::bare(ErrorKind::Io, format!("cannot read the tool-tags directory {}: {e}", dir.display())))
+    })?;
+    let mut paths: Vec<_> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
+        .collect();
+    paths.sort();
+    let mut tools = Vec::new();
+    let mut diags = Vec::new();
+    for p in paths {
+        match read_source(&p).and_then(parse_tag_file) {
+            Ok(t) => tools.extend(t),
+            Err(e) => diags.extend(e.diagnostics),
+        }
+    }
+    if diags.is_empty() { Ok(tools) } else { Err(LoadError { diagnostics: diags }) }
+}
+
+/// Reads a file into a [`SourceFile`] named by its path.
+pub fn read_source(path: &Path) -> Result<Arc<SourceFile>, LoadError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| LoadError::single(Diagnostic::bare(ErrorKind::Io, format!("cannot read {}: {e}", path.display()))))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        LoadError::single(Diagnostic::bare(ErrorKind::Syntax, format!("{} is not valid UTF-8 (byte {})", path.display(), e.utf8_error().valid_up_to())))
+    })?;
+    Ok(SourceFile::new(path.display().to_string(), text))
+}
+
+/// A tool with inline tags, as in the seed vectors and in eval inputs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InlineTool {
+    /// Tool name.
+    pub name: String,
+    /// Optional description.
+    #[serde(default)]
+    pub description: String,
+    /// Optional JSON Schema (`inputSchema` or `input_schema`).
+    #[serde(default, alias = "inputSchema")]
+    pub input_schema: Option<Value>,
+    /// Domains.
+    #[serde(default)]
+    pub domains: Vec<String>,
+    /// Preferred stages.
+    #[serde(default)]
+    pub preferred_stages: Vec<String>,
+    /// Trigger keywords.
+    #[serde(default)]
+    pub trigger_keywords: Vec<String>,
+    /// Base priority in [0,1]; absent means "auto-tag".
+    #[serde(default)]
+    pub base_priority: Option<f64>,
+    /// Parameter complexity; absent means "auto-tag".
+    #[serde(default)]
+    pub parameter_complexity: Option<i64>,
+    /// Risk level.
+    #[serde(default)]
+    pub risk_level: Option<RiskLevel>,
+    /// Confirmation required.
+    #[serde(default)]
+    pub requires_confirmation: bool,
+    /// Read-only.
+    #[serde(default)]
+    pub read_only: bool,
+    /// Argument roles.
+    #[serde(default)]
+    pub arguments: std::collections::BTreeMap<String, ArgRole>,
+}
+
+impl InlineTool {
+    /// Converts to a [`ToolSpec`]; tags are present when both base_priority and
+    /// parameter_complexity are given.
+    pub fn into_spec(self) -> ToolSpec {
+        let sp = |v: Vec<String>| v.into_iter().map(|s| Sp::new(s, 0..0)).collect::<Vec<_>>();
+        let tags = match (self.base_priority, self.parameter_complexity) {
+            (Some(bp), Some(pc)) => Some(SemanticTags {
+                domains: sp(self.domains),
+                preferred_stages: sp(self.preferred_stages),
+                trigger_keywords: self.trigger_keywords,
+                base_priority: Sp::new(bp, 0..0),
+                parameter_complexity: Sp::new(pc, 0..0),
+            }),
+            _ => None,
+        };
+        ToolSpec {
+            name: Sp::new(self.name, 0..0),
+            aliases: vec![],
+            description: self.description,
+            input_schema: self.input_schema.unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            tags,
+            gate: GateTags {
+                risk_level: self.risk_level,
+                requires_confirmation: self.requires_confirmation,
+                read_only: self.read_only,
+                arguments: self.arguments.into_iter().collect(),
+                ..GateTags::default()
+            },
+            file: None,
+        }
+    }
+}
+
+/// Reads tools from JSON: an MCP `tools/list` result (`{"tools": [...]}`, a
+/// JSON-RPC response holding one, or a captured catalog with a `server` field,
+/// whose name then prefixes each tool as `server.tool`), or an OpenAI `tools`
+/// array (`[{"type": "function", "function": {...}}]`). The tools come without
+/// semantic tags and are auto-tagged; MCP annotations `readOnlyHint` and
+/// `destructiveHint` set `read_only` and the destructive risk level.
+pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadError> {
+    let bad = |msg: String| LoadError::single(Diagnostic::bare(ErrorKind::Syntax, format!("{name}: {msg}")));
+    let v: Value = serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e} (line {}, column {})", e.line(), e.column())))?;
+    let file = SourceFile::new(name.to_string(), text.to_string());
+    let (prefix, list) = match &v {
+        Value::Array(a) => (None, a.clone()),
+        Value::Object(o) => {
+            let prefix = o.get("server").and_then(|s| s.as_str()).map(|s| s.to_string());
+            let tools = o
+                .get("tools")
+                .or_else(|| o.get("result").and_then(|r| r.get("tools")))
+                .and_then(|t| t.as_array())
+                .ok_or_else(|| bad("expected an MCP tools/list result (an object with a \"tools\" array) or an OpenAI tools array".into()))?;
+            (prefix, tools.clone())
+        }
+        _ => return Err(bad("expected a JSON object or array".into())),
+    };
+    let mut out = Vec::new();
+    for (i, item) in list.iter().enumerate() {
+        let (fname, desc, schema, ann) = if item.get("type").and_then(|t| t.as_str()) == Some("function") {
+            let f = item.get("function").ok_or_else(|| bad(format!("tool {i}: an OpenAI tool needs a \"function\" object")))?;
+            (f.get("name"), f.get("description"), f.get("parameters"), None)
+        } else {
+            (item.get("name"), item.get("description"), item.get("inputSchema"), item.get("annotations"))
+        };
+        let Some(tool_name) = fname.and_then(|n| n.as_str()) else {
+            return Err(bad(format!("tool {i} has no \"name\" string")));
+        };
+        let full = match &prefix {
+            Some(p) => format!("{p}.{tool_name}"),
+            None => tool_name.to_string(),
+        };
+        let read_only = ann.and_then(|a| a.get("readOnlyHint")).and_then(|b| b.as_bool()).unwrap_or(false);
+        let destructive = ann.and_then(|a| a.get("destructiveHint")).and_then(|b| b.as_bool()).unwrap_or(false);
+        out.push(ToolSpec {
+            name: Sp::new(full, 0..0),
+            aliases: if prefix.is_some() { vec![Sp::new(tool_name.to_string(), 0..0)] } else { vec![] },
+            description: desc.and_then(|d| d.as_str()).unwrap_or_default().to_string(),
+            input_schema: schema.cloned().unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            tags: None,
+            gate: GateTags {
+                read_only,
+                risk_level: if destructive && !read_only { Some(RiskLevel::Destructive) } else { None },
+                ..GateTags::default()
+            },
+            file: Some(file.clone()),
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,169 @@
+//! The compiled, immutable evaluation plan.
+//!
+//! A [`Plan`] is what [`crate::compile::compile`] makes of a policy and a tool
+//! catalog: every name resolved to an index, every constant of the formula
+//! folded in, per-tool constants (priority, complexity penalty, keyword term
+//! ids, domain ids, stage mask) precomputed. Evaluation
+//! ([`Plan::evaluate`](crate::Plan::evaluate)) only reads it, so one plan can
+//! serve many threads, and a reload swaps in a new one.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::compile::condition::CompiledCondition;
+use crate::compile::formula::Formula;
+use crate::eval::keywords::Analyzer;
+use crate::parse::policy::FeatureParams;
+use crate::parse::tags::GateTags;
+
+/// The built-in features a formula can read, in slot order.
+///
+/// | feature | value |
+/// | --- | --- |
+/// | `domain_match` | share of the context's inferred domain weight that falls on the tool's domains, [0,1] (seed 000 `_domain_match`) |
+/// | `keyword_match` | Jaccard (or containment) of trigger and intent keywords, [0,1] |
+/// | `stage_match` | `stage_match.hit` when the stage is preferred, else `.miss` |
+/// | `usage_bonus` | `min(normalised usage * multiplier, cap)` |
+/// | `priority_bonus` | the tool's `base_priority`, [0,1] |
+/// | `complexity_penalty` | `min((complexity - min) / (max - min), cap)` |
+/// | `recency_bonus` | `recency_bonus.bonus` if the tool was called less than `window_seconds` ago, else 0 |
+pub const FEATURES: [&str; 7] = [
+    "domain_match",
+    "keyword_match",
+    "stage_match",
+    "usage_bonus",
+    "priority_bonus",
+    "complexity_penalty",
+    "recency_bonus",
+];
+
+/// Slot of `domain_match`.
+pub const F_DOMAIN: usize = 0;
+/// Slot of `keyword_match`.
+pub const F_KEYWORD: usize = 1;
+/// Slot of `stage_match`.
+pub const F_STAGE: usize = 2;
+/// Slot of `usage_bonus`.
+pub const F_USAGE: usize = 3;
+/// Slot of `priority_bonus`.
+pub const F_PRIORITY: usize = 4;
+/// Slot of `complexity_penalty`.
+pub const F_COMPLEXITY: usize = 5;
+/// Slot of `recency_bonus`.
+pub const F_RECENCY: usize = 6;
+
+/// A domain rule after compilation.
+#[derive(Debug, Clone)]
+pub struct CompiledRule {
+    /// Name for explanations.
+    pub name: String,
+    /// When it applies.
+    pub condition: CompiledCondition,
+    /// Domain index → delta.
+    pub adjust: Vec<(usize, f64)>,
+}
+
+/// A tool after compilation.
+#[derive(Debug, Clone)]
+pub struct CompiledTool {
+    /// Canonical name.
+    pub name: String,
+    /// Aliases.
+    pub aliases: Vec<String>,
+    /// Description.
+    pub description: String,
+    /// JSON Schema of the arguments (MCP `inputSchema`).
+    pub input_schema: Value,
+    /// Indices into [`Plan::domains`] (duplicates kept: each counts, as in the seed).
+    pub domains: Vec<u16>,
+    /// Bit `i` set when stage `i` of [`Plan::stages`] is preferred.
+    pub stage_mask: u64,
+    /// Sorted, distinct keyword term ids.
+    pub keyword_ids: Vec<u32>,
+    /// Number of distinct trigger terms (|T| of the Jaccard).
+    pub keyword_count: u32,
+    /// The trigger keywords as declared (or auto-extracted).
+    pub trigger_keywords: Vec<String>,
+    /// Base priority in [0,1].
+    pub base_priority: f64,
+    /// Parameter complexity.
+    pub parameter_complexity: i64,
+    /// Precomputed `complexity_penalty`.
+    pub complexity_penalty: f64,
+    /// Call-gate fields.
+    pub gate: GateTags,
+    /// Whether the tags came from `[auto_tags]`.
+    pub auto_tagged: bool,
+}
+
+/// The compiled plan. Build it with [`crate::compile::compile`] or
+/// [`crate::load::load_plan`].
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// `[policy] name`.
+    pub policy_name: String,
+    /// Names of the files the plan was built from.
+    pub sources: Vec<String>,
+    /// Hash of the policy and tag texts (FNV-1a, 64 bits), to tell plans apart.
+    pub content_hash: u64,
+    /// Activation threshold in [0,1].
+    pub threshold: f64,
+    /// Clamp bounds of the score.
+    pub clamp: (f64, f64),
+    /// Cold start: (minimum calls, threshold factor).
+    pub cold_start: Option<(u64, f64)>,
+    /// Tool indices that are always active.
+    pub pinned: Vec<usize>,
+    /// Top-k cap.
+    pub max_active: Option<usize>,
+    /// Minimum active count.
+    pub min_active: usize,
+    /// Hysteresis margin (score units).
+    pub hysteresis_margin: f64,
+    /// Length of the recent-calls window.
+    pub recent_calls_window: usize,
+    /// The lowered score formula.
+    pub formula: Formula,
+    /// Feature parameters.
+    pub features: FeatureParams,
+    /// Declared domains, in file order.
+    pub domains: Vec<String>,
+    /// Their base weights.
+    pub domain_base: Vec<f64>,
+    /// Declared stages.
+    pub stages: Vec<String>,
+    /// Domain rules in file order.
+    pub rules: Vec<CompiledRule>,
+    /// The keyword extractor.
+    pub analyzer: Analyzer,
+    /// Keyword term → id.
+    pub vocab: HashMap<String, u32>,
+    /// The catalog.
+    pub tools: Vec<CompiledTool>,
+    /// Name or alias → tool index.
+    pub by_name: HashMap<String, usize>,
+    /// Non-fatal findings of the compile (unused weights, skipped examples).
+    pub warnings: Vec<String>,
+    /// Number of policy examples that were checked and held.
+    pub examples_checked: usize,
+    /// The raw `[gate]` table, for the call gate.
+    pub gate: Option<Value>,
+}
+
+impl Plan {
+    /// Index of the tool called `name` (or with that alias).
+    pub fn tool_index(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The tool called `name` (or with that alias).
+    pub fn tool(&self, name: &str) -> Option<&CompiledTool> {
+        self.tool_index(name).map(|i| &self.tools[i])
+    }
+
+    /// Index of a declared stage.
+    pub fn stage_index(&self, stage: &str) -> Option<usize> {
+        self.stages.iter().position(|s| s == stage)
+    }
+}
