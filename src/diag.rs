@@ -214,15 +214,15 @@ impl miette::Diagnostic for Diagnostic {
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
-        self.file.as_ref().map(|f| &f.text as &dyn miette::SourceCode)
+        self.file
+            .as_ref()
+            .map(|f| &f.text as &dyn miette::SourceCode)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
         let span = self.span.clone()?;
         let len = span.end.saturating_sub(span.start);
-        let label = self
-            .location()
-            .unwrap_or_else(|| String::from("here"));
+        let label = self.location().unwrap_or_else(|| String::from("here"));
         Some(Box::new(std::iter::once(miette::LabeledSpan::new(
             Some(label),
             span.start,
@@ -278,7 +278,10 @@ impl From<Diagnostic> for LoadError {
 
 /// The closest candidate to `got` by Jaro-Winkler similarity (case-insensitive),
 /// if it is close enough (≥ 0.8) to be worth suggesting.
-pub fn did_you_mean<'a>(got: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    got: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     let g = got.to_lowercase();
     candidates
         .into_iter()

@@ -75,7 +75,13 @@ pub struct EvalInput {
 impl EvalInput {
     /// Parses an input from JSON text; errors carry line and column.
     pub fn from_str(text: &str) -> Result<Self, String> {
-        serde_json::from_str(text).map_err(|e| format!("invalid input JSON at line {}, column {}: {e}", e.line(), e.column()))
+        serde_json::from_str(text).map_err(|e| {
+            format!(
+                "invalid input JSON at line {}, column {}: {e}",
+                e.line(),
+                e.column()
+            )
+        })
     }
 
     /// Parses an input from a JSON value.
@@ -116,27 +122,35 @@ impl EvalInput {
             let hint = crate::diag::did_you_mean(name, plan.by_name.keys().map(|s| s.as_str()))
                 .map(|s| format!(" (did you mean `{s}`?)"))
                 .unwrap_or_default();
-            Err(format!("usage.{what} names `{name}`, which is not in the catalog{hint}"))
+            Err(format!(
+                "usage.{what} names `{name}`, which is not in the catalog{hint}"
+            ))
         };
         let mut usage = UsageStats::default();
         for (k, &v) in &self.usage.call_counts {
             check_tool(k, "call_counts")?;
             if !(v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= u64::MAX as f64) {
-                return Err(format!("usage.call_counts[`{k}`] must be a whole number >= 0, found {v}"));
+                return Err(format!(
+                    "usage.call_counts[`{k}`] must be a whole number >= 0, found {v}"
+                ));
             }
             usage.call_counts.insert(k.clone(), v as u64);
         }
         for (k, &v) in &self.usage.seconds_since_last_call {
             check_tool(k, "seconds_since_last_call")?;
             if !(v.is_finite() && v >= 0.0) {
-                return Err(format!("usage.seconds_since_last_call[`{k}`] must be a finite number >= 0, found {v}"));
+                return Err(format!(
+                    "usage.seconds_since_last_call[`{k}`] must be a finite number >= 0, found {v}"
+                ));
             }
             usage.last_call_at.insert(k.clone(), self.now - v);
         }
         for (k, &v) in &self.usage.usage_frequency {
             check_tool(k, "usage_frequency")?;
             if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-                return Err(format!("usage.usage_frequency[`{k}`] must be within [0, 1], found {v}"));
+                return Err(format!(
+                    "usage.usage_frequency[`{k}`] must be within [0, 1], found {v}"
+                ));
             }
             usage.usage_frequency.insert(k.clone(), v);
         }

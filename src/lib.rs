@@ -43,10 +43,14 @@
 pub mod compile;
 pub mod diag;
 pub mod eval;
+#[cfg(feature = "proptest")]
+pub mod fuzz;
 pub mod input;
 pub mod load;
 pub mod parse;
 pub mod plan;
+#[cfg(feature = "proptest")]
+pub mod strategies;
 
 pub use diag::{Diagnostic, ErrorKind, LoadError};
 pub use eval::context::{Session, SessionContext, UsageStats};

@@ -29,14 +29,24 @@ fn check_preset(policy_file: &str, vectors: &str) -> usize {
         for (lineno, line) in text.lines().enumerate() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
             let input = EvalInput::from_json(&v).unwrap();
-            let tools = input.tools.clone().unwrap().into_iter().map(|t| t.into_spec()).collect();
-            let plan = Arc::new(compile(&policy, tools).unwrap_or_else(|e| panic!("{}:{}: {e}", file.display(), lineno + 1)));
+            let tools = input
+                .tools
+                .clone()
+                .unwrap()
+                .into_iter()
+                .map(|t| t.into_spec())
+                .collect();
+            let plan = Arc::new(
+                compile(&policy, tools)
+                    .unwrap_or_else(|e| panic!("{}:{}: {e}", file.display(), lineno + 1)),
+            );
             let (ctx, usage, now) = input.resolve(&plan).unwrap();
             let act = plan.evaluate(&ctx, &usage, now);
             let exp = &v["expected"];
             let id = v["id"].as_str().unwrap();
             assert!(
-                (act.effective_threshold - exp["effective_threshold"].as_f64().unwrap()).abs() < 1e-12,
+                (act.effective_threshold - exp["effective_threshold"].as_f64().unwrap()).abs()
+                    < 1e-12,
                 "{id}: effective threshold {} vs {}",
                 act.effective_threshold,
                 exp["effective_threshold"]
@@ -44,16 +54,28 @@ fn check_preset(policy_file: &str, vectors: &str) -> usize {
             for (name, want) in exp["scores"].as_object().unwrap() {
                 let got = act.get(name).unwrap().score;
                 let want = want.as_f64().unwrap();
-                assert!((got - want).abs() <= 1e-9, "{id}: {name}: score {got} vs {want}");
+                assert!(
+                    (got - want).abs() <= 1e-9,
+                    "{id}: {name}: score {got} vs {want}"
+                );
             }
-            let mut active: Vec<String> = act.active_names().into_iter().map(String::from).collect();
+            let mut active: Vec<String> =
+                act.active_names().into_iter().map(String::from).collect();
             active.sort();
-            let want: Vec<String> = exp["active"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+            let want: Vec<String> = exp["active"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_str().unwrap().to_string())
+                .collect();
             assert_eq!(active, want, "{id}: active set");
             if let Some(dw) = exp.get("domain_weights") {
                 for (i, d) in plan.domains.iter().enumerate() {
                     let want = dw[d].as_f64().unwrap();
-                    assert!((act.domain_weights[i] - want).abs() < 1e-12, "{id}: domain weight {d}");
+                    assert!(
+                        (act.domain_weights[i] - want).abs() < 1e-12,
+                        "{id}: domain weight {d}"
+                    );
                 }
             }
             n += 1;
@@ -81,7 +103,12 @@ fn default_keyword_extraction_reproduces_the_seed() {
         for line in std::fs::read_to_string(file).unwrap().lines() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
             let want: Vec<String> = serde_json::from_value(v["expected_keywords"].clone()).unwrap();
-            assert_eq!(plan.analyzer.extract(v["message"].as_str().unwrap()), want, "{}", v["id"]);
+            assert_eq!(
+                plan.analyzer.extract(v["message"].as_str().unwrap()),
+                want,
+                "{}",
+                v["id"]
+            );
             n += 1;
         }
     }

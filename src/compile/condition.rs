@@ -19,6 +19,7 @@
 use evalexpr::{ContextWithMutableVariables, HashMapContext, Node, Value};
 
 use crate::eval::context::{SessionContext, UsageStats};
+use crate::eval::keywords::Analyzer;
 use crate::parse::policy::Condition;
 
 /// Variables an `expr` may read.
@@ -52,7 +53,9 @@ pub struct CompiledCondition {
     language: Vec<String>,
     project_type: Vec<String>,
     stage: Vec<String>,
-    keywords_any: Vec<String>,
+    /// Each entry cut into terms by the policy's analyzer; an entry matches when
+    /// all its terms are intent terms (so `数据库` needs `数据` and `据库`).
+    keywords_any: Vec<Vec<String>>,
     recent_tools_contain: Vec<String>,
     file_extensions: Vec<String>,
     expr: Option<Node>,
@@ -62,7 +65,7 @@ pub struct CompiledCondition {
 pub struct Facts<'a> {
     /// The context.
     pub context: &'a SessionContext,
-    /// Lowercased intent keywords (including those extracted from a message).
+    /// Intent terms: the intent keywords lowercased, CJK cut as the analyzer does.
     pub keywords: Vec<String>,
     /// Total calls in the session.
     pub total_calls: u64,
@@ -70,10 +73,14 @@ pub struct Facts<'a> {
 
 impl<'a> Facts<'a> {
     /// Prepares the facts of `context` and `usage`.
-    pub fn new(context: &'a SessionContext, usage: &UsageStats) -> Self {
+    pub fn new(context: &'a SessionContext, usage: &UsageStats, analyzer: &Analyzer) -> Self {
         Facts {
             context,
-            keywords: context.user_intent_keywords.iter().map(|k| k.to_lowercase()).collect(),
+            keywords: context
+                .user_intent_keywords
+                .iter()
+                .flat_map(|k| analyzer.expand_keyword(k))
+                .collect(),
             total_calls: usage.total_calls(),
         }
     }
@@ -81,9 +88,15 @@ impl<'a> Facts<'a> {
     fn expr_context(&self) -> HashMapContext {
         let mut c = HashMapContext::new();
         let s = |o: &Option<String>| Value::String(o.clone().unwrap_or_default().to_lowercase());
-        let tup = |v: &[String]| Value::Tuple(v.iter().map(|x| Value::String(x.to_lowercase())).collect());
+        let tup = |v: &[String]| {
+            Value::Tuple(v.iter().map(|x| Value::String(x.to_lowercase())).collect())
+        };
         let ctx = self.context;
-        let exts: Vec<String> = ctx.active_files.iter().filter_map(|f| extension(f)).collect();
+        let exts: Vec<String> = ctx
+            .active_files
+            .iter()
+            .filter_map(|f| extension(f))
+            .collect();
         let pairs = [
             ("active_language", s(&ctx.active_language)),
             ("project_type", s(&ctx.project_type)),
@@ -92,7 +105,10 @@ impl<'a> Facts<'a> {
             ("intent_entities", tup(&ctx.user_intent_entities)),
             ("recent_tool_calls", tup(&ctx.recent_tool_calls)),
             ("file_extensions", tup(&exts)),
-            ("session_duration_seconds", Value::Float(ctx.session_duration_seconds)),
+            (
+                "session_duration_seconds",
+                Value::Float(ctx.session_duration_seconds),
+            ),
             ("total_calls", Value::Float(self.total_calls as f64)),
         ];
         for (k, v) in pairs {
@@ -129,11 +145,12 @@ pub enum ExprError {
 impl CompiledCondition {
     /// Compiles a condition; the `expr` is parsed, its names checked, and it is
     /// evaluated once on an empty context to check that it yields a boolean.
-    pub fn compile(c: &Condition) -> Result<Self, ExprError> {
+    pub fn compile(c: &Condition, analyzer: &Analyzer) -> Result<Self, ExprError> {
         let expr = match &c.expr {
             None => None,
             Some(src) => {
-                let node = evalexpr::build_operator_tree(&src.value).map_err(|e| ExprError::Parse(e.to_string()))?;
+                let node = evalexpr::build_operator_tree(&src.value)
+                    .map_err(|e| ExprError::Parse(e.to_string()))?;
                 for v in node.iter_variable_identifiers() {
                     if !EXPR_VARIABLES.contains(&v) {
                         return Err(ExprError::UnknownVariable(v.to_string()));
@@ -145,7 +162,7 @@ impl CompiledCondition {
                     }
                 }
                 let empty = SessionContext::default();
-                let facts = Facts::new(&empty, &UsageStats::default());
+                let facts = Facts::new(&empty, &UsageStats::default(), analyzer);
                 node.eval_boolean_with_context(&facts.expr_context())
                     .map_err(|e| ExprError::NotBoolean(e.to_string()))?;
                 Some(node)
@@ -155,9 +172,17 @@ impl CompiledCondition {
             language: lower(&c.language),
             project_type: lower(&c.project_type),
             stage: c.stage.iter().map(|s| s.value.to_lowercase()).collect(),
-            keywords_any: lower(&c.keywords_any),
+            keywords_any: c
+                .keywords_any
+                .iter()
+                .map(|k| analyzer.expand_keyword(k))
+                .collect(),
             recent_tools_contain: lower(&c.recent_tools_contain),
-            file_extensions: c.file_extensions.iter().map(|e| e.trim_start_matches('.').to_lowercase()).collect(),
+            file_extensions: c
+                .file_extensions
+                .iter()
+                .map(|e| e.trim_start_matches('.').to_lowercase())
+                .collect(),
             expr,
         })
     }
@@ -175,7 +200,12 @@ impl CompiledCondition {
         {
             return (false, None);
         }
-        if !self.keywords_any.is_empty() && !f.keywords.iter().any(|k| self.keywords_any.contains(k)) {
+        if !self.keywords_any.is_empty()
+            && !self
+                .keywords_any
+                .iter()
+                .any(|terms| !terms.is_empty() && terms.iter().all(|t| f.keywords.contains(t)))
+        {
             return (false, None);
         }
         if !self.recent_tools_contain.is_empty()
@@ -183,7 +213,11 @@ impl CompiledCondition {
                 .recent_tool_calls
                 .iter()
                 .map(|r| r.to_lowercase())
-                .any(|r| self.recent_tools_contain.iter().any(|s| r.contains(s.as_str())))
+                .any(|r| {
+                    self.recent_tools_contain
+                        .iter()
+                        .any(|s| r.contains(s.as_str()))
+                })
         {
             return (false, None);
         }

@@ -171,7 +171,9 @@ impl std::fmt::Display for FormulaError {
                 "the formula calls `{v}`, which is not one of {}",
                 FUNCTIONS.join(", ")
             ),
-            FormulaError::TooDeep => write!(f, "the formula is nested too deeply (stack > {MAX_STACK})"),
+            FormulaError::TooDeep => {
+                write!(f, "the formula is nested too deeply (stack > {MAX_STACK})")
+            }
         }
     }
 }
@@ -182,8 +184,10 @@ pub fn lower(
     feature: &dyn Fn(&str) -> Option<u8>,
     weight: &dyn Fn(&str) -> Option<f64>,
 ) -> Result<Formula, FormulaError> {
-    let tree = evalexpr::build_operator_tree(source).map_err(|e| FormulaError::Parse(e.to_string()))?;
-    let root = unwrap_root(&tree).ok_or_else(|| FormulaError::Parse("the formula is empty".into()))?;
+    let tree =
+        evalexpr::build_operator_tree(source).map_err(|e| FormulaError::Parse(e.to_string()))?;
+    let root =
+        unwrap_root(&tree).ok_or_else(|| FormulaError::Parse("the formula is empty".into()))?;
     let mut spine = Vec::new();
     split_terms(root, 1.0, &mut spine);
     let mut terms = Vec::new();
@@ -195,7 +199,13 @@ pub fn lower(
         }
         let mut features: Vec<u8> = program
             .iter()
-            .filter_map(|op| if let Op::Feature(f) = op { Some(*f) } else { None })
+            .filter_map(|op| {
+                if let Op::Feature(f) = op {
+                    Some(*f)
+                } else {
+                    None
+                }
+            })
             .collect();
         features.sort_unstable();
         features.dedup();
@@ -207,7 +217,7 @@ pub fn lower(
             _ => None,
         };
         terms.push(Term {
-            text: node.to_string().trim().to_string(),
+            text: infix(node),
             sign,
             program,
             linear,
@@ -218,6 +228,48 @@ pub fn lower(
         source: source.to_string(),
         terms,
     })
+}
+
+/// Prints a (supported) expression tree back in infix form, for explanations.
+pub fn infix(node: &Node) -> String {
+    let kids = node.children();
+    let bin = |op: &str| match kids {
+        [l, r] => format!("{} {op} {}", infix(l), infix(r)),
+        _ => node.to_string(),
+    };
+    match node.operator() {
+        Operator::RootNode => match kids {
+            [only] if matches!(only.operator(), Operator::Add | Operator::Sub) => {
+                format!("({})", infix(only))
+            }
+            [only] => infix(only),
+            _ => String::new(),
+        },
+        Operator::Add => bin("+"),
+        Operator::Sub => bin("-"),
+        Operator::Mul => bin("*"),
+        Operator::Div => bin("/"),
+        Operator::Exp => bin("^"),
+        Operator::Neg => match kids {
+            [x] => format!("-{}", infix(x)),
+            _ => node.to_string(),
+        },
+        Operator::Const { value } => value.to_string(),
+        Operator::VariableIdentifierRead { identifier } => identifier.clone(),
+        Operator::FunctionIdentifier { identifier } => match kids {
+            [only] => {
+                let inner = unwrap_root(only).unwrap_or(only);
+                let args: Vec<String> = if matches!(inner.operator(), Operator::Tuple) {
+                    inner.children().iter().map(infix).collect()
+                } else {
+                    vec![infix(inner)]
+                };
+                format!("{identifier}({})", args.join(", "))
+            }
+            _ => node.to_string(),
+        },
+        _ => node.to_string().trim().to_string(),
+    }
 }
 
 fn unwrap_root(node: &Node) -> Option<&Node> {
@@ -242,7 +294,9 @@ fn split_terms<'n>(node: &'n Node, sign: f64, out: &mut Vec<(f64, &'n Node)>) {
             split_terms(l, sign, out);
             out.push((-1.0, r));
         }
-        (Operator::RootNode, [only]) if matches!(only.operator(), Operator::Add | Operator::Sub) => {
+        (Operator::RootNode, [only])
+            if matches!(only.operator(), Operator::Add | Operator::Sub) =>
+        {
             split_terms(only, sign, out)
         }
         _ => out.push((sign, node)),
@@ -268,7 +322,9 @@ fn emit(
     match node.operator() {
         Operator::RootNode => match kids {
             [only] => emit(only, feature, weight, out),
-            _ => Err(FormulaError::Unsupported("an empty or multi-part group".into())),
+            _ => Err(FormulaError::Unsupported(
+                "an empty or multi-part group".into(),
+            )),
         },
         Operator::Add => bin(Op::Add, out),
         Operator::Sub => bin(Op::Sub, out),
@@ -329,14 +385,21 @@ fn emit(
                         emit(a, feature, weight, out)?;
                     }
                     let n = args.len() as u8;
-                    out.push(if identifier == "min" { Op::Min(n) } else { Op::Max(n) });
+                    out.push(if identifier == "min" {
+                        Op::Min(n)
+                    } else {
+                        Op::Max(n)
+                    });
                     Ok(())
                 }
                 name => {
                     let f = MathFn::from_name(name)
                         .ok_or_else(|| FormulaError::UnknownFunction(name.to_string()))?;
                     if args.len() != 1 {
-                        return Err(FormulaError::Unsupported(format!("{name} with {} arguments", args.len())));
+                        return Err(FormulaError::Unsupported(format!(
+                            "{name} with {} arguments",
+                            args.len()
+                        )));
                     }
                     emit(args[0], feature, weight, out)?;
                     out.push(Op::Func(f));
@@ -402,7 +465,11 @@ pub fn run(program: &[Op], features: &[f64]) -> f64 {
             Op::Min(n) | Op::Max(n) => {
                 let n = n as usize;
                 let is_min = matches!(op, Op::Min(_));
-                let mut acc = if is_min { f64::INFINITY } else { f64::NEG_INFINITY };
+                let mut acc = if is_min {
+                    f64::INFINITY
+                } else {
+                    f64::NEG_INFINITY
+                };
                 for &x in &stack[sp - n..sp] {
                     acc = if is_min { acc.min(x) } else { acc.max(x) };
                 }
@@ -450,7 +517,8 @@ pub fn reference_eval(
         ctx.set_value((*k).to_string(), Value::Float(*v))
             .map_err(|e| e.to_string())?;
     }
-    tree.eval_number_with_context(&ctx).map_err(|e| e.to_string())
+    tree.eval_number_with_context(&ctx)
+        .map_err(|e| e.to_string())
 }
 
 fn ints_to_floats(node: &mut Node) {
@@ -469,7 +537,10 @@ mod tests {
     use super::*;
 
     fn feat(n: &str) -> Option<u8> {
-        ["a", "b", "c"].iter().position(|x| *x == n).map(|i| i as u8)
+        ["a", "b", "c"]
+            .iter()
+            .position(|x| *x == n)
+            .map(|i| i as u8)
     }
     fn w(n: &str) -> Option<f64> {
         (n == "w").then_some(0.5)
@@ -495,12 +566,29 @@ mod tests {
 
     #[test]
     fn rejects_unknown_names_and_operators() {
-        assert!(matches!(lower("a + zz", &feat, &w), Err(FormulaError::UnknownVariable(v)) if v == "zz"));
-        assert!(matches!(lower("a > b", &feat, &w), Err(FormulaError::Unsupported(_))));
-        assert!(matches!(lower("foo(a)", &feat, &w), Err(FormulaError::UnknownFunction(_))));
-        assert!(matches!(lower("a +", &feat, &w), Err(FormulaError::Parse(_))));
-        assert!(matches!(lower("\"s\" + a", &feat, &w), Err(FormulaError::Unsupported(_))));
-        assert!(matches!(lower("a = 1", &feat, &w), Err(FormulaError::Unsupported(_))));
+        assert!(
+            matches!(lower("a + zz", &feat, &w), Err(FormulaError::UnknownVariable(v)) if v == "zz")
+        );
+        assert!(matches!(
+            lower("a > b", &feat, &w),
+            Err(FormulaError::Unsupported(_))
+        ));
+        assert!(matches!(
+            lower("foo(a)", &feat, &w),
+            Err(FormulaError::UnknownFunction(_))
+        ));
+        assert!(matches!(
+            lower("a +", &feat, &w),
+            Err(FormulaError::Parse(_))
+        ));
+        assert!(matches!(
+            lower("\"s\" + a", &feat, &w),
+            Err(FormulaError::Unsupported(_))
+        ));
+        assert!(matches!(
+            lower("a = 1", &feat, &w),
+            Err(FormulaError::Unsupported(_))
+        ));
     }
 
     #[test]

@@ -28,7 +28,12 @@ fn fnv1a(hash: &mut u64, bytes: &[u8]) {
     }
 }
 
-fn at(p: &PolicySource, kind: ErrorKind, span: std::ops::Range<usize>, msg: impl Into<String>) -> Diagnostic {
+fn at(
+    p: &PolicySource,
+    kind: ErrorKind,
+    span: std::ops::Range<usize>,
+    msg: impl Into<String>,
+) -> Diagnostic {
     Diagnostic::at(kind, &p.file, span, msg)
 }
 
@@ -43,7 +48,15 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     let mut weights: HashMap<&str, f64> = HashMap::new();
     for (name, w) in &policy.weights {
         if FEATURES.contains(&name.value.as_str()) {
-            sink.push(at(policy, ErrorKind::InvalidValue, name.span.clone(), format!("weight `{}` has the name of a feature; rename it (e.g. `w_{}`)", name.value, name.value)));
+            sink.push(at(
+                policy,
+                ErrorKind::InvalidValue,
+                name.span.clone(),
+                format!(
+                    "weight `{}` has the name of a feature; rename it (e.g. `w_{}`)",
+                    name.value, name.value
+                ),
+            ));
         }
         weights.insert(name.value.as_str(), *w);
     }
@@ -53,12 +66,18 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         Ok(f) => Some(f),
         Err(e) => {
             let kind = match &e {
-                FormulaError::UnknownVariable(_) | FormulaError::UnknownFunction(_) => ErrorKind::UnknownName,
+                FormulaError::UnknownVariable(_) | FormulaError::UnknownFunction(_) => {
+                    ErrorKind::UnknownName
+                }
                 _ => ErrorKind::InvalidExpression,
             };
             let mut d = at(policy, kind, policy.formula.span.clone(), e.to_string());
             if let FormulaError::UnknownVariable(v) = &e {
-                let names: Vec<&str> = FEATURES.iter().copied().chain(weights.keys().copied()).collect();
+                let names: Vec<&str> = FEATURES
+                    .iter()
+                    .copied()
+                    .chain(weights.keys().copied())
+                    .collect();
                 d = d.with_suggestion(v, names);
             }
             if let FormulaError::UnknownFunction(v) = &e {
@@ -73,55 +92,91 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             let used: Vec<&str> = tree.iter_variable_identifiers().collect();
             for (name, _) in &policy.weights {
                 if !used.contains(&name.value.as_str()) {
-                    warnings.push(format!("weight `{}` is not used by the formula", name.value));
+                    warnings.push(format!(
+                        "weight `{}` is not used by the formula",
+                        name.value
+                    ));
                 }
             }
         }
     }
 
     // Domains and stages.
-    let domains: Vec<String> = policy.domains.iter().map(|(n, _)| n.value.clone()).collect();
+    let domains: Vec<String> = policy
+        .domains
+        .iter()
+        .map(|(n, _)| n.value.clone())
+        .collect();
     let domain_base: Vec<f64> = policy.domains.iter().map(|(_, w)| *w).collect();
-    let domain_index: HashMap<&str, usize> = domains.iter().enumerate().map(|(i, d)| (d.as_str(), i)).collect();
+    let domain_index: HashMap<&str, usize> = domains
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.as_str(), i))
+        .collect();
     let mut stages: Vec<String> = Vec::new();
     for s in &policy.stages {
         if stages.contains(&s.value) {
-            sink.push(at(policy, ErrorKind::InvalidValue, s.span.clone(), format!("stage `{}` is declared twice", s.value)));
+            sink.push(at(
+                policy,
+                ErrorKind::InvalidValue,
+                s.span.clone(),
+                format!("stage `{}` is declared twice", s.value),
+            ));
         } else {
             stages.push(s.value.clone());
         }
     }
     if stages.len() > 64 {
-        sink.push(at(policy, ErrorKind::OutOfRange, policy.stages[64].span.clone(), "at most 64 stages can be declared"));
+        sink.push(at(
+            policy,
+            ErrorKind::OutOfRange,
+            policy.stages[64].span.clone(),
+            "at most 64 stages can be declared",
+        ));
     }
-    let check_domain = |sink: &mut Sink, d: &Sp<String>, mk: &dyn Fn(std::ops::Range<usize>, String) -> Diagnostic| -> Option<usize> {
+    let check_domain = |sink: &mut Sink,
+                        d: &Sp<String>,
+                        mk: &dyn Fn(std::ops::Range<usize>, String) -> Diagnostic|
+     -> Option<usize> {
         match domain_index.get(d.value.as_str()) {
             Some(i) => Some(*i),
             None => {
                 sink.push(
-                    mk(d.span.clone(), format!("domain `{}` is not declared in [domains]", d.value))
-                        .with_suggestion(&d.value, domains.iter().map(|s| s.as_str())),
+                    mk(
+                        d.span.clone(),
+                        format!("domain `{}` is not declared in [domains]", d.value),
+                    )
+                    .with_suggestion(&d.value, domains.iter().map(|s| s.as_str())),
                 );
                 None
             }
         }
     };
-    let check_stage = |sink: &mut Sink, s: &Sp<String>, mk: &dyn Fn(std::ops::Range<usize>, String) -> Diagnostic| -> Option<usize> {
+    let check_stage = |sink: &mut Sink,
+                       s: &Sp<String>,
+                       mk: &dyn Fn(std::ops::Range<usize>, String) -> Diagnostic|
+     -> Option<usize> {
         match stages.iter().position(|x| *x == s.value) {
             Some(i) => Some(i),
             None => {
                 sink.push(
-                    mk(s.span.clone(), format!("stage `{}` is not declared in [stages] names", s.value))
-                        .with_suggestion(&s.value, stages.iter().map(|s| s.as_str())),
+                    mk(
+                        s.span.clone(),
+                        format!("stage `{}` is not declared in [stages] names", s.value),
+                    )
+                    .with_suggestion(&s.value, stages.iter().map(|s| s.as_str())),
                 );
                 None
             }
         }
     };
-    let pol_domain = |span: std::ops::Range<usize>, m: String| at(policy, ErrorKind::UndeclaredDomain, span, m);
-    let pol_stage = |span: std::ops::Range<usize>, m: String| at(policy, ErrorKind::UndeclaredStage, span, m);
+    let pol_domain =
+        |span: std::ops::Range<usize>, m: String| at(policy, ErrorKind::UndeclaredDomain, span, m);
+    let pol_stage =
+        |span: std::ops::Range<usize>, m: String| at(policy, ErrorKind::UndeclaredStage, span, m);
 
     // Rules.
+    let analyzer = Analyzer::new(&policy.keywords);
     let mut rules = Vec::new();
     for r in &policy.domain_rules {
         let mut adjust = Vec::new();
@@ -133,17 +188,56 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         for s in &r.when.stage {
             check_stage(&mut sink, s, &pol_stage);
         }
-        match CompiledCondition::compile(&r.when) {
-            Ok(condition) => rules.push(CompiledRule { name: r.name.clone(), condition, adjust }),
+        match CompiledCondition::compile(&r.when, &analyzer) {
+            Ok(condition) => rules.push(CompiledRule {
+                name: r.name.clone(),
+                condition,
+                adjust,
+            }),
             Err(e) => {
-                let span = r.when.expr.as_ref().map(|e| e.span.clone()).unwrap_or(r.span.clone());
+                let span = r
+                    .when
+                    .expr
+                    .as_ref()
+                    .map(|e| e.span.clone())
+                    .unwrap_or(r.span.clone());
                 let d = match e {
-                    ExprError::Parse(m) => at(policy, ErrorKind::InvalidExpression, span, format!("rule `{}`: the condition does not parse: {m}", r.name)),
-                    ExprError::NotBoolean(m) => at(policy, ErrorKind::InvalidExpression, span, format!("rule `{}`: the condition must yield true or false: {m}", r.name)),
-                    ExprError::UnknownVariable(v) => at(policy, ErrorKind::UnknownName, span, format!("rule `{}`: the condition names `{v}`, which is not a context variable", r.name))
-                        .with_suggestion(&v, EXPR_VARIABLES.iter().copied()),
-                    ExprError::UnknownFunction(v) => at(policy, ErrorKind::UnknownName, span, format!("rule `{}`: the condition calls `{v}`, which is not one of {}", r.name, EXPR_FUNCTIONS.join(", ")))
-                        .with_suggestion(&v, EXPR_FUNCTIONS.iter().copied()),
+                    ExprError::Parse(m) => at(
+                        policy,
+                        ErrorKind::InvalidExpression,
+                        span,
+                        format!("rule `{}`: the condition does not parse: {m}", r.name),
+                    ),
+                    ExprError::NotBoolean(m) => at(
+                        policy,
+                        ErrorKind::InvalidExpression,
+                        span,
+                        format!(
+                            "rule `{}`: the condition must yield true or false: {m}",
+                            r.name
+                        ),
+                    ),
+                    ExprError::UnknownVariable(v) => at(
+                        policy,
+                        ErrorKind::UnknownName,
+                        span,
+                        format!(
+                            "rule `{}`: the condition names `{v}`, which is not a context variable",
+                            r.name
+                        ),
+                    )
+                    .with_suggestion(&v, EXPR_VARIABLES.iter().copied()),
+                    ExprError::UnknownFunction(v) => at(
+                        policy,
+                        ErrorKind::UnknownName,
+                        span,
+                        format!(
+                            "rule `{}`: the condition calls `{v}`, which is not one of {}",
+                            r.name,
+                            EXPR_FUNCTIONS.join(", ")
+                        ),
+                    )
+                    .with_suggestion(&v, EXPR_FUNCTIONS.iter().copied()),
                 };
                 sink.push(d);
             }
@@ -152,7 +246,13 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
 
     // Auto-tags.
     let fp = &policy.features;
-    let auto_domains: Vec<u16> = policy.auto_tags.domains.iter().filter_map(|d| check_domain(&mut sink, d, &pol_domain)).map(|i| i as u16).collect();
+    let auto_domains: Vec<u16> = policy
+        .auto_tags
+        .domains
+        .iter()
+        .filter_map(|d| check_domain(&mut sink, d, &pol_domain))
+        .map(|i| i as u16)
+        .collect();
     let auto_stages: u64 = policy
         .auto_tags
         .preferred_stages
@@ -161,11 +261,21 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         .fold(0, |m, i| m | (1u64 << (i % 64)));
     if let AutoComplexity::Fixed(c) = policy.auto_tags.parameter_complexity {
         if c < fp.complexity_min || c > fp.complexity_max {
-            sink.push(at(policy, ErrorKind::OutOfRange, 0..0, format!("auto_tags.parameter_complexity {c} is outside the complexity range [{}, {}]", fp.complexity_min, fp.complexity_max)));
+            sink.push(at(
+                policy,
+                ErrorKind::OutOfRange,
+                0..0,
+                format!(
+                    "auto_tags.parameter_complexity {c} is outside the complexity range [{}, {}]",
+                    fp.complexity_min, fp.complexity_max
+                ),
+            ));
         }
     }
-    let analyzer = Analyzer::new(&policy.keywords);
-    let penalty = |c: i64| ((c - fp.complexity_min) as f64 / (fp.complexity_max - fp.complexity_min) as f64).min(fp.complexity_cap);
+    let penalty = |c: i64| {
+        ((c - fp.complexity_min) as f64 / (fp.complexity_max - fp.complexity_min) as f64)
+            .min(fp.complexity_cap)
+    };
 
     // Tools.
     let mut hash = 0xcbf29ce484222325u64;
@@ -192,30 +302,74 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         let mut ok = true;
         for n in std::iter::once(&t.name).chain(t.aliases.iter()) {
             if n.value.is_empty() {
-                sink.push(t.diag(ErrorKind::InvalidValue, n.span.clone(), "a tool name must not be empty"));
+                sink.push(t.diag(
+                    ErrorKind::InvalidValue,
+                    n.span.clone(),
+                    "a tool name must not be empty",
+                ));
                 ok = false;
                 continue;
             }
             if let Some(prev) = first_seen.get(&n.value) {
-                sink.push(t.diag(ErrorKind::DuplicateTool, n.span.clone(), format!("tool name `{}` is already used ({prev})", n.value)));
+                sink.push(t.diag(
+                    ErrorKind::DuplicateTool,
+                    n.span.clone(),
+                    format!("tool name `{}` is already used ({prev})", n.value),
+                ));
                 ok = false;
             } else {
-                first_seen.insert(n.value.clone(), where_(&t, &n.span).unwrap_or_else(|| "declared inline".into()));
+                first_seen.insert(
+                    n.value.clone(),
+                    where_(&t, &n.span).unwrap_or_else(|| "declared inline".into()),
+                );
                 by_name.insert(n.value.clone(), idx);
             }
         }
-        let tool_domain = |span: std::ops::Range<usize>, m: String| t.diag(ErrorKind::UndeclaredDomain, span, format!("tool `{}`: {m}", t.name.value));
-        let tool_stage = |span: std::ops::Range<usize>, m: String| t.diag(ErrorKind::UndeclaredStage, span, format!("tool `{}`: {m}", t.name.value));
+        let tool_domain = |span: std::ops::Range<usize>, m: String| {
+            t.diag(
+                ErrorKind::UndeclaredDomain,
+                span,
+                format!("tool `{}`: {m}", t.name.value),
+            )
+        };
+        let tool_stage = |span: std::ops::Range<usize>, m: String| {
+            t.diag(
+                ErrorKind::UndeclaredStage,
+                span,
+                format!("tool `{}`: {m}", t.name.value),
+            )
+        };
         let (dom, mask, keywords, priority, complexity, auto) = match &t.tags {
             Some(tags) => {
-                let dom: Vec<u16> = tags.domains.iter().filter_map(|d| check_domain(&mut sink, d, &tool_domain)).map(|i| i as u16).collect();
-                let mask = tags.preferred_stages.iter().filter_map(|s| check_stage(&mut sink, s, &tool_stage)).fold(0u64, |m, i| m | (1u64 << (i % 64)));
-                if dom.len() != tags.domains.len() || tags.preferred_stages.iter().any(|s| !stages.contains(&s.value)) {
+                let dom: Vec<u16> = tags
+                    .domains
+                    .iter()
+                    .filter_map(|d| check_domain(&mut sink, d, &tool_domain))
+                    .map(|i| i as u16)
+                    .collect();
+                let mask = tags
+                    .preferred_stages
+                    .iter()
+                    .filter_map(|s| check_stage(&mut sink, s, &tool_stage))
+                    .fold(0u64, |m, i| m | (1u64 << (i % 64)));
+                if dom.len() != tags.domains.len()
+                    || tags
+                        .preferred_stages
+                        .iter()
+                        .any(|s| !stages.contains(&s.value))
+                {
                     ok = false;
                 }
                 let bp = tags.base_priority.value;
                 if !(0.0..=1.0).contains(&bp) || !bp.is_finite() {
-                    sink.push(t.diag(ErrorKind::OutOfRange, tags.base_priority.span.clone(), format!("tool `{}`: base_priority must be within [0, 1], found {bp}", t.name.value)));
+                    sink.push(t.diag(
+                        ErrorKind::OutOfRange,
+                        tags.base_priority.span.clone(),
+                        format!(
+                            "tool `{}`: base_priority must be within [0, 1], found {bp}",
+                            t.name.value
+                        ),
+                    ));
                     ok = false;
                 }
                 let c = tags.parameter_complexity.value;
@@ -232,11 +386,23 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
                 let c = match policy.auto_tags.parameter_complexity {
                     AutoComplexity::Fixed(c) => c,
                     AutoComplexity::FromSchema => {
-                        let n = t.input_schema.get("properties").and_then(|p| p.as_object()).map(|o| o.len() as i64).unwrap_or(0);
+                        let n = t
+                            .input_schema
+                            .get("properties")
+                            .and_then(|p| p.as_object())
+                            .map(|o| o.len() as i64)
+                            .unwrap_or(0);
                         n.clamp(fp.complexity_min, fp.complexity_max)
                     }
                 };
-                (auto_domains.clone(), auto_stages, kws, policy.auto_tags.base_priority, c, true)
+                (
+                    auto_domains.clone(),
+                    auto_stages,
+                    kws,
+                    policy.auto_tags.base_priority,
+                    c,
+                    true,
+                )
             }
         };
         if !ok {
@@ -276,8 +442,13 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         match by_name.get(&p.value) {
             Some(i) => pinned.push(*i),
             None => sink.push(
-                at(policy, ErrorKind::UnknownName, p.span.clone(), format!("pinned tool `{}` is not in the catalog", p.value))
-                    .with_suggestion(&p.value, by_name.keys().map(|s| s.as_str())),
+                at(
+                    policy,
+                    ErrorKind::UnknownName,
+                    p.span.clone(),
+                    format!("pinned tool `{}` is not in the catalog", p.value),
+                )
+                .with_suggestion(&p.value, by_name.keys().map(|s| s.as_str())),
             ),
         }
     }
@@ -288,7 +459,9 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     }
 
     if !sink.is_empty() {
-        return Err(LoadError { diagnostics: sink.diagnostics });
+        return Err(LoadError {
+            diagnostics: sink.diagnostics,
+        });
     }
     let formula = formula.expect("no diagnostics means the formula lowered");
 
@@ -309,7 +482,10 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         content_hash: hash,
         threshold: act.threshold.value,
         clamp: act.clamp.value,
-        cold_start: act.cold_start.as_ref().map(|c| (c.min_calls, c.threshold_factor.value)),
+        cold_start: act
+            .cold_start
+            .as_ref()
+            .map(|c| (c.min_calls, c.threshold_factor.value)),
         pinned,
         max_active: act.max_active,
         min_active: act.min_active,
@@ -351,22 +527,42 @@ fn check_examples(policy: &PolicySource, mut plan: Plan) -> Result<Plan, LoadErr
     let mut warnings = Vec::new();
     let shared = Arc::new(plan.clone());
     for ex in &policy.examples {
-        let missing: Vec<&str> = ex.active.iter().chain(ex.inactive.iter()).filter(|n| shared.tool_index(&n.value).is_none()).map(|n| n.value.as_str()).collect();
+        let missing: Vec<&str> = ex
+            .active
+            .iter()
+            .chain(ex.inactive.iter())
+            .filter(|n| shared.tool_index(&n.value).is_none())
+            .map(|n| n.value.as_str())
+            .collect();
         if !missing.is_empty() {
-            warnings.push(format!("example `{}` skipped: tool(s) {} not in the catalog", ex.name, missing.join(", ")));
+            warnings.push(format!(
+                "example `{}` skipped: tool(s) {} not in the catalog",
+                ex.name,
+                missing.join(", ")
+            ));
             continue;
         }
         let input = match crate::input::EvalInput::from_json(&ex.input) {
             Ok(i) => i,
             Err(e) => {
-                sink.push(at(policy, ErrorKind::InvalidValue, ex.span.clone(), format!("example `{}`: {e}", ex.name)));
+                sink.push(at(
+                    policy,
+                    ErrorKind::InvalidValue,
+                    ex.span.clone(),
+                    format!("example `{}`: {e}", ex.name),
+                ));
                 continue;
             }
         };
         let (ctx, usage, now) = match input.resolve(&shared) {
             Ok(x) => x,
             Err(e) => {
-                sink.push(at(policy, ErrorKind::InvalidValue, ex.span.clone(), format!("example `{}`: {e}", ex.name)));
+                sink.push(at(
+                    policy,
+                    ErrorKind::InvalidValue,
+                    ex.span.clone(),
+                    format!("example `{}`: {e}", ex.name),
+                ));
                 continue;
             }
         };

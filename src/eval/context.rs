@@ -57,7 +57,9 @@ pub struct UsageStats {
 impl UsageStats {
     /// Total number of calls made in the session.
     pub fn total_calls(&self) -> u64 {
-        self.call_counts.values().fold(0u64, |a, b| a.saturating_add(*b))
+        self.call_counts
+            .values()
+            .fold(0u64, |a, b| a.saturating_add(*b))
     }
 }
 

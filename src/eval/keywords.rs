@@ -120,7 +120,10 @@ impl Analyzer {
     pub fn extract_max(&self, text: &str, max: usize) -> Vec<String> {
         let mut raw = Vec::new();
         self.segments(text, true, &mut raw);
-        raw.into_iter().filter(|t| !self.stop.contains(t)).take(max).collect()
+        raw.into_iter()
+            .filter(|t| !self.stop.contains(t))
+            .take(max)
+            .collect()
     }
 
     /// The comparable terms of one trigger or intent keyword: lowercased, CJK
@@ -144,10 +147,12 @@ mod tests {
         Analyzer::new(&KeywordParams {
             min_length: 3,
             max_count: 10,
-            stop_words: ["the", "a", "an", "to", "of", "in", "for", "and", "or", "is", "are"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            stop_words: [
+                "the", "a", "an", "to", "of", "in", "for", "and", "or", "is", "are",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
             letters_only: true,
             cjk: CjkMode::Bigrams,
         })
@@ -156,7 +161,10 @@ mod tests {
     #[test]
     fn ascii_like_the_seed() {
         let a = seedlike();
-        assert_eq!(a.extract("Read the FILE and abc1 x_yz go foo-bar"), vec!["read", "file", "foo", "bar"]);
+        assert_eq!(
+            a.extract("Read the FILE and abc1 x_yz go foo-bar"),
+            vec!["read", "file", "foo", "bar"]
+        );
     }
 
     #[test]

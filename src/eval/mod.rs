@@ -16,7 +16,9 @@ use serde::Serialize;
 
 use crate::compile::condition::Facts;
 use crate::parse::policy::{KeywordMethod, UsageNormalization};
-use crate::plan::{F_COMPLEXITY, F_DOMAIN, F_KEYWORD, F_PRIORITY, F_RECENCY, F_STAGE, F_USAGE, FEATURES, Plan};
+use crate::plan::{
+    F_COMPLEXITY, F_DOMAIN, F_KEYWORD, F_PRIORITY, F_RECENCY, F_STAGE, F_USAGE, FEATURES, Plan,
+};
 
 use context::{SessionContext, UsageStats};
 
@@ -122,7 +124,11 @@ impl Activation {
 
     /// Names of the active tools, in catalog order.
     pub fn active_names(&self) -> Vec<&str> {
-        self.tools.iter().filter(|t| t.active).map(|t| self.plan.tools[t.tool].name.as_str()).collect()
+        self.tools
+            .iter()
+            .filter(|t| t.active)
+            .map(|t| self.plan.tools[t.tool].name.as_str())
+            .collect()
     }
 
     /// The set of active names.
@@ -154,7 +160,11 @@ impl Activation {
             .map(|(t, c)| {
                 let single = (t.features.len() == 1).then(|| t.features[0] as usize);
                 TermExplanation {
-                    term: if t.sign < 0.0 { format!("-({})", t.text) } else { t.text.clone() },
+                    term: if t.sign < 0.0 {
+                        format!("-({})", t.text)
+                    } else {
+                        t.text.clone()
+                    },
                     feature: single.map(|f| FEATURES[f]),
                     value: single.map(|f| s.features[f]),
                     weight: t.linear.map(|(_, w)| w * t.sign),
@@ -168,7 +178,12 @@ impl Activation {
 impl Plan {
     /// Scores every tool for `context` and `usage` at time `now` (seconds, on
     /// the clock of `usage.last_call_at`) and decides the active set.
-    pub fn evaluate(self: &Arc<Self>, context: &SessionContext, usage: &UsageStats, now: f64) -> Activation {
+    pub fn evaluate(
+        self: &Arc<Self>,
+        context: &SessionContext,
+        usage: &UsageStats,
+        now: f64,
+    ) -> Activation {
         self.evaluate_with_previous(context, usage, now, None)
     }
 
@@ -186,7 +201,7 @@ impl Plan {
         let mut warnings = Vec::new();
 
         // Domain weights (once per context).
-        let facts = Facts::new(context, usage);
+        let facts = Facts::new(context, usage, &self.analyzer);
         let mut w = self.domain_base.clone();
         let mut rules_applied = Vec::new();
         for r in &self.rules {
@@ -236,7 +251,13 @@ impl Plan {
         let total_calls = usage.total_calls();
         match fp.usage_normalization {
             UsageNormalization::BusiestTool => {
-                let max_usage = usage.call_counts.values().copied().max().unwrap_or(1).max(1) as f64;
+                let max_usage = usage
+                    .call_counts
+                    .values()
+                    .copied()
+                    .max()
+                    .unwrap_or(1)
+                    .max(1) as f64;
                 for (name, &c) in &usage.call_counts {
                     if let Some(i) = self.tool_index(name) {
                         let norm = c as f64 / max_usage;
@@ -250,7 +271,9 @@ impl Plan {
                         if f.is_finite() {
                             usage_bonus[i] = (f * fp.usage_multiplier).min(fp.usage_cap);
                         } else {
-                            warnings.push(format!("usage frequency of `{name}` is not finite; ignored"));
+                            warnings.push(format!(
+                                "usage frequency of `{name}` is not finite; ignored"
+                            ));
                         }
                     }
                 }
@@ -306,28 +329,50 @@ impl Plan {
                     inter += ((bits[(id / 64) as usize] >> (id % 64)) & 1) as u32;
                 }
                 match fp.keyword_method {
-                    KeywordMethod::Jaccard => inter as f64 / (t.keyword_count + n_intent - inter) as f64,
+                    KeywordMethod::Jaccard => {
+                        inter as f64 / (t.keyword_count + n_intent - inter) as f64
+                    }
                     KeywordMethod::Containment => inter as f64 / t.keyword_count as f64,
                 }
             };
-            f[F_STAGE] = if t.stage_mask & stage_bit != 0 { fp.stage_hit } else { fp.stage_miss };
+            f[F_STAGE] = if t.stage_mask & stage_bit != 0 {
+                fp.stage_hit
+            } else {
+                fp.stage_miss
+            };
             f[F_USAGE] = usage_bonus[i];
             f[F_PRIORITY] = t.base_priority;
             f[F_COMPLEXITY] = t.complexity_penalty;
             f[F_RECENCY] = recency[i];
             let raw = self.formula.eval(&f, None);
-            let (score, valid) = if raw.is_nan() { (lo, false) } else { (raw.min(hi).max(lo), true) };
+            let (score, valid) = if raw.is_nan() {
+                (lo, false)
+            } else {
+                (raw.min(hi).max(lo), true)
+            };
             let (active, reason) = if !valid {
-                warnings.push(format!("the formula gave NaN for `{}`; it is inactive", t.name));
+                warnings.push(format!(
+                    "the formula gave NaN for `{}`; it is inactive",
+                    t.name
+                ));
                 (false, Reason::InvalidScore)
             } else if score >= effective_threshold {
                 (true, Reason::AboveThreshold)
-            } else if was_active.as_ref().is_some_and(|w| w[i]) && score >= effective_threshold - self.hysteresis_margin {
+            } else if was_active.as_ref().is_some_and(|w| w[i])
+                && score >= effective_threshold - self.hysteresis_margin
+            {
                 (true, Reason::Hysteresis)
             } else {
                 (false, Reason::BelowThreshold)
             };
-            out.push(ToolScore { tool: i, score, raw_score: raw, active, reason, features: f });
+            out.push(ToolScore {
+                tool: i,
+                score,
+                raw_score: raw,
+                active,
+                reason,
+                features: f,
+            });
         }
 
         // Set controls.
@@ -338,7 +383,11 @@ impl Plan {
         if let Some(k) = self.max_active {
             let active_count = out.iter().filter(|t| t.active).count();
             if active_count > k {
-                let mut order: Vec<usize> = out.iter().filter(|t| t.active && t.reason != Reason::Pinned).map(|t| t.tool).collect();
+                let mut order: Vec<usize> = out
+                    .iter()
+                    .filter(|t| t.active && t.reason != Reason::Pinned)
+                    .map(|t| t.tool)
+                    .collect();
                 order.sort_by(|a, b| out[*b].score.total_cmp(&out[*a].score).then(a.cmp(b)));
                 let keep = k.saturating_sub(self.pinned.len());
                 for &i in order.iter().skip(keep) {
@@ -349,7 +398,11 @@ impl Plan {
         }
         let active_count = out.iter().filter(|t| t.active).count();
         if active_count < self.min_active {
-            let mut order: Vec<usize> = out.iter().filter(|t| !t.active && t.reason != Reason::InvalidScore).map(|t| t.tool).collect();
+            let mut order: Vec<usize> = out
+                .iter()
+                .filter(|t| !t.active && t.reason != Reason::InvalidScore)
+                .map(|t| t.tool)
+                .collect();
             order.sort_by(|a, b| out[*b].score.total_cmp(&out[*a].score).then(a.cmp(b)));
             for &i in order.iter().take(self.min_active - active_count) {
                 out[i].active = true;

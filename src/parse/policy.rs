@@ -248,13 +248,22 @@ fn plain_list(v: Option<Vec<(String, Range<usize>)>>) -> Vec<String> {
     v.unwrap_or_default().into_iter().map(|(s, _)| s).collect()
 }
 
-fn in_range(t: &Table<'_, '_>, key: &str, v: Option<(f64, Range<usize>)>, lo: f64, hi: f64) -> Option<f64> {
+fn in_range(
+    t: &Table<'_, '_>,
+    key: &str,
+    v: Option<(f64, Range<usize>)>,
+    lo: f64,
+    hi: f64,
+) -> Option<f64> {
     let (x, span) = v?;
     if x < lo || x > hi {
         t.reader().error(
             ErrorKind::OutOfRange,
             span,
-            format!("`{}` must be within [{lo}, {hi}], found {x}", join(t.path(), key)),
+            format!(
+                "`{}` must be within [{lo}, {hi}], found {x}",
+                join(t.path(), key)
+            ),
         );
         return None;
     }
@@ -262,7 +271,11 @@ fn in_range(t: &Table<'_, '_>, key: &str, v: Option<(f64, Range<usize>)>, lo: f6
 }
 
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
 }
 
 fn non_negative(t: &Table<'_, '_>, key: &str, v: Option<(f64, Range<usize>)>) -> Option<f64> {
@@ -293,7 +306,11 @@ fn choice<T: Copy>(t: &Table<'_, '_>, key: &str, options: &[(&str, T)]) -> Optio
             ErrorKind::InvalidValue,
             &t.reader().file,
             span,
-            format!("`{}` = \"{s}\" is not one of: {}", join(t.path(), key), names.join(", ")),
+            format!(
+                "`{}` = \"{s}\" is not one of: {}",
+                join(t.path(), key),
+                names.join(", ")
+            ),
         )
         .with_suggestion(&s, names.iter().copied()),
     );
@@ -331,14 +348,18 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                     Some(v) => {
                         let pair = match v.raw() {
                             toml::de::DeValue::Array(a) if a.len() == 2 => {
-                                let lo = crate::parse::reader::de_to_json(a[0].get_ref()).and_then(|x| x.as_f64());
-                                let hi = crate::parse::reader::de_to_json(a[1].get_ref()).and_then(|x| x.as_f64());
+                                let lo = crate::parse::reader::de_to_json(a[0].get_ref())
+                                    .and_then(|x| x.as_f64());
+                                let hi = crate::parse::reader::de_to_json(a[1].get_ref())
+                                    .and_then(|x| x.as_f64());
                                 lo.zip(hi)
                             }
                             _ => None,
                         };
                         match pair {
-                            Some((lo, hi)) if lo.is_finite() && hi.is_finite() && lo <= hi => Sp::new((lo, hi), v.span.clone()),
+                            Some((lo, hi)) if lo.is_finite() && hi.is_finite() && lo <= hi => {
+                                Sp::new((lo, hi), v.span.clone())
+                            }
                             _ => {
                                 r.error(ErrorKind::InvalidValue, v.span.clone(), "`activation.clamp` must be two finite numbers [low, high] with low <= high");
                                 Sp::new((INVALID, INVALID), v.span.clone())
@@ -352,7 +373,10 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 };
                 let cold_start = t.table("cold_start").and_then(|c| {
                     let enabled = c.bool("enabled").unwrap_or(true);
-                    let min_calls = c.require("min_calls").and_then(|v| v.int()).map(|x| x.max(0) as u64);
+                    let min_calls = c
+                        .require("min_calls")
+                        .and_then(|v| v.int())
+                        .map(|x| x.max(0) as u64);
                     let factor = c.req_f64("threshold_factor");
                     let factor_ok = in_range(&c, "threshold_factor", factor.clone(), 0.0, 1.0);
                     match (enabled, min_calls, factor_ok, factor) {
@@ -366,7 +390,8 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 let pinned = sp_list(t.str_list("pinned"));
                 let max_active = count(t, "max_active");
                 let min_active = count(t, "min_active").unwrap_or(0);
-                let hysteresis_margin = non_negative(t, "hysteresis_margin", t.f64("hysteresis_margin")).unwrap_or(0.0);
+                let hysteresis_margin =
+                    non_negative(t, "hysteresis_margin", t.f64("hysteresis_margin")).unwrap_or(0.0);
                 let recent_calls_window = match t.get("recent_calls_window") {
                     Some(v) => v.int().map(|x| x.max(0) as usize).unwrap_or(0),
                     None => {
@@ -461,8 +486,15 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 if t.get("method").is_none() {
                     t.require("method");
                 }
-                fp.keyword_method = choice(&t, "method", &[("jaccard", KeywordMethod::Jaccard), ("containment", KeywordMethod::Containment)])
-                    .unwrap_or(KeywordMethod::Jaccard);
+                fp.keyword_method = choice(
+                    &t,
+                    "method",
+                    &[
+                        ("jaccard", KeywordMethod::Jaccard),
+                        ("containment", KeywordMethod::Containment),
+                    ],
+                )
+                .unwrap_or(KeywordMethod::Jaccard);
             }
             None => missing("keyword_match"),
         }
@@ -481,7 +513,10 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 fp.usage_normalization = choice(
                     &t,
                     "normalization",
-                    &[("busiest_tool", UsageNormalization::BusiestTool), ("frequency", UsageNormalization::Frequency)],
+                    &[
+                        ("busiest_tool", UsageNormalization::BusiestTool),
+                        ("frequency", UsageNormalization::Frequency),
+                    ],
                 )
                 .unwrap_or(UsageNormalization::BusiestTool);
                 fp.usage_multiplier = t.req_f64("multiplier").map(|x| x.0).unwrap_or(INVALID);
@@ -491,7 +526,9 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         }
         match sub("recency_bonus") {
             Some(t) => {
-                fp.recency_window_seconds = non_negative(&t, "window_seconds", t.req_f64("window_seconds")).unwrap_or(INVALID);
+                fp.recency_window_seconds =
+                    non_negative(&t, "window_seconds", t.req_f64("window_seconds"))
+                        .unwrap_or(INVALID);
                 fp.recency_bonus = t.req_f64("bonus").map(|x| x.0).unwrap_or(INVALID);
             }
             None => missing("recency_bonus"),
@@ -499,7 +536,9 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         match sub("complexity_penalty") {
             Some(t) => {
                 let lo = t.require("min").and_then(|v| v.int());
-                let hi = t.require("max").and_then(|v| v.int().map(|x| (x, v.span.clone())));
+                let hi = t
+                    .require("max")
+                    .and_then(|v| v.int().map(|x| (x, v.span.clone())));
                 fp.complexity_cap = t.req_f64("cap").map(|x| x.0).unwrap_or(INVALID);
                 if let (Some(lo), Some((hi, span))) = (lo, hi) {
                     if hi <= lo {
@@ -550,7 +589,10 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
     // [[domain_rules]]
     let mut domain_rules = Vec::new();
     for (i, t) in root.tables("domain_rules").into_iter().enumerate() {
-        let name = t.str("name").map(|x| x.0).unwrap_or_else(|| format!("rule {}", i + 1));
+        let name = t
+            .str("name")
+            .map(|x| x.0)
+            .unwrap_or_else(|| format!("rule {}", i + 1));
         let when = match t.table("when") {
             Some(w) => Condition {
                 language: plain_list(w.str_list("language")),
@@ -611,26 +653,46 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
             KeywordParams {
                 min_length,
                 max_count,
-                stop_words: plain_list(k.str_list("stop_words")).into_iter().map(|s| s.to_lowercase()).collect(),
+                stop_words: plain_list(k.str_list("stop_words"))
+                    .into_iter()
+                    .map(|s| s.to_lowercase())
+                    .collect(),
                 letters_only: k.bool("letters_only").unwrap_or(true),
-                cjk: choice(&k, "cjk", &[("bigrams", CjkMode::Bigrams), ("unigrams", CjkMode::Unigrams), ("off", CjkMode::Off)])
-                    .unwrap_or(CjkMode::Bigrams),
+                cjk: choice(
+                    &k,
+                    "cjk",
+                    &[
+                        ("bigrams", CjkMode::Bigrams),
+                        ("unigrams", CjkMode::Unigrams),
+                        ("off", CjkMode::Off),
+                    ],
+                )
+                .unwrap_or(CjkMode::Bigrams),
             }
         }
         None => {
             root.require("keywords");
-            KeywordParams { min_length: 0, max_count: 0, stop_words: vec![], letters_only: true, cjk: CjkMode::Bigrams }
+            KeywordParams {
+                min_length: 0,
+                max_count: 0,
+                stop_words: vec![],
+                letters_only: true,
+                cjk: CjkMode::Bigrams,
+            }
         }
     };
 
     // [auto_tags]
     let auto_tags = match root.table("auto_tags") {
         Some(a) => {
-            let base_priority = in_range(&a, "base_priority", a.req_f64("base_priority"), 0.0, 1.0).unwrap_or(INVALID);
+            let base_priority = in_range(&a, "base_priority", a.req_f64("base_priority"), 0.0, 1.0)
+                .unwrap_or(INVALID);
             let max_keywords = count(&a, "max_keywords").unwrap_or(0);
             let parameter_complexity = match a.get("parameter_complexity") {
                 Some(v) => match v.raw() {
-                    toml::de::DeValue::String(s) if s == "from_schema" => AutoComplexity::FromSchema,
+                    toml::de::DeValue::String(s) if s == "from_schema" => {
+                        AutoComplexity::FromSchema
+                    }
                     toml::de::DeValue::Integer(_) => AutoComplexity::Fixed(v.int().unwrap_or(1)),
                     _ => {
                         r.error(ErrorKind::WrongType, v.span.clone(), "`auto_tags.parameter_complexity` must be an integer or \"from_schema\"");
@@ -652,14 +714,23 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         }
         None => {
             root.require("auto_tags");
-            AutoTags { base_priority: INVALID, max_keywords: 0, domains: vec![], preferred_stages: vec![], parameter_complexity: AutoComplexity::Fixed(1) }
+            AutoTags {
+                base_priority: INVALID,
+                max_keywords: 0,
+                domains: vec![],
+                preferred_stages: vec![],
+                parameter_complexity: AutoComplexity::Fixed(1),
+            }
         }
     };
 
     // [[examples]]
     let mut examples = Vec::new();
     for (i, t) in root.tables("examples").into_iter().enumerate() {
-        let name = t.str("name").map(|x| x.0).unwrap_or_else(|| format!("example {}", i + 1));
+        let name = t
+            .str("name")
+            .map(|x| x.0)
+            .unwrap_or_else(|| format!("example {}", i + 1));
         let mut input = serde_json::Map::new();
         for key in ["context", "message", "usage", "tools"] {
             if let Some(v) = t.get(key) {
@@ -677,7 +748,9 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         });
     }
 
-    let gate = root.get("gate").and_then(|v| v.to_json().map(|j| Sp::new(j, v.span.clone())));
+    let gate = root
+        .get("gate")
+        .and_then(|v| v.to_json().map(|j| Sp::new(j, v.span.clone())));
 
     PolicySource {
         file,

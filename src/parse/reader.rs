@@ -197,7 +197,8 @@ impl<'r, 'a> Table<'r, 'a> {
 
     /// A float (integers accepted) at `key`, if present and valid.
     pub fn f64(&self, key: &str) -> Option<(f64, Range<usize>)> {
-        self.get(key).and_then(|v| v.f64().map(|x| (x, v.span.clone())))
+        self.get(key)
+            .and_then(|v| v.f64().map(|x| (x, v.span.clone())))
     }
 
     /// A required float.
@@ -208,7 +209,8 @@ impl<'r, 'a> Table<'r, 'a> {
 
     /// A string at `key`.
     pub fn str(&self, key: &str) -> Option<(String, Range<usize>)> {
-        self.get(key).and_then(|v| v.string().map(|s| (s, v.span.clone())))
+        self.get(key)
+            .and_then(|v| v.string().map(|s| (s, v.span.clone())))
     }
 
     /// A boolean at `key`.
@@ -218,7 +220,8 @@ impl<'r, 'a> Table<'r, 'a> {
 
     /// An integer at `key`.
     pub fn int(&self, key: &str) -> Option<(i64, Range<usize>)> {
-        self.get(key).and_then(|v| v.int().map(|x| (x, v.span.clone())))
+        self.get(key)
+            .and_then(|v| v.int().map(|x| (x, v.span.clone())))
     }
 
     /// A list of strings at `key` (each with its span).
@@ -273,7 +276,10 @@ impl<'r, 'a> Table<'r, 'a> {
                 self.r.error(
                     ErrorKind::WrongType,
                     e.span(),
-                    format!("`{path}` must be an array of tables ([[{path}]]), found {}", type_name(other)),
+                    format!(
+                        "`{path}` must be an array of tables ([[{path}]]), found {}",
+                        type_name(other)
+                    ),
                 );
                 Vec::new()
             }
@@ -355,7 +361,11 @@ impl<'r, 'a> ValOwned<'r, 'a> {
         self.r.error(
             ErrorKind::WrongType,
             self.span.clone(),
-            format!("`{}` must be {want}, found {}", self.path, type_name(self.v)),
+            format!(
+                "`{}` must be {want}, found {}",
+                self.path,
+                type_name(self.v)
+            ),
         );
     }
 
@@ -502,7 +512,10 @@ impl<'r, 'a> ValOwned<'r, 'a> {
             self.r.error(
                 ErrorKind::InvalidValue,
                 self.span.clone(),
-                format!("`{}` holds a value JSON cannot represent (a datetime or a non-finite float)", self.path),
+                format!(
+                    "`{}` holds a value JSON cannot represent (a datetime or a non-finite float)",
+                    self.path
+                ),
             );
             None
         })
@@ -538,4 +551,3 @@ pub fn de_to_json(v: &DeValue<'_>) -> Option<serde_json::Value> {
         }
     })
 }
-

@@ -20,7 +20,9 @@ use crate::parse::policy::Sp;
 use crate::parse::reader::{Reader, Table};
 
 /// Seed 002 `risk_level`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, serde::Serialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum RiskLevel {
     /// Reads or computes; no lasting effect.
@@ -124,15 +126,24 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
         "destructive" => Some(RiskLevel::Destructive),
         _ => {
             r.push(
-                Diagnostic::at(ErrorKind::InvalidValue, &r.file, span, format!("risk_level \"{s}\" is not one of: safe, dangerous, destructive"))
-                    .with_suggestion(&s, ["safe", "dangerous", "destructive"]),
+                Diagnostic::at(
+                    ErrorKind::InvalidValue,
+                    &r.file,
+                    span,
+                    format!("risk_level \"{s}\" is not one of: safe, dangerous, destructive"),
+                )
+                .with_suggestion(&s, ["safe", "dangerous", "destructive"]),
             );
             None
         }
     });
     let timeout_seconds = t.f64("timeout_seconds").and_then(|(x, span)| {
         if x <= 0.0 {
-            r.error(ErrorKind::OutOfRange, span, format!("timeout_seconds must be positive, found {x}"));
+            r.error(
+                ErrorKind::OutOfRange,
+                span,
+                format!("timeout_seconds must be positive, found {x}"),
+            );
             None
         } else {
             Some(x)
@@ -140,7 +151,11 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
     });
     let max_retries = t.int("max_retries").and_then(|(x, span)| {
         if !(0..=100).contains(&x) {
-            r.error(ErrorKind::OutOfRange, span, format!("max_retries must be within [0, 100], found {x}"));
+            r.error(
+                ErrorKind::OutOfRange,
+                span,
+                format!("max_retries must be within [0, 100], found {x}"),
+            );
             None
         } else {
             Some(x as u32)
@@ -160,8 +175,15 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
                 match role {
                     Some(role) => arguments.push((k, role)),
                     None => r.push(
-                        Diagnostic::at(ErrorKind::InvalidValue, &r.file, v.span.clone(), format!("argument role \"{s}\" is not one of: shell, shell_argv, sql, path"))
-                            .with_suggestion(&s, ["shell", "shell_argv", "sql", "path"]),
+                        Diagnostic::at(
+                            ErrorKind::InvalidValue,
+                            &r.file,
+                            v.span.clone(),
+                            format!(
+                                "argument role \"{s}\" is not one of: shell, shell_argv, sql, path"
+                            ),
+                        )
+                        .with_suggestion(&s, ["shell", "shell_argv", "sql", "path"]),
                     ),
                 }
             }
@@ -181,7 +203,9 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
 
 fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
     let r = t.reader();
-    let name = t.require("name").and_then(|v| v.string().map(|s| Sp::new(s, v.span.clone())));
+    let name = t
+        .require("name")
+        .and_then(|v| v.string().map(|s| Sp::new(s, v.span.clone())));
     let aliases = t
         .str_list("aliases")
         .unwrap_or_default()
@@ -194,39 +218,84 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
             toml::de::DeValue::String(s) => match serde_json::from_str::<Value>(s) {
                 Ok(j) => j,
                 Err(e) => {
-                    r.error(ErrorKind::Syntax, v.span.clone(), format!("input_schema is not valid JSON: {e}"));
+                    r.error(
+                        ErrorKind::Syntax,
+                        v.span.clone(),
+                        format!("input_schema is not valid JSON: {e}"),
+                    );
                     Value::Null
                 }
             },
             toml::de::DeValue::Table(_) => v.to_json().unwrap_or(Value::Null),
             _ => {
-                r.error(ErrorKind::WrongType, v.span.clone(), "input_schema must be a JSON Schema, as a JSON string or a TOML table");
+                r.error(
+                    ErrorKind::WrongType,
+                    v.span.clone(),
+                    "input_schema must be a JSON Schema, as a JSON string or a TOML table",
+                );
                 Value::Null
             }
         },
         None => serde_json::json!({"type": "object", "properties": {}}),
     };
     if !input_schema.is_object() && !input_schema.is_null() {
-        r.error(ErrorKind::InvalidValue, t.span.clone(), "input_schema must be a JSON object");
+        r.error(
+            ErrorKind::InvalidValue,
+            t.span.clone(),
+            "input_schema must be a JSON object",
+        );
     }
-    let semantic_keys = ["domains", "preferred_stages", "trigger_keywords", "base_priority", "parameter_complexity"];
+    let semantic_keys = [
+        "domains",
+        "preferred_stages",
+        "trigger_keywords",
+        "base_priority",
+        "parameter_complexity",
+    ];
     let has_tags = semantic_keys.iter().any(|k| t.key_span(k).is_some());
     let tags = if has_tags {
-        let domains = t.str_list("domains").unwrap_or_default().into_iter().map(|(s, sp)| Sp::new(s, sp)).collect();
-        let preferred_stages = t.str_list("preferred_stages").unwrap_or_default().into_iter().map(|(s, sp)| Sp::new(s, sp)).collect();
-        let trigger_keywords = t.str_list("trigger_keywords").unwrap_or_default().into_iter().map(|(s, _)| s).collect();
+        let domains = t
+            .str_list("domains")
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(s, sp)| Sp::new(s, sp))
+            .collect();
+        let preferred_stages = t
+            .str_list("preferred_stages")
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(s, sp)| Sp::new(s, sp))
+            .collect();
+        let trigger_keywords = t
+            .str_list("trigger_keywords")
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect();
         let bp = t.req_f64("base_priority");
         let base_priority = match bp {
             Some((x, span)) if !(0.0..=1.0).contains(&x) => {
-                r.error(ErrorKind::OutOfRange, span.clone(), format!("base_priority must be within [0, 1], found {x}"));
+                r.error(
+                    ErrorKind::OutOfRange,
+                    span.clone(),
+                    format!("base_priority must be within [0, 1], found {x}"),
+                );
                 None
             }
             Some((x, span)) => Some(Sp::new(x, span)),
             None => None,
         };
-        let pc = t.require("parameter_complexity").and_then(|v| v.int().map(|x| Sp::new(x, v.span.clone())));
+        let pc = t
+            .require("parameter_complexity")
+            .and_then(|v| v.int().map(|x| Sp::new(x, v.span.clone())));
         match (base_priority, pc) {
-            (Some(bp), Some(pc)) => Some(SemanticTags { domains, preferred_stages, trigger_keywords, base_priority: bp, parameter_complexity: pc }),
+            (Some(bp), Some(pc)) => Some(SemanticTags {
+                domains,
+                preferred_stages,
+                trigger_keywords,
+                base_priority: bp,
+                parameter_complexity: pc,
+            }),
             _ => None,
         }
     } else {
@@ -241,7 +310,11 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
         name,
         aliases,
         description,
-        input_schema: if input_schema.is_null() { serde_json::json!({}) } else { input_schema },
+        input_schema: if input_schema.is_null() {
+            serde_json::json!({})
+        } else {
+            input_schema
+        },
         tags,
         gate,
         file: Some(file.clone()),
@@ -268,7 +341,10 @@ pub fn parse_tag_file(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError>
 /// All files are read and all problems reported together.
 pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
-        LoadError::single(Diagnostic::bare(ErrorKind::Io, format!("cannot read the tool-tags directory {}: {e}", dir.display())))
+        LoadError::single(Diagnostic::bare(
+            ErrorKind::Io,
+            format!("cannot read the tool-tags directory {}: {e}", dir.display()),
+        ))
     })?;
     let mut paths: Vec<_> = entries
         .filter_map(|e| e.ok())
@@ -284,15 +360,30 @@ pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
             Err(e) => diags.extend(e.diagnostics),
         }
     }
-    if diags.is_empty() { Ok(tools) } else { Err(LoadError { diagnostics: diags }) }
+    if diags.is_empty() {
+        Ok(tools)
+    } else {
+        Err(LoadError { diagnostics: diags })
+    }
 }
 
 /// Reads a file into a [`SourceFile`] named by its path.
 pub fn read_source(path: &Path) -> Result<Arc<SourceFile>, LoadError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| LoadError::single(Diagnostic::bare(ErrorKind::Io, format!("cannot read {}: {e}", path.display()))))?;
+    let bytes = std::fs::read(path).map_err(|e| {
+        LoadError::single(Diagnostic::bare(
+            ErrorKind::Io,
+            format!("cannot read {}: {e}", path.display()),
+        ))
+    })?;
     let text = String::from_utf8(bytes).map_err(|e| {
-        LoadError::single(Diagnostic::bare(ErrorKind::Syntax, format!("{} is not valid UTF-8 (byte {})", path.display(), e.utf8_error().valid_up_to())))
+        LoadError::single(Diagnostic::bare(
+            ErrorKind::Syntax,
+            format!(
+                "{} is not valid UTF-8 (byte {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ),
+        ))
     })?;
     Ok(SourceFile::new(path.display().to_string(), text))
 }
@@ -357,7 +448,9 @@ impl InlineTool {
             name: Sp::new(self.name, 0..0),
             aliases: vec![],
             description: self.description,
-            input_schema: self.input_schema.unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            input_schema: self
+                .input_schema
+                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
             tags,
             gate: GateTags {
                 risk_level: self.risk_level,
@@ -378,13 +471,27 @@ impl InlineTool {
 /// semantic tags and are auto-tagged; MCP annotations `readOnlyHint` and
 /// `destructiveHint` set `read_only` and the destructive risk level.
 pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadError> {
-    let bad = |msg: String| LoadError::single(Diagnostic::bare(ErrorKind::Syntax, format!("{name}: {msg}")));
-    let v: Value = serde_json::from_str(text).map_err(|e| bad(format!("not valid JSON: {e} (line {}, column {})", e.line(), e.column())))?;
+    let bad = |msg: String| {
+        LoadError::single(Diagnostic::bare(
+            ErrorKind::Syntax,
+            format!("{name}: {msg}"),
+        ))
+    };
+    let v: Value = serde_json::from_str(text).map_err(|e| {
+        bad(format!(
+            "not valid JSON: {e} (line {}, column {})",
+            e.line(),
+            e.column()
+        ))
+    })?;
     let file = SourceFile::new(name.to_string(), text.to_string());
     let (prefix, list) = match &v {
         Value::Array(a) => (None, a.clone()),
         Value::Object(o) => {
-            let prefix = o.get("server").and_then(|s| s.as_str()).map(|s| s.to_string());
+            let prefix = o
+                .get("server")
+                .and_then(|s| s.as_str())
+                .map(|s| s.to_string());
             let tools = o
                 .get("tools")
                 .or_else(|| o.get("result").and_then(|r| r.get("tools")))
@@ -396,12 +503,27 @@ pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadEr
     };
     let mut out = Vec::new();
     for (i, item) in list.iter().enumerate() {
-        let (fname, desc, schema, ann) = if item.get("type").and_then(|t| t.as_str()) == Some("function") {
-            let f = item.get("function").ok_or_else(|| bad(format!("tool {i}: an OpenAI tool needs a \"function\" object")))?;
-            (f.get("name"), f.get("description"), f.get("parameters"), None)
-        } else {
-            (item.get("name"), item.get("description"), item.get("inputSchema"), item.get("annotations"))
-        };
+        let (fname, desc, schema, ann) =
+            if item.get("type").and_then(|t| t.as_str()) == Some("function") {
+                let f = item.get("function").ok_or_else(|| {
+                    bad(format!(
+                        "tool {i}: an OpenAI tool needs a \"function\" object"
+                    ))
+                })?;
+                (
+                    f.get("name"),
+                    f.get("description"),
+                    f.get("parameters"),
+                    None,
+                )
+            } else {
+                (
+                    item.get("name"),
+                    item.get("description"),
+                    item.get("inputSchema"),
+                    item.get("annotations"),
+                )
+            };
         let Some(tool_name) = fname.and_then(|n| n.as_str()) else {
             return Err(bad(format!("tool {i} has no \"name\" string")));
         };
@@ -409,17 +531,36 @@ pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadEr
             Some(p) => format!("{p}.{tool_name}"),
             None => tool_name.to_string(),
         };
-        let read_only = ann.and_then(|a| a.get("readOnlyHint")).and_then(|b| b.as_bool()).unwrap_or(false);
-        let destructive = ann.and_then(|a| a.get("destructiveHint")).and_then(|b| b.as_bool()).unwrap_or(false);
+        let read_only = ann
+            .and_then(|a| a.get("readOnlyHint"))
+            .and_then(|b| b.as_bool())
+            .unwrap_or(false);
+        let destructive = ann
+            .and_then(|a| a.get("destructiveHint"))
+            .and_then(|b| b.as_bool())
+            .unwrap_or(false);
         out.push(ToolSpec {
             name: Sp::new(full, 0..0),
-            aliases: if prefix.is_some() { vec![Sp::new(tool_name.to_string(), 0..0)] } else { vec![] },
-            description: desc.and_then(|d| d.as_str()).unwrap_or_default().to_string(),
-            input_schema: schema.cloned().unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            aliases: if prefix.is_some() {
+                vec![Sp::new(tool_name.to_string(), 0..0)]
+            } else {
+                vec![]
+            },
+            description: desc
+                .and_then(|d| d.as_str())
+                .unwrap_or_default()
+                .to_string(),
+            input_schema: schema
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
             tags: None,
             gate: GateTags {
                 read_only,
-                risk_level: if destructive && !read_only { Some(RiskLevel::Destructive) } else { None },
+                risk_level: if destructive && !read_only {
+                    Some(RiskLevel::Destructive)
+                } else {
+                    None
+                },
                 ..GateTags::default()
             },
             file: Some(file.clone()),
