@@ -74,7 +74,7 @@ pub struct EvalInput {
 
 impl EvalInput {
     /// Parses an input from JSON text; errors carry line and column.
-    pub fn from_str(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, String> {
         serde_json::from_str(text).map_err(|e| {
             format!(
                 "invalid input JSON at line {}, column {}: {e}",

@@ -93,10 +93,9 @@ impl Analyzer {
                 let seg = &run[s..j];
                 if cjk {
                     self.cjk_terms(seg, out);
-                } else if !filter_words {
-                    out.push(seg.iter().collect());
-                } else if seg.len() >= self.params.min_length
-                    && (!self.params.letters_only || seg.iter().all(|c| c.is_alphabetic()))
+                } else if !filter_words
+                    || (seg.len() >= self.params.min_length
+                        && (!self.params.letters_only || seg.iter().all(|c| c.is_alphabetic())))
                 {
                     out.push(seg.iter().collect());
                 }

@@ -1,0 +1,107 @@
+//! Pieces shared by the subcommands: plan arguments, input reading, diagnostics.
+//! Each subcommand's printing lives in its own module.
+
+pub mod report;
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::{Args, ValueEnum};
+use toolgate::compile::compile;
+use toolgate::input::EvalInput;
+use toolgate::load::{Sources, load_catalog, load_policy};
+use toolgate::{Activation, LoadError, Plan};
+
+/// Where the plan comes from.
+#[derive(Args, Clone)]
+pub struct PlanArgs {
+    /// Policy file (default: the shipped policies/default.toml, embedded).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Tool-tags directory (default: the shipped tool-tags/, embedded).
+    #[arg(long, value_name = "DIR")]
+    pub tags: Option<PathBuf>,
+    /// Extra tools from an MCP tools/list result or an OpenAI tools array (repeatable; auto-tagged).
+    #[arg(long, value_name = "FILE")]
+    pub tools: Vec<PathBuf>,
+}
+
+/// Output format.
+#[derive(Clone, Copy, ValueEnum, PartialEq)]
+pub enum Format {
+    /// For people.
+    Text,
+    /// For scripts.
+    Json,
+}
+
+pub fn render(err: &LoadError) {
+    use miette::{GraphicalReportHandler, GraphicalTheme};
+    let theme = if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme);
+    for d in &err.diagnostics {
+        eprintln!("error: {d}");
+        let mut s = String::new();
+        if d.file.is_some() && d.span.is_some() && handler.render_report(&mut s, d).is_ok() {
+            eprintln!("{s}");
+        }
+    }
+    let n = err.diagnostics.len();
+    eprintln!("{n} problem{} found", if n == 1 { "" } else { "s" });
+}
+
+pub fn read_input(path: &Option<String>) -> Result<EvalInput, String> {
+    let text = match path.as_deref() {
+        None => return Ok(EvalInput::default()),
+        Some("-") => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("cannot read stdin: {e}"))?;
+            s
+        }
+        Some(p) => std::fs::read_to_string(p).map_err(|e| format!("cannot read {p}: {e}"))?,
+    };
+    EvalInput::parse(&text).map_err(|e| format!("{}: {e}", path.as_deref().unwrap_or("-")))
+}
+
+pub enum Fail {
+    /// The policy, tags or tools did not load (exit 1).
+    Load(LoadError),
+    /// The input is invalid (exit 3).
+    Input(String),
+}
+
+pub fn build(args: &PlanArgs, input: Option<&EvalInput>) -> Result<Arc<Plan>, Fail> {
+    let sources = Sources {
+        policy: args.policy.clone(),
+        tags: args.tags.clone(),
+        tools: args.tools.clone(),
+    };
+    let policy = load_policy(sources.policy.as_deref());
+    let catalog = match input.and_then(|i| i.tools.clone()) {
+        Some(tools) => Ok(tools.into_iter().map(|t| t.into_spec()).collect()),
+        None => load_catalog(&sources),
+    };
+    let plan = match (policy, catalog) {
+        (Ok(p), Ok(c)) => compile(&p, c),
+        (Err(mut a), Err(b)) => {
+            a.diagnostics.extend(b.diagnostics);
+            Err(a)
+        }
+        (Err(a), _) | (_, Err(a)) => Err(a),
+    };
+    plan.map(Arc::new).map_err(Fail::Load)
+}
+
+pub fn evaluate(args: &PlanArgs, input: &Option<String>) -> Result<Activation, Fail> {
+    let input = read_input(input).map_err(Fail::Input)?;
+    let plan = build(args, Some(&input))?;
+    let (ctx, usage, now) = input.resolve(&plan).map_err(Fail::Input)?;
+    Ok(plan.evaluate(&ctx, &usage, now))
+}

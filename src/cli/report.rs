@@ -1,0 +1,365 @@
+//! Text and JSON reports of `eval` and `explain`.
+
+use toolgate::Activation;
+
+use super::Format;
+
+fn order(act: &Activation) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..act.tools.len()).collect();
+    idx.sort_by(|&a, &b| {
+        let (x, y) = (&act.tools[a], &act.tools[b]);
+        y.active
+            .cmp(&x.active)
+            .then(y.score.total_cmp(&x.score))
+            .then(act.plan.tools[a].name.cmp(&act.plan.tools[b].name))
+    });
+    idx
+}
+
+pub fn reason_text(r: toolgate::Reason) -> &'static str {
+    use toolgate::Reason::*;
+    match r {
+        AboveThreshold => "score >= effective threshold",
+        Hysteresis => "kept by hysteresis",
+        Pinned => "pinned by the policy",
+        MinActive => "added to reach min_active",
+        BelowThreshold => "score < effective threshold",
+        MaxActive => "cut by max_active",
+        InvalidScore => "the formula gave NaN",
+    }
+}
+
+fn threshold_text(act: &Activation) -> String {
+    match (act.cold_start, act.plan.cold_start) {
+        (true, Some((min, f))) => format!(
+            "{:.4} (cold start: {} call{} < {min}, threshold {} x {f})",
+            act.effective_threshold,
+            act.total_calls,
+            if act.total_calls == 1 { "" } else { "s" },
+            act.threshold
+        ),
+        _ => format!("{:.4}", act.effective_threshold),
+    }
+}
+
+fn tool_json(act: &Activation, i: usize) -> serde_json::Value {
+    let s = &act.tools[i];
+    let mut terms = serde_json::Map::new();
+    for (k, e) in act.explain(i).into_iter().enumerate() {
+        let key = e
+            .feature
+            .map(String::from)
+            .unwrap_or_else(|| format!("term_{}", k + 1));
+        terms.insert(key, serde_json::json!({"term": e.term, "value": e.value, "weight": e.weight, "contribution": e.contribution}));
+    }
+    serde_json::json!({
+        "name": act.plan.tools[i].name,
+        "score": s.score,
+        "raw_score": s.raw_score,
+        "active": s.active,
+        "reason": s.reason,
+        "terms": terms,
+    })
+}
+
+fn header_json(act: &Activation) -> serde_json::Map<String, serde_json::Value> {
+    let plan = &act.plan;
+    let dw: serde_json::Map<String, serde_json::Value> = plan
+        .domains
+        .iter()
+        .zip(&act.domain_weights)
+        .map(|(d, w)| (d.clone(), serde_json::json!(w)))
+        .collect();
+    let v = serde_json::json!({
+        "policy": plan.policy_name,
+        "threshold": act.threshold,
+        "effective_threshold": act.effective_threshold,
+        "cold_start": act.cold_start,
+        "total_calls": act.total_calls,
+        "domain_weights": dw,
+        "rules_applied": act.rules_applied,
+        "intent_terms": act.intent_terms,
+        "warnings": act.warnings,
+    });
+    v.as_object().cloned().unwrap_or_default()
+}
+
+pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
+    let plan = &act.plan;
+    if format == Format::Json {
+        let mut m = header_json(act);
+        m.insert(
+            "active".into(),
+            serde_json::json!(
+                order(act)
+                    .into_iter()
+                    .filter(|&i| act.tools[i].active)
+                    .map(|i| plan.tools[i].name.clone())
+                    .collect::<Vec<_>>()
+            ),
+        );
+        m.insert(
+            "tools".into(),
+            serde_json::Value::Array(order(act).into_iter().map(|i| tool_json(act, i)).collect()),
+        );
+        w!(o, "{}", serde_json::Value::Object(m));
+        return;
+    }
+    let active = act.tools.iter().filter(|t| t.active).count();
+    w!(
+        o,
+        "policy {} | {} tools, {} active | effective threshold {}",
+        plan.policy_name,
+        plan.tools.len(),
+        active,
+        threshold_text(act)
+    );
+    if act.domain_weights.is_empty() {
+        w!(
+            o,
+            "domain weights: none inferred (neutral domain match {})",
+            plan.features.domain_neutral
+        );
+    } else {
+        let mut dw: Vec<(&String, f64)> = plan
+            .domains
+            .iter()
+            .zip(act.domain_weights.iter().copied())
+            .collect();
+        dw.sort_by(|a, b| b.1.total_cmp(&a.1));
+        w!(
+            o,
+            "domain weights: {}",
+            dw.iter()
+                .map(|(d, w)| format!("{d} {w:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    w!(
+        o,
+        "rules applied: {}",
+        if act.rules_applied.is_empty() {
+            "none".into()
+        } else {
+            act.rules_applied.join(", ")
+        }
+    );
+    w!(
+        o,
+        "intent terms: {}",
+        if act.intent_terms.is_empty() {
+            "none".into()
+        } else {
+            act.intent_terms.join(" ")
+        }
+    );
+    for w in &act.warnings {
+        w!(o, "warning: {w}");
+    }
+    let width = plan
+        .tools
+        .iter()
+        .map(|t| t.name.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let feats: Vec<String> = plan
+        .formula
+        .terms
+        .iter()
+        .map(|t| match t.features.as_slice() {
+            [f] => short(toolgate::FEATURES[*f as usize]).to_string(),
+            _ => "term".into(),
+        })
+        .collect();
+    let mut last_active = None;
+    for i in order(act) {
+        let s = &act.tools[i];
+        if last_active != Some(s.active) {
+            w!(o);
+            let n = act.tools.iter().filter(|t| t.active == s.active).count();
+            w!(o, "{} ({n})", if s.active { "ACTIVE" } else { "INACTIVE" });
+            w!(
+                o,
+                "  {:>6}  {:<width$}  {}",
+                "score",
+                "tool",
+                feats
+                    .iter()
+                    .map(|f| format!("{f:>9}"))
+                    .collect::<Vec<_>>()
+                    .join("")
+            );
+            last_active = Some(s.active);
+        }
+        let contribs: String = act
+            .explain(i)
+            .iter()
+            .map(|e| format!("{:>9.4}", e.contribution + 0.0))
+            .collect();
+        let note = match s.reason {
+            toolgate::Reason::AboveThreshold | toolgate::Reason::BelowThreshold => String::new(),
+            r => format!("  ({})", reason_text(r)),
+        };
+        w!(
+            o,
+            "  {:>6.4}  {:<width$}  {contribs}{note}",
+            s.score,
+            plan.tools[i].name
+        );
+    }
+}
+
+fn short(f: &str) -> &str {
+    match f {
+        "domain_match" => "domain",
+        "keyword_match" => "keyword",
+        "stage_match" => "stage",
+        "usage_bonus" => "usage",
+        "priority_bonus" => "priority",
+        "complexity_penalty" => "complex",
+        "recency_bonus" => "recency",
+        other => other,
+    }
+}
+
+pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format) {
+    let plan = &act.plan;
+    let s = &act.tools[i];
+    let t = &plan.tools[i];
+    if format == Format::Json {
+        let mut m = header_json(act);
+        m.insert("tool".into(), tool_json(act, i));
+        w!(o, "{}", serde_json::Value::Object(m));
+        return;
+    }
+    let verdict = if s.active { "ACTIVE" } else { "INACTIVE" };
+    w!(
+        o,
+        "{}: {verdict} ({}; score {:.4}, effective threshold {})",
+        t.name,
+        reason_text(s.reason),
+        s.score,
+        threshold_text(act)
+    );
+    w!(o);
+    w!(
+        o,
+        "  {:<48} {:>8} {:>8} {:>13}",
+        "term",
+        "value",
+        "weight",
+        "contribution"
+    );
+    for e in act.explain(i) {
+        let v = e
+            .value
+            .map(|x| format!("{x:.4}"))
+            .unwrap_or_else(|| "-".into());
+        let w = e
+            .weight
+            .map(|x| format!("{x:.4}"))
+            .unwrap_or_else(|| "-".into());
+        w!(o, "  {:<48} {v:>8} {w:>8} {:>13.4}", e.term, e.contribution);
+    }
+    w!(
+        o,
+        "  {:<48} {:>8} {:>8} {:>13.4}",
+        "raw score (sum)",
+        "",
+        "",
+        s.raw_score
+    );
+    w!(
+        o,
+        "  {:<48} {:>8} {:>8} {:>13.4}",
+        format!("clamped to [{}, {}]", plan.clamp.0, plan.clamp.1),
+        "",
+        "",
+        s.score
+    );
+    w!(o);
+    let doms: Vec<String> = t
+        .domains
+        .iter()
+        .map(|&d| {
+            let name = &plan.domains[d as usize];
+            match act.domain_weights.get(d as usize) {
+                Some(w) => format!("{name} ({w:.3})"),
+                None => name.clone(),
+            }
+        })
+        .collect();
+    w!(
+        o,
+        "domains: {}{}",
+        if doms.is_empty() {
+            "none".into()
+        } else {
+            doms.join(", ")
+        },
+        if act.domain_weights.is_empty() {
+            format!(
+                " — no domain weights inferred, neutral {}",
+                plan.features.domain_neutral
+            )
+        } else {
+            String::new()
+        }
+    );
+    let stage_names: Vec<&str> = plan
+        .stages
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| t.stage_mask & (1 << k) != 0)
+        .map(|(_, s)| s.as_str())
+        .collect();
+    w!(
+        o,
+        "preferred stages: {}",
+        if stage_names.is_empty() {
+            "none".into()
+        } else {
+            stage_names.join(", ")
+        }
+    );
+    let intent: std::collections::HashSet<&String> = act.intent_terms.iter().collect();
+    let trig: Vec<String> = t
+        .trigger_keywords
+        .iter()
+        .flat_map(|k| plan.analyzer.expand_keyword(k))
+        .collect();
+    let hits: Vec<&String> = trig.iter().filter(|k| intent.contains(k)).collect();
+    w!(
+        o,
+        "trigger keywords: {}{}",
+        trig.join(" "),
+        if t.auto_tagged {
+            " (auto-tagged from the description)"
+        } else {
+            ""
+        }
+    );
+    w!(
+        o,
+        "matched intent terms: {}",
+        if hits.is_empty() {
+            "none".into()
+        } else {
+            hits.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    );
+    w!(
+        o,
+        "rules applied: {}",
+        if act.rules_applied.is_empty() {
+            "none".into()
+        } else {
+            act.rules_applied.join(", ")
+        }
+    );
+}
