@@ -312,7 +312,7 @@ fn emit(
     let kids = node.children();
     let bin = |op: Op, out: &mut Vec<Op>| -> Result<(), FormulaError> {
         let [l, r] = kids else {
-            return Err(FormulaError::Unsupported(node.operator().to_string()));
+            return Err(FormulaError::Parse(format!("`{}` is missing an operand", node.operator())));
         };
         emit(l, feature, weight, out)?;
         emit(r, feature, weight, out)?;
