@@ -1,0 +1,132 @@
+//! Property tests of the scoring engine (proptest).
+#![cfg(feature = "proptest")]
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use toolgate::compile::compile;
+use toolgate::compile::formula::{lower, reference_eval};
+use toolgate::diag::SourceFile;
+use toolgate::load::{Sources, load_catalog};
+use toolgate::parse::policy::parse_policy;
+use toolgate::{FEATURES, Plan};
+
+const DEFAULT: &str = include_str!("../policies/default.toml");
+
+fn plan_from(text: &str) -> Arc<Plan> {
+    let policy = parse_policy(SourceFile::new("p.toml", text)).unwrap_or_else(|e| panic!("{e}"));
+    let tools = load_catalog(&Sources::default()).unwrap();
+    // examples are written for the default weights; drop them for random weights
+    let mut policy = policy;
+    policy.examples.clear();
+    Arc::new(compile(&policy, tools).unwrap_or_else(|e| panic!("{e}")))
+}
+
+fn with_weights(w: &[f64; 6]) -> String {
+    let names = ["w_domain", "w_keyword", "w_stage", "w_usage", "w_priority", "w_complexity"];
+    let olds = ["0.30", "0.25", "0.20", "0.15", "0.10", "0.05"];
+    let mut t = DEFAULT.to_string();
+    for ((n, o), x) in names.iter().zip(olds).zip(w) {
+        t = t.replacen(&format!("{n} = {o}"), &format!("{n} = {x:e}"), 1);
+    }
+    t
+}
+
+fn default_plan() -> Arc<Plan> {
+    plan_from(DEFAULT)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// For any finite weights and any inputs the score stays within the clamp
+    /// bounds and is never NaN; the term contributions add up to the raw score.
+    #[test]
+    fn scores_stay_in_bounds_for_any_finite_weights(
+        w in prop::array::uniform6(-1.0e6f64..1.0e6),
+        seed in any::<u64>(),
+    ) {
+        let plan = plan_from(&with_weights(&w));
+        let violations = toolgate::fuzz::fuzz(&plan, 4, seed);
+        prop_assert!(violations.is_empty(), "{:?}", violations.first());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Raising the threshold never adds an active tool.
+    #[test]
+    fn raising_the_threshold_never_adds_a_tool(
+        (ctx, usage, now) in toolgate::strategies::session(&default_plan()),
+        t1 in 0.0f64..=1.0,
+        dt in 0.0f64..=1.0,
+    ) {
+        let t2 = (t1 + dt).min(1.0);
+        let low = plan_from(&DEFAULT.replacen("threshold = 0.4 ", &format!("threshold = {t1:e} "), 1));
+        let high = plan_from(&DEFAULT.replacen("threshold = 0.4 ", &format!("threshold = {t2:e} "), 1));
+        let a = low.evaluate(&ctx, &usage, now).active_set();
+        let b = high.evaluate(&ctx, &usage, now).active_set();
+        prop_assert!(b.is_subset(&a), "{:?} not within {:?}", b, a);
+    }
+
+    /// Cold start only ever lowers the threshold.
+    #[test]
+    fn cold_start_only_lowers_the_threshold(
+        (ctx, usage, now) in toolgate::strategies::session(&default_plan()),
+        factor in 0.0f64..=1.0,
+        min_calls in 0u64..100,
+    ) {
+        let text = DEFAULT
+            .replacen("threshold_factor = 0.6", &format!("threshold_factor = {factor:e}"), 1)
+            .replacen("min_calls = 5", &format!("min_calls = {min_calls}"), 1);
+        let plan = plan_from(&text);
+        let act = plan.evaluate(&ctx, &usage, now);
+        prop_assert!(act.effective_threshold <= act.threshold);
+        prop_assert_eq!(act.cold_start, usage.total_calls() < min_calls);
+        let sum: f64 = act.explain(0).iter().map(|t| t.contribution).sum::<f64>();
+        prop_assert!((sum - act.tools[0].raw_score).abs() < 1e-12);
+    }
+}
+
+/// A random formula over the features, weights `wa`/`wb` and constants.
+fn formula() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        prop::sample::select(FEATURES.to_vec()).prop_map(String::from),
+        prop::sample::select(vec!["wa", "wb"]).prop_map(String::from),
+        (0u32..1000).prop_map(|x| format!("{}", x as f64 / 100.0)),
+        (0i64..5).prop_map(|x| format!("{x}")),
+    ];
+    leaf.prop_recursive(4, 24, 3, |inner| {
+        prop_oneof![
+            (inner.clone(), prop::sample::select(vec!["+", "-", "*", "/", "^"]), inner.clone()).prop_map(|(a, op, b)| format!("{a} {op} {b}")),
+            inner.clone().prop_map(|a| format!("({a})")),
+            inner.clone().prop_map(|a| format!("-({a})")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("min({a}, {b})")),
+            (inner.clone(), inner.clone(), inner.clone()).prop_map(|(a, b, c)| format!("max({a}, {b}, {c})")),
+            (prop::sample::select(vec!["floor", "ceil", "round", "math::abs", "math::sqrt", "math::ln", "math::exp"]), inner)
+                .prop_map(|(f, a)| format!("{f}({a})")),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The lowered, slot-indexed formula computes exactly what evalexpr computes.
+    #[test]
+    fn lowered_formula_equals_evalexpr(
+        src in formula(),
+        values in prop::array::uniform7(-2.0f64..2.0),
+        wa in -2.0f64..2.0,
+        wb in -2.0f64..2.0,
+    ) {
+        let feature = |n: &str| FEATURES.iter().position(|f| *f == n).map(|i| i as u8);
+        let weight = |n: &str| match n { "wa" => Some(wa), "wb" => Some(wb), _ => None };
+        let lowered = lower(&src, &feature, &weight).unwrap_or_else(|e| panic!("{src}: {e}"));
+        let ours = lowered.eval(&values, None);
+        let named: Vec<(&str, f64)> = FEATURES.iter().copied().zip(values).collect();
+        let theirs = reference_eval(&src, &named, &[("wa", wa), ("wb", wb)]).unwrap_or_else(|e| panic!("{src}: {e}"));
+        prop_assert!(ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan()), "{src}: {ours} vs {theirs}");
+    }
+}
