@@ -7,8 +7,6 @@
 //! ([`Plan::evaluate`](crate::Plan::evaluate)) only reads it, so one plan can
 //! serve many threads, and a reload swaps in a new one.
 
-use std::collections::HashMap;
-
 use serde_json::Value;
 
 use crate::compile::condition::CompiledCondition;
@@ -16,6 +14,11 @@ use crate::compile::formula::Formula;
 use crate::eval::keywords::Analyzer;
 use crate::parse::policy::FeatureParams;
 use crate::parse::tags::GateTags;
+
+/// A map keyed by tool names or keyword terms (FxHash: these keys are not
+/// attacker-chosen in a way that matters for a per-process plan, and lookups sit
+/// on the evaluation path).
+pub type NameMap<V> = rustc_hash::FxHashMap<String, V>;
 
 /// The built-in features a formula can read, in slot order.
 ///
@@ -97,6 +100,76 @@ pub struct CompiledTool {
     pub auto_tagged: bool,
 }
 
+/// What the scoring loop reads of one tool, packed so that evaluating many
+/// tools walks contiguous memory: ranges into [`Plan::hot_domains`] and
+/// [`Plan::hot_keywords`] instead of per-tool heap vectors.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HotTool {
+    /// Bit `i` set when stage `i` is preferred.
+    pub stage_mask: u64,
+    /// Base priority in [0,1].
+    pub base_priority: f64,
+    /// Precomputed complexity penalty.
+    pub complexity_penalty: f64,
+    /// Start of the tool's domain indices in `hot_domains`.
+    pub domains_start: u32,
+    /// Start of the tool's keyword ids in `hot_keywords`.
+    pub keywords_start: u32,
+    /// Number of domain indices.
+    pub domains_len: u16,
+    /// Number of distinct keyword ids (|T| of the Jaccard).
+    pub keywords_len: u16,
+}
+
+/// Name → tool index, laid out for the evaluation path: keys are 64-bit FxHash
+/// values (no pointer chasing), and the names they stand for sit in one
+/// contiguous arena, where a lookup confirms its match. A 64-bit clash between
+/// two names (never seen in practice) goes to a small overflow list.
+#[derive(Debug, Clone, Default)]
+pub struct NameIndex {
+    by_hash: rustc_hash::FxHashMap<u64, u32>,
+    arena: String,
+    /// (start, end, tool) per entry.
+    entries: Vec<(u32, u32, u32)>,
+    overflow: Vec<(String, usize)>,
+}
+
+fn name_hash(name: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(name)
+}
+
+impl NameIndex {
+    /// Adds `name` for tool `tool`; the caller guarantees names are unique.
+    pub fn insert(&mut self, name: &str, tool: usize) {
+        let h = name_hash(name);
+        if self.by_hash.contains_key(&h) {
+            self.overflow.push((name.to_string(), tool));
+            return;
+        }
+        let start = self.arena.len() as u32;
+        self.arena.push_str(name);
+        self.by_hash.insert(h, self.entries.len() as u32);
+        self.entries
+            .push((start, self.arena.len() as u32, tool as u32));
+    }
+
+    /// The tool called `name`.
+    #[inline]
+    pub fn get(&self, name: &str) -> Option<usize> {
+        if let Some(&e) = self.by_hash.get(&name_hash(name)) {
+            let (s, end, tool) = self.entries[e as usize];
+            if &self.arena[s as usize..end as usize] == name {
+                return Some(tool as usize);
+            }
+        }
+        self.overflow
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| *t)
+    }
+}
+
 /// The compiled plan. Build it with [`crate::compile::compile`] or
 /// [`crate::load::load_plan`].
 #[derive(Debug, Clone)]
@@ -138,11 +211,19 @@ pub struct Plan {
     /// The keyword extractor.
     pub analyzer: Analyzer,
     /// Keyword term → id.
-    pub vocab: HashMap<String, u32>,
+    pub vocab: NameMap<u32>,
     /// The catalog.
     pub tools: Vec<CompiledTool>,
+    /// Hot per-tool data, in catalog order (see [`HotTool`]).
+    pub hot: Vec<HotTool>,
+    /// Domain indices of all tools, concatenated.
+    pub hot_domains: Vec<u16>,
+    /// Keyword ids of all tools, concatenated.
+    pub hot_keywords: Vec<u32>,
     /// Name or alias → tool index.
-    pub by_name: HashMap<String, usize>,
+    pub by_name: NameMap<usize>,
+    /// The same mapping, laid out for fast lookups on the evaluation path.
+    pub name_index: NameIndex,
     /// Non-fatal findings of the compile (unused weights, skipped examples).
     pub warnings: Vec<String>,
     /// Number of policy examples that were checked and held.
@@ -153,8 +234,9 @@ pub struct Plan {
 
 impl Plan {
     /// Index of the tool called `name` (or with that alias).
+    #[inline]
     pub fn tool_index(&self, name: &str) -> Option<usize> {
-        self.by_name.get(name).copied()
+        self.name_index.get(name)
     }
 
     /// The tool called `name` (or with that alias).

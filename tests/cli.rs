@@ -13,7 +13,12 @@ fn toolgate(args: &[&str], stdin: Option<&str>) -> Output {
         .spawn()
         .unwrap();
     if let Some(s) = stdin {
-        child.stdin.as_mut().unwrap().write_all(s.as_bytes()).unwrap();
+        child
+            .stdin
+            .as_mut()
+            .unwrap()
+            .write_all(s.as_bytes())
+            .unwrap();
     }
     drop(child.stdin.take());
     child.wait_with_output().unwrap()
@@ -39,7 +44,18 @@ fn check_passes_on_the_shipped_defaults() {
 #[test]
 fn check_passes_on_both_presets_from_files() {
     for p in ["policies/default.toml", "policies/seed-article.toml"] {
-        let o = toolgate(&["check", "--policy", p, "--tags", "tool-tags", "--format", "json"], None);
+        let o = toolgate(
+            &[
+                "check",
+                "--policy",
+                p,
+                "--tags",
+                "tool-tags",
+                "--format",
+                "json",
+            ],
+            None,
+        );
         assert!(o.status.success(), "{p}: {}", stderr(&o));
         let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
         assert_eq!(v["ok"], true);
@@ -51,14 +67,28 @@ fn check_passes_on_both_presets_from_files() {
 fn check_reports_a_bad_policy_with_location_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("bad.toml");
-    let text = std::fs::read_to_string("policies/default.toml").unwrap().replacen("w_keyword = 0.25", "w_keyword = \"high\"", 1);
+    let text = std::fs::read_to_string("policies/default.toml")
+        .unwrap()
+        .replacen("w_keyword = 0.25", "w_keyword = \"high\"", 1);
     std::fs::write(&p, &text).unwrap();
     let o = toolgate(&["check", "--policy", p.to_str().unwrap()], None);
     assert_eq!(o.status.code(), Some(1));
-    let line = text.lines().position(|l| l.starts_with("w_keyword")).unwrap() + 1;
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("w_keyword"))
+        .unwrap()
+        + 1;
     let err = stderr(&o);
-    assert!(err.contains(&format!("bad.toml:{line}:13: `score.weights.w_keyword` must be a number, found a string")), "{err}");
-    assert!(err.contains("toolgate::wrong_type"), "miette report missing: {err}");
+    assert!(
+        err.contains(&format!(
+            "bad.toml:{line}:13: `score.weights.w_keyword` must be a number, found a string"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("toolgate::wrong_type"),
+        "miette report missing: {err}"
+    );
     assert!(stdout(&o).is_empty());
 }
 
@@ -70,33 +100,65 @@ fn check_fuzz_passes_on_the_default_and_catches_nan() {
 
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("nan.toml");
-    let text = std::fs::read_to_string("policies/default.toml").unwrap().replacen(
-        "formula = \"w_domain*domain_match",
-        "formula = \"usage_bonus / usage_bonus + w_domain*domain_match",
-        1,
-    );
+    let text = std::fs::read_to_string("policies/default.toml")
+        .unwrap()
+        .replacen(
+            "formula = \"w_domain*domain_match",
+            "formula = \"usage_bonus / usage_bonus + w_domain*domain_match",
+            1,
+        );
     let text = text.split("[[examples]]").next().unwrap().to_string();
     std::fs::write(&p, text).unwrap();
-    let o = toolgate(&["check", "--policy", p.to_str().unwrap(), "--fuzz", "50"], None);
+    let o = toolgate(
+        &["check", "--policy", p.to_str().unwrap(), "--fuzz", "50"],
+        None,
+    );
     assert_eq!(o.status.code(), Some(4), "{}", stdout(&o));
-    assert!(stdout(&o).contains("the formula gave NaN"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("the formula gave NaN"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
 fn eval_json_has_the_documented_shape() {
-    let o = toolgate(&["eval", "--input", "examples/sql-session.json", "--format", "json"], None);
+    let o = toolgate(
+        &[
+            "eval",
+            "--input",
+            "examples/sql-session.json",
+            "--format",
+            "json",
+        ],
+        None,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["effective_threshold"].as_f64().unwrap(), 0.4 * 0.6);
     let tools = v["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 71);
-    let rq = tools.iter().find(|t| t["name"] == "sqlite.read_query").unwrap();
+    let rq = tools
+        .iter()
+        .find(|t| t["name"] == "sqlite.read_query")
+        .unwrap();
     assert_eq!(rq["active"], true);
     let terms = rq["terms"].as_object().unwrap();
-    for f in ["domain_match", "keyword_match", "stage_match", "usage_bonus", "priority_bonus", "complexity_penalty", "recency_bonus"] {
+    for f in [
+        "domain_match",
+        "keyword_match",
+        "stage_match",
+        "usage_bonus",
+        "priority_bonus",
+        "complexity_penalty",
+        "recency_bonus",
+    ] {
         assert!(terms.contains_key(f), "missing term {f}");
     }
-    let sum: f64 = terms.values().map(|t| t["contribution"].as_f64().unwrap()).sum();
+    let sum: f64 = terms
+        .values()
+        .map(|t| t["contribution"].as_f64().unwrap())
+        .sum();
     assert!((sum - rq["raw_score"].as_f64().unwrap()).abs() < 1e-12);
     // active tools come first
     let first_inactive = tools.iter().position(|t| t["active"] == false).unwrap();
@@ -105,13 +167,26 @@ fn eval_json_has_the_documented_shape() {
 
 #[test]
 fn eval_accepts_a_seed_vector_line_as_is() {
-    let line = std::fs::read_to_string("tests/data/seed-vectors/registry.jsonl").unwrap().lines().nth(1).unwrap().to_string();
+    let line = std::fs::read_to_string("tests/data/seed-vectors/registry.jsonl")
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .to_string();
     let v: serde_json::Value = serde_json::from_str(&line).unwrap();
     let o = toolgate(&["eval", "--input", "-", "--format", "json"], Some(&line));
     assert!(o.status.success(), "{}", stderr(&o));
     let out: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(out["effective_threshold"], v["expected"]["effective_threshold"]);
-    let mut active: Vec<String> = out["active"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    assert_eq!(
+        out["effective_threshold"],
+        v["expected"]["effective_threshold"]
+    );
+    let mut active: Vec<String> = out["active"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
     active.sort();
     let want: Vec<String> = serde_json::from_value(v["expected"]["active"].clone()).unwrap();
     assert_eq!(active, want);
@@ -126,37 +201,77 @@ fn eval_text_lists_active_tools_first() {
     let inactive = out.find("INACTIVE (").unwrap();
     assert!(active < inactive);
     let rq = out.find("sqlite.read_query").unwrap();
-    assert!(rq > active && rq < inactive, "the Chinese database request must activate sqlite.read_query:\n{out}");
+    assert!(
+        rq > active && rq < inactive,
+        "the Chinese database request must activate sqlite.read_query:\n{out}"
+    );
     assert!(out.contains("数据 据库"), "{out}");
 }
 
 #[test]
 fn explain_gives_terms_and_reason() {
-    let o = toolgate(&["explain", "sqlite.read_query", "--input", "examples/sql-session.json"], None);
+    let o = toolgate(
+        &[
+            "explain",
+            "sqlite.read_query",
+            "--input",
+            "examples/sql-session.json",
+        ],
+        None,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.starts_with("sqlite.read_query: ACTIVE"), "{out}");
     assert!(out.contains("w_domain * domain_match"));
     assert!(out.contains("cold start: 3 calls < 5"));
-    let o = toolgate(&["explain", "sqlite.read_querry", "--input", "examples/sql-session.json"], None);
+    let o = toolgate(
+        &[
+            "explain",
+            "sqlite.read_querry",
+            "--input",
+            "examples/sql-session.json",
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(5));
-    assert!(stderr(&o).contains("did you mean `sqlite.read_query`?"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did you mean `sqlite.read_query`?"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn bad_input_is_exit_3_with_a_clear_message() {
-    let o = toolgate(&["eval", "--input", "-"], Some("{\"context\": {\"conversation_stage\": 3}}"));
+    let o = toolgate(
+        &["eval", "--input", "-"],
+        Some("{\"context\": {\"conversation_stage\": 3}}"),
+    );
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("line 1"), "{}", stderr(&o));
-    let o = toolgate(&["eval", "--input", "-"], Some("{\"context\": {\"conversation_stage\": \"debuging\"}}"));
+    let o = toolgate(
+        &["eval", "--input", "-"],
+        Some("{\"context\": {\"conversation_stage\": \"debuging\"}}"),
+    );
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("did you mean `debugging`?"), "{}", stderr(&o));
-    let o = toolgate(&["eval", "--input", "-"], Some("{\"usage\": {\"call_counts\": {\"nope\": 1}}}"));
+    assert!(
+        stderr(&o).contains("did you mean `debugging`?"),
+        "{}",
+        stderr(&o)
+    );
+    let o = toolgate(
+        &["eval", "--input", "-"],
+        Some("{\"usage\": {\"call_counts\": {\"nope\": 1}}}"),
+    );
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("`nope`, which is not in the catalog"));
     let o = toolgate(&["eval", "--input", "-"], Some("{\"contxt\": {}}"));
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("unknown field `contxt`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown field `contxt`"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -171,13 +286,31 @@ fn tools_from_mcp_and_openai_are_auto_tagged() {
     let mcp = dir.path().join("mcp.json");
     std::fs::write(&mcp, r#"{"tools": [{"name": "translate", "description": "Translate text between languages", "inputSchema": {"type": "object"}}]}"#).unwrap();
     let o = toolgate(
-        &["eval", "--tools", openai.to_str().unwrap(), "--tools", mcp.to_str().unwrap(), "--format", "json", "--input", "-"],
+        &[
+            "eval",
+            "--tools",
+            openai.to_str().unwrap(),
+            "--tools",
+            mcp.to_str().unwrap(),
+            "--format",
+            "json",
+            "--input",
+            "-",
+        ],
         Some(r#"{"message": "what is the weather forecast in Paris"}"#),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let w = v["tools"].as_array().unwrap().iter().find(|t| t["name"] == "get_weather").unwrap();
-    assert!(w["terms"]["keyword_match"]["value"].as_f64().unwrap() > 0.0, "{w}");
+    let w = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "get_weather")
+        .unwrap();
+    assert!(
+        w["terms"]["keyword_match"]["value"].as_f64().unwrap() > 0.0,
+        "{w}"
+    );
     assert_eq!(w["terms"]["priority_bonus"]["value"], 0.3);
     assert_eq!(v["tools"].as_array().unwrap().len(), 73);
 }
@@ -190,12 +323,37 @@ fn a_real_mcp_catalog_file_imports_with_namespaces() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("only.toml"), std::fs::read_to_string("tool-tags/demo.toml").unwrap()).unwrap();
-    let o = toolgate(&["check", "--tags", dir.path().to_str().unwrap(), "--tools", catalog, "--format", "json"], None);
+    std::fs::write(
+        dir.path().join("only.toml"),
+        std::fs::read_to_string("tool-tags/demo.toml").unwrap(),
+    )
+    .unwrap();
+    let o = toolgate(
+        &[
+            "check",
+            "--tags",
+            dir.path().to_str().unwrap(),
+            "--tools",
+            catalog,
+            "--format",
+            "json",
+        ],
+        None,
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["auto_tagged"], 13);
-    let o = toolgate(&["explain", "everything.echo", "--tags", dir.path().to_str().unwrap(), "--tools", catalog], None);
+    let o = toolgate(
+        &[
+            "explain",
+            "everything.echo",
+            "--tags",
+            dir.path().to_str().unwrap(),
+            "--tools",
+            catalog,
+        ],
+        None,
+    );
     assert!(stdout(&o).contains("auto-tagged"), "{}", stdout(&o));
 }
 

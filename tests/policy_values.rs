@@ -37,9 +37,11 @@ const SCENARIOS: [&str; 4] = [
 ];
 
 fn fingerprint(policy_text: &str) -> String {
-    let policy = parse_policy(SourceFile::new("p.toml", policy_text)).unwrap_or_else(|e| panic!("{e}"));
+    let policy =
+        parse_policy(SourceFile::new("p.toml", policy_text)).unwrap_or_else(|e| panic!("{e}"));
     let tools: Vec<toolgate::parse::tags::InlineTool> = serde_json::from_str(TOOLS).unwrap();
-    let plan: Arc<Plan> = Arc::new(compile(&policy, tools.into_iter().map(|t| t.into_spec()).collect()).unwrap());
+    let plan: Arc<Plan> =
+        Arc::new(compile(&policy, tools.into_iter().map(|t| t.into_spec()).collect()).unwrap());
     let mut out = String::new();
     let mut previous = None;
     for s in SCENARIOS {
@@ -47,13 +49,21 @@ fn fingerprint(policy_text: &str) -> String {
         let (ctx, usage, now) = input.resolve(&plan).unwrap();
         // each scenario follows the previous one in the same session (hysteresis)
         let act = plan.evaluate_with_previous(&ctx, &usage, now, previous.as_ref());
-        out += &format!("eff {:.12} {:?}\n", act.effective_threshold, act.active_names());
+        out += &format!(
+            "eff {:.12} {:?}\n",
+            act.effective_threshold,
+            act.active_names()
+        );
         for t in &act.tools {
             out += &format!("  {} {:.12}\n", plan.tools[t.tool].name, t.score);
         }
         previous = Some(act);
     }
-    out += &format!("{:?}\n", plan.analyzer.extract("the alpha beta gamma delta epsilon run the tests"));
+    out += &format!(
+        "{:?}\n",
+        plan.analyzer
+            .extract("the alpha beta gamma delta epsilon run the tests")
+    );
     let mut s = Session::new();
     for i in 0..8 {
         s.record_call("sql_tool", i as f64, plan.recent_calls_window);
@@ -70,10 +80,22 @@ const CHANGES: &[(&str, &str, &str)] = &[
     ("min active", "min_active = 0", "min_active = 7"),
     ("max active", "# max_active = 10 ", "max_active = 1 "),
     ("pinned", "pinned = []", "pinned = [\"low_tool\"]"),
-    ("hysteresis", "hysteresis_margin = 0.0", "hysteresis_margin = 0.3"),
-    ("recent calls window", "recent_calls_window = 5", "recent_calls_window = 3"),
+    (
+        "hysteresis",
+        "hysteresis_margin = 0.0",
+        "hysteresis_margin = 0.3",
+    ),
+    (
+        "recent calls window",
+        "recent_calls_window = 5",
+        "recent_calls_window = 3",
+    ),
     ("cold start min calls", "min_calls = 5", "min_calls = 2"),
-    ("cold start factor", "threshold_factor = 0.6", "threshold_factor = 0.5"),
+    (
+        "cold start factor",
+        "threshold_factor = 0.6",
+        "threshold_factor = 0.5",
+    ),
     ("w_domain", "w_domain = 0.30", "w_domain = 0.31"),
     ("w_keyword", "w_keyword = 0.25", "w_keyword = 0.26"),
     ("w_stage", "w_stage = 0.20", "w_stage = 0.21"),
@@ -84,45 +106,144 @@ const CHANGES: &[(&str, &str, &str)] = &[
     ("stage hit", "hit = 1.0", "hit = 0.9"),
     ("stage miss", "miss = 0.3", "miss = 0.2"),
     ("usage multiplier", "multiplier = 2.0", "multiplier = 3.0"),
-    ("usage cap", "cap = 1.0                        # min(normalized", "cap = 0.8 # min(normalized"),
-    ("usage normalization", "normalization = \"busiest_tool\"", "normalization = \"frequency\""),
-    ("recency window", "window_seconds = 300.0", "window_seconds = 200.0"),
+    (
+        "usage cap",
+        "cap = 1.0                        # min(normalized",
+        "cap = 0.8 # min(normalized",
+    ),
+    (
+        "usage normalization",
+        "normalization = \"busiest_tool\"",
+        "normalization = \"frequency\"",
+    ),
+    (
+        "recency window",
+        "window_seconds = 300.0",
+        "window_seconds = 200.0",
+    ),
     ("recency bonus", "bonus = 0.15 ", "bonus = 0.1 "),
-    ("complexity min", "min = 1                      # parameter_complexity", "min = 0 # parameter_complexity"),
+    (
+        "complexity min",
+        "min = 1                      # parameter_complexity",
+        "min = 0 # parameter_complexity",
+    ),
     ("complexity max", "max = 5\n", "max = 6\n"),
-    ("complexity cap", "cap = 1.0                    # min((c - 1)", "cap = 0.5 # min((c - 1)"),
-    ("keyword method", "method = \"jaccard\"", "method = \"containment\""),
-    ("domain file_operation", "file_operation = 0.3", "file_operation = 0.35"),
-    ("domain code_generation", "code_generation = 0.2\n", "code_generation = 0.25\n"),
+    (
+        "complexity cap",
+        "cap = 1.0                    # min((c - 1)",
+        "cap = 0.5 # min((c - 1)",
+    ),
+    (
+        "keyword method",
+        "method = \"jaccard\"",
+        "method = \"containment\"",
+    ),
+    (
+        "domain file_operation",
+        "file_operation = 0.3",
+        "file_operation = 0.35",
+    ),
+    (
+        "domain code_generation",
+        "code_generation = 0.2\n",
+        "code_generation = 0.25\n",
+    ),
     ("domain database", "database = 0.1\n", "database = 0.15\n"),
     ("domain network", "network = 0.1\n", "network = 0.15\n"),
-    ("domain shell_execution", "shell_execution = 0.1\n", "shell_execution = 0.15\n"),
-    ("domain data_analysis", "data_analysis = 0.1\n", "data_analysis = 0.15\n"),
-    ("domain documentation", "documentation = 0.1\n", "documentation = 0.15\n"),
-    ("rule python", "adjust = { code_generation = 0.2, data_analysis = 0.1 }", "adjust = { code_generation = 0.25, data_analysis = 0.1 }"),
-    ("rule python (2nd delta)", "adjust = { code_generation = 0.2, data_analysis = 0.1 }", "adjust = { code_generation = 0.2, data_analysis = 0.15 }"),
-    ("rule sql", "adjust = { database = 0.4 }", "adjust = { database = 0.45 }"),
-    ("rule web", "adjust = { network = 0.2, code_generation = 0.1 }", "adjust = { network = 0.25, code_generation = 0.1 }"),
-    ("rule web (2nd delta)", "adjust = { network = 0.2, code_generation = 0.1 }", "adjust = { network = 0.2, code_generation = 0.15 }"),
-    ("rule database keywords", "adjust = { database = 0.3 }", "adjust = { database = 0.35 }"),
-    ("rule network keywords", "adjust = { network = 0.3 }", "adjust = { network = 0.35 }"),
-    ("rule shell keywords", "adjust = { shell_execution = 0.2 }", "adjust = { shell_execution = 0.25 }"),
-    ("rule condition", "language = [\"sql\"]", "language = [\"sqlite\"]"),
+    (
+        "domain shell_execution",
+        "shell_execution = 0.1\n",
+        "shell_execution = 0.15\n",
+    ),
+    (
+        "domain data_analysis",
+        "data_analysis = 0.1\n",
+        "data_analysis = 0.15\n",
+    ),
+    (
+        "domain documentation",
+        "documentation = 0.1\n",
+        "documentation = 0.15\n",
+    ),
+    (
+        "rule python",
+        "adjust = { code_generation = 0.2, data_analysis = 0.1 }",
+        "adjust = { code_generation = 0.25, data_analysis = 0.1 }",
+    ),
+    (
+        "rule python (2nd delta)",
+        "adjust = { code_generation = 0.2, data_analysis = 0.1 }",
+        "adjust = { code_generation = 0.2, data_analysis = 0.15 }",
+    ),
+    (
+        "rule sql",
+        "adjust = { database = 0.4 }",
+        "adjust = { database = 0.45 }",
+    ),
+    (
+        "rule web",
+        "adjust = { network = 0.2, code_generation = 0.1 }",
+        "adjust = { network = 0.25, code_generation = 0.1 }",
+    ),
+    (
+        "rule web (2nd delta)",
+        "adjust = { network = 0.2, code_generation = 0.1 }",
+        "adjust = { network = 0.2, code_generation = 0.15 }",
+    ),
+    (
+        "rule database keywords",
+        "adjust = { database = 0.3 }",
+        "adjust = { database = 0.35 }",
+    ),
+    (
+        "rule network keywords",
+        "adjust = { network = 0.3 }",
+        "adjust = { network = 0.35 }",
+    ),
+    (
+        "rule shell keywords",
+        "adjust = { shell_execution = 0.2 }",
+        "adjust = { shell_execution = 0.25 }",
+    ),
+    (
+        "rule condition",
+        "language = [\"sql\"]",
+        "language = [\"sqlite\"]",
+    ),
     ("keyword min length", "min_length = 3", "min_length = 4"),
     ("keyword max count", "max_count = 10", "max_count = 3"),
     ("stop words", "stop_words = [\"the\", ", "stop_words = ["),
-    ("auto-tag priority", "base_priority = 0.3", "base_priority = 0.35"),
-    ("auto-tag keyword count", "max_keywords = 10", "max_keywords = 12"),
-    ("auto-tag complexity", "parameter_complexity = 1\n", "parameter_complexity = 2\n"),
+    (
+        "auto-tag priority",
+        "base_priority = 0.3",
+        "base_priority = 0.35",
+    ),
+    (
+        "auto-tag keyword count",
+        "max_keywords = 10",
+        "max_keywords = 12",
+    ),
+    (
+        "auto-tag complexity",
+        "parameter_complexity = 1\n",
+        "parameter_complexity = 2\n",
+    ),
 ];
 
 #[test]
 fn every_value_of_the_policy_has_an_effect() {
     let base = fingerprint(DEFAULT);
     for (what, from, to) in CHANGES {
-        assert!(DEFAULT.contains(from), "{what}: {from:?} is not in the default policy");
+        assert!(
+            DEFAULT.contains(from),
+            "{what}: {from:?} is not in the default policy"
+        );
         let changed = DEFAULT.replacen(from, to, 1);
-        assert_ne!(fingerprint(&changed), base, "changing {what} ({from:?} -> {to:?}) had no effect");
+        assert_ne!(
+            fingerprint(&changed),
+            base,
+            "changing {what} ({from:?} -> {to:?}) had no effect"
+        );
     }
 }
 
@@ -153,10 +274,13 @@ fn every_number_in_the_policy_is_covered() {
     let body = DEFAULT.split("[[examples]]").next().unwrap();
     for line in body.lines() {
         let code = line.split('#').next().unwrap().trim();
-        let Some((key, value)) = code.split_once('=') else { continue };
+        let Some((key, value)) = code.split_once('=') else {
+            continue;
+        };
         let value = value.trim();
-        let numeric = value.starts_with(|c: char| c.is_ascii_digit() || c == '[' && value[1..].starts_with(|c: char| c.is_ascii_digit()))
-            || value.starts_with('{') && value.chars().any(|c| c.is_ascii_digit());
+        let numeric = value.starts_with(|c: char| {
+            c.is_ascii_digit() || c == '[' && value[1..].starts_with(|c: char| c.is_ascii_digit())
+        }) || value.starts_with('{') && value.chars().any(|c| c.is_ascii_digit());
         if !numeric {
             continue;
         }
@@ -165,7 +289,11 @@ fn every_number_in_the_policy_is_covered() {
             continue;
         }
         assert!(
-            CHANGES.iter().any(|(_, from, _)| from.starts_with(&format!("{key} = ")) || (from.contains(key) && from.contains(value.split_whitespace().next().unwrap()))),
+            CHANGES
+                .iter()
+                .any(|(_, from, _)| from.starts_with(&format!("{key} = "))
+                    || (from.contains(key)
+                        && from.contains(value.split_whitespace().next().unwrap()))),
             "the default policy's `{code}` is not exercised by CHANGES"
         );
     }

@@ -23,7 +23,14 @@ fn plan_from(text: &str) -> Arc<Plan> {
 }
 
 fn with_weights(w: &[f64; 6]) -> String {
-    let names = ["w_domain", "w_keyword", "w_stage", "w_usage", "w_priority", "w_complexity"];
+    let names = [
+        "w_domain",
+        "w_keyword",
+        "w_stage",
+        "w_usage",
+        "w_priority",
+        "w_complexity",
+    ];
     let olds = ["0.30", "0.25", "0.20", "0.15", "0.10", "0.05"];
     let mut t = DEFAULT.to_string();
     for ((n, o), x) in names.iter().zip(olds).zip(w) {
@@ -99,12 +106,29 @@ fn formula() -> impl Strategy<Value = String> {
     ];
     leaf.prop_recursive(4, 24, 3, |inner| {
         prop_oneof![
-            (inner.clone(), prop::sample::select(vec!["+", "-", "*", "/", "^"]), inner.clone()).prop_map(|(a, op, b)| format!("{a} {op} {b}")),
+            (
+                inner.clone(),
+                prop::sample::select(vec!["+", "-", "*", "/", "^"]),
+                inner.clone()
+            )
+                .prop_map(|(a, op, b)| format!("{a} {op} {b}")),
             inner.clone().prop_map(|a| format!("({a})")),
             inner.clone().prop_map(|a| format!("-({a})")),
             (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("min({a}, {b})")),
-            (inner.clone(), inner.clone(), inner.clone()).prop_map(|(a, b, c)| format!("max({a}, {b}, {c})")),
-            (prop::sample::select(vec!["floor", "ceil", "round", "math::abs", "math::sqrt", "math::ln", "math::exp"]), inner)
+            (inner.clone(), inner.clone(), inner.clone())
+                .prop_map(|(a, b, c)| format!("max({a}, {b}, {c})")),
+            (
+                prop::sample::select(vec![
+                    "floor",
+                    "ceil",
+                    "round",
+                    "math::abs",
+                    "math::sqrt",
+                    "math::ln",
+                    "math::exp"
+                ]),
+                inner
+            )
                 .prop_map(|(f, a)| format!("{f}({a})")),
         ]
     })

@@ -39,14 +39,20 @@ impl Case {
         self.edit(&self.policy(), from, to)
     }
     fn load(&self) -> Result<toolgate::Plan, LoadError> {
-        load_plan(&Sources { policy: Some(self.policy()), tags: Some(self.dir.path().join("tags")), tools: vec![] })
+        load_plan(&Sources {
+            policy: Some(self.policy()),
+            tags: Some(self.dir.path().join("tags")),
+            tools: vec![],
+        })
     }
 }
 
 /// 1-based line and column of the first occurrence of `needle` in `file`.
 fn position(file: &Path, needle: &str) -> (usize, usize) {
     let text = std::fs::read_to_string(file).unwrap();
-    let off = text.find(needle).unwrap_or_else(|| panic!("{needle:?} not found"));
+    let off = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} not found"));
     SourceFile::new("x", text.as_str()).line_col(off)
 }
 
@@ -57,11 +63,17 @@ fn expect(err: &LoadError, kind: ErrorKind, contains: &str, file: &Path, at: Opt
         .find(|d| d.kind == kind)
         .unwrap_or_else(|| panic!("no {kind:?} among:\n{err}"));
     let text = d.to_string();
-    assert!(text.contains(contains), "message {text:?} lacks {contains:?}");
+    assert!(
+        text.contains(contains),
+        "message {text:?} lacks {contains:?}"
+    );
     if let Some(needle) = at {
         let (l, c) = position(file, needle);
         let loc = format!("{}:{l}:{c}", file.display());
-        assert!(text.starts_with(&loc), "message {text:?} should start with {loc}");
+        assert!(
+            text.starts_with(&loc),
+            "message {text:?} should start with {loc}"
+        );
     }
 }
 
@@ -70,9 +82,18 @@ fn syntax_error_points_at_the_line() {
     let c = Case::new();
     c.edit_policy("threshold = 0.4 ", "threshold = = 0.4 ");
     let e = c.load().unwrap_err();
-    expect(&e, ErrorKind::Syntax, "TOML syntax error", &c.policy(), None);
+    expect(
+        &e,
+        ErrorKind::Syntax,
+        "TOML syntax error",
+        &c.policy(),
+        None,
+    );
     let (line, _) = position(&c.policy(), "threshold = = 0.4");
-    assert!(e.to_string().contains(&format!("policy.toml:{line}:")), "{e}");
+    assert!(
+        e.to_string().contains(&format!("policy.toml:{line}:")),
+        "{e}"
+    );
 }
 
 #[test]
@@ -88,9 +109,21 @@ fn unknown_key_suggests_the_right_one() {
     let c = Case::new();
     c.edit_policy("threshold = 0.4 ", "treshold = 0.4 ");
     let e = c.load().unwrap_err();
-    expect(&e, ErrorKind::UnknownKey, "unknown key `treshold` in [activation] (did you mean `threshold`?)", &c.policy(), Some("treshold"));
+    expect(
+        &e,
+        ErrorKind::UnknownKey,
+        "unknown key `treshold` in [activation] (did you mean `threshold`?)",
+        &c.policy(),
+        Some("treshold"),
+    );
     // and the now-missing threshold is reported in the same load
-    expect(&e, ErrorKind::MissingKey, "missing the required key `threshold`", &c.policy(), None);
+    expect(
+        &e,
+        ErrorKind::MissingKey,
+        "missing the required key `threshold`",
+        &c.policy(),
+        None,
+    );
 }
 
 #[test]
@@ -98,7 +131,13 @@ fn wrong_type_names_the_key() {
     let c = Case::new();
     c.edit_policy("w_keyword = 0.25", "w_keyword = \"0.25\"");
     let e = c.load().unwrap_err();
-    expect(&e, ErrorKind::WrongType, "`score.weights.w_keyword` must be a number, found a string", &c.policy(), Some("\"0.25\""));
+    expect(
+        &e,
+        ErrorKind::WrongType,
+        "`score.weights.w_keyword` must be a number, found a string",
+        &c.policy(),
+        Some("\"0.25\""),
+    );
 }
 
 #[test]
@@ -106,78 +145,168 @@ fn non_finite_weight_is_rejected() {
     let c = Case::new();
     c.edit_policy("w_stage = 0.20", "w_stage = nan");
     let e = c.load().unwrap_err();
-    expect(&e, ErrorKind::NonFinite, "must be a finite number", &c.policy(), Some("nan"));
+    expect(
+        &e,
+        ErrorKind::NonFinite,
+        "must be a finite number",
+        &c.policy(),
+        Some("nan"),
+    );
     let c = Case::new();
     c.edit_policy("w_usage = 0.15", "w_usage = inf");
-    expect(&c.load().unwrap_err(), ErrorKind::NonFinite, "`score.weights.w_usage`", &c.policy(), Some("inf"));
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::NonFinite,
+        "`score.weights.w_usage`",
+        &c.policy(),
+        Some("inf"),
+    );
 }
 
 #[test]
 fn threshold_outside_unit_interval() {
     let c = Case::new();
     c.edit_policy("threshold = 0.4 ", "threshold = 1.5 ");
-    expect(&c.load().unwrap_err(), ErrorKind::OutOfRange, "`activation.threshold` must be within [0, 1], found 1.5", &c.policy(), Some("1.5"));
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::OutOfRange,
+        "`activation.threshold` must be within [0, 1], found 1.5",
+        &c.policy(),
+        Some("1.5"),
+    );
 }
 
 #[test]
 fn cold_start_factor_above_one_is_rejected() {
     let c = Case::new();
     c.edit_policy("threshold_factor = 0.6", "threshold_factor = 1.6");
-    expect(&c.load().unwrap_err(), ErrorKind::OutOfRange, "threshold_factor", &c.policy(), Some("1.6"));
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::OutOfRange,
+        "threshold_factor",
+        &c.policy(),
+        Some("1.6"),
+    );
 }
 
 #[test]
 fn formula_that_does_not_parse() {
     let c = Case::new();
-    c.edit_policy("formula = \"w_domain*domain_match +", "formula = \"w_domain*domain_match + * ");
-    expect(&c.load().unwrap_err(), ErrorKind::InvalidExpression, "the formula does not parse", &c.policy(), Some("\"w_domain*domain_match + *"));
+    c.edit_policy(
+        "formula = \"w_domain*domain_match +",
+        "formula = \"w_domain*domain_match + * ",
+    );
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::InvalidExpression,
+        "the formula does not parse",
+        &c.policy(),
+        Some("\"w_domain*domain_match + *"),
+    );
 }
 
 #[test]
 fn formula_with_unsupported_operator() {
     let c = Case::new();
-    c.edit_policy("formula = \"w_domain*domain_match +", "formula = \"(w_domain > 1) + w_domain*domain_match +");
-    expect(&c.load().unwrap_err(), ErrorKind::InvalidExpression, "does not support", &c.policy(), Some("\"(w_domain > 1)"));
+    c.edit_policy(
+        "formula = \"w_domain*domain_match +",
+        "formula = \"(w_domain > 1) + w_domain*domain_match +",
+    );
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::InvalidExpression,
+        "does not support",
+        &c.policy(),
+        Some("\"(w_domain > 1)"),
+    );
 }
 
 #[test]
 fn formula_with_unknown_name_suggests() {
     let c = Case::new();
     c.edit_policy("w_domain*domain_match", "w_domain*domian_match");
-    expect(&c.load().unwrap_err(), ErrorKind::UnknownName, "`domian_match`, which is neither a feature nor a weight of [score.weights] (did you mean `domain_match`?)", &c.policy(), Some("\"w_domain*domian_match"));
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::UnknownName,
+        "`domian_match`, which is neither a feature nor a weight of [score.weights] (did you mean `domain_match`?)",
+        &c.policy(),
+        Some("\"w_domain*domian_match"),
+    );
 }
 
 #[test]
 fn formula_with_unknown_function() {
     let c = Case::new();
     c.edit_policy("w_domain*domain_match", "w_domain*sigmoid(domain_match)");
-    expect(&c.load().unwrap_err(), ErrorKind::UnknownName, "calls `sigmoid`", &c.policy(), None);
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::UnknownName,
+        "calls `sigmoid`",
+        &c.policy(),
+        None,
+    );
 }
 
 #[test]
 fn rule_naming_an_undeclared_domain() {
     let c = Case::new();
     c.edit_policy("adjust = { database = 0.4 }", "adjust = { databse = 0.4 }");
-    expect(&c.load().unwrap_err(), ErrorKind::UndeclaredDomain, "domain `databse` is not declared in [domains] (did you mean `database`?)", &c.policy(), Some("databse"));
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::UndeclaredDomain,
+        "domain `databse` is not declared in [domains] (did you mean `database`?)",
+        &c.policy(),
+        Some("databse"),
+    );
 }
 
 #[test]
 fn tag_naming_an_undeclared_domain_and_stage() {
     let c = Case::new();
     let tags = c.dir.path().join("tags/sqlite.toml");
-    c.edit(&tags, "domains = [\"database\", \"data_analysis\"]", "domains = [\"databse\", \"data_analysis\"]");
-    c.edit(&tags, "preferred_stages = [\"exploration\", \"debugging\"]", "preferred_stages = [\"exploraton\", \"debugging\"]");
+    c.edit(
+        &tags,
+        "domains = [\"database\", \"data_analysis\"]",
+        "domains = [\"databse\", \"data_analysis\"]",
+    );
+    c.edit(
+        &tags,
+        "preferred_stages = [\"exploration\", \"debugging\"]",
+        "preferred_stages = [\"exploraton\", \"debugging\"]",
+    );
     let e = c.load().unwrap_err();
-    expect(&e, ErrorKind::UndeclaredDomain, "tool `sqlite.read_query`: domain `databse`", &tags, Some("\"databse\""));
-    expect(&e, ErrorKind::UndeclaredStage, "stage `exploraton` is not declared in [stages] names (did you mean `exploration`?)", &tags, Some("\"exploraton\""));
+    expect(
+        &e,
+        ErrorKind::UndeclaredDomain,
+        "tool `sqlite.read_query`: domain `databse`",
+        &tags,
+        Some("\"databse\""),
+    );
+    expect(
+        &e,
+        ErrorKind::UndeclaredStage,
+        "stage `exploraton` is not declared in [stages] names (did you mean `exploration`?)",
+        &tags,
+        Some("\"exploraton\""),
+    );
 }
 
 #[test]
 fn duplicate_tool_names_across_files() {
     let c = Case::new();
     let tags = c.dir.path().join("tags/time.toml");
-    c.edit(&tags, "name = \"time.convert_time\"", "name = \"sqlite.read_query\"");
-    expect(&c.load().unwrap_err(), ErrorKind::DuplicateTool, "tool name `sqlite.read_query` is already used (", &tags, Some("\"sqlite.read_query\""));
+    c.edit(
+        &tags,
+        "name = \"time.convert_time\"",
+        "name = \"sqlite.read_query\"",
+    );
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::DuplicateTool,
+        "tool name `sqlite.read_query` is already used (",
+        &tags,
+        Some("\"sqlite.read_query\""),
+    );
 }
 
 #[test]
@@ -185,35 +314,73 @@ fn complexity_outside_the_declared_range() {
     let c = Case::new();
     let tags = c.dir.path().join("tags/fetch.toml");
     let text = std::fs::read_to_string(&tags).unwrap();
-    let line = text.lines().find(|l| l.starts_with("parameter_complexity")).unwrap().to_string();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("parameter_complexity"))
+        .unwrap()
+        .to_string();
     c.edit(&tags, &line, "parameter_complexity = 9");
-    expect(&c.load().unwrap_err(), ErrorKind::OutOfRange, "parameter_complexity 9 is outside the policy's range [1, 5]", &tags, Some("9\n"));
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::OutOfRange,
+        "parameter_complexity 9 is outside the policy's range [1, 5]",
+        &tags,
+        Some("9\n"),
+    );
 }
 
 #[test]
 fn unknown_keyword_method_lists_the_accepted_ones() {
     let c = Case::new();
     c.edit_policy("method = \"jaccard\"", "method = \"jacard\"");
-    expect(&c.load().unwrap_err(), ErrorKind::InvalidValue, "is not one of: jaccard, containment (did you mean `jaccard`?)", &c.policy(), Some("\"jacard\""));
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::InvalidValue,
+        "is not one of: jaccard, containment (did you mean `jaccard`?)",
+        &c.policy(),
+        Some("\"jacard\""),
+    );
 }
 
 #[test]
 fn failing_example_is_an_error_with_its_location() {
     let c = Case::new();
-    c.edit_policy("inactive = [\"time.convert_time\", \"everything.echo\"]", "inactive = [\"time.convert_time\", \"sqlite.read_query\"]");
-    expect(&c.load().unwrap_err(), ErrorKind::ExampleFailed, "`sqlite.read_query` must be inactive but is active", &c.policy(), Some("\"sqlite.read_query\"]"));
+    c.edit_policy(
+        "inactive = [\"time.convert_time\", \"everything.echo\"]",
+        "inactive = [\"time.convert_time\", \"sqlite.read_query\"]",
+    );
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::ExampleFailed,
+        "`sqlite.read_query` must be inactive but is active",
+        &c.policy(),
+        Some("\"sqlite.read_query\"]"),
+    );
 }
 
 #[test]
 fn rule_expression_with_unknown_variable() {
     let c = Case::new();
-    c.edit_policy("when = { language = [\"python\"] }", "when = { expr = \"contains(intent_keyword, \\\"x\\\")\" }");
-    expect(&c.load().unwrap_err(), ErrorKind::UnknownName, "`intent_keyword`, which is not a context variable (did you mean `intent_keywords`?)", &c.policy(), None);
+    c.edit_policy(
+        "when = { language = [\"python\"] }",
+        "when = { expr = \"contains(intent_keyword, \\\"x\\\")\" }",
+    );
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::UnknownName,
+        "`intent_keyword`, which is not a context variable (did you mean `intent_keywords`?)",
+        &c.policy(),
+        None,
+    );
 }
 
 #[test]
 fn missing_file_is_an_io_error() {
-    let e = load_plan(&Sources { policy: Some("/nonexistent/p.toml".into()), ..Default::default() }).unwrap_err();
+    let e = load_plan(&Sources {
+        policy: Some("/nonexistent/p.toml".into()),
+        ..Default::default()
+    })
+    .unwrap_err();
     assert!(e.has(ErrorKind::Io));
     assert!(e.to_string().contains("/nonexistent/p.toml"));
 }
@@ -225,13 +392,24 @@ fn several_errors_are_reported_at_once() {
     c.edit_policy("w_stage = 0.20", "w_stage = \"x\"");
     c.edit_policy("bonus = 0.15", "bonnus = 0.15");
     let e = c.load().unwrap_err();
-    assert!(e.has(ErrorKind::OutOfRange) && e.has(ErrorKind::WrongType) && e.has(ErrorKind::UnknownKey), "{e}");
+    assert!(
+        e.has(ErrorKind::OutOfRange) && e.has(ErrorKind::WrongType) && e.has(ErrorKind::UnknownKey),
+        "{e}"
+    );
     assert!(e.diagnostics.len() >= 3);
 }
 
 #[test]
 fn garbage_never_panics() {
-    for text in ["\u{0}", "[[[", "a = 1", "[activation]\nthreshold = []", "[score]\nformula = 3", "x = \"\\u{D800}\"", "[domains]\na = true"] {
+    for text in [
+        "\u{0}",
+        "[[[",
+        "a = 1",
+        "[activation]\nthreshold = []",
+        "[score]\nformula = 3",
+        "x = \"\\u{D800}\"",
+        "[domains]\na = true",
+    ] {
         let r = parse_policy(SourceFile::new("g.toml", text));
         assert!(r.is_err(), "{text:?} should not load");
     }

@@ -21,6 +21,7 @@ use evalexpr::{ContextWithMutableVariables, HashMapContext, Node, Value};
 use crate::eval::context::{SessionContext, UsageStats};
 use crate::eval::keywords::Analyzer;
 use crate::parse::policy::Condition;
+use crate::plan::NameMap;
 
 /// Variables an `expr` may read.
 pub const EXPR_VARIABLES: &[&str] = &[
@@ -55,7 +56,7 @@ pub struct CompiledCondition {
     stage: Vec<String>,
     /// Each entry cut into terms by the policy's analyzer; an entry matches when
     /// all its terms are intent terms (so `数据库` needs `数据` and `据库`).
-    keywords_any: Vec<Vec<String>>,
+    keywords_any: Vec<Vec<u32>>,
     recent_tools_contain: Vec<String>,
     file_extensions: Vec<String>,
     expr: Option<Node>,
@@ -65,23 +66,49 @@ pub struct CompiledCondition {
 pub struct Facts<'a> {
     /// The context.
     pub context: &'a SessionContext,
-    /// Intent terms: the intent keywords lowercased, CJK cut as the analyzer does.
-    pub keywords: Vec<String>,
+    /// Distinct intent terms: the intent keywords lowercased, CJK cut as the analyzer does.
+    pub keywords: &'a [String],
+    /// The intent terms as a bitset over the plan's term vocabulary.
+    pub bits: &'a [u64],
+    language: Option<String>,
+    project: Option<String>,
+    stage: Option<String>,
     /// Total calls in the session.
     pub total_calls: u64,
+    /// Lowercased recent tool names.
+    recent: Vec<String>,
+    /// Lowercased extensions of the active files.
+    extensions: Vec<String>,
 }
 
 impl<'a> Facts<'a> {
-    /// Prepares the facts of `context` and `usage`.
-    pub fn new(context: &'a SessionContext, usage: &UsageStats, analyzer: &Analyzer) -> Self {
+    /// Prepares the facts of `context` and `usage`; `keywords` are the distinct
+    /// intent terms and `bits` the same terms over the plan's vocabulary.
+    pub fn new(
+        context: &'a SessionContext,
+        usage: &UsageStats,
+        keywords: &'a [String],
+        bits: &'a [u64],
+    ) -> Self {
+        let low = |o: &Option<String>| o.as_ref().map(|s| s.to_lowercase());
         Facts {
             context,
-            keywords: context
-                .user_intent_keywords
-                .iter()
-                .flat_map(|k| analyzer.expand_keyword(k))
-                .collect(),
+            keywords,
+            bits,
+            language: low(&context.active_language),
+            project: low(&context.project_type),
+            stage: low(&context.conversation_stage),
             total_calls: usage.total_calls(),
+            recent: context
+                .recent_tool_calls
+                .iter()
+                .map(|r| r.to_lowercase())
+                .collect(),
+            extensions: context
+                .active_files
+                .iter()
+                .filter_map(|f| extension(f))
+                .collect(),
         }
     }
 
@@ -92,19 +119,15 @@ impl<'a> Facts<'a> {
             Value::Tuple(v.iter().map(|x| Value::String(x.to_lowercase())).collect())
         };
         let ctx = self.context;
-        let exts: Vec<String> = ctx
-            .active_files
-            .iter()
-            .filter_map(|f| extension(f))
-            .collect();
+        let exts = &self.extensions;
         let pairs = [
             ("active_language", s(&ctx.active_language)),
             ("project_type", s(&ctx.project_type)),
             ("conversation_stage", s(&ctx.conversation_stage)),
-            ("intent_keywords", tup(&self.keywords)),
+            ("intent_keywords", tup(self.keywords)),
             ("intent_entities", tup(&ctx.user_intent_entities)),
             ("recent_tool_calls", tup(&ctx.recent_tool_calls)),
-            ("file_extensions", tup(&exts)),
+            ("file_extensions", tup(exts)),
             (
                 "session_duration_seconds",
                 Value::Float(ctx.session_duration_seconds),
@@ -145,7 +168,12 @@ pub enum ExprError {
 impl CompiledCondition {
     /// Compiles a condition; the `expr` is parsed, its names checked, and it is
     /// evaluated once on an empty context to check that it yields a boolean.
-    pub fn compile(c: &Condition, analyzer: &Analyzer) -> Result<Self, ExprError> {
+    /// Keyword terms are interned into `vocab` (the plan's term vocabulary).
+    pub fn compile(
+        c: &Condition,
+        analyzer: &Analyzer,
+        vocab: &mut NameMap<u32>,
+    ) -> Result<Self, ExprError> {
         let expr = match &c.expr {
             None => None,
             Some(src) => {
@@ -162,7 +190,7 @@ impl CompiledCondition {
                     }
                 }
                 let empty = SessionContext::default();
-                let facts = Facts::new(&empty, &UsageStats::default(), analyzer);
+                let facts = Facts::new(&empty, &UsageStats::default(), &[], &[]);
                 node.eval_boolean_with_context(&facts.expr_context())
                     .map_err(|e| ExprError::NotBoolean(e.to_string()))?;
                 Some(node)
@@ -175,7 +203,16 @@ impl CompiledCondition {
             keywords_any: c
                 .keywords_any
                 .iter()
-                .map(|k| analyzer.expand_keyword(k))
+                .map(|k| {
+                    analyzer
+                        .expand_keyword(k)
+                        .into_iter()
+                        .map(|t| {
+                            let next = vocab.len() as u32;
+                            *vocab.entry(t).or_insert(next)
+                        })
+                        .collect()
+                })
                 .collect(),
             recent_tools_contain: lower(&c.recent_tools_contain),
             file_extensions: c
@@ -190,43 +227,41 @@ impl CompiledCondition {
     /// Whether the condition holds. An `expr` that fails at run time does not
     /// hold, and the error is returned beside the answer for the explanation.
     pub fn holds(&self, f: &Facts<'_>) -> (bool, Option<String>) {
-        let ctx = f.context;
         let opt_in = |set: &[String], v: &Option<String>| {
-            set.is_empty() || v.as_ref().is_some_and(|x| set.contains(&x.to_lowercase()))
+            set.is_empty() || v.as_ref().is_some_and(|x| set.contains(x))
         };
-        if !opt_in(&self.language, &ctx.active_language)
-            || !opt_in(&self.project_type, &ctx.project_type)
-            || !opt_in(&self.stage, &ctx.conversation_stage)
+        if !opt_in(&self.language, &f.language)
+            || !opt_in(&self.project_type, &f.project)
+            || !opt_in(&self.stage, &f.stage)
         {
             return (false, None);
         }
         if !self.keywords_any.is_empty()
-            && !self
-                .keywords_any
-                .iter()
-                .any(|terms| !terms.is_empty() && terms.iter().all(|t| f.keywords.contains(t)))
+            && !self.keywords_any.iter().any(|ids| {
+                !ids.is_empty()
+                    && ids.iter().all(|&id| {
+                        f.bits
+                            .get((id / 64) as usize)
+                            .is_some_and(|w| (w >> (id % 64)) & 1 == 1)
+                    })
+            })
         {
             return (false, None);
         }
         if !self.recent_tools_contain.is_empty()
-            && !ctx
-                .recent_tool_calls
-                .iter()
-                .map(|r| r.to_lowercase())
-                .any(|r| {
-                    self.recent_tools_contain
-                        .iter()
-                        .any(|s| r.contains(s.as_str()))
-                })
+            && !f.recent.iter().any(|r| {
+                self.recent_tools_contain
+                    .iter()
+                    .any(|s| r.contains(s.as_str()))
+            })
         {
             return (false, None);
         }
         if !self.file_extensions.is_empty()
-            && !ctx
-                .active_files
+            && !f
+                .extensions
                 .iter()
-                .filter_map(|p| extension(p))
-                .any(|e| self.file_extensions.contains(&e))
+                .any(|e| self.file_extensions.contains(e))
         {
             return (false, None);
         }

@@ -136,6 +136,10 @@ pub struct Formula {
     pub source: String,
     /// Terms in evaluation order.
     pub terms: Vec<Term>,
+    /// When every term is `weight * feature` (or a lone feature): (feature, signed
+    /// weight) per term, for a branch-free sum. `(-w) * f` equals `-(w * f)`
+    /// exactly in IEEE arithmetic, so this computes the same bits as the terms.
+    pub linear: Option<Vec<(u8, f64)>>,
 }
 
 /// Why a formula was rejected.
@@ -224,9 +228,17 @@ pub fn lower(
             features,
         });
     }
+    let linear = terms
+        .iter()
+        .map(|t| {
+            t.linear
+                .map(|(f, w)| (f, if t.sign < 0.0 { -w } else { w }))
+        })
+        .collect::<Option<Vec<_>>>();
     Ok(Formula {
         source: source.to_string(),
         terms,
+        linear,
     })
 }
 
@@ -312,7 +324,10 @@ fn emit(
     let kids = node.children();
     let bin = |op: Op, out: &mut Vec<Op>| -> Result<(), FormulaError> {
         let [l, r] = kids else {
-            return Err(FormulaError::Parse(format!("`{}` is missing an operand", node.operator())));
+            return Err(FormulaError::Parse(format!(
+                "`{}` is missing an operand",
+                node.operator()
+            )));
         };
         emit(l, feature, weight, out)?;
         emit(r, feature, weight, out)?;
@@ -488,6 +503,15 @@ impl Formula {
     /// receives each term's signed contribution when given.
     #[inline]
     pub fn eval(&self, features: &[f64], mut contributions: Option<&mut Vec<f64>>) -> f64 {
+        if let (Some(lin), None) = (&self.linear, &contributions) {
+            if let Some((&(f0, w0), rest)) = lin.split_first() {
+                let mut sum = w0 * features[f0 as usize];
+                for &(f, w) in rest {
+                    sum += w * features[f as usize];
+                }
+                return sum;
+            }
+        }
         let mut sum = 0.0;
         for (i, t) in self.terms.iter().enumerate() {
             let v = run(&t.program, features);

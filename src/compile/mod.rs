@@ -175,8 +175,9 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     let pol_stage =
         |span: std::ops::Range<usize>, m: String| at(policy, ErrorKind::UndeclaredStage, span, m);
 
-    // Rules.
+    // Rules. Their keyword terms share the plan's term vocabulary with the tools.
     let analyzer = Analyzer::new(&policy.keywords);
+    let mut vocab: crate::plan::NameMap<u32> = Default::default();
     let mut rules = Vec::new();
     for r in &policy.domain_rules {
         let mut adjust = Vec::new();
@@ -188,7 +189,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         for s in &r.when.stage {
             check_stage(&mut sink, s, &pol_stage);
         }
-        match CompiledCondition::compile(&r.when, &analyzer) {
+        match CompiledCondition::compile(&r.when, &analyzer, &mut vocab) {
             Ok(condition) => rules.push(CompiledRule {
                 name: r.name.clone(),
                 condition,
@@ -279,9 +280,10 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
 
     // Tools.
     let mut hash = 0xcbf29ce484222325u64;
-    let mut by_name: HashMap<String, usize> = HashMap::new();
-    let mut first_seen: HashMap<String, String> = HashMap::new();
-    let mut vocab: HashMap<String, u32> = HashMap::new();
+    let mut by_name: crate::plan::NameMap<usize> = Default::default();
+    // name -> (file, byte offset) of its first declaration; rendered only on a clash
+    let mut first_seen: HashMap<String, (Option<Arc<crate::diag::SourceFile>>, usize)> =
+        HashMap::new();
     let mut compiled = Vec::with_capacity(tools.len());
     let mut tool_files: Vec<String> = Vec::new();
     for t in tools {
@@ -293,12 +295,6 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             }
         }
         let idx = compiled.len();
-        let where_ = |t: &ToolSpec, span: &std::ops::Range<usize>| {
-            t.file.as_ref().map(|f| {
-                let (l, c) = f.line_col(span.start);
-                format!("{}:{l}:{c}", f.name)
-            })
-        };
         let mut ok = true;
         for n in std::iter::once(&t.name).chain(t.aliases.iter()) {
             if n.value.is_empty() {
@@ -310,7 +306,14 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
                 ok = false;
                 continue;
             }
-            if let Some(prev) = first_seen.get(&n.value) {
+            if let Some((file, offset)) = first_seen.get(&n.value) {
+                let prev = match file {
+                    Some(f) => {
+                        let (l, c) = f.line_col(*offset);
+                        format!("{}:{l}:{c}", f.name)
+                    }
+                    None => "declared inline".to_string(),
+                };
                 sink.push(t.diag(
                     ErrorKind::DuplicateTool,
                     n.span.clone(),
@@ -318,10 +321,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
                 ));
                 ok = false;
             } else {
-                first_seen.insert(
-                    n.value.clone(),
-                    where_(&t, &n.span).unwrap_or_else(|| "declared inline".into()),
-                );
+                first_seen.insert(n.value.clone(), (t.file.clone(), n.span.start));
                 by_name.insert(n.value.clone(), idx);
             }
         }
@@ -476,7 +476,33 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         }
     }
 
+    let mut hot = Vec::with_capacity(compiled.len());
+    let mut hot_domains = Vec::new();
+    let mut hot_keywords = Vec::new();
+    for t in &compiled {
+        hot.push(crate::plan::HotTool {
+            stage_mask: t.stage_mask,
+            base_priority: t.base_priority,
+            complexity_penalty: t.complexity_penalty,
+            domains_start: hot_domains.len() as u32,
+            keywords_start: hot_keywords.len() as u32,
+            domains_len: t.domains.len().min(u16::MAX as usize) as u16,
+            keywords_len: t.keyword_ids.len().min(u16::MAX as usize) as u16,
+        });
+        hot_domains.extend(t.domains.iter().take(u16::MAX as usize));
+        hot_keywords.extend(t.keyword_ids.iter().take(u16::MAX as usize));
+    }
+    let mut name_index = crate::plan::NameIndex::default();
+    let mut names: Vec<(&String, &usize)> = by_name.iter().collect();
+    names.sort_by_key(|(_, i)| **i);
+    for (n, i) in names {
+        name_index.insert(n, *i);
+    }
     let plan = Plan {
+        name_index,
+        hot,
+        hot_domains,
+        hot_keywords,
         policy_name: policy.name.clone(),
         sources,
         content_hash: hash,

@@ -9,7 +9,7 @@
 pub mod context;
 pub mod keywords;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -55,8 +55,66 @@ pub struct ToolScore {
     pub active: bool,
     /// Why.
     pub reason: Reason,
-    /// The feature values, in [`FEATURES`] order.
-    pub features: [f64; FEATURES.len()],
+}
+
+/// What one evaluation prepared from the context, shared by all tools: the
+/// normalised domain weights, the intent-term bitset, per-tool usage and
+/// recency, the stage bit. Kept in the [`Activation`] so that explanations can
+/// recompute any tool's features without storing them for every tool.
+#[derive(Debug, Clone)]
+struct Prepared {
+    norm: Vec<f64>,
+    norm_total: f64,
+    domain_neutral: bool,
+    bits: Vec<u64>,
+    n_intent: u32,
+    usage_bonus: Vec<f64>,
+    recency: Vec<f64>,
+    stage_bit: u64,
+}
+
+impl Prepared {
+    /// The feature values of tool `i`, in [`FEATURES`] order.
+    #[inline(always)]
+    fn features(&self, plan: &Plan, i: usize) -> [f64; FEATURES.len()] {
+        let fp = &plan.features;
+        let t = &plan.hot[i];
+        let mut f = [0.0f64; FEATURES.len()];
+        f[F_DOMAIN] = if self.domain_neutral {
+            fp.domain_neutral
+        } else {
+            let mut matched = 0.0;
+            let start = t.domains_start as usize;
+            for &d in &plan.hot_domains[start..start + t.domains_len as usize] {
+                matched += self.norm[d as usize];
+            }
+            matched / self.norm_total
+        };
+        let n_kw = t.keywords_len as u32;
+        f[F_KEYWORD] = if n_kw == 0 || self.n_intent == 0 {
+            0.0
+        } else {
+            let mut inter = 0u32;
+            let start = t.keywords_start as usize;
+            for &id in &plan.hot_keywords[start..start + n_kw as usize] {
+                inter += ((self.bits[(id / 64) as usize] >> (id % 64)) & 1) as u32;
+            }
+            match fp.keyword_method {
+                KeywordMethod::Jaccard => inter as f64 / (n_kw + self.n_intent - inter) as f64,
+                KeywordMethod::Containment => inter as f64 / n_kw as f64,
+            }
+        };
+        f[F_STAGE] = if t.stage_mask & self.stage_bit != 0 {
+            fp.stage_hit
+        } else {
+            fp.stage_miss
+        };
+        f[F_USAGE] = self.usage_bonus[i];
+        f[F_PRIORITY] = t.base_priority;
+        f[F_COMPLEXITY] = t.complexity_penalty;
+        f[F_RECENCY] = self.recency[i];
+        f
+    }
 }
 
 /// The result of one evaluation: every tool's score and the active set.
@@ -83,6 +141,7 @@ pub struct Activation {
     pub warnings: Vec<String>,
     /// One entry per tool, in catalog order.
     pub tools: Vec<ToolScore>,
+    prepared: Prepared,
 }
 
 /// One term of a score explanation.
@@ -146,12 +205,18 @@ impl Activation {
         }
     }
 
+    /// The feature values of tool `tool` (an index into the plan's tools), in
+    /// [`FEATURES`] order, as this evaluation computed them.
+    pub fn features(&self, tool: usize) -> [f64; FEATURES.len()] {
+        self.prepared.features(&self.plan, tool)
+    }
+
     /// Term-by-term explanation of a tool's raw score; the contributions add up
     /// (in order) to [`ToolScore::raw_score`].
     pub fn explain(&self, tool: usize) -> Vec<TermExplanation> {
-        let s = &self.tools[tool];
+        let features = self.features(tool);
         let mut contribs = Vec::with_capacity(self.plan.formula.terms.len());
-        self.plan.formula.eval(&s.features, Some(&mut contribs));
+        self.plan.formula.eval(&features, Some(&mut contribs));
         self.plan
             .formula
             .terms
@@ -166,7 +231,7 @@ impl Activation {
                         t.text.clone()
                     },
                     feature: single.map(|f| FEATURES[f]),
-                    value: single.map(|f| s.features[f]),
+                    value: single.map(|f| features[f]),
                     weight: t.linear.map(|(_, w)| w * t.sign),
                     contribution: c,
                 }
@@ -200,8 +265,24 @@ impl Plan {
         let fp = &self.features;
         let mut warnings = Vec::new();
 
+        // Intent terms and their bitset over the vocabulary (once per context).
+        let mut terms: Vec<String> = Vec::with_capacity(context.user_intent_keywords.len());
+        for k in &context.user_intent_keywords {
+            for t in self.analyzer.expand_keyword(k) {
+                if !terms.contains(&t) {
+                    terms.push(t);
+                }
+            }
+        }
+        let mut bits = vec![0u64; self.vocab.len().div_ceil(64)];
+        for t in &terms {
+            if let Some(&id) = self.vocab.get(t) {
+                bits[(id / 64) as usize] |= 1 << (id % 64);
+            }
+        }
+
         // Domain weights (once per context).
-        let facts = Facts::new(context, usage, &self.analyzer);
+        let facts = Facts::new(context, usage, &terms, &bits);
         let mut w = self.domain_base.clone();
         let mut rules_applied = Vec::new();
         for r in &self.rules {
@@ -216,39 +297,24 @@ impl Plan {
                 rules_applied.push(r.name.clone());
             }
         }
+        let total_calls = facts.total_calls;
+        drop(facts);
         let total: f64 = w.iter().sum();
         let (norm, norm_total) = if w.is_empty() || total == 0.0 {
             (Vec::new(), 0.0)
         } else {
-            let n: Vec<f64> = w.iter().map(|x| x / total).collect();
-            let t: f64 = n.iter().sum();
-            (n, t)
+            for x in w.iter_mut() {
+                *x /= total;
+            }
+            let t: f64 = w.iter().sum();
+            (w, t)
         };
         let domain_neutral = norm.is_empty() || norm_total == 0.0;
 
-        // Intent terms (once per context).
-        let mut terms: Vec<String> = Vec::new();
-        let mut seen = HashSet::new();
-        for k in &context.user_intent_keywords {
-            for t in self.analyzer.expand_keyword(k) {
-                if seen.insert(t.clone()) {
-                    terms.push(t);
-                }
-            }
-        }
-        let n_intent = terms.len() as u32;
-        let mut bits = vec![0u64; self.vocab.len().div_ceil(64)];
-        for t in &terms {
-            if let Some(&id) = self.vocab.get(t) {
-                bits[(id / 64) as usize] |= 1 << (id % 64);
-            }
-        }
-
-        // Usage (once per context).
+        // Usage (once per context, only the tools that were used).
         let n = self.tools.len();
         let mut usage_bonus = vec![0.0f64; n];
         let mut recency = vec![0.0f64; n];
-        let total_calls = usage.total_calls();
         match fp.usage_normalization {
             UsageNormalization::BusiestTool => {
                 let max_usage = usage
@@ -292,6 +358,16 @@ impl Plan {
             .and_then(|s| self.stage_index(s))
             .map(|i| 1u64 << i)
             .unwrap_or(0);
+        let prepared = Prepared {
+            norm,
+            norm_total,
+            domain_neutral,
+            bits,
+            n_intent: terms.len() as u32,
+            usage_bonus,
+            recency,
+            stage_bit,
+        };
 
         // Threshold.
         let (cold_start, effective_threshold) = match self.cold_start {
@@ -310,41 +386,20 @@ impl Plan {
         // Per tool.
         let (lo, hi) = self.clamp;
         let mut out = Vec::with_capacity(n);
-        for (i, t) in self.tools.iter().enumerate() {
-            let mut f = [0.0f64; FEATURES.len()];
-            f[F_DOMAIN] = if domain_neutral {
-                fp.domain_neutral
-            } else {
-                let mut matched = 0.0;
-                for &d in &t.domains {
-                    matched += norm[d as usize];
-                }
-                matched / norm_total
-            };
-            f[F_KEYWORD] = if t.keyword_count == 0 || n_intent == 0 {
-                0.0
-            } else {
-                let mut inter = 0u32;
-                for &id in &t.keyword_ids {
-                    inter += ((bits[(id / 64) as usize] >> (id % 64)) & 1) as u32;
-                }
-                match fp.keyword_method {
-                    KeywordMethod::Jaccard => {
-                        inter as f64 / (t.keyword_count + n_intent - inter) as f64
+        let linear = self.formula.linear.as_deref().filter(|l| !l.is_empty());
+        for i in 0..n {
+            let f = prepared.features(self, i);
+            let raw = match linear {
+                // The seed's shape: a sum of weight * feature, summed in order.
+                Some(lin) => {
+                    let mut sum = lin[0].1 * f[lin[0].0 as usize];
+                    for &(k, w) in &lin[1..] {
+                        sum += w * f[k as usize];
                     }
-                    KeywordMethod::Containment => inter as f64 / t.keyword_count as f64,
+                    sum
                 }
+                None => self.formula.eval(&f, None),
             };
-            f[F_STAGE] = if t.stage_mask & stage_bit != 0 {
-                fp.stage_hit
-            } else {
-                fp.stage_miss
-            };
-            f[F_USAGE] = usage_bonus[i];
-            f[F_PRIORITY] = t.base_priority;
-            f[F_COMPLEXITY] = t.complexity_penalty;
-            f[F_RECENCY] = recency[i];
-            let raw = self.formula.eval(&f, None);
             let (score, valid) = if raw.is_nan() {
                 (lo, false)
             } else {
@@ -353,7 +408,7 @@ impl Plan {
             let (active, reason) = if !valid {
                 warnings.push(format!(
                     "the formula gave NaN for `{}`; it is inactive",
-                    t.name
+                    self.tools[i].name
                 ));
                 (false, Reason::InvalidScore)
             } else if score >= effective_threshold {
@@ -371,7 +426,6 @@ impl Plan {
                 raw_score: raw,
                 active,
                 reason,
-                features: f,
             });
         }
 
@@ -418,11 +472,16 @@ impl Plan {
             effective_threshold,
             cold_start,
             total_calls,
-            domain_weights: if domain_neutral { Vec::new() } else { norm },
+            domain_weights: if prepared.domain_neutral {
+                Vec::new()
+            } else {
+                prepared.norm.clone()
+            },
             rules_applied,
             intent_terms: terms,
             warnings,
             tools: out,
+            prepared,
         }
     }
 }
