@@ -45,10 +45,11 @@ pub fn render(err: &LoadError) {
     };
     let handler = GraphicalReportHandler::new_themed(theme);
     for d in &err.diagnostics {
-        eprintln!("error: {d}");
         let mut s = String::new();
         if d.file.is_some() && d.span.is_some() && handler.render_report(&mut s, d).is_ok() {
             eprintln!("{s}");
+        } else {
+            eprintln!("error: {d}");
         }
     }
     let n = err.diagnostics.len();

@@ -37,6 +37,31 @@ fn at(
     Diagnostic::at(kind, &p.file, span, msg)
 }
 
+/// The span of identifier `name` inside a string value, when the value is
+/// written as a plain TOML string (no escapes) so that offsets map one to one.
+fn name_span(p: &PolicySource, value: &Sp<String>, name: &str) -> Option<std::ops::Range<usize>> {
+    let raw = p.file.text.get(value.span.clone())?;
+    let quote = raw.chars().next()?;
+    if !(quote == '"' || quote == '\'') || raw.get(1..raw.len() - 1)? != value.value {
+        return None;
+    }
+    let bytes = value.value.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b':';
+    let mut from = 0;
+    while let Some(i) = value.value[from..].find(name) {
+        let start = from + i;
+        let end = start + name.len();
+        let before_ok = start == 0 || !is_ident(bytes[start - 1]);
+        let after_ok = end == bytes.len() || !is_ident(bytes[end]);
+        if before_ok && after_ok {
+            let base = value.span.start + 1;
+            return Some(base + start..base + end);
+        }
+        from = end;
+    }
+    None
+}
+
 /// Compiles `policy` with the catalog `tools` into a plan, then checks the
 /// policy's examples against it. Returns every problem found.
 pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, LoadError> {
@@ -71,7 +96,12 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
                 }
                 _ => ErrorKind::InvalidExpression,
             };
-            let mut d = at(policy, kind, policy.formula.span.clone(), e.to_string());
+            let name = match &e {
+                FormulaError::UnknownVariable(v) | FormulaError::UnknownFunction(v) => Some(v.as_str()),
+                _ => None,
+            };
+            let span = name.and_then(|n| name_span(policy, &policy.formula, n)).unwrap_or(policy.formula.span.clone());
+            let mut d = at(policy, kind, span, e.to_string());
             if let FormulaError::UnknownVariable(v) = &e {
                 let names: Vec<&str> = FEATURES
                     .iter()
