@@ -97,10 +97,14 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
                 _ => ErrorKind::InvalidExpression,
             };
             let name = match &e {
-                FormulaError::UnknownVariable(v) | FormulaError::UnknownFunction(v) => Some(v.as_str()),
+                FormulaError::UnknownVariable(v) | FormulaError::UnknownFunction(v) => {
+                    Some(v.as_str())
+                }
                 _ => None,
             };
-            let span = name.and_then(|n| name_span(policy, &policy.formula, n)).unwrap_or(policy.formula.span.clone());
+            let span = name
+                .and_then(|n| name_span(policy, &policy.formula, n))
+                .unwrap_or(policy.formula.span.clone());
             let mut d = at(policy, kind, span, e.to_string());
             if let FormulaError::UnknownVariable(v) = &e {
                 let names: Vec<&str> = FEATURES
