@@ -154,3 +154,61 @@ proptest! {
         prop_assert!(ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan()), "{src}: {ours} vs {theirs}");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Arbitrary text never panics the policy or tag readers.
+    #[test]
+    fn arbitrary_text_never_panics_the_readers(text in "\\PC{0,400}") {
+        let _ = parse_policy(SourceFile::new("p.toml", text.as_str()));
+        let _ = toolgate::parse::tags::parse_tag_file(SourceFile::new("t.toml", text.as_str()));
+        let _ = toolgate::parse::tags::import_tools_json("t.json", &text);
+        let _ = toolgate::input::EvalInput::parse(&text);
+    }
+
+    /// A default policy with a random splice loads or fails cleanly, never panics;
+    /// when it loads, evaluation stays within bounds.
+    #[test]
+    fn mutated_policies_never_panic(pos in 0usize..DEFAULT.len(), cut in 0usize..40, insert in "[a-z_=\\[\\]{}\"., 0-9-]{0,12}") {
+        let mut start = pos.min(DEFAULT.len());
+        while !DEFAULT.is_char_boundary(start) { start -= 1; }
+        let mut end = (start + cut).min(DEFAULT.len());
+        while !DEFAULT.is_char_boundary(end) { end -= 1; }
+        let text = format!("{}{}{}", &DEFAULT[..start], insert, &DEFAULT[end..]);
+        if let Ok(policy) = parse_policy(SourceFile::new("p.toml", text.as_str())) {
+            let tools = load_catalog(&Sources::default()).unwrap();
+            if let Ok(plan) = compile(&policy, tools) {
+                let plan = Arc::new(plan);
+                // a splice may create a formula that yields NaN (reported, tool inactive);
+                // nothing else may break
+                let violations = toolgate::fuzz::fuzz(&plan, 3, pos as u64);
+                prop_assert!(violations.iter().all(|v| v.message.contains("NaN")), "{:?}", violations.first());
+            }
+        }
+    }
+
+    /// Arbitrary JSON inputs never panic input resolution and evaluation.
+    #[test]
+    fn arbitrary_inputs_never_panic(
+        stage in prop::option::of("[a-z]{0,12}"),
+        counts in prop::collection::btree_map("[a-z_.]{1,20}", -10.0f64..1e20, 0..4),
+        ago in prop::collection::btree_map("[a-z_.]{1,20}", prop::num::f64::ANY, 0..4),
+        now in prop::num::f64::ANY,
+        message in "\\PC{0,200}",
+    ) {
+        let plan = default_plan();
+        let input = serde_json::json!({
+            "context": {"conversation_stage": stage, "session_duration_seconds": 1.0},
+            "message": message,
+            "usage": {"call_counts": counts, "seconds_since_last_call": ago.into_iter().filter(|(_, v)| v.is_finite()).collect::<std::collections::BTreeMap<_, _>>()},
+            "now": if now.is_finite() { now } else { 0.0 },
+        });
+        if let Ok(i) = toolgate::input::EvalInput::from_json(&input) {
+            if let Ok((ctx, usage, now)) = i.resolve(&plan) {
+                let act = plan.evaluate(&ctx, &usage, now);
+                prop_assert!(act.tools.iter().all(|t| (0.0..=1.0).contains(&t.score)));
+            }
+        }
+    }
+}
