@@ -28,7 +28,7 @@ pub enum ErrorKind {
     WrongType,
     /// A number that is NaN or infinite.
     NonFinite,
-    /// A number outside its allowed range (a threshold outside [0,1], ...).
+    /// A number outside its allowed range (a threshold outside \[0,1\], ...).
     OutOfRange,
     /// An evalexpr expression that does not parse or uses an unsupported operator.
     InvalidExpression,

@@ -37,7 +37,7 @@ pub struct UsageInput {
     /// Seconds since each tool's last call (relative to `now`).
     #[serde(default)]
     pub seconds_since_last_call: BTreeMap<String, f64>,
-    /// Usage frequency in [0,1] per tool.
+    /// Usage frequency in \[0,1\] per tool.
     #[serde(default)]
     pub usage_frequency: BTreeMap<String, f64>,
 }

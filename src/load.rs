@@ -112,14 +112,32 @@ pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
 
 /// Loads and compiles a plan: policy and catalog problems are reported together.
 pub fn load_plan(sources: &Sources) -> Result<Plan, LoadError> {
+    let _span =
+        tracing::info_span!("load", policy = ?sources.policy, tags = ?sources.tags).entered();
+    let started = std::time::Instant::now();
     let policy = load_policy(sources.policy.as_deref());
     let catalog = load_catalog(sources);
-    match (policy, catalog) {
+    tracing::debug!(
+        micros = started.elapsed().as_micros() as u64,
+        "read policy and catalog"
+    );
+    let result = match (policy, catalog) {
         (Ok(p), Ok(c)) => crate::compile::compile(&p, c),
         (Err(mut a), Err(b)) => {
             a.diagnostics.extend(b.diagnostics);
             Err(a)
         }
         (Err(a), _) | (_, Err(a)) => Err(a),
+    };
+    match &result {
+        Ok(plan) => tracing::info!(
+            tools = plan.tools.len(),
+            micros = started.elapsed().as_micros() as u64,
+            "loaded plan"
+        ),
+        Err(e) => {
+            tracing::warn!(problems = e.diagnostics.len(), first = %e.diagnostics[0], "load failed")
+        }
     }
+    result
 }

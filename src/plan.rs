@@ -24,11 +24,11 @@ pub type NameMap<V> = rustc_hash::FxHashMap<String, V>;
 ///
 /// | feature | value |
 /// | --- | --- |
-/// | `domain_match` | share of the context's inferred domain weight that falls on the tool's domains, [0,1] (seed 000 `_domain_match`) |
-/// | `keyword_match` | Jaccard (or containment) of trigger and intent keywords, [0,1] |
+/// | `domain_match` | share of the context's inferred domain weight that falls on the tool's domains, \[0,1\] (seed 000 `_domain_match`) |
+/// | `keyword_match` | Jaccard (or containment) of trigger and intent keywords, \[0,1\] |
 /// | `stage_match` | `stage_match.hit` when the stage is preferred, else `.miss` |
 /// | `usage_bonus` | `min(normalised usage * multiplier, cap)` |
-/// | `priority_bonus` | the tool's `base_priority`, [0,1] |
+/// | `priority_bonus` | the tool's `base_priority`, \[0,1\] |
 /// | `complexity_penalty` | `min((complexity - min) / (max - min), cap)` |
 /// | `recency_bonus` | `recency_bonus.bonus` if the tool was called less than `window_seconds` ago, else 0 |
 pub const FEATURES: [&str; 7] = [
@@ -88,7 +88,7 @@ pub struct CompiledTool {
     pub keyword_count: u32,
     /// The trigger keywords as declared (or auto-extracted).
     pub trigger_keywords: Vec<String>,
-    /// Base priority in [0,1].
+    /// Base priority in \[0,1\].
     pub base_priority: f64,
     /// Parameter complexity.
     pub parameter_complexity: i64,
@@ -107,7 +107,7 @@ pub struct CompiledTool {
 pub struct HotTool {
     /// Bit `i` set when stage `i` is preferred.
     pub stage_mask: u64,
-    /// Base priority in [0,1].
+    /// Base priority in \[0,1\].
     pub base_priority: f64,
     /// Precomputed complexity penalty.
     pub complexity_penalty: f64,
@@ -180,7 +180,7 @@ pub struct Plan {
     pub sources: Vec<String>,
     /// Hash of the policy and tag texts (FNV-1a, 64 bits), to tell plans apart.
     pub content_hash: u64,
-    /// Activation threshold in [0,1].
+    /// Activation threshold in \[0,1\].
     pub threshold: f64,
     /// Clamp bounds of the score.
     pub clamp: (f64, f64),

@@ -102,7 +102,7 @@ pub fn context(plan: &Plan) -> impl Strategy<Value = SessionContext> {
 }
 
 /// Usage stats over the plan's tools: counts up to 50, last calls within 1,000 s
-/// before `now` = 0, frequencies in [0,1].
+/// before `now` = 0, frequencies in \[0,1\].
 pub fn usage(plan: &Plan) -> impl Strategy<Value = UsageStats> {
     let names: Vec<String> = plan.tools.iter().map(|t| t.name.clone()).collect();
     let n = names.len();

@@ -49,7 +49,7 @@ pub struct UsageStats {
     /// of `now` given to evaluate). A tool absent here was never called and gets
     /// no recency bonus.
     pub last_call_at: HashMap<String, f64>,
-    /// Usage frequency in [0,1] per tool, for policies whose usage
+    /// Usage frequency in \[0,1\] per tool, for policies whose usage
     /// normalisation is `frequency` (seed 000's `compute_activation_score`).
     pub usage_frequency: HashMap<String, f64>,
 }

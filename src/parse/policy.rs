@@ -33,7 +33,7 @@ pub enum UsageNormalization {
     /// The tool's call count divided by the busiest tool's count (the seed's
     /// `ConditionalToolRegistry`).
     BusiestTool,
-    /// A usage frequency in [0,1] given with the usage (the seed's
+    /// A usage frequency in \[0,1\] given with the usage (the seed's
     /// `compute_activation_score`, `usage_stats[tool]`).
     Frequency,
 }
@@ -72,14 +72,14 @@ pub enum AutoComplexity {
 pub struct ColdStart {
     /// Cold start holds while the session has made fewer than this many calls.
     pub min_calls: u64,
-    /// The threshold is multiplied by this factor, in [0,1] (seed 000: 0.6).
+    /// The threshold is multiplied by this factor, in \[0,1\] (seed 000: 0.6).
     pub threshold_factor: Sp<f64>,
 }
 
 /// `[activation]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActivationSection {
-    /// Activation threshold, in [0,1]: a tool is active when its score ≥ this.
+    /// Activation threshold, in \[0,1\]: a tool is active when its score ≥ this.
     pub threshold: Sp<f64>,
     /// Clamp bounds `[low, high]` of the score.
     pub clamp: Sp<(f64, f64)>,

@@ -346,7 +346,7 @@ impl Drop for Table<'_, '_> {
     }
 }
 
-/// A value with an owned key path (see [`Val`]).
+/// A value of the document with its span and dotted key path.
 pub struct ValOwned<'r, 'a> {
     r: &'r Reader,
     v: &'a DeValue<'a>,

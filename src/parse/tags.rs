@@ -78,7 +78,7 @@ pub struct SemanticTags {
     pub preferred_stages: Vec<Sp<String>>,
     /// Words that, in the user's message, point at this tool.
     pub trigger_keywords: Vec<String>,
-    /// Hand-set importance in [0,1].
+    /// Hand-set importance in \[0,1\].
     pub base_priority: Sp<f64>,
     /// How hard the parameters are to fill, within the policy's complexity range.
     pub parameter_complexity: Sp<i64>,
@@ -409,7 +409,7 @@ pub struct InlineTool {
     /// Trigger keywords.
     #[serde(default)]
     pub trigger_keywords: Vec<String>,
-    /// Base priority in [0,1]; absent means "auto-tag".
+    /// Base priority in \[0,1\]; absent means "auto-tag".
     #[serde(default)]
     pub base_priority: Option<f64>,
     /// Parameter complexity; absent means "auto-tag".
