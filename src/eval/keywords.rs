@@ -103,6 +103,11 @@ impl Analyzer {
         }
     }
 
+    /// Whether `lowercased` is one of the `[keywords]` stop words.
+    pub fn is_stop_word(&self, lowercased: &str) -> bool {
+        self.stop.contains(lowercased)
+    }
+
     /// Intent keywords of a user message: at most `max_count`, in message order,
     /// duplicates kept (as the seed does).
     pub fn extract(&self, text: &str) -> Vec<String> {

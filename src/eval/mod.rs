@@ -6,6 +6,7 @@
 //! resolved to tool indices. Then each tool costs a handful of array reads and
 //! the lowered formula. Time is an input (`now`), never read here.
 
+pub mod bm25;
 pub mod context;
 pub mod keywords;
 
@@ -244,6 +245,12 @@ impl Plan {
             }
         }
 
+        // BM25 keyword scores (once per context), when the policy uses them.
+        let bm25_scores: Vec<f64> = match (&self.bm25, fp.keyword_method) {
+            (Some(idx), KeywordMethod::Bm25) => idx.normalized(&self.analyzer, &terms),
+            _ => Vec::new(),
+        };
+
         // Usage (once per context).
         let n = self.tools.len();
         let mut usage_bonus = vec![0.0f64; n];
@@ -321,7 +328,9 @@ impl Plan {
                 }
                 matched / norm_total
             };
-            f[F_KEYWORD] = if t.keyword_count == 0 || n_intent == 0 {
+            f[F_KEYWORD] = if fp.keyword_method == KeywordMethod::Bm25 {
+                bm25_scores.get(i).copied().unwrap_or(0.0)
+            } else if t.keyword_count == 0 || n_intent == 0 {
                 0.0
             } else {
                 let mut inter = 0u32;
@@ -332,7 +341,9 @@ impl Plan {
                     KeywordMethod::Jaccard => {
                         inter as f64 / (t.keyword_count + n_intent - inter) as f64
                     }
-                    KeywordMethod::Containment => inter as f64 / t.keyword_count as f64,
+                    KeywordMethod::Containment | KeywordMethod::Bm25 => {
+                        inter as f64 / t.keyword_count as f64
+                    }
                 }
             };
             f[F_STAGE] = if t.stage_mask & stage_bit != 0 {
