@@ -13,7 +13,8 @@
 //! * **Terms.** Text is cut into word runs; with `split_identifiers`, runs are
 //!   also cut at `_`, `.`, lower→upper case changes and letter/digit changes
 //!   (`getWeather_v2` → `get`, `weather`, `v`, `2`); CJK runs are cut as the
-//!   `[keywords]` extractor does; stop words of `[keywords]` are dropped; with a
+//!   `[keywords]` extractor does; stop words of `[keywords]` and pieces shorter
+//!   than its `min_length` (CJK terms excepted) are dropped; with a
 //!   `stemmer`, every term is stemmed (Snowball, `rust-stemmers`).
 //! * **Index.** At compile time every tool's document is turned into postings:
 //!   for each term, the tools that contain it with the precomputed weight
@@ -86,7 +87,8 @@ impl<'a> Bm25Analyzer<'a> {
             return;
         }
         let lower = piece.to_lowercase();
-        if self.analyzer.is_stop_word(&lower) {
+        if lower.chars().count() < self.analyzer.min_length() || self.analyzer.is_stop_word(&lower)
+        {
             return;
         }
         match &self.stemmer {
@@ -349,8 +351,7 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                "get", "weather", "forecast", "http", "server", "user", "id", "v", "2", "数据",
-                "据库"
+                "get", "weather", "forecast", "http", "server", "user", "id", "数据", "据库"
             ]
         );
         let p = params(false, false);

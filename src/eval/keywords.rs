@@ -103,6 +103,11 @@ impl Analyzer {
         }
     }
 
+    /// `[keywords] min_length`: the shortest word kept, in characters.
+    pub fn min_length(&self) -> usize {
+        self.params.min_length
+    }
+
     /// Whether `lowercased` is one of the `[keywords]` stop words.
     pub fn is_stop_word(&self, lowercased: &str) -> bool {
         self.stop.contains(lowercased)

@@ -53,7 +53,7 @@ pub struct Step {
     pub hit: bool,
     /// The called tool's score.
     pub score: Option<f64>,
-    /// 1-based rank of the called tool by score (ties share the best rank).
+    /// 1-based rank of the called tool by score (ties broken by catalog order).
     pub rank: Option<usize>,
     /// Active-set size.
     pub active_count: usize,
@@ -219,7 +219,13 @@ impl SessionRun<'_> {
         let (hit, score, rank) = match called {
             Some(c) => {
                 let s = act.tools[c].score;
-                let better = act.tools.iter().filter(|x| x.score > s).count();
+                // Ties are broken by catalog order, as `max_active` breaks them.
+                let better = act
+                    .tools
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, x)| x.score > s || (x.score == s && *i < c))
+                    .count();
                 (act.tools[c].active, Some(s), Some(better + 1))
             }
             None => (false, None, None),
