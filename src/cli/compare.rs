@@ -9,7 +9,7 @@ fn pct(x: f64) -> String {
 }
 
 fn row(o: &mut String, label: &str, a: String, b: String) {
-    w!(o, "  {label:<30} {a:>18} {b:>18}");
+    w!(o, "  {label:<30} {a:>22} {b:>22}");
 }
 
 /// Prints the comparison of two replays of the same trace.
@@ -69,8 +69,8 @@ fn print_text(o: &mut String, trace: &str, a: &Summary, b: &Summary, p: &Paired,
     row(
         o,
         "active set: mean",
-        format!("{:.1}", a.active.mean),
-        format!("{:.1}", b.active.mean),
+        format!("{:.2}", a.active.mean),
+        format!("{:.2}", b.active.mean),
     );
     row(
         o,
@@ -140,7 +140,13 @@ fn print_text(o: &mut String, trace: &str, a: &Summary, b: &Summary, p: &Paired,
         p.size_diff_ci.0,
         p.size_diff_ci.1
     );
-    if !p.discordant.is_empty() {
+    if !p.discordant.is_empty() && show == 0 {
+        w!(
+            o,
+            "calls where exactly one policy had the tool active: {} (list them with --show N)",
+            p.discordant.len()
+        );
+    } else if !p.discordant.is_empty() {
         w!(
             o,
             "calls where exactly one policy had the tool active ({}{}):",

@@ -467,7 +467,7 @@ mod logistic {
             let lo = rows.x.iter().map(|x| x[f]).fold(f64::INFINITY, f64::min);
             top += if *b > 0.0 { b * hi } else { b * lo.min(0.0) };
         }
-        if !(top > 0.0) {
+        if top.is_nan() || top <= 0.0 {
             return Err("no feature of the formula predicts the called tool (every fitted coefficient is <= 0)".into());
         }
         let scale = 1.0 / top;
