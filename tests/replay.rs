@@ -1,11 +1,8 @@
 //! Replay, comparison and fit on hand-made traces (library level).
 
-use std::path::Path;
 use std::sync::Arc;
 
-use toolgate::compile::compile;
-use toolgate::load::{Sources, load_plan, load_policy};
-use toolgate::parse::tags::InlineTool;
+use toolgate::load::{Sources, load_plan};
 use toolgate::plan::{F_KEYWORD, F_RECENCY, F_USAGE};
 use toolgate::replay::engine::{ReplayOptions, replay, replay_with};
 use toolgate::replay::stats::{paired, summarize};
@@ -165,6 +162,10 @@ fn the_selection_policy_uses_bm25() {
 #[cfg(feature = "fit")]
 #[test]
 fn fit_recovers_known_weights() {
+    use std::path::Path;
+    use toolgate::compile::compile;
+    use toolgate::load::load_policy;
+    use toolgate::parse::tags::InlineTool;
     use toolgate::replay::fit::{FitOptions, fit};
 
     let n = 40;
