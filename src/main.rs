@@ -76,6 +76,9 @@ enum Command {
         format: Format,
     },
     /// Replay a recorded trace (JSON Lines, docs/trace-format.md): the active set before every tool call.
+    ///
+    /// The catalog: --tags DIR and/or --tools FILE; with --tools and no --tags, the tools file alone
+    /// (the shipped tags are not mixed in); with neither, the shipped tags.
     Replay {
         /// Trace file; `-` reads stdin.
         #[arg(long, value_name = "FILE")]
@@ -92,6 +95,10 @@ enum Command {
         format: Format,
     },
     /// Replay one trace under two policies and compare recall, active-set size, tokens and list changes.
+    ///
+    /// The catalog is built as for `replay`. The paired section joins the two replays call by call:
+    /// recall difference with a 95% Wald interval and McNemar's exact test, size difference with a
+    /// 95% interval.
     Compare {
         /// Policy A.
         #[arg(long, value_name = "FILE")]
@@ -117,6 +124,9 @@ enum Command {
         format: Format,
     },
     /// Per-feature AUC on a trace, and a policy with weights fitted by logistic regression.
+    ///
+    /// The catalog is built as for `replay`. The fitted policy is the input file with only the
+    /// weights of `weight * feature` terms and the threshold replaced.
     Fit {
         /// Trace file; `-` reads stdin.
         #[arg(long, value_name = "FILE")]
