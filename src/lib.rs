@@ -20,6 +20,9 @@
 //!   Activation         (scores, active set, explanations, diffs)
 //! ```
 //!
+//! [`replay`] replays recorded sessions (JSON Lines traces) against plans,
+//! compares two policies on them and fits a policy's weights.
+//!
 //! I/O lives at the edges: [`load`] reads files, [`input`] reads JSON inputs;
 //! everything between is pure.
 //!
@@ -49,6 +52,7 @@ pub mod input;
 pub mod load;
 pub mod parse;
 pub mod plan;
+pub mod replay;
 #[cfg(feature = "proptest")]
 pub mod strategies;
 

@@ -1,9 +1,11 @@
 //! The `toolgate` command line: a thin shell over the library.
 //!
 //! Exit codes: 0 success; 1 the policy, tags or tools did not load (diagnostics
-//! on stderr); 2 bad command-line usage; 3 the input JSON is invalid; 4
+//! on stderr); 2 bad command-line usage; 3 the input JSON or trace is invalid
+//! (or a file cannot be read or written, or a fit is impossible); 4
 //! `check --fuzz` found violations; 5 `explain` names an unknown tool.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -72,6 +74,108 @@ enum Command {
         input: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+    },
+    /// Replay a recorded trace (JSON Lines, docs/trace-format.md): the active set before every tool call.
+    ///
+    /// The catalog: --tags DIR and/or --tools FILE; with --tools and no --tags, the tools file alone
+    /// (the shipped tags are not mixed in); with neither, the shipped tags.
+    Replay {
+        /// Trace file; `-` reads stdin.
+        #[arg(long, value_name = "FILE")]
+        trace: String,
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Skip (and count) trace lines that do not parse, go back in time, or name an unknown tool or stage.
+        #[arg(long)]
+        skip_invalid: bool,
+        /// At most this many tool names per added/removed list in the text output.
+        #[arg(long, value_name = "N", default_value_t = 8)]
+        max_names: usize,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Replay one trace under two policies and compare recall, active-set size, tokens and list changes.
+    ///
+    /// The catalog is built as for `replay`. The paired section joins the two replays call by call:
+    /// recall difference with a 95% Wald interval and McNemar's exact test, size difference with a
+    /// 95% interval.
+    Compare {
+        /// Policy A.
+        #[arg(long, value_name = "FILE")]
+        policy_a: PathBuf,
+        /// Policy B.
+        #[arg(long, value_name = "FILE")]
+        policy_b: PathBuf,
+        /// Trace file; `-` reads stdin.
+        #[arg(long, value_name = "FILE")]
+        trace: String,
+        /// Tool-tags directory (default: the shipped tool-tags/, embedded).
+        #[arg(long, value_name = "DIR")]
+        tags: Option<PathBuf>,
+        /// Extra tools (MCP tools/list result or OpenAI tools array; repeatable; auto-tagged).
+        #[arg(long, value_name = "FILE")]
+        tools: Vec<PathBuf>,
+        #[arg(long)]
+        skip_invalid: bool,
+        /// List at most this many calls where only one policy had the tool active.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        show: usize,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Per-feature AUC on a trace, and a policy with weights fitted by logistic regression.
+    ///
+    /// The catalog is built as for `replay`. The fitted policy is the input file with only the
+    /// weights of `weight * feature` terms and the threshold replaced.
+    Fit {
+        /// Trace file; `-` reads stdin.
+        #[arg(long, value_name = "FILE")]
+        trace: String,
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Write the fitted policy here (the input policy with new weights and threshold).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// The threshold is chosen so that this share of training calls is active.
+        #[arg(long, value_name = "R", default_value_t = 0.95)]
+        target_recall: f64,
+        /// Share of sessions held out for validation (chosen by a hash of the session id).
+        #[arg(long, value_name = "F", default_value_t = 0.2)]
+        holdout: f64,
+        /// L2 penalty of the logistic regression.
+        #[arg(long, value_name = "A", default_value_t = 1.0)]
+        l2: f64,
+        /// Solver iterations.
+        #[arg(long, value_name = "N", default_value_t = 200)]
+        max_iterations: u64,
+        /// Keep at most N not-called tools per call (all by default).
+        #[arg(long, value_name = "N")]
+        negatives: Option<usize>,
+        #[arg(long)]
+        skip_invalid: bool,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Convert external data into a catalog and traces.
+    Import {
+        #[command(subcommand)]
+        source: ImportSource,
+    },
+}
+
+#[derive(Subcommand)]
+enum ImportSource {
+    /// Berkeley Function Calling Leaderboard v4 data (see docs/selection.md).
+    Bfcl {
+        /// Folder with BFCL_v4_*.json, possible_answer/ and multi_turn_func_doc/.
+        #[arg(long, value_name = "DIR")]
+        data: PathBuf,
+        /// Output folder (created): catalog.json, *.jsonl traces, multi_turn_catalog.json.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Keep only the first N questions of each file in the traces (the catalog keeps every candidate).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
     },
 }
 
@@ -192,6 +296,81 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                     ));
                 }
             }
+        }
+        Command::Replay {
+            trace,
+            plan,
+            skip_invalid,
+            max_names,
+            format,
+        } => {
+            let t = cli::replay::read_trace(&trace, skip_invalid).map_err(fail)?;
+            let opts = toolgate::replay::engine::ReplayOptions {
+                skip_invalid,
+                keep_active: false,
+            };
+            let r = cli::replay::run_replay(&plan, &t, &trace, &opts).map_err(fail)?;
+            cli::replay::print_replay(o, &r, format, max_names);
+        }
+        Command::Compare {
+            policy_a,
+            policy_b,
+            trace,
+            tags,
+            tools,
+            skip_invalid,
+            show,
+            format,
+        } => {
+            let t = cli::replay::read_trace(&trace, skip_invalid).map_err(fail)?;
+            let opts = toolgate::replay::engine::ReplayOptions {
+                skip_invalid,
+                keep_active: false,
+            };
+            let args = |p: PathBuf| PlanArgs {
+                policy: Some(p),
+                tags: tags.clone(),
+                tools: tools.clone(),
+            };
+            let a = cli::replay::run_replay(&args(policy_a), &t, &trace, &opts).map_err(fail)?;
+            let b = cli::replay::run_replay(&args(policy_b), &t, &trace, &opts).map_err(fail)?;
+            cli::compare::print_compare(o, &trace, &a, &b, format, show);
+        }
+        Command::Fit {
+            trace,
+            plan,
+            out,
+            target_recall,
+            holdout,
+            l2,
+            max_iterations,
+            negatives,
+            skip_invalid,
+            format,
+        } => {
+            if !(0.0..=1.0).contains(&target_recall) || !(0.0..1.0).contains(&holdout) {
+                return Err((
+                    ExitCode::from(2),
+                    None,
+                    Some(
+                        "--target-recall must be within [0, 1] and --holdout within [0, 1)".into(),
+                    ),
+                ));
+            }
+            let opts = toolgate::replay::fit::FitOptions {
+                target_recall,
+                holdout,
+                l2,
+                max_iterations,
+                negatives,
+                skip_invalid,
+            };
+            cli::fit::run_fit(o, &plan, &trace, &opts, out.as_ref(), format).map_err(fail)?;
+        }
+        Command::Import {
+            source: ImportSource::Bfcl { data, out, limit },
+        } => {
+            cli::import::run_import_bfcl(o, &data, &out, limit).map_err(fail)?;
         }
     }
     Ok(())

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::compile::condition::CompiledCondition;
 use crate::compile::formula::Formula;
+use crate::eval::bm25::Bm25Index;
 use crate::eval::keywords::Analyzer;
 use crate::parse::policy::FeatureParams;
 use crate::parse::tags::GateTags;
@@ -25,7 +26,7 @@ pub type NameMap<V> = rustc_hash::FxHashMap<String, V>;
 /// | feature | value |
 /// | --- | --- |
 /// | `domain_match` | share of the context's inferred domain weight that falls on the tool's domains, \[0,1\] (seed 000 `_domain_match`) |
-/// | `keyword_match` | Jaccard (or containment) of trigger and intent keywords, \[0,1\] |
+/// | `keyword_match` | Jaccard (or containment) of trigger and intent keywords, or BM25 over the tool's text divided by the best tool's ([`crate::eval::bm25`]), \[0,1\] |
 /// | `stage_match` | `stage_match.hit` when the stage is preferred, else `.miss` |
 /// | `usage_bonus` | `min(normalised usage * multiplier, cap)` |
 /// | `priority_bonus` | the tool's `base_priority`, \[0,1\] |
@@ -212,6 +213,8 @@ pub struct Plan {
     pub analyzer: Analyzer,
     /// Keyword term → id.
     pub vocab: NameMap<u32>,
+    /// The BM25 index of the catalog, when `keyword_match` uses BM25.
+    pub bm25: Option<Bm25Index>,
     /// The catalog.
     pub tools: Vec<CompiledTool>,
     /// Hot per-tool data, in catalog order (see [`HotTool`]).

@@ -336,7 +336,7 @@ fn unknown_keyword_method_lists_the_accepted_ones() {
     expect(
         &c.load().unwrap_err(),
         ErrorKind::InvalidValue,
-        "is not one of: jaccard, containment (did you mean `jaccard`?)",
+        "is not one of: jaccard, containment, bm25 (did you mean `jaccard`?)",
         &c.policy(),
         Some("\"jacard\""),
     );

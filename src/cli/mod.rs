@@ -1,6 +1,10 @@
 //! Pieces shared by the subcommands: plan arguments, input reading, diagnostics.
 //! Each subcommand's printing lives in its own module.
 
+pub mod compare;
+pub mod fit;
+pub mod import;
+pub mod replay;
 pub mod report;
 
 use std::io::{IsTerminal, Read};

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink};
+use crate::eval::bm25::{Bm25Index, ToolText};
 use crate::eval::keywords::Analyzer;
 use crate::parse::policy::{AutoComplexity, PolicySource, Sp};
 use crate::parse::tags::ToolSpec;
@@ -532,6 +533,18 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     for (n, i) in names {
         name_index.insert(n, *i);
     }
+    let bm25 = policy.features.bm25.as_ref().map(|params| {
+        let texts: Vec<ToolText<'_>> = compiled
+            .iter()
+            .map(|t| ToolText {
+                name: &t.name,
+                description: &t.description,
+                input_schema: Some(&t.input_schema),
+                keywords: &t.trigger_keywords,
+            })
+            .collect();
+        Bm25Index::build(params, &analyzer, &texts)
+    });
     let plan = Plan {
         name_index,
         hot,
@@ -559,6 +572,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         rules,
         analyzer,
         vocab,
+        bm25,
         tools: compiled,
         by_name,
         warnings,

@@ -103,6 +103,16 @@ impl Analyzer {
         }
     }
 
+    /// `[keywords] min_length`: the shortest word kept, in characters.
+    pub fn min_length(&self) -> usize {
+        self.params.min_length
+    }
+
+    /// Whether `lowercased` is one of the `[keywords]` stop words.
+    pub fn is_stop_word(&self, lowercased: &str) -> bool {
+        self.stop.contains(lowercased)
+    }
+
     /// Intent keywords of a user message: at most `max_count`, in message order,
     /// duplicates kept (as the seed does).
     pub fn extract(&self, text: &str) -> Vec<String> {

@@ -6,6 +6,7 @@
 //! resolved to tool indices. Then each tool costs a handful of array reads and
 //! the lowered formula. Time is an input (`now`), never read here.
 
+pub mod bm25;
 pub mod context;
 pub mod keywords;
 
@@ -71,6 +72,8 @@ struct Prepared {
     usage_bonus: Vec<f64>,
     recency: Vec<f64>,
     stage_bit: u64,
+    /// Normalised BM25 scores per tool, when `keyword_match` uses BM25.
+    bm25: Vec<f64>,
 }
 
 impl Prepared {
@@ -91,7 +94,9 @@ impl Prepared {
             matched / self.norm_total
         };
         let n_kw = t.keywords_len as u32;
-        f[F_KEYWORD] = if n_kw == 0 || self.n_intent == 0 {
+        f[F_KEYWORD] = if fp.keyword_method == KeywordMethod::Bm25 {
+            self.bm25.get(i).copied().unwrap_or(0.0)
+        } else if n_kw == 0 || self.n_intent == 0 {
             0.0
         } else {
             let mut inter = 0u32;
@@ -101,7 +106,7 @@ impl Prepared {
             }
             match fp.keyword_method {
                 KeywordMethod::Jaccard => inter as f64 / (n_kw + self.n_intent - inter) as f64,
-                KeywordMethod::Containment => inter as f64 / n_kw as f64,
+                KeywordMethod::Containment | KeywordMethod::Bm25 => inter as f64 / n_kw as f64,
             }
         };
         f[F_STAGE] = if t.stage_mask & self.stage_bit != 0 {
@@ -311,6 +316,12 @@ impl Plan {
         };
         let domain_neutral = norm.is_empty() || norm_total == 0.0;
 
+        // BM25 keyword scores (once per context), when the policy uses them.
+        let bm25_scores: Vec<f64> = match (&self.bm25, fp.keyword_method) {
+            (Some(idx), KeywordMethod::Bm25) => idx.normalized(&self.analyzer, &terms),
+            _ => Vec::new(),
+        };
+
         // Usage (once per context, only the tools that were used).
         let n = self.tools.len();
         let mut usage_bonus = vec![0.0f64; n];
@@ -367,6 +378,7 @@ impl Plan {
             usage_bonus,
             recency,
             stage_bit,
+            bm25: bm25_scores,
         };
 
         // Threshold.

@@ -45,6 +45,44 @@ pub enum KeywordMethod {
     Jaccard,
     /// |T ∩ I| / |T|: the share of the tool's keywords the user mentioned.
     Containment,
+    /// BM25 of the intent keywords over each tool's name, description,
+    /// parameters and keywords, divided by the best tool's score
+    /// ([`crate::eval::bm25`]); parameters in [`FeatureParams::bm25`].
+    Bm25,
+}
+
+/// `[features.keyword_match.fields]`: how much each part of a tool counts in
+/// its BM25 document (0 = not indexed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bm25Fields {
+    /// The tool's name.
+    pub name: f64,
+    /// Its description.
+    pub description: f64,
+    /// The property names of its input schema (nested ones included).
+    pub parameters: f64,
+    /// The descriptions of those properties.
+    pub parameter_descriptions: f64,
+    /// Its trigger keywords.
+    pub keywords: f64,
+}
+
+/// The parameters of `method = "bm25"` (all in `[features.keyword_match]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bm25Params {
+    /// Term-frequency saturation `k1` (>= 0).
+    pub k1: f64,
+    /// Length normalisation `b`, in [0,1].
+    pub b: f64,
+    /// Field weights.
+    pub fields: Bm25Fields,
+    /// Cut identifiers at `_`, `.`, case and letter/digit changes.
+    pub split_identifiers: bool,
+    /// Snowball stemmer applied to every term, if any.
+    pub stemmer: Option<rust_stemmers::Algorithm>,
+    /// Raw scores are divided by `max(best raw score, score_floor)` (>= 0): a
+    /// floor above 0 keeps weak best matches below 1.
+    pub score_floor: f64,
 }
 
 /// How CJK text is cut into terms.
@@ -105,6 +143,8 @@ pub struct FeatureParams {
     pub domain_neutral: f64,
     /// Keyword comparison.
     pub keyword_method: KeywordMethod,
+    /// BM25 parameters, present when `keyword_method` is [`KeywordMethod::Bm25`].
+    pub bm25: Option<Bm25Params>,
     /// `stage_match` when the context's stage is one of the tool's preferred stages.
     pub stage_hit: f64,
     /// `stage_match` otherwise.
@@ -317,6 +357,91 @@ fn choice<T: Copy>(t: &Table<'_, '_>, key: &str, options: &[(&str, T)]) -> Optio
     None
 }
 
+const STEMMERS: &[(&str, rust_stemmers::Algorithm)] = {
+    use rust_stemmers::Algorithm::*;
+    &[
+        ("arabic", Arabic),
+        ("danish", Danish),
+        ("dutch", Dutch),
+        ("english", English),
+        ("finnish", Finnish),
+        ("french", French),
+        ("german", German),
+        ("greek", Greek),
+        ("hungarian", Hungarian),
+        ("italian", Italian),
+        ("norwegian", Norwegian),
+        ("portuguese", Portuguese),
+        ("romanian", Romanian),
+        ("russian", Russian),
+        ("spanish", Spanish),
+        ("swedish", Swedish),
+        ("tamil", Tamil),
+        ("turkish", Turkish),
+    ]
+};
+
+/// Reads the BM25 keys of `[features.keyword_match]` (every one required but
+/// `score_floor`, which defaults to 0 = plain best-score normalisation).
+fn read_bm25(t: &Table<'_, '_>) -> Bm25Params {
+    let k1 = non_negative(t, "k1", t.req_f64("k1")).unwrap_or(INVALID);
+    let b = in_range(t, "b", t.req_f64("b"), 0.0, 1.0).unwrap_or(INVALID);
+    let split_identifiers = match t.require("split_identifiers") {
+        Some(v) => v.bool().unwrap_or(false),
+        None => false,
+    };
+    let stemmer = if t.get("stemmer").is_none() {
+        t.require("stemmer");
+        None
+    } else {
+        let mut opts: Vec<(&str, Option<rust_stemmers::Algorithm>)> = vec![("none", None)];
+        opts.extend(STEMMERS.iter().map(|(n, a)| (*n, Some(*a))));
+        choice(t, "stemmer", &opts).flatten()
+    };
+    let score_floor = non_negative(t, "score_floor", t.f64("score_floor")).unwrap_or(0.0);
+    let mut fields = Bm25Fields {
+        name: 0.0,
+        description: 0.0,
+        parameters: 0.0,
+        parameter_descriptions: 0.0,
+        keywords: 0.0,
+    };
+    match t.table("fields") {
+        Some(f) => {
+            let w = |key: &str| non_negative(&f, key, f.f64(key)).unwrap_or(0.0);
+            fields.name = w("name");
+            fields.description = w("description");
+            fields.parameters = w("parameters");
+            fields.parameter_descriptions = w("parameter_descriptions");
+            fields.keywords = w("keywords");
+            if fields.name
+                + fields.description
+                + fields.parameters
+                + fields.parameter_descriptions
+                + fields.keywords
+                <= 0.0
+            {
+                t.reader().error(
+                    ErrorKind::OutOfRange,
+                    f.span.clone(),
+                    "`features.keyword_match.fields` must give at least one field a weight above 0",
+                );
+            }
+        }
+        None => {
+            t.require("fields");
+        }
+    }
+    Bm25Params {
+        k1,
+        b,
+        fields,
+        split_identifiers,
+        stemmer,
+        score_floor,
+    }
+}
+
 /// Placeholder used when a required value is missing or invalid (the load
 /// fails anyway; this only lets the reader go on and find more problems).
 const INVALID: f64 = f64::NAN;
@@ -466,6 +591,7 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         let mut fp = FeatureParams {
             domain_neutral: INVALID,
             keyword_method: KeywordMethod::Jaccard,
+            bm25: None,
             stage_hit: INVALID,
             stage_miss: INVALID,
             usage_normalization: UsageNormalization::BusiestTool,
@@ -492,9 +618,13 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                     &[
                         ("jaccard", KeywordMethod::Jaccard),
                         ("containment", KeywordMethod::Containment),
+                        ("bm25", KeywordMethod::Bm25),
                     ],
                 )
                 .unwrap_or(KeywordMethod::Jaccard);
+                if fp.keyword_method == KeywordMethod::Bm25 {
+                    fp.bm25 = Some(read_bm25(&t));
+                }
             }
             None => missing("keyword_match"),
         }

@@ -1,0 +1,169 @@
+//! Replay speed: 10,000 steps (tool calls) over a 1,000-tool catalog, under the
+//! seed's default policy (Jaccard keywords) and the selection policy (BM25).
+//! The target is <= 5 s per replay; the medians are in docs/performance.md
+//! ("Replay").
+//!
+//! Run: `cargo bench --bench replay`.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use toolgate::compile::compile;
+use toolgate::load::load_policy;
+use toolgate::parse::tags::import_tools_json;
+use toolgate::replay::engine::{ReplayOptions, replay};
+use toolgate::replay::trace::parse_trace;
+
+const WORDS: &[&str] = &[
+    "read",
+    "write",
+    "file",
+    "query",
+    "table",
+    "user",
+    "account",
+    "weather",
+    "forecast",
+    "city",
+    "stock",
+    "price",
+    "order",
+    "invoice",
+    "email",
+    "message",
+    "calendar",
+    "event",
+    "flight",
+    "hotel",
+    "booking",
+    "search",
+    "web",
+    "image",
+    "resize",
+    "convert",
+    "currency",
+    "translate",
+    "text",
+    "summary",
+    "repository",
+    "commit",
+    "branch",
+    "issue",
+    "ticket",
+    "deploy",
+    "server",
+    "log",
+    "metric",
+    "alert",
+    "payment",
+    "customer",
+    "product",
+    "inventory",
+    "shipment",
+    "route",
+    "map",
+    "distance",
+    "time",
+    "zone",
+];
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self, m: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) as usize) % m
+    }
+}
+
+/// `n` tools (OpenAI tools array, auto-tagged) and a trace of 100 sessions
+/// x 100 calls, a new user message before every 5th call.
+fn workload(n: usize) -> (String, String) {
+    let mut r = Rng(7);
+    let mut tools = Vec::new();
+    let mut descs = Vec::new();
+    for i in 0..n {
+        let words: Vec<&str> = (0..8).map(|_| WORDS[r.next(WORDS.len())]).collect();
+        let name = format!("svc{}.{}_{}_{i}", i % 37, words[0], words[1]);
+        let props: serde_json::Map<String, serde_json::Value> = (0..1 + r.next(4))
+            .map(|k| {
+                (
+                    format!("{}_{k}", words[2 + k]),
+                    serde_json::json!({"type": "string", "description": format!("the {} to {}", words[k], words[k + 1])}),
+                )
+            })
+            .collect();
+        tools.push(serde_json::json!({"type": "function", "function": {
+            "name": name,
+            "description": format!("{} the {} of a {} for the {} and {}", words[0], words[1], words[2], words[3], words[4]),
+            "parameters": {"type": "object", "properties": props}
+        }}));
+        descs.push((name, words));
+    }
+    let mut trace = String::new();
+    for s in 0..100 {
+        let mut t = 0.0;
+        for c in 0..100 {
+            let target = r.next(descs.len());
+            if c % 5 == 0 {
+                let w = &descs[target].1;
+                t += 20.0;
+                trace.push_str(&format!(
+                    "{{\"session\":\"s{s}\",\"t\":{t},\"event\":\"user_message\",\"text\":\"please {} the {} {} for my {}\"}}\n",
+                    w[0], w[1], w[2], WORDS[r.next(WORDS.len())]
+                ));
+            }
+            t += 3.0;
+            trace.push_str(&format!(
+                "{{\"session\":\"s{s}\",\"t\":{t},\"event\":\"tool_call\",\"tool\":\"{}\"}}\n",
+                descs[target].0
+            ));
+        }
+    }
+    (serde_json::Value::Array(tools).to_string(), trace)
+}
+
+fn bench(c: &mut Criterion) {
+    let (tools, trace) = workload(1000);
+    let trace = parse_trace(&trace, false).unwrap();
+    assert_eq!(trace.calls(), 10_000);
+    let mut g = c.benchmark_group("replay_10k_steps_1k_tools");
+    g.sample_size(10);
+    for policy in ["policies/default.toml", "policies/selection.toml"] {
+        let p = load_policy(Some(std::path::Path::new(policy))).unwrap();
+        let catalog = import_tools_json("bench-tools.json", &tools).unwrap();
+        let plan = Arc::new(compile(&p, catalog).unwrap());
+        let name = plan.policy_name.clone();
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let r = replay(&plan, &trace, &ReplayOptions::default()).unwrap();
+                assert_eq!(r.steps.len(), 10_000);
+                black_box(r)
+            })
+        });
+    }
+    g.finish();
+
+    // One evaluation of the BM25 keyword match over 10,000 tools (the
+    // per-evaluation target is <= 0.5 ms).
+    let (tools, _) = workload(10_000);
+    let p = load_policy(Some(std::path::Path::new("policies/selection.toml"))).unwrap();
+    let plan =
+        Arc::new(compile(&p, import_tools_json("bench-tools.json", &tools).unwrap()).unwrap());
+    let ctx = toolgate::SessionContext {
+        user_intent_keywords: plan
+            .analyzer
+            .extract("please convert the currency of the invoice for my customer"),
+        ..Default::default()
+    };
+    let usage = toolgate::UsageStats::default();
+    c.bench_function("evaluate_10k_tools_selection", |b| {
+        b.iter(|| black_box(plan.evaluate(&ctx, &usage, 0.0)))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

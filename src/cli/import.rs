@@ -1,0 +1,109 @@
+//! `toolgate import bfcl`: BFCL data → a catalog and traces.
+
+use std::path::Path;
+
+use toolgate::replay::bfcl::{BfclFiles, CLASS_FILES, convert};
+
+use super::Fail;
+
+fn read_opt(path: &Path) -> Result<Option<String>, Fail> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    std::fs::read_to_string(path)
+        .map(Some)
+        .map_err(|e| Fail::Input(format!("cannot read {}: {e}", path.display())))
+}
+
+fn pair(dir: &Path, name: &str) -> Result<Option<(String, String)>, Fail> {
+    let q = read_opt(&dir.join(name))?;
+    let a = read_opt(&dir.join("possible_answer").join(name))?;
+    match (q, a) {
+        (Some(q), Some(a)) => Ok(Some((q, a))),
+        (Some(_), None) => Err(Fail::Input(format!(
+            "{}: found {name} but not possible_answer/{name}",
+            dir.display()
+        ))),
+        _ => Ok(None),
+    }
+}
+
+/// Converts the BFCL files of `data` and writes the catalog and traces to `out`.
+pub fn run_import_bfcl(
+    o: &mut String,
+    data: &Path,
+    out: &Path,
+    limit: Option<usize>,
+) -> Result<(), Fail> {
+    let mut files = BfclFiles {
+        multiple: pair(data, "BFCL_v4_multiple.json")?,
+        live_multiple: pair(data, "BFCL_v4_live_multiple.json")?,
+        irrelevance: read_opt(&data.join("BFCL_v4_irrelevance.json"))?,
+        multi_turn: pair(data, "BFCL_v4_multi_turn_base.json")?,
+        func_docs: Vec::new(),
+    };
+    for (_, stem) in CLASS_FILES {
+        if let Some(t) = read_opt(
+            &data
+                .join("multi_turn_func_doc")
+                .join(format!("{stem}.json")),
+        )? {
+            files.func_docs.push((stem.to_string(), t));
+        }
+    }
+    if files.multiple.is_none()
+        && files.live_multiple.is_none()
+        && files.irrelevance.is_none()
+        && files.multi_turn.is_none()
+    {
+        return Err(Fail::Input(format!(
+            "{}: no BFCL_v4_*.json file found",
+            data.display()
+        )));
+    }
+    let res = convert(&files, limit).map_err(Fail::Input)?;
+    std::fs::create_dir_all(out)
+        .map_err(|e| Fail::Input(format!("cannot create {}: {e}", out.display())))?;
+    let write = |name: &str, text: &str| {
+        std::fs::write(out.join(name), text)
+            .map_err(|e| Fail::Input(format!("cannot write {}: {e}", out.join(name).display())))
+    };
+    let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default();
+    if res.summary.catalog_tools > 0 {
+        write("catalog.json", &pretty(&res.catalog))?;
+        w!(
+            o,
+            "catalog.json: {} tools ({} candidate functions read, {} names merged from several variants)",
+            res.summary.catalog_tools,
+            res.summary.candidate_functions,
+            res.summary.merged_names
+        );
+    }
+    if let Some(c) = &res.multi_turn_catalog {
+        write("multi_turn_catalog.json", &pretty(c))?;
+        w!(
+            o,
+            "multi_turn_catalog.json: {} tools",
+            res.summary.multi_turn_tools
+        );
+    }
+    for (name, text) in &res.traces {
+        write(name, text)?;
+        let n = res
+            .summary
+            .sessions
+            .iter()
+            .find(|(f, _)| f == name)
+            .map(|x| x.1)
+            .unwrap_or(0);
+        w!(o, "{name}: {n} sessions, {} lines", text.lines().count());
+    }
+    if res.summary.unparsed_calls > 0 {
+        w!(
+            o,
+            "warning: {} multi-turn call(s) kept with raw arguments (not parsed)",
+            res.summary.unparsed_calls
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! `toolgate replay`: walk a recorded trace and print every step.
+
+use std::sync::Arc;
+
+use toolgate::Plan;
+use toolgate::compile::compile;
+use toolgate::load::{Sources, load_catalog, load_policy};
+use toolgate::parse::tags::ToolSpec;
+use toolgate::replay::engine::{Replay, ReplayOptions, replay};
+use toolgate::replay::stats::{Summary, summarize};
+use toolgate::replay::trace::{Trace, parse_trace};
+
+use super::{Fail, Format, PlanArgs};
+
+/// Reads and parses a trace file (`-` = stdin).
+pub fn read_trace(path: &str, skip_invalid: bool) -> Result<Trace, Fail> {
+    let text = if path == "-" {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
+            .map_err(|e| Fail::Input(format!("cannot read stdin: {e}")))?;
+        s
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| Fail::Input(format!("cannot read {path}: {e}")))?
+    };
+    parse_trace(&text, skip_invalid).map_err(|e| Fail::Input(format!("{path}: {e}")))
+}
+
+/// The catalog of a replay: `--tags DIR` and/or `--tools FILE`; with `--tools`
+/// and no `--tags`, the tools alone (the embedded tags are for the default
+/// catalog only); with neither, the embedded tags.
+pub fn replay_catalog(args: &PlanArgs) -> Result<Vec<ToolSpec>, Fail> {
+    if args.tags.is_none() && !args.tools.is_empty() {
+        let mut tools = Vec::new();
+        for p in &args.tools {
+            let f = toolgate::parse::tags::read_source(p).map_err(Fail::Load)?;
+            tools.extend(
+                toolgate::parse::tags::import_tools_json(&f.name, &f.text).map_err(Fail::Load)?,
+            );
+        }
+        return Ok(tools);
+    }
+    load_catalog(&Sources {
+        policy: None,
+        tags: args.tags.clone(),
+        tools: args.tools.clone(),
+    })
+    .map_err(Fail::Load)
+}
+
+/// The plan of a replay: the policy of `args` with [`replay_catalog`].
+pub fn replay_plan(args: &PlanArgs) -> Result<Arc<Plan>, Fail> {
+    let policy = load_policy(args.policy.as_deref());
+    let catalog = replay_catalog(args);
+    match (policy, catalog) {
+        (Ok(p), Ok(c)) => compile(&p, c).map(Arc::new).map_err(Fail::Load),
+        (Err(mut a), Err(Fail::Load(b))) => {
+            a.diagnostics.extend(b.diagnostics);
+            Err(Fail::Load(a))
+        }
+        (Err(a), _) => Err(Fail::Load(a)),
+        (_, Err(e)) => Err(e),
+    }
+}
+
+/// Replays `trace` against the plan of `args`.
+pub fn run_replay(
+    args: &PlanArgs,
+    trace: &Trace,
+    path: &str,
+    opts: &ReplayOptions,
+) -> Result<Replay, Fail> {
+    let plan = replay_plan(args)?;
+    replay(&plan, trace, opts).map_err(|e| Fail::Input(format!("{path}: {e}")))
+}
+
+fn names(plan: &Plan, idx: &[usize], max: usize) -> String {
+    let mut v: Vec<&str> = idx
+        .iter()
+        .take(max)
+        .map(|&i| plan.tools[i].name.as_str())
+        .collect();
+    v.sort_unstable();
+    let mut s = v.join(", ");
+    if idx.len() > max {
+        s.push_str(&format!(", ... ({} more)", idx.len() - max));
+    }
+    s
+}
+
+/// One line of summary numbers, shared by `replay` and `fit`.
+pub fn summary_line(s: &Summary) -> String {
+    format!(
+        "recall {:.1}% ({}/{} calls) | active set mean {:.1}, median {}, p95 {} of {} tools | schema tokens mean {:.0} | changes per session {:.2} | no-call turns {} (mean active {:.1})",
+        100.0 * s.recall,
+        s.hits,
+        s.calls,
+        s.active.mean,
+        s.active.median,
+        s.active.p95,
+        s.tools,
+        s.schema_tokens.mean,
+        s.changes_per_session.mean,
+        s.no_call_active.n,
+        s.no_call_active.mean,
+    )
+}
+
+/// Prints a replay.
+pub fn print_replay(o: &mut String, r: &Replay, format: Format, max_names: usize) {
+    let plan = &r.plan;
+    let summary = summarize(r);
+    if format == Format::Json {
+        let steps: Vec<serde_json::Value> = r
+            .steps
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "line": s.line,
+                    "session": r.sessions[s.session].id,
+                    "t": s.t,
+                    "tool": s.called.map(|c| plan.tools[c].name.clone()),
+                    "active": s.hit,
+                    "score": s.score,
+                    "rank": s.rank,
+                    "active_count": s.active_count,
+                    "schema_tokens": s.schema_tokens,
+                    "initial": s.initial,
+                    "added": s.added.iter().map(|&i| plan.tools[i].name.as_str()).collect::<Vec<_>>(),
+                    "removed": s.removed.iter().map(|&i| plan.tools[i].name.as_str()).collect::<Vec<_>>(),
+                    "stage": s.stage,
+                })
+            })
+            .collect();
+        let skipped: Vec<serde_json::Value> = r
+            .skipped
+            .iter()
+            .map(|e| serde_json::json!({"line": e.line, "error": e.message}))
+            .collect();
+        w!(
+            o,
+            "{}",
+            serde_json::json!({"summary": summary, "steps": steps, "skipped": skipped})
+        );
+        return;
+    }
+    w!(
+        o,
+        "policy `{}` | {} tools",
+        plan.policy_name,
+        plan.tools.len()
+    );
+    let mut current = usize::MAX;
+    for s in &r.steps {
+        if s.session != current {
+            current = s.session;
+            w!(o, "session {}", r.sessions[s.session].id);
+        }
+        let what = match s.called {
+            Some(c) => format!(
+                "call {:<32} {} rank {:>3} score {:.3}",
+                plan.tools[c].name,
+                if s.hit { "ACTIVE  " } else { "INACTIVE" },
+                s.rank.unwrap_or(0),
+                s.score.unwrap_or(0.0)
+            ),
+            None => format!("{:<54}", "(turn without a call)"),
+        };
+        let change = if s.initial {
+            format!("initial list of {}", s.active_count)
+        } else if s.added.is_empty() && s.removed.is_empty() {
+            "no change".to_string()
+        } else {
+            let mut parts = Vec::new();
+            if !s.added.is_empty() {
+                parts.push(format!(
+                    "+{} [{}]",
+                    s.added.len(),
+                    names(plan, &s.added, max_names)
+                ));
+            }
+            if !s.removed.is_empty() {
+                parts.push(format!(
+                    "-{} [{}]",
+                    s.removed.len(),
+                    names(plan, &s.removed, max_names)
+                ));
+            }
+            parts.join(" ")
+        };
+        w!(
+            o,
+            "  line {:>5} t={:<8} {} | active {:>4} | {}",
+            s.line,
+            s.t,
+            what,
+            s.active_count,
+            change
+        );
+    }
+    for e in &r.skipped {
+        w!(o, "skipped: {e}");
+    }
+    w!(o, "{}", summary_line(&summary));
+    if summary.skipped > 0 {
+        w!(o, "{} invalid line(s) skipped", summary.skipped);
+    }
+}

@@ -1,0 +1,406 @@
+//! BM25 keyword matching (`[features.keyword_match] method = "bm25"`).
+//!
+//! The seed's keyword term is a Jaccard over two short lists: a tool with ten
+//! trigger words and a message with ten intent words share at best a few, so
+//! the term barely separates tools in a large catalog. BM25 instead ranks every
+//! tool's text against the message:
+//!
+//! * **Documents.** Each tool is a bag of terms drawn from weighted *fields*:
+//!   its name, description, parameter names, parameter descriptions and
+//!   trigger keywords (`[features.keyword_match.fields]`). A term's frequency
+//!   is the field-weighted sum of its counts and the document length the
+//!   field-weighted sum of the field lengths (a simplified BM25F).
+//! * **Terms.** Text is cut into word runs; with `split_identifiers`, runs are
+//!   also cut at `_`, `.`, lower→upper case changes and letter/digit changes
+//!   (`getWeather_v2` → `get`, `weather`, `v`, `2`); CJK runs are cut as the
+//!   `[keywords]` extractor does; stop words of `[keywords]` and pieces shorter
+//!   than its `min_length` (CJK terms excepted) are dropped; with a
+//!   `stemmer`, every term is stemmed (Snowball, `rust-stemmers`).
+//! * **Index.** At compile time every tool's document is turned into postings:
+//!   for each term, the tools that contain it with the precomputed weight
+//!   `idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))`,
+//!   `idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`.
+//! * **Query.** The intent keywords go through the same analysis; each distinct
+//!   query term adds its postings. The raw scores are unbounded, so they are
+//!   normalised per evaluation: `keyword_match = raw / max(best raw, score_floor)`,
+//!   which keeps the feature in [0,1] (the best tool gets 1 unless the floor is
+//!   above its score).
+//!
+//! Per evaluation the cost is the postings of the query terms plus one pass over
+//! the tools; nothing per tool depends on the vocabulary size.
+
+use std::collections::{HashMap, HashSet};
+
+use rust_stemmers::Stemmer;
+use serde_json::Value;
+
+use crate::eval::keywords::{Analyzer, is_cjk};
+use crate::parse::policy::Bm25Params;
+
+/// The text of one tool, split into the fields BM25 indexes.
+#[derive(Debug, Clone, Default)]
+pub struct ToolText<'a> {
+    /// Tool name.
+    pub name: &'a str,
+    /// Description.
+    pub description: &'a str,
+    /// The JSON Schema of the arguments (parameter names and descriptions are read from it).
+    pub input_schema: Option<&'a Value>,
+    /// Trigger keywords.
+    pub keywords: &'a [String],
+}
+
+/// The BM25 index of a catalog, built at compile time.
+#[derive(Debug, Clone)]
+pub struct Bm25Index {
+    /// The parameters it was built with.
+    pub params: Bm25Params,
+    /// Term → id.
+    pub terms: HashMap<String, u32>,
+    /// Per term id: `(tool index, weight)` for every tool containing the term.
+    pub postings: Vec<Vec<(u32, f64)>>,
+    /// Field-weighted document length per tool.
+    pub doc_len: Vec<f64>,
+    /// Mean document length.
+    pub avg_len: f64,
+}
+
+/// The term analysis shared by documents and queries.
+pub struct Bm25Analyzer<'a> {
+    params: &'a Bm25Params,
+    analyzer: &'a Analyzer,
+    stemmer: Option<Stemmer>,
+}
+
+impl<'a> Bm25Analyzer<'a> {
+    /// Builds the analysis from the BM25 parameters and the policy's keyword extractor.
+    pub fn new(params: &'a Bm25Params, analyzer: &'a Analyzer) -> Self {
+        Bm25Analyzer {
+            params,
+            analyzer,
+            stemmer: params.stemmer.map(Stemmer::create),
+        }
+    }
+
+    fn push(&self, piece: &str, out: &mut Vec<String>) {
+        if piece.is_empty() {
+            return;
+        }
+        let lower = piece.to_lowercase();
+        if lower.chars().count() < self.analyzer.min_length() || self.analyzer.is_stop_word(&lower)
+        {
+            return;
+        }
+        match &self.stemmer {
+            Some(s) => out.push(s.stem(&lower).into_owned()),
+            None => out.push(lower),
+        }
+    }
+
+    /// Appends the terms of `text` to `out` (duplicates kept).
+    pub fn terms(&self, text: &str, out: &mut Vec<String>) {
+        let is_word = |c: char| c.is_alphanumeric() || c == '_';
+        let chars: Vec<char> = text.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            if !is_word(chars[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < chars.len() && is_word(chars[i]) {
+                i += 1;
+            }
+            let run = &chars[start..i];
+            if run.iter().any(|c| is_cjk(*c)) {
+                let s: String = run.iter().collect();
+                for t in self.analyzer.expand_keyword(&s) {
+                    if t.chars().any(is_cjk) {
+                        out.push(t);
+                    } else {
+                        self.split(&t.chars().collect::<Vec<_>>(), out);
+                    }
+                }
+            } else {
+                self.split(run, out);
+            }
+        }
+    }
+
+    /// Splits one word run (no CJK) into identifier pieces when configured.
+    fn split(&self, run: &[char], out: &mut Vec<String>) {
+        if !self.params.split_identifiers {
+            let s: String = run.iter().collect();
+            self.push(&s, out);
+            return;
+        }
+        let mut piece = String::new();
+        let mut prev: Option<char> = None;
+        for (k, &c) in run.iter().enumerate() {
+            if c == '_' {
+                self.push(&piece, out);
+                piece.clear();
+                prev = None;
+                continue;
+            }
+            if let Some(p) = prev {
+                let next_lower = run.get(k + 1).is_some_and(|n| n.is_lowercase());
+                let boundary = (p.is_lowercase() && c.is_uppercase())
+                    || (p.is_alphabetic() != c.is_alphabetic())
+                    // `HTTPServer`: the last capital starts a new word.
+                    || (p.is_uppercase() && c.is_uppercase() && next_lower);
+                if boundary {
+                    self.push(&piece, out);
+                    piece.clear();
+                }
+            }
+            piece.push(c);
+            prev = Some(c);
+        }
+        self.push(&piece, out);
+    }
+}
+
+/// Collects parameter names and descriptions of a JSON Schema (nested object
+/// properties and array items included).
+fn schema_text(schema: &Value, names: &mut Vec<String>, descs: &mut Vec<String>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
+        for (k, v) in props {
+            names.push(k.clone());
+            if let Some(d) = v.get("description").and_then(|d| d.as_str()) {
+                descs.push(d.to_string());
+            }
+            schema_text(v, names, descs, depth + 1);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        schema_text(items, names, descs, depth + 1);
+    }
+}
+
+impl Bm25Index {
+    /// Indexes `tools` (in catalog order).
+    pub fn build(params: &Bm25Params, analyzer: &Analyzer, tools: &[ToolText<'_>]) -> Self {
+        let a = Bm25Analyzer::new(params, analyzer);
+        let f = &params.fields;
+        let mut terms: HashMap<String, u32> = HashMap::new();
+        let mut docs: Vec<HashMap<u32, f64>> = Vec::with_capacity(tools.len());
+        let mut doc_len = Vec::with_capacity(tools.len());
+        for t in tools {
+            let mut tf: HashMap<u32, f64> = HashMap::new();
+            let mut len = 0.0;
+            let mut add = |text: &str, weight: f64, tf: &mut HashMap<u32, f64>, len: &mut f64| {
+                if weight <= 0.0 {
+                    return;
+                }
+                let mut out = Vec::new();
+                a.terms(text, &mut out);
+                *len += weight * out.len() as f64;
+                for term in out {
+                    let next = terms.len() as u32;
+                    let id = *terms.entry(term).or_insert(next);
+                    *tf.entry(id).or_insert(0.0) += weight;
+                }
+            };
+            add(t.name, f.name, &mut tf, &mut len);
+            add(t.description, f.description, &mut tf, &mut len);
+            if f.parameters > 0.0 || f.parameter_descriptions > 0.0 {
+                let (mut names, mut descs) = (Vec::new(), Vec::new());
+                if let Some(s) = t.input_schema {
+                    schema_text(s, &mut names, &mut descs, 0);
+                }
+                add(&names.join(" "), f.parameters, &mut tf, &mut len);
+                add(
+                    &descs.join(" "),
+                    f.parameter_descriptions,
+                    &mut tf,
+                    &mut len,
+                );
+            }
+            add(&t.keywords.join(" "), f.keywords, &mut tf, &mut len);
+            docs.push(tf);
+            doc_len.push(len);
+        }
+        let n = tools.len() as f64;
+        let avg_len = if tools.is_empty() {
+            0.0
+        } else {
+            doc_len.iter().sum::<f64>() / n
+        };
+        let mut df = vec![0u32; terms.len()];
+        for d in &docs {
+            for id in d.keys() {
+                df[*id as usize] += 1;
+            }
+        }
+        let mut postings: Vec<Vec<(u32, f64)>> = vec![Vec::new(); terms.len()];
+        let (k1, b) = (params.k1, params.b);
+        for (i, d) in docs.iter().enumerate() {
+            let norm = if avg_len > 0.0 {
+                1.0 - b + b * doc_len[i] / avg_len
+            } else {
+                1.0
+            };
+            for (&id, &tf) in d {
+                let dfi = df[id as usize] as f64;
+                let idf = (1.0 + (n - dfi + 0.5) / (dfi + 0.5)).ln();
+                let w = idf * tf * (k1 + 1.0) / (tf + k1 * norm);
+                postings[id as usize].push((i as u32, w));
+            }
+        }
+        for p in &mut postings {
+            p.sort_unstable_by_key(|x| x.0);
+        }
+        Bm25Index {
+            params: params.clone(),
+            terms,
+            postings,
+            doc_len,
+            avg_len,
+        }
+    }
+
+    /// Distinct term ids of the intent keywords (unknown terms are dropped).
+    pub fn query_ids(&self, analyzer: &Analyzer, intent: &[String]) -> Vec<u32> {
+        let a = Bm25Analyzer::new(&self.params, analyzer);
+        let mut out = Vec::new();
+        for k in intent {
+            a.terms(k, &mut out);
+        }
+        let mut seen = HashSet::new();
+        out.into_iter()
+            .filter_map(|t| self.terms.get(&t).copied())
+            .filter(|id| seen.insert(*id))
+            .collect()
+    }
+
+    /// Raw BM25 scores of every tool for the query `ids` (into `scores`, which
+    /// is resized to the catalog), and the best of them.
+    pub fn raw_scores(&self, ids: &[u32], scores: &mut Vec<f64>) -> f64 {
+        scores.clear();
+        scores.resize(self.doc_len.len(), 0.0);
+        for &id in ids {
+            for &(tool, w) in &self.postings[id as usize] {
+                scores[tool as usize] += w;
+            }
+        }
+        scores.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// `keyword_match` of every tool: raw scores divided by
+    /// `max(best, score_floor)`, 0 when that is 0.
+    pub fn normalized(&self, analyzer: &Analyzer, intent: &[String]) -> Vec<f64> {
+        let ids = self.query_ids(analyzer, intent);
+        let mut s = Vec::new();
+        let best = self.raw_scores(&ids, &mut s);
+        let div = best.max(self.params.score_floor);
+        if div > 0.0 {
+            for x in &mut s {
+                *x /= div;
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::policy::{Bm25Fields, CjkMode, KeywordParams};
+
+    fn analyzer() -> Analyzer {
+        Analyzer::new(&KeywordParams {
+            min_length: 2,
+            max_count: 100,
+            stop_words: vec!["the".into(), "a".into()],
+            letters_only: false,
+            cjk: CjkMode::Bigrams,
+        })
+    }
+
+    fn params(split: bool, stem: bool) -> Bm25Params {
+        Bm25Params {
+            k1: 1.2,
+            b: 0.75,
+            fields: Bm25Fields {
+                name: 1.0,
+                description: 1.0,
+                parameters: 1.0,
+                parameter_descriptions: 0.0,
+                keywords: 0.0,
+            },
+            split_identifiers: split,
+            stemmer: stem.then_some(rust_stemmers::Algorithm::English),
+            score_floor: 0.0,
+        }
+    }
+
+    #[test]
+    fn identifiers_split_and_stem() {
+        let an = analyzer();
+        let p = params(true, true);
+        let a = Bm25Analyzer::new(&p, &an);
+        let mut out = Vec::new();
+        a.terms(
+            "getWeatherForecast HTTPServer user_ids v2 the 数据库",
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            vec![
+                "get", "weather", "forecast", "http", "server", "user", "id", "数据", "据库"
+            ]
+        );
+        let p = params(false, false);
+        let a = Bm25Analyzer::new(&p, &an);
+        let mut out = Vec::new();
+        a.terms("get_weather Running", &mut out);
+        assert_eq!(out, vec!["get_weather", "running"]);
+    }
+
+    #[test]
+    fn scores_match_hand_computation() {
+        let an = analyzer();
+        let p = params(false, false);
+        let docs = [
+            ToolText {
+                name: "weather",
+                description: "forecast",
+                ..Default::default()
+            },
+            ToolText {
+                name: "stock",
+                description: "price price",
+                ..Default::default()
+            },
+        ];
+        let idx = Bm25Index::build(&p, &an, &docs);
+        // N = 2, df(weather) = 1: idf = ln(1 + 1.5/1.5) = ln 2; len 2 and 3, avg 2.5.
+        let s = idx.normalized(&an, &["weather".into()]);
+        assert_eq!(s, vec![1.0, 0.0]);
+        let ids = idx.query_ids(&an, &["price".into()]);
+        let mut raw = Vec::new();
+        idx.raw_scores(&ids, &mut raw);
+        let norm = 1.0 - 0.75 + 0.75 * 3.0 / 2.5;
+        let want = 2f64.ln() * 2.0 * 2.2 / (2.0 + 1.2 * norm);
+        assert!((raw[1] - want).abs() < 1e-12, "{} vs {want}", raw[1]);
+        assert_eq!(raw[0], 0.0);
+    }
+
+    #[test]
+    fn floor_caps_weak_matches() {
+        let an = analyzer();
+        let mut p = params(false, false);
+        p.score_floor = 100.0;
+        let docs = [ToolText {
+            name: "weather",
+            ..Default::default()
+        }];
+        let idx = Bm25Index::build(&p, &an, &docs);
+        let s = idx.normalized(&an, &["weather".into()]);
+        assert!(s[0] > 0.0 && s[0] < 0.1);
+    }
+}

@@ -1,0 +1,380 @@
+//! Replaying a trace against a plan: the session state the engine would have
+//! kept, and the active set just before every tool call.
+//!
+//! Sessions are replayed one after another, in order of first appearance (the
+//! lines of different sessions may interleave in the file). Per session:
+//!
+//! * `user_message`: the intent keywords become the policy's keywords of that
+//!   message (the latest message only, as the seed does);
+//! * `context`: the given fields change;
+//! * `tool_call`: the plan is evaluated at the call's time `t` (session
+//!   duration = `t` − the session's first time; hysteresis against the
+//!   previous evaluation of the session) — that is the step — and then the
+//!   call is recorded ([`crate::Session::record_call`]: usage counts, last-call
+//!   time, recent calls; usage frequencies = count / total for policies with
+//!   `normalization = "frequency"`).
+//! * A user message answered by no call (the next message or the end of the
+//!   session comes first) gives a *no-call step*: the plan is evaluated at the
+//!   end of that turn, to measure what is exposed when nothing is needed.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::eval::Activation;
+use crate::eval::context::Session;
+use crate::parse::policy::UsageNormalization;
+use crate::plan::Plan;
+use crate::replay::trace::{Event, Trace, TraceError, TraceLine};
+
+/// Options of a replay.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayOptions {
+    /// Skip lines that name an unknown tool or an undeclared stage (recorded in
+    /// [`Replay::skipped`]) instead of failing.
+    pub skip_invalid: bool,
+    /// Keep each step's full active set in [`Step::active`].
+    pub keep_active: bool,
+}
+
+/// One evaluation of a replay: before a tool call, or at the end of a turn
+/// without a call.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// Trace line of the call (or of the message of a no-call turn).
+    pub line: usize,
+    /// Index into [`Replay::sessions`].
+    pub session: usize,
+    /// Time of the evaluation.
+    pub t: f64,
+    /// The called tool (plan index); `None` for a no-call step.
+    pub called: Option<usize>,
+    /// Whether the called tool was active just before the call.
+    pub hit: bool,
+    /// The called tool's score.
+    pub score: Option<f64>,
+    /// 1-based rank of the called tool by score (ties broken by catalog order).
+    pub rank: Option<usize>,
+    /// Active-set size.
+    pub active_count: usize,
+    /// Estimated schema tokens of the active set (see [`schema_tokens`]).
+    pub schema_tokens: u64,
+    /// Tools that entered the active set since the session's previous step.
+    pub added: Vec<usize>,
+    /// Tools that left it.
+    pub removed: Vec<usize>,
+    /// Whether this is the session's first step (its list is the initial one, not a change).
+    pub initial: bool,
+    /// The conversation stage at the time.
+    pub stage: Option<String>,
+    /// The active set (plan indices), with [`ReplayOptions::keep_active`].
+    pub active: Vec<usize>,
+}
+
+impl Step {
+    /// Whether the active set differs from the previous step of the session.
+    pub fn changed(&self) -> bool {
+        !self.initial && (!self.added.is_empty() || !self.removed.is_empty())
+    }
+}
+
+/// Per-session totals.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSummary {
+    /// Session id.
+    pub id: String,
+    /// Tool calls replayed.
+    pub calls: usize,
+    /// Calls whose tool was active.
+    pub hits: usize,
+    /// Steps (calls and no-call turns).
+    pub steps: usize,
+    /// Steps whose active set differed from the previous step's.
+    pub changes: usize,
+}
+
+/// The result of replaying a trace against one plan.
+#[derive(Debug, Clone)]
+pub struct Replay {
+    /// The plan replayed.
+    pub plan: Arc<Plan>,
+    /// Every step, session by session.
+    pub steps: Vec<Step>,
+    /// Sessions in order of first appearance.
+    pub sessions: Vec<SessionSummary>,
+    /// Lines skipped: by the parser and by the replay (unknown tools, undeclared stages).
+    pub skipped: Vec<TraceError>,
+    /// Estimated schema tokens of each tool (plan order).
+    pub tool_tokens: Vec<u64>,
+}
+
+/// Estimated tokens a tool's schema costs in the model's context: the bytes of
+/// its JSON `{"name", "description", "inputSchema"}` divided by 4, rounded up
+/// (a common rule of thumb for English text and JSON with BPE tokenizers).
+pub fn schema_tokens(plan: &Plan, tool: usize) -> u64 {
+    let t = &plan.tools[tool];
+    let json = serde_json::json!({
+        "name": t.name,
+        "description": t.description,
+        "inputSchema": t.input_schema,
+    });
+    (json.to_string().len() as u64).div_ceil(4)
+}
+
+/// Replays `trace` against `plan`.
+pub fn replay(plan: &Arc<Plan>, trace: &Trace, opts: &ReplayOptions) -> Result<Replay, TraceError> {
+    replay_with(plan, trace, opts, |_, _| {})
+}
+
+fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError> {
+    let err = |message: String| TraceError {
+        line: l.line,
+        message,
+    };
+    match &l.event {
+        Event::ToolCall { tool, .. } => match plan.tool_index(tool) {
+            Some(i) => Ok(Some(i)),
+            None => {
+                let hint = crate::diag::did_you_mean(tool, plan.by_name.keys().map(|s| s.as_str()))
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
+                Err(err(format!("tool `{tool}` is not in the catalog{hint}")))
+            }
+        },
+        Event::Context(c) => {
+            if let Some(Some(stage)) = &c.conversation_stage {
+                if plan.stage_index(stage).is_none() {
+                    return Err(err(format!(
+                        "stage `{stage}` is not declared by policy `{}` (declared: {})",
+                        plan.policy_name,
+                        plan.stages.join(", ")
+                    )));
+                }
+            }
+            Ok(None)
+        }
+        Event::UserMessage { .. } => Ok(None),
+    }
+}
+
+struct SessionRun<'p> {
+    plan: &'p Arc<Plan>,
+    index: usize,
+    state: Session,
+    t0: f64,
+    previous: Option<Activation>,
+    prev_active: Vec<bool>,
+    summary: SessionSummary,
+}
+
+impl SessionRun<'_> {
+    fn evaluate(
+        &mut self,
+        line: usize,
+        t: f64,
+        called: Option<usize>,
+        opts: &ReplayOptions,
+        tool_tokens: &[u64],
+        on_step: &mut dyn FnMut(&Step, &Activation),
+    ) -> Step {
+        self.state.context.session_duration_seconds = (t - self.t0).max(0.0);
+        let act = self.plan.evaluate_with_previous(
+            &self.state.context,
+            &self.state.usage,
+            t,
+            self.previous.as_ref(),
+        );
+        let initial = self.previous.is_none();
+        let mut added = Vec::new();
+        let mut removed = Vec::new();
+        let mut active = Vec::new();
+        let mut active_count = 0;
+        let mut tokens = 0u64;
+        for (i, s) in act.tools.iter().enumerate() {
+            if s.active {
+                active_count += 1;
+                tokens += tool_tokens[i];
+                if opts.keep_active {
+                    active.push(i);
+                }
+            }
+            if !initial && s.active != self.prev_active[i] {
+                if s.active {
+                    added.push(i);
+                } else {
+                    removed.push(i);
+                }
+            }
+            self.prev_active[i] = s.active;
+        }
+        if initial {
+            added = act
+                .tools
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.active)
+                .map(|(i, _)| i)
+                .collect();
+        }
+        let (hit, score, rank) = match called {
+            Some(c) => {
+                let s = act.tools[c].score;
+                // Ties are broken by catalog order, as `max_active` breaks them.
+                let better = act
+                    .tools
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, x)| x.score > s || (x.score == s && *i < c))
+                    .count();
+                (act.tools[c].active, Some(s), Some(better + 1))
+            }
+            None => (false, None, None),
+        };
+        let step = Step {
+            line,
+            session: self.index,
+            t,
+            called,
+            hit,
+            score,
+            rank,
+            active_count,
+            schema_tokens: tokens,
+            added,
+            removed,
+            initial,
+            stage: self.state.context.conversation_stage.clone(),
+            active,
+        };
+        on_step(&step, &act);
+        self.summary.steps += 1;
+        if step.changed() {
+            self.summary.changes += 1;
+        }
+        if called.is_some() {
+            self.summary.calls += 1;
+            if hit {
+                self.summary.hits += 1;
+            }
+        }
+        self.previous = Some(act);
+        step
+    }
+}
+
+/// Replays `trace` against `plan`, calling `on_step` with every step and the
+/// activation it was computed from (for feature analysis).
+pub fn replay_with<F: FnMut(&Step, &Activation)>(
+    plan: &Arc<Plan>,
+    trace: &Trace,
+    opts: &ReplayOptions,
+    mut on_step: F,
+) -> Result<Replay, TraceError> {
+    let tool_tokens: Vec<u64> = (0..plan.tools.len())
+        .map(|i| schema_tokens(plan, i))
+        .collect();
+    let mut steps = Vec::new();
+    let mut sessions = Vec::new();
+    let mut skipped = trace.skipped.clone();
+    let window = plan.recent_calls_window;
+    let frequency = plan.features.usage_normalization == UsageNormalization::Frequency;
+    for (index, (id, lines)) in trace.sessions().into_iter().enumerate() {
+        let mut run = SessionRun {
+            plan,
+            index,
+            state: Session::new(),
+            t0: trace.lines[lines[0]].t,
+            previous: None,
+            prev_active: vec![false; plan.tools.len()],
+            summary: SessionSummary {
+                id: id.to_string(),
+                calls: 0,
+                hits: 0,
+                steps: 0,
+                changes: 0,
+            },
+        };
+        // The message of the current turn, while no call has answered it: (line, time of the turn's last line).
+        let mut pending: Option<(usize, f64)> = None;
+        for &li in &lines {
+            let l = &trace.lines[li];
+            let called = match validate(plan, l) {
+                Ok(c) => c,
+                Err(e) if opts.skip_invalid => {
+                    skipped.push(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            match &l.event {
+                Event::UserMessage { text } => {
+                    if let Some((line, t)) = pending.take() {
+                        steps.push(run.evaluate(line, t, None, opts, &tool_tokens, &mut on_step));
+                    }
+                    run.state.context.user_intent_keywords = plan.analyzer.extract(text);
+                    pending = Some((l.line, l.t));
+                }
+                Event::Context(c) => {
+                    let ctx = &mut run.state.context;
+                    if let Some(v) = &c.conversation_stage {
+                        ctx.conversation_stage = v.clone();
+                    }
+                    if let Some(v) = &c.active_language {
+                        ctx.active_language = v.clone();
+                    }
+                    if let Some(v) = &c.project_type {
+                        ctx.project_type = v.clone();
+                    }
+                    if let Some(v) = &c.active_files {
+                        ctx.active_files = v.clone();
+                    }
+                    if let Some(v) = &c.user_intent_entities {
+                        ctx.user_intent_entities = v.clone();
+                    }
+                    if let Some(p) = &mut pending {
+                        p.1 = l.t;
+                    }
+                }
+                Event::ToolCall { .. } => {
+                    let Some(c) = called else { continue };
+                    pending = None;
+                    steps.push(run.evaluate(
+                        l.line,
+                        l.t,
+                        Some(c),
+                        opts,
+                        &tool_tokens,
+                        &mut on_step,
+                    ));
+                    let name = plan.tools[c].name.clone();
+                    run.state.record_call(&name, l.t, window);
+                    if frequency {
+                        let total = run.state.usage.total_calls().max(1) as f64;
+                        let counts: Vec<(String, u64)> = run
+                            .state
+                            .usage
+                            .call_counts
+                            .iter()
+                            .map(|(k, v)| (k.clone(), *v))
+                            .collect();
+                        for (k, v) in counts {
+                            run.state.usage.usage_frequency.insert(k, v as f64 / total);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((line, t)) = pending.take() {
+            steps.push(run.evaluate(line, t, None, opts, &tool_tokens, &mut on_step));
+        }
+        sessions.push(run.summary);
+    }
+    skipped.sort_by_key(|e| e.line);
+    Ok(Replay {
+        plan: plan.clone(),
+        steps,
+        sessions,
+        skipped,
+        tool_tokens,
+    })
+}

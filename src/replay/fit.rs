@@ -1,0 +1,587 @@
+//! Feature analysis and weight fitting on recorded sessions.
+//!
+//! Seed 000 says its weights came from a regression over 500 tool calls and
+//! reports each feature's AUC. This module does the same on a trace:
+//!
+//! 1. **Rows.** Before every tool call, every tool of the catalog is a row: its
+//!    feature values (as the policy computes them) and whether it is the tool
+//!    called next ([`collect_rows`]).
+//! 2. **AUC.** Each feature's ROC AUC for that label, and its point-biserial
+//!    correlation ([`feature_stats`]).
+//! 3. **Fit** (feature `fit`). A logistic regression (linfa-logistic, L2) on
+//!    the features that the formula weighs with a named weight
+//!    (`w_x * feature`, [`weight_terms`]), on the training sessions only.
+//!    The coefficients are scaled so that the weighted terms add up to at most 1
+//!    on the observed feature ranges, and written as the new weights; terms
+//!    without a named weight (such as a bare `recency_bonus`) are kept as they are.
+//! 4. **Threshold.** The largest threshold at which the training calls reach the
+//!    target recall (accounting for the cold-start factor).
+//! 5. **Hold-out.** Sessions are split by a hash of their id; the report gives
+//!    recall and active-set size on the held-out sessions for the input policy
+//!    and for the fitted one, so the fit can be trusted (or not).
+//!
+//! The new policy is the input file's text with only the weight values and the
+//! threshold replaced ([`rewrite_policy`]); comments and layout are kept.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::parse::policy::PolicySource;
+use crate::plan::{FEATURES, Plan};
+use crate::replay::auc::{auc, point_biserial};
+use crate::replay::engine::{ReplayOptions, replay_with};
+use crate::replay::trace::{Trace, TraceError};
+
+/// One feature vector per (call, tool).
+#[derive(Debug, Clone, Default)]
+pub struct Rows {
+    /// Feature values, in [`FEATURES`] order.
+    pub x: Vec<[f64; FEATURES.len()]>,
+    /// The policy's clamped score.
+    pub score: Vec<f64>,
+    /// Whether the tool is the one called.
+    pub y: Vec<bool>,
+    /// Whether the row belongs to a held-out session.
+    pub test: Vec<bool>,
+}
+
+/// Whether session `id` belongs to the held-out share `fraction` (FNV-1a hash
+/// of the id; stable across runs and trace orderings).
+pub fn is_holdout(id: &str, fraction: f64) -> bool {
+    let mut h = 0xcbf29ce484222325u64;
+    for b in id.as_bytes() {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    ((h % 1_000_000) as f64) < fraction * 1_000_000.0
+}
+
+/// Replays `trace` against `plan` and collects one row per (call, tool). With
+/// `negatives = Some(k)`, at most `k` tools that were not called are kept per
+/// call (an even stride over the catalog, offset by the line number), which
+/// leaves AUCs unbiased and bounds memory on large catalogs.
+pub fn collect_rows(
+    plan: &Arc<Plan>,
+    trace: &Trace,
+    opts: &ReplayOptions,
+    holdout: f64,
+    negatives: Option<usize>,
+) -> Result<Rows, TraceError> {
+    let mut rows = Rows::default();
+    let held: Vec<bool> = trace
+        .sessions()
+        .iter()
+        .map(|(id, _)| is_holdout(id, holdout))
+        .collect();
+    let n = plan.tools.len();
+    replay_with(plan, trace, opts, |step, act| {
+        let Some(c) = step.called else { return };
+        let stride = match negatives {
+            Some(k) if k > 0 && n > k + 1 => (n - 1).div_ceil(k),
+            Some(0) => usize::MAX,
+            _ => 1,
+        };
+        let offset = step.line % stride.clamp(1, n.max(1));
+        for (i, s) in act.tools.iter().enumerate() {
+            let pos = i == c;
+            if !pos && (stride == usize::MAX || i % stride != offset) {
+                continue;
+            }
+            rows.x.push(act.features(i));
+            rows.score.push(s.score);
+            rows.y.push(pos);
+            rows.test.push(held[step.session]);
+        }
+    })?;
+    Ok(rows)
+}
+
+/// AUC and correlation of one feature.
+#[derive(Debug, Clone, Serialize)]
+pub struct FeatureStat {
+    /// Feature name.
+    pub feature: &'static str,
+    /// ROC AUC for "this tool is called next" (`None` when undefined).
+    pub auc: Option<f64>,
+    /// Point-biserial correlation with the label (`None` when the feature is constant).
+    pub r: Option<f64>,
+    /// The weight that multiplies it in the formula, if any.
+    pub weight: Option<String>,
+}
+
+/// AUC and correlation of every feature over `rows` (selected by `keep`).
+pub fn feature_stats(
+    rows: &Rows,
+    terms: &[WeightTerm],
+    keep: impl Fn(usize) -> bool,
+) -> Vec<FeatureStat> {
+    let idx: Vec<usize> = (0..rows.y.len()).filter(|&i| keep(i)).collect();
+    let y: Vec<bool> = idx.iter().map(|&i| rows.y[i]).collect();
+    FEATURES
+        .iter()
+        .enumerate()
+        .map(|(f, name)| {
+            let x: Vec<f64> = idx.iter().map(|&i| rows.x[i][f]).collect();
+            FeatureStat {
+                feature: name,
+                auc: auc(&x, &y),
+                r: point_biserial(&x, &y),
+                weight: terms
+                    .iter()
+                    .find(|t| t.feature == f)
+                    .map(|t| t.weight.clone()),
+            }
+        })
+        .collect()
+}
+
+/// A formula term `[-] weight * feature` with a named weight from `[score.weights]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WeightTerm {
+    /// The weight's name.
+    pub weight: String,
+    /// The feature slot.
+    pub feature: usize,
+    /// +1 or −1: whether the term is added or subtracted.
+    pub sign: f64,
+    /// The weight's current value.
+    pub value: f64,
+}
+
+/// The terms of `plan`'s formula that multiply one feature by one named weight.
+pub fn weight_terms(policy: &PolicySource, plan: &Plan) -> Vec<WeightTerm> {
+    let mut out: Vec<WeightTerm> = Vec::new();
+    for t in &plan.formula.terms {
+        let (Some(_), [f]) = (t.linear, t.features.as_slice()) else {
+            continue;
+        };
+        let idents: Vec<&str> = t
+            .text
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .filter(|s| !s.is_empty())
+            .collect();
+        let named: Vec<&(crate::parse::policy::Sp<String>, f64)> = policy
+            .weights
+            .iter()
+            .filter(|(n, _)| idents.contains(&n.value.as_str()))
+            .collect();
+        if let [(name, value)] = named.as_slice() {
+            if out.iter().all(|w| w.feature != *f as usize) {
+                out.push(WeightTerm {
+                    weight: name.value.clone(),
+                    feature: *f as usize,
+                    sign: t.sign,
+                    value: *value,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Span of the value that follows the key at `key_span` (`key = value`).
+fn value_span(text: &str, key_span: &Range<usize>) -> Option<Range<usize>> {
+    let bytes = text.as_bytes();
+    let mut i = key_span.end;
+    // Skip a closing quote of a quoted key, spaces and the `=`.
+    while i < bytes.len() && matches!(bytes[i], b'"' | b'\'' | b' ' | b'\t') {
+        i += 1;
+    }
+    if bytes.get(i) != Some(&b'=') {
+        return None;
+    }
+    i += 1;
+    while i < bytes.len() && matches!(bytes[i], b' ' | b'\t') {
+        i += 1;
+    }
+    let start = i;
+    while i < bytes.len()
+        && (bytes[i].is_ascii_alphanumeric() || matches!(bytes[i], b'+' | b'-' | b'.' | b'_'))
+    {
+        i += 1;
+    }
+    (i > start).then_some(start..i)
+}
+
+/// A number as written into a policy: at most 6 decimals, no trailing zeros.
+pub fn format_number(x: f64) -> String {
+    let s = format!("{x:.6}");
+    let s = s.trim_end_matches('0');
+    let s = s
+        .strip_suffix('.')
+        .map(|p| format!("{p}.0"))
+        .unwrap_or(s.to_string());
+    if s == "-0.0" { "0.0".into() } else { s }
+}
+
+/// The policy's text with the given weights and threshold replaced; everything
+/// else (comments, layout, other keys) is kept byte for byte.
+pub fn rewrite_policy(
+    policy: &PolicySource,
+    weights: &[(String, f64)],
+    threshold: Option<f64>,
+) -> Result<String, String> {
+    let text = &policy.file.text;
+    let mut edits: Vec<(Range<usize>, String)> = Vec::new();
+    for (name, w) in weights {
+        let (key, _) = policy
+            .weights
+            .iter()
+            .find(|(n, _)| &n.value == name)
+            .ok_or_else(|| format!("weight `{name}` is not in [score.weights]"))?;
+        let span = value_span(text, &key.span).ok_or_else(|| {
+            format!("cannot find the value of weight `{name}` in the policy text")
+        })?;
+        edits.push((span, format_number(*w)));
+    }
+    if let Some(t) = threshold {
+        let span = policy.activation.threshold.span.clone();
+        if span.is_empty() || span.end > text.len() {
+            return Err("cannot find `activation.threshold` in the policy text".into());
+        }
+        edits.push((span, format_number(t)));
+    }
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0.start));
+    let mut out = text.to_string();
+    for (span, v) in edits {
+        out.replace_range(span, &v);
+    }
+    Ok(out)
+}
+
+/// The largest threshold (floored to 6 decimals, within [0,1]) at which at
+/// least `target` of the calls are active. Each call is `(score, factor)`:
+/// the called tool's score and the factor its effective threshold had (1, or
+/// the cold-start factor), so the call is active iff `score >= threshold * factor`.
+pub fn threshold_for_recall(calls: &[(f64, f64)], target: f64) -> f64 {
+    if calls.is_empty() {
+        return 0.0;
+    }
+    let mut keys: Vec<f64> = calls
+        .iter()
+        .map(|&(s, f)| if f > 0.0 { s / f } else { f64::INFINITY })
+        .collect();
+    keys.sort_by(|a, b| b.total_cmp(a));
+    let need = ((target.clamp(0.0, 1.0) * keys.len() as f64).ceil() as usize).clamp(1, keys.len());
+    let t = keys[need - 1].clamp(0.0, 1.0);
+    (t * 1e6).floor() / 1e6
+}
+
+#[cfg(feature = "fit")]
+pub use logistic::*;
+
+#[cfg(feature = "fit")]
+mod logistic {
+    use super::*;
+    use crate::compile::compile;
+    use crate::diag::SourceFile;
+    use crate::parse::policy::parse_policy;
+    use crate::parse::tags::ToolSpec;
+    use crate::replay::engine::replay;
+    use crate::replay::stats::{Summary, summarize};
+    use linfa::prelude::*;
+    use linfa_logistic::LogisticRegression;
+    use ndarray::{Array1, Array2};
+
+    /// Logistic regression of `rows.y` on the given feature slots, over the rows
+    /// selected by `keep`. Returns the coefficients (in `features` order) and
+    /// the intercept, oriented so that a positive coefficient means "more likely
+    /// to be the called tool".
+    pub fn logistic(
+        rows: &Rows,
+        features: &[usize],
+        keep: impl Fn(usize) -> bool,
+        l2: f64,
+        max_iterations: u64,
+    ) -> Result<(Vec<f64>, f64), String> {
+        let idx: Vec<usize> = (0..rows.y.len()).filter(|&i| keep(i)).collect();
+        if features.is_empty() {
+            return Err("the formula has no `weight * feature` term to fit".into());
+        }
+        let mut x = Array2::<f64>::zeros((idx.len(), features.len()));
+        for (r, &i) in idx.iter().enumerate() {
+            for (c, &f) in features.iter().enumerate() {
+                x[[r, c]] = rows.x[i][f];
+            }
+        }
+        let y: Array1<bool> = idx.iter().map(|&i| rows.y[i]).collect();
+        if !y.iter().any(|b| *b) || y.iter().all(|b| *b) {
+            return Err("the training rows need both called and not-called tools".into());
+        }
+        let data = Dataset::new(x, y);
+        let model = LogisticRegression::default()
+            .alpha(l2)
+            .max_iterations(max_iterations)
+            .fit(&data)
+            .map_err(|e| format!("logistic regression failed: {e}"))?;
+        let flip = if model.labels().pos.class { 1.0 } else { -1.0 };
+        Ok((
+            model.params().iter().map(|b| b * flip).collect(),
+            model.intercept() * flip,
+        ))
+    }
+
+    /// Options of [`fit`].
+    #[derive(Debug, Clone, Copy)]
+    pub struct FitOptions {
+        /// Recall the threshold is chosen for, on the training sessions.
+        pub target_recall: f64,
+        /// Share of sessions held out (by a hash of their id).
+        pub holdout: f64,
+        /// L2 penalty of the regression.
+        pub l2: f64,
+        /// Iterations of the solver (L-BFGS).
+        pub max_iterations: u64,
+        /// Not-called tools kept per call (all when `None`).
+        pub negatives: Option<usize>,
+        /// Skip invalid trace lines.
+        pub skip_invalid: bool,
+    }
+
+    /// A weight before and after the fit.
+    #[derive(Debug, Clone, Serialize)]
+    pub struct FittedWeight {
+        /// Weight name.
+        pub weight: String,
+        /// Feature it multiplies.
+        pub feature: &'static str,
+        /// Logistic coefficient of the feature (log-odds per unit).
+        pub coefficient: f64,
+        /// Value in the input policy.
+        pub before: f64,
+        /// Value written.
+        pub after: f64,
+    }
+
+    /// Selection quality of one policy on one split.
+    #[derive(Debug, Clone, Serialize)]
+    pub struct SplitQuality {
+        /// Input policy.
+        pub before: Summary,
+        /// Fitted policy.
+        pub after: Summary,
+    }
+
+    /// Everything [`fit`] found.
+    #[derive(Debug, Clone, Serialize)]
+    pub struct FitReport {
+        /// Rows (call × tool) analysed.
+        pub rows: usize,
+        /// Of which held out.
+        pub test_rows: usize,
+        /// Per-feature AUC and correlation over all rows.
+        pub features: Vec<FeatureStat>,
+        /// AUC of the input policy's score, over all rows.
+        pub score_auc: Option<f64>,
+        /// AUC of the fitted linear predictor on training rows.
+        pub fitted_auc_train: Option<f64>,
+        /// AUC of the fitted linear predictor on held-out rows.
+        pub fitted_auc_test: Option<f64>,
+        /// Intercept of the regression.
+        pub intercept: f64,
+        /// Weights before and after.
+        pub weights: Vec<FittedWeight>,
+        /// Formula terms left as they were (no named weight).
+        pub fixed_terms: Vec<String>,
+        /// Threshold before and after.
+        pub threshold: (f64, f64),
+        /// Target recall.
+        pub target_recall: f64,
+        /// Quality on the training sessions.
+        pub train: SplitQuality,
+        /// Quality on the held-out sessions.
+        pub test: SplitQuality,
+        /// The new policy file.
+        pub policy_text: String,
+    }
+
+    fn split(trace: &Trace, holdout: f64, test: bool) -> Trace {
+        Trace {
+            lines: trace
+                .lines
+                .iter()
+                .filter(|l| is_holdout(&l.session, holdout) == test)
+                .cloned()
+                .collect(),
+            skipped: Vec::new(),
+        }
+    }
+
+    fn plan_of(
+        text: &str,
+        name: &str,
+        catalog: &[ToolSpec],
+    ) -> Result<(PolicySource, Arc<Plan>), String> {
+        let src = parse_policy(SourceFile::new(name, text)).map_err(|e| e.to_string())?;
+        let plan = compile(&src, catalog.to_vec()).map_err(|e| e.to_string())?;
+        Ok((src, Arc::new(plan)))
+    }
+
+    /// Analyses and fits `policy` on `trace` with the catalog `catalog`.
+    pub fn fit(
+        policy: &PolicySource,
+        catalog: &[ToolSpec],
+        trace: &Trace,
+        opts: &FitOptions,
+    ) -> Result<FitReport, String> {
+        let name = policy.file.name.clone();
+        let plan = Arc::new(compile(policy, catalog.to_vec()).map_err(|e| e.to_string())?);
+        let ropts = ReplayOptions {
+            skip_invalid: opts.skip_invalid,
+            keep_active: false,
+        };
+        let rows = collect_rows(&plan, trace, &ropts, opts.holdout, opts.negatives)
+            .map_err(|e| e.to_string())?;
+        let terms = weight_terms(policy, &plan);
+        let features = feature_stats(&rows, &terms, |_| true);
+        let score_auc = auc(&rows.score, &rows.y);
+        let slots: Vec<usize> = terms.iter().map(|t| t.feature).collect();
+        let (beta, intercept) = logistic(
+            &rows,
+            &slots,
+            |i| !rows.test[i],
+            opts.l2,
+            opts.max_iterations,
+        )?;
+        let linear = |i: usize| -> f64 {
+            slots
+                .iter()
+                .zip(&beta)
+                .map(|(&f, b)| b * rows.x[i][f])
+                .sum()
+        };
+        let pick = |test: bool| -> (Vec<f64>, Vec<bool>) {
+            (0..rows.y.len())
+                .filter(|&i| rows.test[i] == test)
+                .map(|i| (linear(i), rows.y[i]))
+                .unzip()
+        };
+        let (s_train, y_train) = pick(false);
+        let (s_test, y_test) = pick(true);
+        // Scale: the weighted terms add up to at most 1 on the observed ranges.
+        let mut top = 0.0;
+        for (&f, b) in slots.iter().zip(&beta) {
+            let hi = rows.x.iter().map(|x| x[f]).fold(0.0, f64::max);
+            let lo = rows.x.iter().map(|x| x[f]).fold(f64::INFINITY, f64::min);
+            top += if *b > 0.0 { b * hi } else { b * lo.min(0.0) };
+        }
+        if top.is_nan() || top <= 0.0 {
+            return Err("no feature of the formula predicts the called tool (every fitted coefficient is <= 0)".into());
+        }
+        let scale = 1.0 / top;
+        let weights: Vec<FittedWeight> = terms
+            .iter()
+            .zip(&beta)
+            .map(|(t, b)| FittedWeight {
+                weight: t.weight.clone(),
+                feature: FEATURES[t.feature],
+                coefficient: *b,
+                before: t.value,
+                after: t.sign * b * scale,
+            })
+            .collect();
+        let new_weights: Vec<(String, f64)> = weights
+            .iter()
+            .map(|w| (w.weight.clone(), w.after))
+            .collect();
+        let fixed_terms: Vec<String> = plan
+            .formula
+            .terms
+            .iter()
+            .filter(|t| {
+                !terms
+                    .iter()
+                    .any(|w| t.features.as_slice() == [w.feature as u8] && t.linear.is_some())
+            })
+            .map(|t| t.text.clone())
+            .collect();
+
+        // Threshold on the training sessions, with the new weights.
+        let train_trace = split(trace, opts.holdout, false);
+        let test_trace = split(trace, opts.holdout, true);
+        let text_w = rewrite_policy(policy, &new_weights, None)?;
+        let (_, plan_w) = plan_of(&text_w, &name, catalog)?;
+        let mut calls = Vec::new();
+        replay_with(&plan_w, &train_trace, &ropts, |step, act| {
+            if let Some(c) = step.called {
+                let factor = if act.threshold > 0.0 {
+                    act.effective_threshold / act.threshold
+                } else {
+                    1.0
+                };
+                calls.push((act.tools[c].score, factor));
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        let threshold = threshold_for_recall(&calls, opts.target_recall);
+        let text = rewrite_policy(policy, &new_weights, Some(threshold))?;
+        let (_, plan_new) = plan_of(&text, &name, catalog)?;
+        let quality = |t: &Trace| -> Result<SplitQuality, String> {
+            let a = replay(&plan, t, &ropts).map_err(|e| e.to_string())?;
+            let b = replay(&plan_new, t, &ropts).map_err(|e| e.to_string())?;
+            Ok(SplitQuality {
+                before: summarize(&a),
+                after: summarize(&b),
+            })
+        };
+        Ok(FitReport {
+            rows: rows.y.len(),
+            test_rows: rows.test.iter().filter(|t| **t).count(),
+            features,
+            score_auc,
+            fitted_auc_train: auc(&s_train, &y_train),
+            fitted_auc_test: auc(&s_test, &y_test),
+            intercept,
+            weights,
+            fixed_terms,
+            threshold: (plan.threshold, threshold),
+            target_recall: opts.target_recall,
+            train: quality(&train_trace)?,
+            test: quality(&test_trace)?,
+            policy_text: text,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn threshold_by_hand() {
+        let calls = [(0.9, 1.0), (0.5, 1.0), (0.3, 0.6), (0.1, 1.0)];
+        // keys: 0.9, 0.5, 0.5, 0.1 → 75% needs the 3rd: 0.5.
+        assert_eq!(threshold_for_recall(&calls, 0.75), 0.5);
+        assert_eq!(threshold_for_recall(&calls, 1.0), 0.1);
+        assert_eq!(threshold_for_recall(&calls, 0.2), 0.9);
+        assert_eq!(threshold_for_recall(&[], 0.9), 0.0);
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(format_number(0.25), "0.25");
+        assert_eq!(format_number(1.0), "1.0");
+        assert_eq!(format_number(-0.0000001), "0.0");
+        assert_eq!(format_number(0.1234567), "0.123457");
+    }
+
+    #[test]
+    fn value_spans() {
+        let t = "w_a = 0.30   # c\n{ w_b = -1e-3, w_c=2 }";
+        assert_eq!(&t[value_span(t, &(0..3)).unwrap()], "0.30");
+        assert_eq!(&t[value_span(t, &(19..22)).unwrap()], "-1e-3");
+        assert_eq!(&t[value_span(t, &(32..35)).unwrap()], "2");
+    }
+
+    #[test]
+    fn holdout_is_stable() {
+        let n = (0..1000)
+            .filter(|i| is_holdout(&format!("s{i}"), 0.2))
+            .count();
+        assert!((150..250).contains(&n), "{n}");
+        assert!(!is_holdout("x", 0.0));
+        assert!(is_holdout("x", 1.0));
+    }
+}

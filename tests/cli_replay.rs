@@ -1,0 +1,231 @@
+//! The real binary on a slice of BFCL (tests/data/bfcl-slice): import, replay,
+//! compare, fit, and bad traces.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn toolgate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = toolgate(args);
+    assert!(
+        o.status.success(),
+        "toolgate {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&o.stderr),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn import(dir: &Path) {
+    let out = ok(&[
+        "import",
+        "bfcl",
+        "--data",
+        "tests/data/bfcl-slice",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.contains("pooled.jsonl: 50 sessions"), "{out}");
+    for f in [
+        "catalog.json",
+        "multi_turn_catalog.json",
+        "multiple.jsonl",
+        "live_multiple.jsonl",
+        "pooled.jsonl",
+        "irrelevance.jsonl",
+        "multi_turn.jsonl",
+    ] {
+        assert!(dir.join(f).exists(), "{f}");
+    }
+}
+
+#[test]
+fn bfcl_slice_default_vs_selection() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    import(d);
+    let p = |f: &str| d.join(f).display().to_string();
+    let json = ok(&[
+        "compare",
+        "--policy-a",
+        "policies/default.toml",
+        "--policy-b",
+        "policies/selection.toml",
+        "--trace",
+        &p("pooled.jsonl"),
+        "--tools",
+        &p("catalog.json"),
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let (a, b) = (&v["a"], &v["b"]);
+    assert_eq!(a["calls"], 50);
+    assert_eq!(b["calls"], 50);
+    let tools = b["tools"].as_u64().unwrap();
+    assert!(tools > 100, "the pooled slice catalog has {tools} tools");
+    // The seed's default barely exposes anything on an auto-tagged catalog;
+    // the selection policy finds the needed tool with a small set.
+    assert!(a["recall"].as_f64().unwrap() < 0.5, "{a}");
+    assert!(b["recall"].as_f64().unwrap() >= 0.8, "{b}");
+    assert!(b["active"]["median"].as_f64().unwrap() <= 10.0, "{b}");
+    let paired = &v["paired"];
+    assert_eq!(paired["calls"], 50);
+    assert!(paired["recall_diff"].as_f64().unwrap() > 0.0);
+
+    // The text report, readable at a glance.
+    let text = ok(&[
+        "compare",
+        "--policy-a",
+        "policies/default.toml",
+        "--policy-b",
+        "policies/selection.toml",
+        "--trace",
+        &p("pooled.jsonl"),
+        "--tools",
+        &p("catalog.json"),
+    ]);
+    for needle in [
+        "recall (tool active at call)",
+        "median / p95 / max",
+        "schema tokens per step",
+        "list changes per session",
+        "by stage",
+        "paired, B - A, over 50 calls",
+        "McNemar",
+        "active in B only",
+    ] {
+        assert!(text.contains(needle), "{needle}\n{text}");
+    }
+
+    // Irrelevance: no calls, only what is exposed when nothing fits.
+    let json = ok(&[
+        "replay",
+        "--policy",
+        "policies/selection.toml",
+        "--trace",
+        &p("irrelevance.jsonl"),
+        "--tools",
+        &p("catalog.json"),
+        "--format",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["summary"]["calls"], 0);
+    assert_eq!(v["summary"]["no_call_active"]["n"], 20);
+
+    // Multi-turn sessions, several steps each, against their own catalog.
+    let text = ok(&[
+        "replay",
+        "--policy",
+        "policies/selection.toml",
+        "--trace",
+        &p("multi_turn.jsonl"),
+        "--tools",
+        &p("multi_turn_catalog.json"),
+    ]);
+    assert!(text.contains("session multi_turn_base_1"), "{text}");
+    assert!(text.contains("call cd "), "{text}");
+    assert!(text.contains("recall "), "{text}");
+}
+
+#[test]
+fn fit_writes_a_policy_that_loads() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    import(d);
+    let p = |f: &str| d.join(f).display().to_string();
+    let out = ok(&[
+        "fit",
+        "--trace",
+        &p("multi_turn.jsonl"),
+        "--policy",
+        "policies/selection.toml",
+        "--tools",
+        &p("multi_turn_catalog.json"),
+        "--target-recall",
+        "0.9",
+        "--holdout",
+        "0.25",
+        "--out",
+        &p("fitted.toml"),
+    ]);
+    for needle in [
+        "keyword_match",
+        "AUC",
+        "held-out sessions:",
+        "threshold 0.32 ->",
+        "wrote",
+    ] {
+        assert!(out.contains(needle), "{needle}\n{out}");
+    }
+    // The fitted policy loads with the catalog it was fitted on (its examples,
+    // written for the shipped tags, are skipped there).
+    std::fs::create_dir(d.join("no-tags")).unwrap();
+    let check = ok(&[
+        "check",
+        "--policy",
+        &p("fitted.toml"),
+        "--tags",
+        &p("no-tags"),
+        "--tools",
+        &p("multi_turn_catalog.json"),
+    ]);
+    assert!(check.contains("ok: policy `selection`"), "{check}");
+    let fitted = std::fs::read_to_string(d.join("fitted.toml")).unwrap();
+    let original = std::fs::read_to_string("policies/selection.toml").unwrap();
+    assert_eq!(fitted.lines().count(), original.lines().count());
+}
+
+#[test]
+fn bad_trace_lines_are_named_or_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("bad.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"session\":\"a\",\"t\":5,\"event\":\"user_message\",\"text\":\"list the tables\"}\n\
+         {\"session\":\"a\",\"t\":6,\"event\":\"tool_call\",\"tool\":\"nope\"}\n\
+         {\"session\":\"a\",\"t\":4,\"event\":\"tool_call\",\"tool\":\"sqlite.list_tables\"}\n\
+         {oops\n\
+         {\"session\":\"a\",\"t\":7,\"event\":\"tool_call\",\"tool\":\"sqlite.list_tables\"}\n",
+    )
+    .unwrap();
+    let t = trace.display().to_string();
+    // Parse errors come first (line 3 goes back in time)...
+    let o = toolgate(&["replay", "--trace", &t]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("trace line 3") && err.contains("time goes back"),
+        "{err}"
+    );
+    // ...an unknown tool is named with its line when the trace parses.
+    let good_but_unknown = tmp.path().join("unknown.jsonl");
+    std::fs::write(
+        &good_but_unknown,
+        "{\"session\":\"a\",\"t\":6,\"event\":\"tool_call\",\"tool\":\"nope\"}\n",
+    )
+    .unwrap();
+    let o = toolgate(&["replay", "--trace", &good_but_unknown.display().to_string()]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("trace line 1: tool `nope` is not in the catalog"),
+        "{err}"
+    );
+    // --skip-invalid skips and counts all three.
+    let out = ok(&["replay", "--trace", &t, "--skip-invalid"]);
+    assert!(out.contains("3 invalid line(s) skipped"), "{out}");
+    assert!(out.contains("skipped: trace line 2: tool `nope`"), "{out}");
+    assert!(
+        out.contains("skipped: trace line 4: not valid JSON"),
+        "{out}"
+    );
+    assert!(out.contains("call sqlite.list_tables"), "{out}");
+}
