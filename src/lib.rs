@@ -21,7 +21,8 @@
 //! ```
 //!
 //! I/O lives at the edges: [`load`] reads files, [`input`] reads JSON inputs;
-//! everything between is pure.
+//! everything between is pure. With the `reload` feature, `reload` watches the
+//! files and swaps a new plan in atomically when they change.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -49,6 +50,8 @@ pub mod input;
 pub mod load;
 pub mod parse;
 pub mod plan;
+#[cfg(feature = "reload")]
+pub mod reload;
 #[cfg(feature = "proptest")]
 pub mod strategies;
 
