@@ -52,10 +52,10 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwap;
 use notify::event::{AccessKind, AccessMode};
@@ -85,9 +85,9 @@ pub enum WatchMode {
     /// File-system events (inotify, FSEvents, ReadDirectoryChangesW).
     Events,
     /// Poll the watched directories every this long (for network mounts and
-    /// containers without events). Changes are detected by modification time
-    /// and size, so a file system with coarse timestamps may miss a rewrite of
-    /// the same size within one tick.
+    /// containers without events). Each poll compares the modification time
+    /// and a hash of the contents of every file in the watched directories,
+    /// so keep the policy in a directory of its own when polling.
     Poll(Duration),
 }
 
@@ -423,17 +423,28 @@ impl Reloader {
                     None,
                     handler,
                     NoCache::new(),
-                    notify::Config::default().with_poll_interval(interval),
+                    // The poller compares modification times in whole seconds:
+                    // compare contents too, or a second save within the same
+                    // second would go unseen.
+                    notify::Config::default()
+                        .with_poll_interval(interval)
+                        .with_compare_contents(true),
                 )?)
             }
         };
         let mut worker = Worker {
             inner: self.inner.clone(),
+            debounce,
             debouncer,
             watching: HashMap::new(),
             set: WatchSet::default(),
         };
         worker.reconcile();
+        // Catch a change made between the last load and the first watch: from
+        // here on, events report every change.
+        if self.inner.reload(true).is_some() {
+            worker.reconcile();
+        }
         tracing::info!(
             ?mode,
             debounce_ms = debounce.as_millis() as u64,
@@ -967,6 +978,7 @@ fn dir_id(p: &Path) -> Option<(u64, u64)> {
 
 struct Worker {
     inner: Arc<Inner>,
+    debounce: Duration,
     debouncer: AnyDebouncer,
     /// Watched directory → its identity when the watch was added.
     watching: HashMap<PathBuf, (u64, u64)>,
@@ -1013,13 +1025,29 @@ impl Worker {
     }
 
     fn run(mut self, rx: Receiver<Msg>) {
-        // Catch changes made between the first load and the first watch.
-        self.inner.reload(true);
-        self.reconcile();
+        // The debouncer drops a create and a remove of the same path that fall
+        // within one debounce period, even when a reload read the file in
+        // between; so after each reload, look once more when such a pair
+        // would have been emitted.
+        let recheck_after = self.debounce * 2 + Duration::from_millis(20);
+        let mut recheck: Option<Instant> = None;
         'outer: loop {
-            let Ok(msg) = rx.recv() else { break };
-            let mut relevant = false;
-            let mut next = Some(msg);
+            let first = match recheck {
+                Some(at) => match rx.recv_timeout(at.saturating_duration_since(Instant::now())) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                },
+                None => match rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => break,
+                },
+            };
+            let mut relevant = first.is_none();
+            if relevant {
+                recheck = None;
+            }
+            let mut next = first;
             // Coalesce every batch already queued into one reload.
             while let Some(m) = next.take() {
                 match m {
@@ -1037,7 +1065,9 @@ impl Worker {
                 next = rx.try_recv().ok();
             }
             if relevant {
-                self.inner.reload(true);
+                if self.inner.reload(true).is_some() {
+                    recheck = Some(Instant::now() + recheck_after);
+                }
                 self.reconcile();
             }
         }
