@@ -756,3 +756,138 @@ fn stress_thousand_reloads_no_torn_state() {
 fn stress_watcher_driven_reloads_no_torn_state() {
     stress(30, true);
 }
+
+#[cfg(feature = "cli")]
+mod cli {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::process::{Child, Command, Stdio};
+
+    struct Watch {
+        child: Child,
+        lines: mpsc::Receiver<String>,
+    }
+
+    impl Watch {
+        fn start(f: &Fixture, input: &Path) -> Watch {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+                .args(["watch", "--format", "json", "--debounce", "50", "--policy"])
+                .arg(&f.policy)
+                .arg("--tags")
+                .arg(&f.tags)
+                .arg("--input")
+                .arg(input)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let stdout = child.stdout.take().unwrap();
+            let (tx, lines) = mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            Watch { child, lines }
+        }
+
+        fn next(&self) -> serde_json::Value {
+            let line = self
+                .lines
+                .recv_timeout(DEADLINE)
+                .expect("a line from watch");
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+        }
+    }
+
+    impl Drop for Watch {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn strings(v: &serde_json::Value) -> Vec<&str> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn watch_prints_one_json_line_per_load_attempt() {
+        let f = fixture();
+        let input = f.root.join("input.json");
+        fs::write(
+            &input,
+            r#"{"message": "select all rows from the users table",
+                "context": {"conversation_stage": "exploration", "active_language": "sql"},
+                "usage": {"call_counts": {"sqlite.read_query": 6}}}"#,
+        )
+        .unwrap();
+        let w = Watch::start(&f, &input);
+        let first = w.next();
+        assert_eq!(first["event"], "loaded");
+        assert_eq!(first["version"], 1);
+        assert!(first["error"].is_null());
+        let active = strings(&first["active"]);
+        assert!(active.contains(&"sqlite.list_tables"), "{first}");
+        assert_eq!(strings(&first["added"]), active);
+        assert!(strings(&first["removed"]).is_empty());
+        let keys: Vec<&String> = first.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 7, "{first}");
+
+        atomic_write(&f.policy, &policy_text("0.5"));
+        let second = w.next();
+        assert_eq!(second["event"], "loaded", "{second}");
+        assert_eq!(second["version"], 2);
+        assert!(
+            strings(&second["removed"]).contains(&"sqlite.list_tables"),
+            "{second}"
+        );
+        assert!(strings(&second["added"]).is_empty());
+
+        fs::write(&f.policy, invalid_text()).unwrap();
+        let third = w.next();
+        assert_eq!(third["event"], "rejected", "{third}");
+        assert_eq!(third["version"], 2);
+        let err = third["error"].as_str().unwrap();
+        assert!(
+            err.starts_with(&format!("{}:11:", f.policy.display())),
+            "{err}"
+        );
+        assert_eq!(third["active"], second["active"]);
+
+        atomic_write(&f.policy, &policy_text("0.3"));
+        let fourth = w.next();
+        assert_eq!(fourth["event"], "loaded", "{fourth}");
+        assert_eq!(fourth["version"], 3);
+        assert!(
+            strings(&fourth["added"]).contains(&"sqlite.list_tables"),
+            "{fourth}"
+        );
+    }
+
+    #[test]
+    fn watch_exits_1_when_the_first_load_fails() {
+        let f = fixture();
+        fs::write(&f.policy, invalid_text()).unwrap();
+        let input = f.root.join("input.json");
+        fs::write(&input, "{}").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["watch", "--format", "json", "--policy"])
+            .arg(&f.policy)
+            .arg("--input")
+            .arg(&input)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let line: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON line");
+        assert_eq!(line["event"], "rejected");
+        assert!(line["error"].as_str().unwrap().contains(":11:"), "{line}");
+    }
+}

@@ -2,6 +2,7 @@
 //! Each subcommand's printing lives in its own module.
 
 pub mod report;
+pub mod watch;
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
