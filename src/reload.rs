@@ -392,7 +392,10 @@ impl Reloader {
     /// Starts watching the files (with [`Reloader::mode`] and
     /// [`Reloader::debounce`] as they are now) on a background thread. Every
     /// relevant change triggers a reload whose outcome goes to the
-    /// subscribers. Watching stops when the guard is dropped.
+    /// subscribers; a change that leaves every byte as it was is not
+    /// reloaded. Before returning, the watches are in place and the files
+    /// have been checked once for changes since the last load, so every later
+    /// change is seen. Watching stops when the guard is dropped.
     ///
     /// Errors: the watcher could not be created (for example no inotify
     /// instance left). A directory that cannot be watched yet (it does not
@@ -454,7 +457,7 @@ impl Reloader {
         let thread = std::thread::Builder::new()
             .name("toolgate-reload".into())
             .spawn(move || worker.run(rx))
-            .map_err(|e| notify::Error::io(e))?;
+            .map_err(notify::Error::io)?;
         Ok(WatchGuard {
             tx,
             thread: Some(thread),
