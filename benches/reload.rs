@@ -176,7 +176,7 @@ fn eval_throughput(c: &mut Criterion) {
         n as f64 / secs
     );
 
-    ratio(&r, &policy, &ctx, &usage);
+    ratio(&r, &ctx, &usage);
 }
 
 /// CPU time consumed by the calling thread.
@@ -193,17 +193,17 @@ fn thread_cpu() -> Duration {
 #[derive(Clone, Copy, PartialEq)]
 enum Load {
     Idle,
-    /// The policy is rewritten (rename) every 150 ms; the watcher reloads it.
+    /// Continuous editing: a writer renames a new policy over the watched one
+    /// as soon as the previous one is served; the watcher reloads each.
     Watcher,
     /// Another thread reloads back to back (`reload_now` in a loop).
     BackToBack,
 }
 
 /// Evaluations per wall-clock second and per CPU second of the evaluating
-/// thread, in one window under `load`.
+/// thread in one window under `load`, and the reloads done meanwhile.
 fn window(
     r: &Reloader,
-    policy: &Path,
     ctx: &SessionContext,
     usage: &UsageStats,
     load: Load,
@@ -211,19 +211,23 @@ fn window(
 ) -> (f64, f64, u64) {
     let stop = Arc::new(AtomicBool::new(false));
     let reloads_before = r.status().loads;
+    let policy = r.sources().policy.clone().unwrap();
     let _watch = (load == Load::Watcher).then(|| r.watch().unwrap());
     let background = (load != Load::Idle).then(|| {
-        let (r, stop, policy) = (r.clone(), stop.clone(), policy.to_path_buf());
+        let (r, stop) = (r.clone(), stop.clone());
         std::thread::spawn(move || {
             let texts = [policy_text("0.35"), policy_text("0.5")];
-            let mut k = 0;
             while !stop.load(Ordering::Relaxed) {
-                k += 1;
-                atomic_write(&policy, &texts[k % 2]);
+                // always the other policy than the one served
+                let k = usize::from(r.plan().threshold != 0.5);
+                let before = r.plan().content_hash;
+                atomic_write(&policy, &texts[k]);
                 if load == Load::BackToBack {
                     r.reload_now().expect("valid policy");
                 } else {
-                    std::thread::sleep(Duration::from_millis(150));
+                    while r.plan().content_hash == before && !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
                 }
             }
         })
@@ -251,31 +255,42 @@ fn window(
 
 /// Alternates idle and loaded windows so that machine noise hits all alike,
 /// and prints the medians and ratios.
-fn ratio(r: &Reloader, policy: &Path, ctx: &SessionContext, usage: &UsageStats) {
+fn ratio(r: &Reloader, ctx: &SessionContext, usage: &UsageStats) {
+    let with_debounce = |ms: u64| {
+        let mut o = ReloadOptions::new(r.sources().clone());
+        o.debounce = Some(Duration::from_millis(ms));
+        Reloader::new(o).unwrap()
+    };
+    let cases = [
+        ("idle", Load::Idle, r.clone()),
+        (
+            "watcher, debounce 100 ms",
+            Load::Watcher,
+            with_debounce(100),
+        ),
+        ("watcher, debounce 20 ms", Load::Watcher, with_debounce(20)),
+        ("back-to-back reload_now", Load::BackToBack, r.clone()),
+    ];
     let d = Duration::from_secs(1);
-    let loads = [Load::Idle, Load::Watcher, Load::BackToBack];
-    let mut wall: Vec<Vec<f64>> = vec![Vec::new(); 3];
-    let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); 3];
-    let mut reloads = [0u64; 3];
-    for _ in 0..7 {
-        for (i, &load) in loads.iter().enumerate() {
-            let (w, c, n) = window(r, policy, ctx, usage, load, d);
+    let rounds = 7;
+    let mut wall: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    let mut cpu: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    let mut reloads = vec![0u64; cases.len()];
+    for _ in 0..rounds {
+        for (i, (_, load, r)) in cases.iter().enumerate() {
+            let (w, c, n) = window(r, ctx, usage, *load, d);
             wall[i].push(w);
             cpu[i].push(c);
             reloads[i] += n;
         }
     }
-    let med = |v: &mut Vec<f64>| percentile(v, 0.5);
-    let (wi, ci) = (med(&mut wall[0]), med(&mut cpu[0]));
+    let (wi, ci) = (percentile(&mut wall[0], 0.5), percentile(&mut cpu[0], 0.5));
     eprintln!("eval throughput, idle: {wi:.0}/s wall, {ci:.0}/s per CPU second");
-    for (i, name) in [
-        (1, "watcher reloads every 150 ms"),
-        (2, "back-to-back reload_now"),
-    ] {
-        let (w, c) = (med(&mut wall[i]), med(&mut cpu[i]));
+    for (i, (name, _, _)) in cases.iter().enumerate().skip(1) {
+        let (w, c) = (percentile(&mut wall[i], 0.5), percentile(&mut cpu[i], 0.5));
         eprintln!(
             "eval throughput, {name} ({:.0} reloads/s): {w:.0}/s wall ({:.1}% of idle), {c:.0}/s per CPU second ({:.1}% of idle)",
-            reloads[i] as f64 / (7.0 * d.as_secs_f64()),
+            reloads[i] as f64 / (rounds as f64 * d.as_secs_f64()),
             100.0 * w / wi,
             100.0 * c / ci
         );
