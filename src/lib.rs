@@ -24,7 +24,8 @@
 //! compares two policies on them and fits a policy's weights.
 //!
 //! I/O lives at the edges: [`load`] reads files, [`input`] reads JSON inputs;
-//! everything between is pure.
+//! everything between is pure. With the `reload` feature, `reload` watches the
+//! files and swaps a new plan in atomically when they change.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -52,6 +53,8 @@ pub mod input;
 pub mod load;
 pub mod parse;
 pub mod plan;
+#[cfg(feature = "reload")]
+pub mod reload;
 pub mod replay;
 #[cfg(feature = "proptest")]
 pub mod strategies;

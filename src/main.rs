@@ -156,6 +156,25 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Serve the plan, reload it whenever the policy or tool tags change, and print
+    /// one line per load attempt with the input's active set (runs until interrupted).
+    Watch {
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Input JSON (context, message, usage) evaluated under each new plan; `-` reads stdin.
+        #[arg(long, value_name = "FILE")]
+        input: String,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+        /// Poll the files every MS milliseconds instead of using file-system events
+        /// (network mounts, some containers); overrides `[reload] poll_interval_ms`.
+        #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
+        poll: Option<u64>,
+        /// Quiet time after a change before reloading, in milliseconds (default 100);
+        /// overrides `[reload] debounce_ms`.
+        #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=60_000))]
+        debounce: Option<u64>,
+    },
     /// Convert external data into a catalog and traces.
     Import {
         #[command(subcommand)]
@@ -273,6 +292,13 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             let act = evaluate(&plan, &input).map_err(fail)?;
             print_eval(o, &act, format);
         }
+        Command::Watch {
+            plan,
+            input,
+            format,
+            poll,
+            debounce,
+        } => cli::watch::run(&plan, &input, format, poll, debounce)?,
         Command::Explain {
             tool,
             plan,

@@ -6,6 +6,7 @@ pub mod fit;
 pub mod import;
 pub mod replay;
 pub mod report;
+pub mod watch;
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;

@@ -42,9 +42,10 @@ pub enum Op {
     Pow,
     /// Negate the top.
     Neg,
-    /// Pop n values, push their minimum (folded from +inf, as evalexpr does).
+    /// Pop n values, push their minimum (folded from +inf and bounded by
+    /// `i64::MAX`, exactly as evalexpr 11 does).
     Min(u8),
-    /// Pop n values, push their maximum (folded from -inf).
+    /// Pop n values, push their maximum (folded from -inf, bounded by `i64::MIN`).
     Max(u8),
     /// Unary math function applied to the top.
     Func(MathFn),
@@ -487,6 +488,14 @@ pub fn run(program: &[Op], features: &[f64]) -> f64 {
                 };
                 for &x in &stack[sp - n..sp] {
                     acc = if is_min { acc.min(x) } else { acc.max(x) };
+                }
+                // evalexpr 11 folds integers separately from i64::MAX / i64::MIN and
+                // returns that bound when it beats the float result (all-NaN or
+                // huge arguments); keep its answer exactly.
+                if is_min && (i64::MAX as f64) < acc {
+                    acc = i64::MAX as f64;
+                } else if !is_min && (i64::MIN as f64) > acc {
+                    acc = i64::MIN as f64;
                 }
                 sp -= n;
                 stack[sp] = acc;

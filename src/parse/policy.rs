@@ -244,6 +244,24 @@ pub struct Example {
     pub span: Range<usize>,
 }
 
+/// `[reload]`: how a hot-reloading host (`toolgate watch`, the `reload`
+/// feature) watches this policy. Every key is optional; absent keys take the
+/// reloader's defaults, and command-line options override them. Read when
+/// the watch starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReloadParams {
+    /// Quiet time after the last file event before a reload, in milliseconds,
+    /// within [1, 60000] (default 100).
+    pub debounce_ms: Option<u64>,
+    /// When set, poll the files every this many milliseconds instead of using
+    /// file-system events (network mounts, some containers), within
+    /// [10, 3600000].
+    pub poll_interval_ms: Option<u64>,
+    /// Pause between the two reads that must agree before content is applied,
+    /// in milliseconds, within [0, 10000] (default 25).
+    pub settle_ms: Option<u64>,
+}
+
 /// A policy file as read, before compilation.
 #[derive(Debug, Clone)]
 pub struct PolicySource {
@@ -275,6 +293,8 @@ pub struct PolicySource {
     pub examples: Vec<Example>,
     /// `[gate]` and other sections read by later stages, kept as raw JSON with its span.
     pub gate: Option<Sp<serde_json::Value>>,
+    /// `[reload]`.
+    pub reload: ReloadParams,
 }
 
 fn sp_list(v: Option<Vec<(String, Range<usize>)>>) -> Vec<Sp<String>> {
@@ -882,6 +902,22 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         .get("gate")
         .and_then(|v| v.to_json().map(|j| Sp::new(j, v.span.clone())));
 
+    // [reload]
+    let reload = match root.table("reload") {
+        Some(t) => {
+            let ms = |key: &str, lo: f64, hi: f64| {
+                let (x, span) = t.int(key)?;
+                in_range(&t, key, Some((x as f64, span)), lo, hi).map(|_| x as u64)
+            };
+            ReloadParams {
+                debounce_ms: ms("debounce_ms", 1.0, 60_000.0),
+                poll_interval_ms: ms("poll_interval_ms", 10.0, 3_600_000.0),
+                settle_ms: ms("settle_ms", 0.0, 10_000.0),
+            }
+        }
+        None => ReloadParams::default(),
+    };
+
     PolicySource {
         file,
         name,
@@ -897,5 +933,6 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         auto_tags,
         examples,
         gate,
+        reload,
     }
 }
