@@ -252,14 +252,21 @@ impl LoadError {
     }
 }
 
+/// At most this many problems are written out by [`LoadError`]'s `Display`
+/// (the rest are counted): locating each costs a scan of its file.
+pub const MAX_SHOWN: usize = 50;
+
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let n = self.diagnostics.len();
-        for (i, d) in self.diagnostics.iter().enumerate() {
+        for (i, d) in self.diagnostics.iter().take(MAX_SHOWN).enumerate() {
             if i > 0 {
                 writeln!(f)?;
             }
             write!(f, "{d}")?;
+        }
+        if n > MAX_SHOWN {
+            write!(f, "\n... and {} more", n - MAX_SHOWN)?;
         }
         if n > 1 {
             write!(f, "\n({n} problems)")?;

@@ -75,18 +75,35 @@ pub struct EvalInput {
 impl EvalInput {
     /// Parses an input from JSON text; errors carry line and column.
     pub fn parse(text: &str) -> Result<Self, String> {
-        serde_json::from_str(text).map_err(|e| {
+        let at = |e: serde_json::Error| {
             format!(
                 "invalid input JSON at line {}, column {}: {e}",
                 e.line(),
                 e.column()
             )
-        })
+        };
+        let v: serde_json::Value = serde_json::from_str(text).map_err(at)?;
+        if !v.is_object() {
+            return Self::from_json(&v);
+        }
+        let input: EvalInput = serde_json::from_str(text).map_err(at)?;
+        for t in input.tools.iter().flatten() {
+            t.check()?;
+        }
+        Ok(input)
     }
 
     /// Parses an input from a JSON value.
     pub fn from_json(v: &serde_json::Value) -> Result<Self, String> {
-        serde_json::from_value(v.clone()).map_err(|e| format!("invalid input: {e}"))
+        if !v.is_object() {
+            return Err("the input must be a JSON object with the optional keys context, message, usage, tools and now".into());
+        }
+        let input: EvalInput =
+            serde_json::from_value(v.clone()).map_err(|e| format!("invalid input: {e}"))?;
+        for t in input.tools.iter().flatten() {
+            t.check()?;
+        }
+        Ok(input)
     }
 
     /// Checks the input against `plan` and turns it into the engine's types:

@@ -235,7 +235,12 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             } else {
                 w!(
                     o,
-                    "ok: policy `{}` ({})",
+                    "{}: policy `{}` ({})",
+                    if violations.as_ref().is_some_and(|v| !v.is_empty()) {
+                        "FAILED"
+                    } else {
+                        "ok"
+                    },
                     p.policy_name,
                     p.sources.first().map(String::as_str).unwrap_or("")
                 );

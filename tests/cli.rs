@@ -104,7 +104,7 @@ fn check_fuzz_passes_on_the_default_and_catches_nan() {
         .unwrap()
         .replacen(
             "formula = \"w_domain*domain_match",
-            "formula = \"usage_bonus / usage_bonus + w_domain*domain_match",
+            "formula = \"math::sqrt((stage_match - 0.2) * (stage_match - 0.8)) + w_domain*domain_match",
             1,
         );
     let text = text.split("[[examples]]").next().unwrap().to_string();

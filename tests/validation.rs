@@ -60,7 +60,7 @@ fn expect(err: &LoadError, kind: ErrorKind, contains: &str, file: &Path, at: Opt
     let d = err
         .diagnostics
         .iter()
-        .find(|d| d.kind == kind)
+        .find(|d| d.kind == kind && d.to_string().contains(contains))
         .unwrap_or_else(|| panic!("no {kind:?} among:\n{err}"));
     let text = d.to_string();
     assert!(
@@ -413,4 +413,122 @@ fn garbage_never_panics() {
         let r = parse_policy(SourceFile::new("g.toml", text));
         assert!(r.is_err(), "{text:?} should not load");
     }
+}
+
+#[test]
+fn formula_that_divides_by_zero_is_rejected() {
+    let c = Case::new();
+    c.edit_policy("+ recency_bonus -", "+ recency_bonus / 0 -");
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::InvalidExpression,
+        "the formula gives",
+        &c.policy(),
+        None,
+    );
+}
+
+#[test]
+fn overlong_formula_is_rejected_before_parsing() {
+    let c = Case::new();
+    let long = format!("formula = \"{}w_domain*domain_match", "-".repeat(50_000));
+    c.edit_policy("formula = \"w_domain*domain_match", &long);
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::InvalidExpression,
+        "at most 2000 are accepted",
+        &c.policy(),
+        None,
+    );
+}
+
+#[test]
+fn negative_counts_are_rejected() {
+    let c = Case::new();
+    c.edit_policy("min_calls = 5", "min_calls = -5");
+    c.edit_policy("recent_calls_window = 5", "recent_calls_window = -1");
+    let e = c.load().unwrap_err();
+    expect(
+        &e,
+        ErrorKind::OutOfRange,
+        "`activation.cold_start.min_calls` must be 0 or more",
+        &c.policy(),
+        Some("-5"),
+    );
+    expect(
+        &e,
+        ErrorKind::OutOfRange,
+        "`activation.recent_calls_window` must be 0 or more",
+        &c.policy(),
+        Some("-1"),
+    );
+}
+
+#[test]
+fn example_naming_a_misspelt_tool_is_an_error() {
+    let c = Case::new();
+    c.edit_policy(
+        "active = [\"sqlite.read_query\"]",
+        "active = [\"sqlite.read_querry\"]",
+    );
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::ExampleFailed,
+        "tool `sqlite.read_querry` is not in the catalog (did you mean `sqlite.read_query`?)",
+        &c.policy(),
+        Some("\"sqlite.read_querry\""),
+    );
+}
+
+#[test]
+fn tool_names_with_control_characters_are_rejected() {
+    let c = Case::new();
+    let tags = c.dir.path().join("tags/time.toml");
+    c.edit(
+        &tags,
+        "name = \"time.convert_time\"",
+        "name = \"time.convert\\u001b[31m\"",
+    );
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::InvalidValue,
+        "without spaces or control characters",
+        &tags,
+        None,
+    );
+}
+
+#[test]
+fn thousands_of_problems_are_counted_not_all_printed() {
+    let c = Case::new();
+    let mut text = String::new();
+    for i in 0..5000 {
+        text += &format!("[[tool]]\nname = \"t{i}\"\ndomains = [\"database\"]\n\n");
+    }
+    std::fs::write(c.dir.path().join("tags/many.toml"), text).unwrap();
+    let e = c.load().unwrap_err();
+    assert!(e.diagnostics.len() >= 5000);
+    let shown = e.to_string();
+    assert!(
+        shown.contains(&format!(
+            "... and {} more",
+            e.diagnostics.len() - toolgate::diag::MAX_SHOWN
+        )),
+        "{}",
+        &shown[shown.len() - 200..]
+    );
+}
+
+#[test]
+fn half_tagged_inline_tools_are_rejected() {
+    let e = toolgate::input::EvalInput::parse(
+        r#"{"tools": [{"name": "a", "domains": ["nope"], "base_priority": 0.5}]}"#,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("tool `a`: base_priority and parameter_complexity are required"),
+        "{e}"
+    );
+    let e = toolgate::input::EvalInput::parse("[1, 2]").unwrap_err();
+    assert!(e.contains("must be a JSON object"), "{e}");
 }

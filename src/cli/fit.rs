@@ -40,6 +40,12 @@ pub fn run_fit(
         return Ok(());
     }
     print_text(o, &report, trace_path, opts, out);
+    if let Some(p) = &report.example_problems {
+        w!(
+            o,
+            "\nwarning: the policy's [[examples]] do not hold under the fitted weights; edit or remove them before loading the new policy:\n{p}"
+        );
+    }
     Ok(())
 }
 

@@ -49,7 +49,9 @@ pub fn render(err: &LoadError) {
         GraphicalTheme::unicode_nocolor()
     };
     let handler = GraphicalReportHandler::new_themed(theme);
-    for d in &err.diagnostics {
+    // Rendering locates each problem in its file; a file with thousands of
+    // problems is summarised after the first ones.
+    for d in err.diagnostics.iter().take(toolgate::diag::MAX_SHOWN) {
         let mut s = String::new();
         if d.file.is_some() && d.span.is_some() && handler.render_report(&mut s, d).is_ok() {
             eprintln!("{s}");
@@ -58,6 +60,9 @@ pub fn render(err: &LoadError) {
         }
     }
     let n = err.diagnostics.len();
+    if n > toolgate::diag::MAX_SHOWN {
+        eprintln!("... and {} more", n - toolgate::diag::MAX_SHOWN);
+    }
     eprintln!("{n} problem{} found", if n == 1 { "" } else { "s" });
 }
 

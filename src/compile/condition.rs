@@ -177,6 +177,13 @@ impl CompiledCondition {
         let expr = match &c.expr {
             None => None,
             Some(src) => {
+                if src.value.len() > crate::compile::formula::MAX_EXPRESSION_LEN {
+                    return Err(ExprError::Parse(format!(
+                        "the expression is {} bytes long; at most {} are accepted",
+                        src.value.len(),
+                        crate::compile::formula::MAX_EXPRESSION_LEN
+                    )));
+                }
                 let node = evalexpr::build_operator_tree(&src.value)
                     .map_err(|e| ExprError::Parse(e.to_string()))?;
                 for v in node.iter_variable_identifiers() {

@@ -111,6 +111,12 @@ pub const FUNCTIONS: &[&str] = &[
     "math::exp",
 ];
 
+/// Longest formula (and rule expression) accepted, in bytes. evalexpr builds
+/// and walks its tree recursively; this bound keeps that recursion far from the
+/// stack limit of any thread (a reload runs on its own thread), whatever the
+/// formula's shape.
+pub const MAX_EXPRESSION_LEN: usize = 2000;
+
 /// Maximum stack depth of a term program; deeper formulas are rejected.
 pub const MAX_STACK: usize = 64;
 
@@ -156,6 +162,8 @@ pub enum FormulaError {
     UnknownFunction(String),
     /// Nesting too deep.
     TooDeep,
+    /// Longer than [`MAX_EXPRESSION_LEN`] bytes.
+    TooLong(usize),
 }
 
 impl std::fmt::Display for FormulaError {
@@ -179,6 +187,10 @@ impl std::fmt::Display for FormulaError {
             FormulaError::TooDeep => {
                 write!(f, "the formula is nested too deeply (stack > {MAX_STACK})")
             }
+            FormulaError::TooLong(n) => write!(
+                f,
+                "the formula is {n} bytes long; at most {MAX_EXPRESSION_LEN} are accepted"
+            ),
         }
     }
 }
@@ -189,6 +201,9 @@ pub fn lower(
     feature: &dyn Fn(&str) -> Option<u8>,
     weight: &dyn Fn(&str) -> Option<f64>,
 ) -> Result<Formula, FormulaError> {
+    if source.len() > MAX_EXPRESSION_LEN {
+        return Err(FormulaError::TooLong(source.len()));
+    }
     let tree =
         evalexpr::build_operator_tree(source).map_err(|e| FormulaError::Parse(e.to_string()))?;
     let root =
@@ -543,6 +558,9 @@ pub fn reference_eval(
     weights: &[(&str, f64)],
 ) -> Result<f64, String> {
     use evalexpr::{ContextWithMutableVariables, HashMapContext};
+    if source.len() > MAX_EXPRESSION_LEN {
+        return Err(format!("longer than {MAX_EXPRESSION_LEN} bytes"));
+    }
     let mut tree = evalexpr::build_operator_tree(source).map_err(|e| e.to_string())?;
     ints_to_floats(&mut tree);
     let mut ctx = HashMapContext::new();

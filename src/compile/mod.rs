@@ -122,6 +122,22 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             None
         }
     };
+    if let Some(f) = &formula {
+        // A formula that is not finite where every feature is 0 or 1 is a mistake
+        // (a division by zero, ln(0)): reject it rather than clamp or drop tools.
+        for (what, x) in [("0", 0.0), ("1", 1.0)] {
+            let v = f.eval(&[x; FEATURES.len()], None);
+            if !v.is_finite() {
+                sink.push(at(
+                    policy,
+                    ErrorKind::InvalidExpression,
+                    policy.formula.span.clone(),
+                    format!("the formula gives {v} when every feature is {what} (a division by zero, or ln/sqrt out of domain?)"),
+                ));
+                break;
+            }
+        }
+    }
     if formula.is_some() {
         if let Ok(tree) = evalexpr::build_operator_tree(&policy.formula.value) {
             let used: Vec<&str> = tree.iter_variable_identifiers().collect();
@@ -332,11 +348,14 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         let idx = compiled.len();
         let mut ok = true;
         for n in std::iter::once(&t.name).chain(t.aliases.iter()) {
-            if n.value.is_empty() {
+            if n.value.is_empty() || n.value.chars().any(|c| c.is_control() || c.is_whitespace()) {
                 sink.push(t.diag(
                     ErrorKind::InvalidValue,
                     n.span.clone(),
-                    "a tool name must not be empty",
+                    format!(
+                        "tool name {:?} must be non-empty, without spaces or control characters",
+                        n.value
+                    ),
                 ));
                 ok = false;
                 continue;
@@ -601,10 +620,38 @@ fn check_examples(policy: &PolicySource, mut plan: Plan) -> Result<Plan, LoadErr
     let mut warnings = Vec::new();
     let shared = Arc::new(plan.clone());
     for ex in &policy.examples {
-        let missing: Vec<&str> = ex
-            .active
+        let names: Vec<&Sp<String>> = ex.active.iter().chain(ex.inactive.iter()).collect();
+        let mut typo = false;
+        for n in &names {
+            if shared.tool_index(&n.value).is_none() {
+                let close = shared
+                    .by_name
+                    .keys()
+                    .filter(|k| strsim::levenshtein(k, &n.value) <= 2)
+                    .min_by_key(|k| strsim::levenshtein(k, &n.value));
+                if let Some(close) = close {
+                    // a near miss is a typo, not a tool of another catalog
+                    sink.push(
+                        at(
+                            policy,
+                            ErrorKind::ExampleFailed,
+                            n.span.clone(),
+                            format!(
+                                "example `{}`: tool `{}` is not in the catalog",
+                                ex.name, n.value
+                            ),
+                        )
+                        .with_help(format!("did you mean `{close}`?")),
+                    );
+                    typo = true;
+                }
+            }
+        }
+        if typo {
+            continue;
+        }
+        let missing: Vec<&str> = names
             .iter()
-            .chain(ex.inactive.iter())
             .filter(|n| shared.tool_index(&n.value).is_none())
             .map(|n| n.value.as_str())
             .collect();
@@ -656,6 +703,9 @@ fn check_examples(policy: &PolicySource, mut plan: Plan) -> Result<Plan, LoadErr
         checked += 1;
     }
     plan.examples_checked = checked;
+    if plan.tools.is_empty() {
+        warnings.push("the catalog is empty: no tool can be active".to_string());
+    }
     plan.warnings.extend(warnings);
     sink.finish(plan)
 }

@@ -272,9 +272,18 @@ impl Plan {
 
         // Intent terms and their bitset over the vocabulary (once per context).
         let mut terms: Vec<String> = Vec::with_capacity(context.user_intent_keywords.len());
+        let mut seen: Option<rustc_hash::FxHashSet<String>> = None; // only for long lists
         for k in &context.user_intent_keywords {
             for t in self.analyzer.expand_keyword(k) {
-                if !terms.contains(&t) {
+                let new = match &mut seen {
+                    Some(set) => set.insert(t.clone()),
+                    None if terms.len() < 32 => !terms.contains(&t),
+                    None => {
+                        let set = seen.insert(terms.iter().cloned().collect());
+                        set.insert(t.clone())
+                    }
+                };
+                if new {
                     terms.push(t);
                 }
             }

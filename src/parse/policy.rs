@@ -518,10 +518,13 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 };
                 let cold_start = t.table("cold_start").and_then(|c| {
                     let enabled = c.bool("enabled").unwrap_or(true);
-                    let min_calls = c
-                        .require("min_calls")
-                        .and_then(|v| v.int())
-                        .map(|x| x.max(0) as u64);
+                    let min_calls = match c.get("min_calls") {
+                        Some(_) => count(&c, "min_calls").map(|x| x as u64),
+                        None => {
+                            c.require("min_calls");
+                            None
+                        }
+                    };
                     let factor = c.req_f64("threshold_factor");
                     let factor_ok = in_range(&c, "threshold_factor", factor.clone(), 0.0, 1.0);
                     match (enabled, min_calls, factor_ok, factor) {
@@ -538,7 +541,7 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 let hysteresis_margin =
                     non_negative(t, "hysteresis_margin", t.f64("hysteresis_margin")).unwrap_or(0.0);
                 let recent_calls_window = match t.get("recent_calls_window") {
-                    Some(v) => v.int().map(|x| x.max(0) as usize).unwrap_or(0),
+                    Some(_) => count(t, "recent_calls_window").unwrap_or(0),
                     None => {
                         t.require("recent_calls_window");
                         0

@@ -430,6 +430,25 @@ pub struct InlineTool {
 }
 
 impl InlineTool {
+    /// A tool either carries semantic tags (then `base_priority` and
+    /// `parameter_complexity` are required) or none at all (then it is
+    /// auto-tagged); half a set of tags is an error, never silently dropped.
+    pub fn check(&self) -> Result<(), String> {
+        let any = !self.domains.is_empty()
+            || !self.preferred_stages.is_empty()
+            || !self.trigger_keywords.is_empty()
+            || self.base_priority.is_some()
+            || self.parameter_complexity.is_some();
+        let complete = self.base_priority.is_some() && self.parameter_complexity.is_some();
+        if any && !complete {
+            return Err(format!(
+                "tool `{}`: base_priority and parameter_complexity are required when semantic tags are given (omit all tags to auto-tag the tool)",
+                self.name
+            ));
+        }
+        Ok(())
+    }
+
     /// Converts to a [`ToolSpec`]; tags are present when both base_priority and
     /// parameter_complexity are given.
     pub fn into_spec(self) -> ToolSpec {

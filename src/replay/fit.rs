@@ -395,6 +395,10 @@ mod logistic {
         pub test: SplitQuality,
         /// The new policy file.
         pub policy_text: String,
+        /// When the input policy's `[[examples]]` no longer hold under the
+        /// fitted weights: the load errors (the file is written anyway; edit the
+        /// examples to match the new weights, or remove them).
+        pub example_problems: Option<String>,
     }
 
     fn split(trace: &Trace, holdout: f64, test: bool) -> Trace {
@@ -414,7 +418,10 @@ mod logistic {
         name: &str,
         catalog: &[ToolSpec],
     ) -> Result<(PolicySource, Arc<Plan>), String> {
-        let src = parse_policy(SourceFile::new(name, text)).map_err(|e| e.to_string())?;
+        let mut src = parse_policy(SourceFile::new(name, text)).map_err(|e| e.to_string())?;
+        // The policy's examples were written for its old weights; whether they
+        // still hold is reported separately (`FitReport::example_problems`).
+        src.examples.clear();
         let plan = compile(&src, catalog.to_vec()).map_err(|e| e.to_string())?;
         Ok((src, Arc::new(plan)))
     }
@@ -518,6 +525,10 @@ mod logistic {
         let threshold = threshold_for_recall(&calls, opts.target_recall);
         let text = rewrite_policy(policy, &new_weights, Some(threshold))?;
         let (_, plan_new) = plan_of(&text, &name, catalog)?;
+        let example_problems = parse_policy(SourceFile::new(name.as_str(), text.as_str()))
+            .and_then(|src| compile(&src, catalog.to_vec()))
+            .err()
+            .map(|e| e.to_string());
         let quality = |t: &Trace| -> Result<SplitQuality, String> {
             let a = replay(&plan, t, &ropts).map_err(|e| e.to_string())?;
             let b = replay(&plan_new, t, &ropts).map_err(|e| e.to_string())?;
@@ -541,6 +552,7 @@ mod logistic {
             train: quality(&train_trace)?,
             test: quality(&test_trace)?,
             policy_text: text,
+            example_problems,
         })
     }
 }
