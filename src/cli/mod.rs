@@ -1,6 +1,7 @@
 //! Pieces shared by the subcommands: plan arguments, input reading, diagnostics.
 //! Each subcommand's printing lives in its own module.
 
+pub mod mcp_proxy;
 pub mod report;
 
 use std::io::{IsTerminal, Read};
