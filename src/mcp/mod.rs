@@ -37,6 +37,7 @@ mod downstream;
 pub mod gate;
 pub mod proxy;
 pub mod source;
+pub mod stdio;
 
 use std::sync::Arc;
 
@@ -108,7 +109,7 @@ pub fn build_proxy(config: ProxyConfig) -> Result<Proxy, BuildError> {
 /// client disconnects; then stops the downstream servers.
 pub async fn serve_stdio(proxy: Proxy) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     proxy.start();
-    let running = proxy.clone().serve(rmcp::transport::stdio()).await;
+    let running = proxy.clone().serve(stdio::LineTransport::stdio()).await;
     let result = match running {
         Ok(r) => r.waiting().await.map(|_| ()).map_err(|e| e.into()),
         Err(e) => Err(format!("MCP initialization with the client failed: {e}").into()),

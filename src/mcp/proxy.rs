@@ -9,10 +9,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::ArcSwapOption;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
-    ElicitationAction, ElicitationSchema, Implementation, InitializeRequestParams,
-    InitializeResult, JsonObject, ListToolsResult, MetaObject, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{
     ElicitationMode, NotificationContext, Peer, RequestContext, RoleServer, ServiceError,
@@ -909,6 +909,42 @@ impl ServerHandler for Proxy {
             tools
         };
         Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        // rmcp falls back to a custom request when a standard method's params
+        // do not parse: that is an invalid-params error, not an unknown method.
+        const STANDARD: &[&str] = &[
+            "initialize",
+            "ping",
+            "tools/list",
+            "tools/call",
+            "resources/list",
+            "resources/read",
+            "resources/templates/list",
+            "resources/subscribe",
+            "resources/unsubscribe",
+            "prompts/list",
+            "prompts/get",
+            "completion/complete",
+            "logging/setLevel",
+        ];
+        if STANDARD.contains(&request.method.as_str()) {
+            Err(McpError::invalid_params(
+                format!("invalid params for `{}`", request.method),
+                None,
+            ))
+        } else {
+            Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {}", request.method),
+                None,
+            ))
+        }
     }
 
     async fn call_tool(

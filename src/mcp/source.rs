@@ -232,11 +232,11 @@ mod tests {
         .unwrap();
         let rx = src.subscribe();
         assert!(!src.poll_once().unwrap());
-        std::fs::write(&p, text.replace("threshold = 0.4 ", "threshold = 0.9 ")).unwrap();
+        std::fs::write(&p, text.replace("threshold = 0.4 ", "threshold = 0.35 ")).unwrap();
         assert!(src.poll_once().unwrap());
         assert_eq!(*rx.borrow(), 2);
         assert_eq!(src.current().version, 2);
-        assert_eq!(src.current().policy.activation.threshold.value, 0.9);
+        assert_eq!(src.current().policy.activation.threshold.value, 0.35);
         // a broken edit is reported once and the previous inputs stay
         std::fs::write(
             &p,
