@@ -148,6 +148,11 @@ impl Catalog {
             .collect()
     }
 
+    /// The `tools/list` answer for `activation`: its active tools, one page.
+    pub fn list_result(&self, activation: &Activation) -> rmcp::model::ListToolsResult {
+        rmcp::model::ListToolsResult::with_all_items(self.active_tools(activation))
+    }
+
     /// The route of the tool called `name`.
     pub fn route(&self, name: &str) -> Option<(usize, &Route)> {
         self.plan.tool_index(name).map(|i| (i, &self.routes[i]))

@@ -20,7 +20,7 @@
 //! | audit | [`AuditSink`] | [`JsonlAudit`]: one JSON line per call |
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! use toolgate::mcp::{ProxyConfig, ServerSpec, build_proxy, serve_stdio};
 //! let mut config = ProxyConfig::default();
 //! config.servers.push(ServerSpec::parse_cli("time=mcp-server-time --local-timezone UTC")?);

@@ -58,10 +58,9 @@ struct SessionState {
     session: Session,
     /// The last evaluation (for hysteresis).
     last: Option<Activation>,
-    /// The active set last sent in a `tools/list` answer.
-    advertised: Option<BTreeSet<String>>,
-    /// Whether a list_changed was sent since `advertised` was set.
-    notified: bool,
+    /// The active set as of the last `notifications/tools/list_changed` (or
+    /// of the first `tools/list` answer): a change from it is announced.
+    announced: Option<BTreeSet<String>>,
 }
 
 impl SessionState {
@@ -354,7 +353,9 @@ impl Inner {
         plan.evaluate_with_previous(&ctx, &st.session.usage, now, st.last.as_ref())
     }
 
-    /// Re-evaluates; returns the client's peer when a list_changed is due.
+    /// Re-evaluates; returns the client's peer when a list_changed is due:
+    /// the active set differs from the one last announced (a client that
+    /// re-listed in between gets a redundant notification, never a missed one).
     fn changed_since_listed(&self) -> Option<Peer<RoleServer>> {
         if !self.config.list_changed {
             return None;
@@ -364,9 +365,9 @@ impl Inner {
         let act = self.evaluate(&mut st, &cat.plan);
         let set = act.active_set();
         st.last = Some(act);
-        let differs = st.advertised.as_ref().is_some_and(|a| *a != set);
-        if differs && !st.notified {
-            st.notified = true;
+        let differs = st.announced.as_ref().is_some_and(|a| *a != set);
+        if differs {
+            st.announced = Some(set);
             return self.client.get().cloned();
         }
         None
@@ -899,16 +900,14 @@ impl ServerHandler for Proxy {
             .and_then(|r| r.meta.as_ref())
             .map(|m| &m.0.0);
         inner.apply_meta(&metas(&context, pmeta), &cat.plan)?;
-        let tools = {
-            let mut st = lock(&inner.state);
-            let act = inner.evaluate(&mut st, &cat.plan);
-            let tools = cat.active_tools(&act);
-            st.advertised = Some(act.active_set());
-            st.notified = false;
-            st.last = Some(act);
-            tools
-        };
-        Ok(ListToolsResult::with_all_items(tools))
+        let mut st = lock(&inner.state);
+        let act = inner.evaluate(&mut st, &cat.plan);
+        let result = cat.list_result(&act);
+        if st.announced.is_none() {
+            st.announced = Some(act.active_set());
+        }
+        st.last = Some(act);
+        Ok(result)
     }
 
     async fn on_custom_request(
