@@ -293,6 +293,13 @@ def extra() -> str:
     return "extra says hi"
 
 @mcp.tool()
+async def slow(seconds: float) -> str:
+    """Sleeps, then answers."""
+    import anyio
+    await anyio.sleep(seconds)
+    return "slept"
+
+@mcp.tool()
 async def add_tool(ctx: Context) -> str:
     """Adds the tool `extra` and announces it."""
     mcp.add_tool(extra)
@@ -453,3 +460,54 @@ async def test_rm_rf_through_the_shell_is_denied(tmp_path):
             "(call-gate branch) denies it once plugged in"
         )
     assert (victim / "data.txt").exists()
+
+
+async def test_timeout_and_retries_come_from_the_tags(tmp_path):
+    script = tmp_path / "dyn_server.py"
+    script.write_text(DYNAMIC_SERVER)
+    tags = tmp_path / "tags"
+    tags.mkdir()
+    (tags / "dyn.toml").write_text(textwrap.dedent("""
+        [[tool]]
+        name = "dyn.slow"
+        timeout_seconds = 0.5
+        max_retries = 1
+    """))
+    audit = tmp_path / "audit.jsonl"
+    async with proxy(tmp_path, "--server", f"dyn={VENV1 / 'python'} {script}",
+                     "--tags", str(tags), "--audit", str(audit)) as p:
+        fast = await p.call("dyn.slow", {"seconds": 0.01})
+        assert text_of(fast) == "slept"
+        t0 = time.monotonic()
+        r = await p.call("dyn.slow", {"seconds": 3})
+        took = time.monotonic() - t0
+        assert r.is_error and "no answer within 0.5 s" in text_of(r) and "2 attempts" in text_of(r)
+        assert 1.0 <= took < 2.5, took
+    last = json.loads(audit.read_text().splitlines()[-1])
+    assert (last["outcome"], last["attempts"]) == ("timeout", 2)
+
+
+async def test_inactive_calls_follow_the_policy(tmp_path, db, repo):
+    policy = tmp_path / "policy.toml"
+    text = (ROOT / "policies/default.toml").read_text().split("[[examples]]")[0]
+    policy.write_text(text + "\n[gate]\nallow_inactive_calls = false\n")
+    async with proxy(tmp_path, "--server", sqlite_server(db), "--server", git_server(repo),
+                     "--policy", str(policy)) as p:
+        names = await p.names()
+        assert "sqlite.list_tables" not in names
+        r = await p.call("sqlite.list_tables")
+        assert r.is_error and "not active" in text_of(r)
+        active = names[0]
+        r = await p.call(active, {"repo_path": str(repo)} if active.startswith("git.") else {})
+        assert "not active" not in text_of(r)
+
+
+async def test_list_changed_is_not_advertised_nor_sent_when_disabled(tmp_path, db, repo):
+    async with proxy(tmp_path, "--server", sqlite_server(db), "--server", git_server(repo),
+                     "--no-list-changed", "--debounce-ms", "10") as p:
+        assert not p.init.capabilities.tools.list_changed
+        before = await p.names()
+        await p.session.send_ping(meta={"toolgate/context": SQL_CONTEXT})
+        await anyio.sleep(0.5)
+        assert p.notes.list_changed == 0
+        assert await p.names() != before
