@@ -103,6 +103,13 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    g.bench_function("all_64_tools/list_and_serialise", |b| {
+        // the worst case of the answer: every tool active
+        b.iter(|| {
+            let result = rmcp::model::ListToolsResult::with_all_items(catalog.tools.clone());
+            black_box(serde_json::to_vec(&result).unwrap())
+        })
+    });
     g.finish();
 
     c.bench_function("mcp_catalog_compile_64_tools", |b| {

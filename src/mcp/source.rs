@@ -77,9 +77,12 @@ impl PlanSource for StaticPlanSource {
 pub struct PollingPlanSource {
     sources: Sources,
     inputs: ArcSwap<PlanInputs>,
-    stamp: std::sync::Mutex<Vec<(PathBuf, Option<(SystemTime, u64)>)>>,
+    stamp: std::sync::Mutex<Stamp>,
     tx: watch::Sender<u64>,
 }
+
+/// Modification time and size of each watched file, in a stable order.
+type Stamp = Vec<(PathBuf, Option<(SystemTime, u64)>)>;
 
 fn file_stamp(p: &Path) -> Option<(SystemTime, u64)> {
     let m = std::fs::metadata(p).ok()?;
@@ -119,7 +122,7 @@ impl PollingPlanSource {
         })
     }
 
-    fn stamp_of(sources: &Sources) -> Vec<(PathBuf, Option<(SystemTime, u64)>)> {
+    fn stamp_of(sources: &Sources) -> Stamp {
         let mut out = Vec::new();
         if let Some(p) = &sources.policy {
             out.push((p.clone(), file_stamp(p)));

@@ -35,10 +35,13 @@ pub struct LineTransport<R, W> {
     window: (Instant, u32),
 }
 
-impl LineTransport<tokio::io::Stdin, tokio::io::Stdout> {
-    /// The process's stdin and stdout.
+impl LineTransport<rmcp::transport::StdioReader, rmcp::transport::StdioWriter> {
+    /// The process's stdin and stdout, through the IO reactor when they are
+    /// pipes (as MCP clients start servers), which saves a thread hand-off per
+    /// message (rmcp's `stdio_pipes`). Call inside a tokio runtime.
     pub fn stdio() -> Self {
-        Self::new(tokio::io::stdin(), tokio::io::stdout())
+        let (r, w) = rmcp::transport::stdio_pipes();
+        Self::new(r, w)
     }
 }
 
