@@ -50,7 +50,9 @@ pub struct AuditRecord {
     pub tool: String,
     /// The server it routes to, when known.
     pub server: Option<String>,
-    /// The gate's decision: `allow`, `ask` or `deny`.
+    /// The decision: `allow`, `ask` or `deny` (the gate's, or `deny` for an
+    /// inactive tool the policy forbids), `none` when the call ended before
+    /// the gate was asked (malformed `_meta`, server not available).
     pub decision: &'static str,
     /// For `ask`: whether the user confirmed.
     pub confirmed: Option<bool>,

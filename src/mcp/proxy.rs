@@ -662,7 +662,7 @@ impl Proxy {
                         detail: Some("no catalog".into()),
                     },
                     server_name,
-                    "deny",
+                    "none",
                     None,
                 );
             }
@@ -680,7 +680,7 @@ impl Proxy {
                     detail,
                 },
                 server_name,
-                "deny",
+                "none",
                 None,
             );
         }
@@ -695,7 +695,7 @@ impl Proxy {
                     return (
                         CallEnd::refused(Outcome::Unavailable, msg),
                         server_name,
-                        "allow",
+                        "none",
                         None,
                     );
                 }
