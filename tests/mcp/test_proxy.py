@@ -511,3 +511,17 @@ async def test_list_changed_is_not_advertised_nor_sent_when_disabled(tmp_path, d
         await anyio.sleep(0.5)
         assert p.notes.list_changed == 0
         assert await p.names() != before
+
+
+async def test_pagination_is_followed_and_untagged_tools_are_auto_tagged(tmp_path):
+    server = Path(__file__).parent / "paged_server.py"
+    async with proxy(tmp_path, "--server", f"paged={VENV / 'python'} {server}") as p:
+        # every page was listed: tools of the first and the last page are callable
+        for name in ("paged.alpha", "paged.beta", "paged.gamma"):
+            r = await p.call(name)
+            assert not r.is_error and text_of(r) == f"{name.split('.')[1]} called"
+        # destructiveHint makes the auto-tagged tool destructive: confirmation needed
+        r = await p.call("paged.wipe")
+        assert r.is_error and "confirmation" in text_of(r) and "destructive" in text_of(r)
+        r = await p.call("paged.delta")
+        assert r.is_error and "unknown tool" in text_of(r)
