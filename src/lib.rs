@@ -51,6 +51,8 @@ pub mod eval;
 pub mod fuzz;
 pub mod input;
 pub mod load;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod parse;
 pub mod plan;
 #[cfg(feature = "reload")]

@@ -4,6 +4,8 @@
 //! on stderr); 2 bad command-line usage; 3 the input JSON or trace is invalid
 //! (or a file cannot be read or written, or a fit is impossible); 4
 //! `check --fuzz` found violations; 5 `explain` names an unknown tool.
+//! `mcp-proxy` exits 0 when the client disconnects, 1 when the policy or tags
+//! do not load or the proxy fails, 2 on a bad configuration.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -175,6 +177,8 @@ enum Command {
         #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=60_000))]
         debounce: Option<u64>,
     },
+    /// Run as an MCP server (stdio) in front of MCP servers: list only the active tools, gate every call.
+    McpProxy(cli::mcp_proxy::McpProxyArgs),
     /// Convert external data into a catalog and traces.
     Import {
         #[command(subcommand)]
@@ -403,19 +407,33 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
         } => {
             cli::import::run_import_bfcl(o, &data, &out, limit).map_err(fail)?;
         }
+        Command::McpProxy(args) => {
+            use cli::mcp_proxy::ProxyFail;
+            cli::mcp_proxy::run(&args).map_err(|f| match f {
+                ProxyFail::Usage(m) => (ExitCode::from(2), None, Some(m)),
+                ProxyFail::Load(e) => (ExitCode::from(1), Some(e), None),
+                ProxyFail::Runtime(m) => (ExitCode::from(1), None, Some(m)),
+            })?;
+        }
     }
     Ok(())
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // Logs go to stderr only (stdout carries results, or MCP messages for mcp-proxy).
+    let default_filter = match cli.command {
+        Command::McpProxy(_) => "warn,toolgate::mcp=info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .init();
-    let cli = Cli::parse();
     let mut out = String::new();
     let result = run(&mut out, cli);
     // A closed stdout (`toolgate eval | head`) is not an error worth a panic.

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod fit;
 pub mod import;
+pub mod mcp_proxy;
 pub mod replay;
 pub mod report;
 pub mod watch;

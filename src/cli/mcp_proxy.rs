@@ -1,0 +1,105 @@
+//! `toolgate mcp-proxy`: put the engine in front of MCP servers.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use toolgate::mcp::{BuildError, ProxyConfig, ServerSpec, build_proxy, serve_stdio};
+
+/// Options of `toolgate mcp-proxy`; each overrides the `--config` file's value.
+#[derive(Args, Clone)]
+pub struct McpProxyArgs {
+    /// A downstream server, `NAME=COMMAND [ARGS]` (repeatable); its tools are named `NAME.tool`.
+    #[arg(long = "server", value_name = "NAME=COMMAND")]
+    pub servers: Vec<String>,
+    /// A TOML file with `[[server]]` entries and the options below (see docs/mcp-proxy.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Policy file (default: the shipped policies/default.toml, embedded); reloaded when it changes.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Tool-tags directory (default: the shipped tool-tags/, embedded); reloaded when a file changes.
+    #[arg(long, value_name = "DIR")]
+    pub tags: Option<PathBuf>,
+    /// Append one JSON line per tools/call to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+    /// How often the policy and tags are checked for changes, in milliseconds (default 1000).
+    #[arg(long, value_name = "MS")]
+    pub poll_ms: Option<u64>,
+    /// Debounce of notifications/tools/list_changed, in milliseconds (default 50).
+    #[arg(long, value_name = "MS")]
+    pub debounce_ms: Option<u64>,
+    /// Neither advertise tools.listChanged nor send notifications/tools/list_changed.
+    #[arg(long)]
+    pub no_list_changed: bool,
+}
+
+/// Why the proxy stopped with an error.
+pub enum ProxyFail {
+    /// Bad configuration (exit 2).
+    Usage(String),
+    /// The policy or tags do not load (exit 1).
+    Load(toolgate::LoadError),
+    /// Runtime failure (exit 1).
+    Runtime(String),
+}
+
+fn config(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
+    let mut c = match &args.config {
+        Some(p) => ProxyConfig::from_toml_file(p)?,
+        None => ProxyConfig::default(),
+    };
+    for s in &args.servers {
+        c.servers.push(ServerSpec::parse_cli(s)?);
+    }
+    if args.policy.is_some() {
+        c.policy = args.policy.clone();
+    }
+    if args.tags.is_some() {
+        c.tags = args.tags.clone();
+    }
+    if args.audit.is_some() {
+        c.audit = args.audit.clone();
+    }
+    if let Some(ms) = args.poll_ms {
+        c.poll_interval = Duration::from_millis(ms);
+    }
+    if let Some(ms) = args.debounce_ms {
+        c.debounce = Duration::from_millis(ms);
+    }
+    if args.no_list_changed {
+        c.list_changed = false;
+    }
+    if c.servers.is_empty() {
+        return Err(
+            "no downstream server: give --server NAME=COMMAND or a --config file with [[server]] entries"
+                .into(),
+        );
+    }
+    c.check()?;
+    Ok(c)
+}
+
+/// Runs the proxy on stdin/stdout until the client disconnects. Writes
+/// nothing to stdout but MCP messages.
+pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
+    let cfg = config(args).map_err(ProxyFail::Usage)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| ProxyFail::Runtime(format!("cannot start the async runtime: {e}")))?;
+    rt.block_on(async move {
+        let proxy = build_proxy(cfg).map_err(|e| match e {
+            BuildError::Load(l) => ProxyFail::Load(l),
+            BuildError::Other(s) => ProxyFail::Runtime(s),
+        })?;
+        serve_stdio(proxy)
+            .await
+            .map_err(|e| ProxyFail::Runtime(e.to_string()))
+    })?;
+    // Do not wait for blocked stdin reads: the client is gone.
+    rt.shutdown_timeout(Duration::from_millis(500));
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! The audit seam: one record per `tools/call`, whatever its fate.
+//!
+//! [`JsonlAudit`] appends one JSON object per line to a file:
+//!
+//! ```json
+//! {"time":1764412345.123,"session":"6f2a-1c","tool":"sqlite.read_query","server":"sqlite",
+//!  "decision":"allow","confirmed":null,"latency_ms":3.41,"outcome":"ok","attempts":1,"detail":null}
+//! ```
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Forwarded; the server returned a result that is not an error.
+    Ok,
+    /// Forwarded; the server returned a result with `isError: true`.
+    ToolError,
+    /// Forwarded; the server answered with a JSON-RPC error.
+    RpcError,
+    /// Forwarded; no answer within the time limit (after all retries).
+    Timeout,
+    /// Not forwarded: the server is not running, or failed during the call.
+    Unavailable,
+    /// The gate denied the call.
+    Denied,
+    /// The gate asked and the user declined (or cancelled).
+    Declined,
+    /// The gate asked and the client cannot be asked (no elicitation).
+    ConfirmationRequired,
+    /// The tool is registered but not active, and the policy forbids such calls.
+    Inactive,
+    /// The client cancelled the request.
+    Cancelled,
+}
+
+/// One audited call.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditRecord {
+    /// Unix time of the call's arrival, seconds.
+    pub time: f64,
+    /// The proxy session (one per client connection).
+    pub session: String,
+    /// The tool name as called (`server.tool`).
+    pub tool: String,
+    /// The server it routes to, when known.
+    pub server: Option<String>,
+    /// The decision: `allow`, `ask` or `deny` (the gate's, or `deny` for an
+    /// inactive tool the policy forbids), `none` when the call ended before
+    /// the gate was asked (malformed `_meta`, server not available).
+    pub decision: &'static str,
+    /// For `ask`: whether the user confirmed.
+    pub confirmed: Option<bool>,
+    /// Time from arrival to answer, milliseconds.
+    pub latency_ms: f64,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Attempts made downstream (0 when not forwarded).
+    pub attempts: u32,
+    /// The gate's reason or message, or the error.
+    pub detail: Option<String>,
+}
+
+/// Where audit records go. `record` is called on the request path, after the
+/// answer is ready: keep it short.
+pub trait AuditSink: Send + Sync {
+    /// Stores one record.
+    fn record(&self, record: &AuditRecord);
+}
+
+/// Discards records.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoAudit;
+
+impl AuditSink for NoAudit {
+    fn record(&self, _record: &AuditRecord) {}
+}
+
+/// Appends records to a file as JSON lines, flushed after each record.
+#[derive(Debug)]
+pub struct JsonlAudit {
+    file: Mutex<std::io::BufWriter<std::fs::File>>,
+}
+
+impl JsonlAudit {
+    /// Opens (creating it if needed) `path` for appending.
+    pub fn open(path: &Path) -> std::io::Result<Self> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(JsonlAudit {
+            file: Mutex::new(std::io::BufWriter::new(f)),
+        })
+    }
+}
+
+impl AuditSink for JsonlAudit {
+    fn record(&self, record: &AuditRecord) {
+        let mut line = match serde_json::to_vec(record) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!(error = %e, "audit record not serialisable");
+                return;
+            }
+        };
+        line.push(b'\n');
+        let mut f = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = f.write_all(&line).and_then(|_| f.flush()) {
+            tracing::error!(error = %e, "cannot write the audit file");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonl_audit_appends_one_line_per_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.jsonl");
+        let a = JsonlAudit::open(&p).unwrap();
+        let r = AuditRecord {
+            time: 1.5,
+            session: "s".into(),
+            tool: "time.get_current_time".into(),
+            server: Some("time".into()),
+            decision: "allow",
+            confirmed: None,
+            latency_ms: 0.25,
+            outcome: Outcome::Ok,
+            attempts: 1,
+            detail: None,
+        };
+        a.record(&r);
+        a.record(&AuditRecord {
+            outcome: Outcome::Denied,
+            decision: "deny",
+            ..r
+        });
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["outcome"], "ok");
+        assert_eq!(lines[1]["decision"], "deny");
+        assert_eq!(lines[1]["tool"], "time.get_current_time");
+    }
+}

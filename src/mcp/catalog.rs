@@ -1,0 +1,273 @@
+//! The proxy's catalog: the tools discovered downstream, namespaced
+//! `server.tool`, merged with the tool tags and compiled into a plan.
+//!
+//! A discovered tool whose `server.tool` name has tags gets those tags
+//! (semantic and gate), with the live description and `inputSchema` from the
+//! server; any other tool becomes an untagged [`ToolSpec`], auto-tagged by the
+//! policy's `[auto_tags]`, its MCP annotations `readOnlyHint` /
+//! `destructiveHint` setting `read_only` and the destructive risk level. Tags
+//! of tools no server offers are left out: the plan holds exactly what can be
+//! called.
+
+use std::sync::Arc;
+
+use rmcp::model::Tool;
+use serde_json::Value;
+
+use crate::diag::LoadError;
+use crate::eval::Activation;
+use crate::parse::policy::Sp;
+use crate::parse::tags::{GateTags, RiskLevel, ToolSpec};
+use crate::plan::Plan;
+
+use super::source::PlanInputs;
+
+/// The tools one server offered at its last listing.
+#[derive(Debug, Clone)]
+pub struct ServerTools {
+    /// Server name (the namespace).
+    pub server: String,
+    /// Its tools, as listed (bare names).
+    pub tools: Arc<Vec<Tool>>,
+    /// Listing version (0: never listed).
+    pub version: u64,
+}
+
+/// Where a catalog tool is served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    /// Index of the server in the proxy's server list.
+    pub server: usize,
+    /// The tool's name at that server (bare).
+    pub name: String,
+}
+
+/// A compiled catalog: the plan plus, per plan tool, the MCP tool to list and
+/// the route to call it.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    /// The plan (tools in server order, then listing order).
+    pub plan: Arc<Plan>,
+    /// Per plan tool index: the tool as listed to the client (`server.tool`).
+    pub tools: Vec<Tool>,
+    /// Per plan tool index: where to call it.
+    pub routes: Vec<Route>,
+    /// Per server: the listing version compiled in.
+    pub server_versions: Vec<u64>,
+    /// The inputs' version compiled in.
+    pub inputs_version: u64,
+}
+
+fn auto_spec(full: String, tool: &Tool) -> ToolSpec {
+    let ann = tool.annotations.as_ref();
+    let read_only = ann.and_then(|a| a.read_only_hint).unwrap_or(false);
+    let destructive = ann.and_then(|a| a.destructive_hint).unwrap_or(false);
+    ToolSpec {
+        name: Sp::new(full, 0..0),
+        aliases: Vec::new(),
+        description: tool.description.as_deref().unwrap_or_default().to_string(),
+        input_schema: Value::Object((*tool.input_schema).clone()),
+        tags: None,
+        gate: GateTags {
+            read_only,
+            risk_level: (destructive && !read_only).then_some(RiskLevel::Destructive),
+            ..GateTags::default()
+        },
+        file: None,
+    }
+}
+
+/// Compiles the catalog of `servers` (in the proxy's server order) with
+/// `inputs`. Fails with the compile's diagnostics (e.g. a pinned tool that no
+/// server offers).
+pub fn build_catalog(inputs: &PlanInputs, servers: &[ServerTools]) -> Result<Catalog, LoadError> {
+    let tagged: rustc_hash::FxHashMap<&str, &ToolSpec> = inputs
+        .tags
+        .iter()
+        .map(|t| (t.name.value.as_str(), t))
+        .collect();
+    let mut specs = Vec::new();
+    let mut listed = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
+    for (si, s) in servers.iter().enumerate() {
+        for t in s.tools.iter() {
+            let full = format!("{}.{}", s.server, t.name);
+            if !seen.insert(full.clone()) {
+                tracing::warn!(tool = %full, "server listed the same tool twice; keeping the first");
+                continue;
+            }
+            let spec = match tagged.get(full.as_str()) {
+                Some(tag) => {
+                    let mut spec = (*tag).clone();
+                    spec.aliases.clear();
+                    spec.description = t.description.as_deref().unwrap_or_default().to_string();
+                    spec.input_schema = Value::Object((*t.input_schema).clone());
+                    spec
+                }
+                None => auto_spec(full.clone(), t),
+            };
+            specs.push(spec);
+            let mut out = t.clone();
+            out.name = full.into();
+            listed.push((
+                out,
+                Route {
+                    server: si,
+                    name: t.name.to_string(),
+                },
+            ));
+        }
+    }
+    let plan = crate::compile::compile(&inputs.policy, specs)?;
+    // compile keeps the order of the specs; check it rather than assume it.
+    debug_assert!(
+        plan.tools
+            .iter()
+            .zip(&listed)
+            .all(|(c, (t, _))| c.name == t.name)
+    );
+    let (tools, routes) = listed.into_iter().unzip();
+    Ok(Catalog {
+        plan: Arc::new(plan),
+        tools,
+        routes,
+        server_versions: servers.iter().map(|s| s.version).collect(),
+        inputs_version: inputs.version,
+    })
+}
+
+impl Catalog {
+    /// The listed tools of the active set of `activation` (which must come
+    /// from this catalog's plan), in catalog order.
+    pub fn active_tools(&self, activation: &Activation) -> Vec<Tool> {
+        activation
+            .tools
+            .iter()
+            .filter(|s| s.active)
+            .map(|s| self.tools[s.tool].clone())
+            .collect()
+    }
+
+    /// The `tools/list` answer for `activation`: its active tools, one page.
+    pub fn list_result(&self, activation: &Activation) -> rmcp::model::ListToolsResult {
+        rmcp::model::ListToolsResult::with_all_items(self.active_tools(activation))
+    }
+
+    /// The route of the tool called `name`.
+    pub fn route(&self, name: &str) -> Option<(usize, &Route)> {
+        self.plan.tool_index(name).map(|i| (i, &self.routes[i]))
+    }
+}
+
+/// Reads the tools of a captured catalog file (`tests/data/mcp-catalogs/*.json`:
+/// an object with `server` and `tools`), or of a `tools/list` result.
+pub fn tools_from_json(v: &Value) -> Result<Vec<Tool>, String> {
+    let tools = v
+        .get("tools")
+        .or_else(|| v.get("result").and_then(|r| r.get("tools")))
+        .ok_or("no `tools` array")?;
+    serde_json::from_value(tools.clone()).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{SessionContext, UsageStats};
+
+    fn inputs() -> PlanInputs {
+        let policy = crate::load::load_policy(None).unwrap();
+        let tags = crate::load::load_catalog(&crate::load::Sources::default()).unwrap();
+        PlanInputs {
+            policy,
+            tags,
+            version: 1,
+        }
+    }
+
+    fn tool(name: &str, desc: &str) -> Tool {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "description": desc,
+            "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "annotations": {"destructiveHint": true}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn merges_tags_with_live_tools_and_auto_tags_the_rest() {
+        let servers = vec![
+            ServerTools {
+                server: "sqlite".into(),
+                tools: Arc::new(vec![
+                    tool("read_query", "live description"),
+                    tool("brand_new", "Drops every widget from the warehouse"),
+                ]),
+                version: 3,
+            },
+            ServerTools {
+                server: "down".into(),
+                tools: Arc::new(vec![]),
+                version: 0,
+            },
+        ];
+        let c = build_catalog(&inputs(), &servers).unwrap();
+        assert_eq!(c.plan.tools.len(), 2);
+        let rq = c.plan.tool("sqlite.read_query").unwrap();
+        assert!(!rq.auto_tagged);
+        assert_eq!(rq.description, "live description");
+        assert!(rq.gate.read_only, "gate tags come from the tag file");
+        assert!(rq.aliases.is_empty());
+        let nw = c.plan.tool("sqlite.brand_new").unwrap();
+        assert!(nw.auto_tagged);
+        assert_eq!(nw.gate.risk_level, Some(RiskLevel::Destructive));
+        assert_eq!(c.tools[1].name, "sqlite.brand_new");
+        assert_eq!(
+            c.route("sqlite.brand_new").unwrap().1,
+            &Route {
+                server: 0,
+                name: "brand_new".into()
+            }
+        );
+        assert!(
+            c.route("sqlite.write_query").is_none(),
+            "tags without a server are left out"
+        );
+        assert_eq!(c.server_versions, [3, 0]);
+        let act = c
+            .plan
+            .evaluate(&SessionContext::default(), &UsageStats::default(), 0.0);
+        let listed = c.active_tools(&act);
+        assert_eq!(listed.len(), act.active_names().len());
+    }
+
+    #[test]
+    fn shipped_catalogs_all_compile_together() {
+        let mut servers = Vec::new();
+        let mut expected = 0;
+        for name in [
+            "everything-fullcaps",
+            "fetch",
+            "filesystem",
+            "git",
+            "memory",
+            "shell",
+            "sqlite",
+            "time",
+        ] {
+            let text =
+                std::fs::read_to_string(format!("tests/data/mcp-catalogs/{name}.json")).unwrap();
+            let v: Value = serde_json::from_str(&text).unwrap();
+            let tools = tools_from_json(&v).unwrap();
+            expected += tools.len();
+            servers.push(ServerTools {
+                server: name.trim_end_matches("-fullcaps").into(),
+                tools: Arc::new(tools),
+                version: 1,
+            });
+        }
+        let c = build_catalog(&inputs(), &servers).unwrap();
+        assert_eq!(c.plan.tools.len(), expected);
+        assert!(expected >= 60, "{expected}");
+        assert!(c.plan.tools.iter().all(|t| !t.auto_tagged));
+    }
+}

@@ -1,0 +1,368 @@
+//! The proxy's configuration: downstream servers (`--server NAME=COMMAND` or a
+//! TOML file), the policy and tags to load, and timing knobs.
+//!
+//! ```toml
+//! # toolgate-proxy.toml (every key optional except the servers' name and command)
+//! policy = "policies/default.toml"   # relative paths: from this file's folder
+//! tags = "tool-tags"
+//! audit = "audit.jsonl"
+//! poll_ms = 1000                      # policy/tags change polling
+//! debounce_ms = 50                    # notifications/tools/list_changed debounce
+//! list_changed = true                 # advertise and send tools/list_changed
+//! startup_timeout_ms = 30000          # wait this long for the servers' first tools/list
+//! restart_initial_ms = 500            # restart backoff of an exited server ...
+//! restart_max_ms = 30000              # ... doubling up to this
+//!
+//! [[server]]
+//! name = "time"
+//! command = "mcp-server-time"
+//! args = ["--local-timezone", "UTC"]
+//!
+//! [[server]]
+//! name = "memory"
+//! command = "mcp-server-memory"
+//! env = { MEMORY_FILE_PATH = "/tmp/memory.jsonl" }
+//! cwd = "/tmp"
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// One downstream MCP server, started as a child process speaking MCP over stdio.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    /// Namespace of its tools (`NAME.tool`): letters, digits, `_` and `-`.
+    pub name: String,
+    /// Program to run (looked up in `PATH` when it has no `/`).
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// Working directory (default: the proxy's).
+    pub cwd: Option<PathBuf>,
+}
+
+impl ServerSpec {
+    /// Parses the command-line form `NAME=COMMAND [ARG]...`, where the command
+    /// line is split like a shell does (whitespace, `'...'`, `"..."`, `\`),
+    /// without expansions. Leading `VAR=value` words after the `=` are not
+    /// special: use `env VAR=value cmd` for environment variables.
+    pub fn parse_cli(s: &str) -> Result<Self, String> {
+        let (name, cmd) = s
+            .split_once('=')
+            .ok_or_else(|| format!("`{s}`: expected NAME=COMMAND, e.g. `time=mcp-server-time`"))?;
+        let name = name.trim();
+        validate_server_name(name)?;
+        let mut words = split_command(cmd)?;
+        if words.is_empty() {
+            return Err(format!("server `{name}`: the command is empty"));
+        }
+        let command = words.remove(0);
+        Ok(ServerSpec {
+            name: name.to_string(),
+            command,
+            args: words,
+            env: Vec::new(),
+            cwd: None,
+        })
+    }
+
+    /// The command line as one display string.
+    pub fn display_command(&self) -> String {
+        std::iter::once(&self.command)
+            .chain(self.args.iter())
+            .map(|w| {
+                if w.is_empty() || w.contains(|c: char| c.is_whitespace() || c == '\'') {
+                    format!("{w:?}")
+                } else {
+                    w.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// Checks a server name: non-empty, ASCII letters, digits, `_` and `-` only
+/// (no `.`: the name is the prefix of `server.tool`).
+pub fn validate_server_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a server name must not be empty".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err(format!(
+            "server name `{name}` contains `{c}`: use letters, digits, `_` and `-` (tools are named `{name}.tool`)"
+        ));
+    }
+    Ok(())
+}
+
+/// Splits a command line into words like a POSIX shell, without expansions:
+/// whitespace separates words, `'...'` is literal, `"..."` allows `\"` and
+/// `\\`, and `\` outside quotes escapes the next character.
+pub fn split_command(s: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => cur.push(c),
+                        None => return Err(format!("unclosed ' in `{s}`")),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => cur.push(c),
+                            Some(c) => {
+                                cur.push('\\');
+                                cur.push(c);
+                            }
+                            None => return Err(format!("unclosed \" in `{s}`")),
+                        },
+                        Some(c) => cur.push(c),
+                        None => return Err(format!("unclosed \" in `{s}`")),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(c) => cur.push(c),
+                    None => return Err(format!("trailing \\ in `{s}`")),
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+/// Everything `toolgate mcp-proxy` needs to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProxyConfig {
+    /// Policy file (`None`: the embedded default, never reloaded).
+    pub policy: Option<PathBuf>,
+    /// Tool-tags directory (`None`: the embedded shipped tags).
+    pub tags: Option<PathBuf>,
+    /// JSON-lines audit file (`None`: no audit).
+    pub audit: Option<PathBuf>,
+    /// The downstream servers, in namespace order.
+    pub servers: Vec<ServerSpec>,
+    /// How often the policy and tag files are checked for changes.
+    pub poll_interval: Duration,
+    /// Delay that coalesces changes into one `notifications/tools/list_changed`.
+    pub debounce: Duration,
+    /// Whether `tools.listChanged` is advertised (and notifications sent).
+    pub list_changed: bool,
+    /// How long `tools/list` and `tools/call` wait for the servers' first listing.
+    pub startup_timeout: Duration,
+    /// First restart delay of an exited server.
+    pub restart_initial: Duration,
+    /// Longest restart delay (the delay doubles on each failed start).
+    pub restart_max: Duration,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            policy: None,
+            tags: None,
+            audit: None,
+            servers: Vec::new(),
+            poll_interval: Duration::from_millis(1000),
+            debounce: Duration::from_millis(50),
+            list_changed: true,
+            startup_timeout: Duration::from_secs(30),
+            restart_initial: Duration::from_millis(500),
+            restart_max: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    policy: Option<PathBuf>,
+    tags: Option<PathBuf>,
+    audit: Option<PathBuf>,
+    poll_ms: Option<u64>,
+    debounce_ms: Option<u64>,
+    list_changed: Option<bool>,
+    startup_timeout_ms: Option<u64>,
+    restart_initial_ms: Option<u64>,
+    restart_max_ms: Option<u64>,
+    #[serde(default)]
+    server: Vec<RawServer>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    name: String,
+    command: String,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: std::collections::BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+}
+
+impl ProxyConfig {
+    /// Reads a TOML configuration file (see the module docs). Relative paths
+    /// (`policy`, `tags`, `audit`, `cwd`) are taken from the file's folder.
+    pub fn from_toml_file(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::from_toml_str(&text, base).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses configuration text; relative paths are joined to `base`.
+    pub fn from_toml_str(text: &str, base: &Path) -> Result<Self, String> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        let abs = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+        let d = ProxyConfig::default();
+        let ms = |v: Option<u64>, dflt: Duration| v.map(Duration::from_millis).unwrap_or(dflt);
+        let mut servers = Vec::new();
+        for s in raw.server {
+            validate_server_name(&s.name)?;
+            if s.command.is_empty() {
+                return Err(format!("server `{}`: the command is empty", s.name));
+            }
+            servers.push(ServerSpec {
+                name: s.name,
+                command: s.command,
+                args: s.args,
+                env: s.env.into_iter().collect(),
+                cwd: s.cwd.map(abs),
+            });
+        }
+        let cfg = ProxyConfig {
+            policy: raw.policy.map(abs),
+            tags: raw.tags.map(abs),
+            audit: raw.audit.map(abs),
+            servers,
+            poll_interval: ms(raw.poll_ms, d.poll_interval),
+            debounce: ms(raw.debounce_ms, d.debounce),
+            list_changed: raw.list_changed.unwrap_or(d.list_changed),
+            startup_timeout: ms(raw.startup_timeout_ms, d.startup_timeout),
+            restart_initial: ms(raw.restart_initial_ms, d.restart_initial),
+            restart_max: ms(raw.restart_max_ms, d.restart_max),
+        };
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    /// Checks what parsing cannot: unique server names, sane durations.
+    pub fn check(&self) -> Result<(), String> {
+        for (i, s) in self.servers.iter().enumerate() {
+            validate_server_name(&s.name)?;
+            if self.servers[..i].iter().any(|o| o.name == s.name) {
+                return Err(format!("server `{}` is configured twice", s.name));
+            }
+        }
+        if self.poll_interval.is_zero() {
+            return Err("poll_ms must be > 0".into());
+        }
+        if self.restart_initial.is_zero() || self.restart_max < self.restart_initial {
+            return Err("restart delays: need 0 < restart_initial_ms <= restart_max_ms".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_a_shell() {
+        assert_eq!(
+            split_command(r#"mcp-server-time --local-timezone "America/New York" 'a b' c\ d"#)
+                .unwrap(),
+            [
+                "mcp-server-time",
+                "--local-timezone",
+                "America/New York",
+                "a b",
+                "c d"
+            ]
+        );
+        assert_eq!(split_command("  ").unwrap(), Vec::<String>::new());
+        assert_eq!(split_command(r#""" x"#).unwrap(), ["", "x"]);
+        assert!(split_command("'open").is_err());
+        assert!(split_command("\"open").is_err());
+    }
+
+    #[test]
+    fn parses_cli_servers() {
+        let s = ServerSpec::parse_cli("git=mcp-server-git --repository /tmp/r").unwrap();
+        assert_eq!(s.name, "git");
+        assert_eq!(s.command, "mcp-server-git");
+        assert_eq!(s.args, ["--repository", "/tmp/r"]);
+        assert!(ServerSpec::parse_cli("no-equals").is_err());
+        assert!(ServerSpec::parse_cli("a.b=cmd").is_err());
+        assert!(ServerSpec::parse_cli("x=").is_err());
+        assert!(ServerSpec::parse_cli("=cmd").is_err());
+    }
+
+    #[test]
+    fn parses_toml_config_with_relative_paths() {
+        let c = ProxyConfig::from_toml_str(
+            r#"
+policy = "p.toml"
+audit = "/abs/audit.jsonl"
+poll_ms = 200
+[[server]]
+name = "time"
+command = "mcp-server-time"
+args = ["--local-timezone", "UTC"]
+env = { TZ = "UTC" }
+cwd = "work"
+"#,
+            Path::new("/base"),
+        )
+        .unwrap();
+        assert_eq!(c.policy.as_deref(), Some(Path::new("/base/p.toml")));
+        assert_eq!(c.audit.as_deref(), Some(Path::new("/abs/audit.jsonl")));
+        assert_eq!(c.poll_interval, Duration::from_millis(200));
+        assert_eq!(c.servers[0].env, [("TZ".to_string(), "UTC".to_string())]);
+        assert_eq!(c.servers[0].cwd.as_deref(), Some(Path::new("/base/work")));
+        assert!(ProxyConfig::from_toml_str("bogus = 1", Path::new(".")).is_err());
+        let dup = "[[server]]\nname='a'\ncommand='x'\n[[server]]\nname='a'\ncommand='y'\n";
+        assert!(
+            ProxyConfig::from_toml_str(dup, Path::new("."))
+                .unwrap_err()
+                .contains("twice")
+        );
+    }
+}

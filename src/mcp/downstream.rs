@@ -1,0 +1,295 @@
+//! Downstream servers: each one a child process the proxy talks to as an MCP
+//! client over its stdio, watched by a supervisor task that lists its tools
+//! (following pagination), re-lists them on `notifications/tools/list_changed`,
+//! and restarts the process with exponential backoff when it exits.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::ClientHandler;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
+use rmcp::service::{NotificationContext, Peer, RoleClient, ServiceExt};
+use rmcp::transport::TokioChildProcess;
+use tokio::sync::{mpsc, watch};
+
+use super::catalog::ServerTools;
+use super::config::ServerSpec;
+
+/// What a supervisor reports to the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// The server's tools were (re-)listed: the catalog must be rebuilt.
+    Listed(usize),
+    /// The server's first start attempt is over (listed or failed).
+    FirstAttemptDone(usize),
+    /// The server stopped (its tools stay in the catalog and report errors).
+    Down(usize),
+}
+
+/// A server's state as calls see it.
+#[derive(Clone)]
+pub(crate) enum Status {
+    /// Being started (attempt number).
+    Starting(u32),
+    /// Running.
+    Up { peer: Peer<RoleClient> },
+    /// Not running: why, and when the next start is due.
+    Down { reason: String, retry_at: Instant },
+}
+
+/// One downstream server.
+pub(crate) struct Downstream {
+    pub spec: ServerSpec,
+    pub index: usize,
+    status: Mutex<Status>,
+    listing: Mutex<(Arc<Vec<Tool>>, u64)>,
+    listing_version: AtomicU64,
+    /// Set on a downstream `tools/list_changed`, cleared once re-listed.
+    relisting: AtomicBool,
+}
+
+impl Downstream {
+    pub fn new(spec: ServerSpec, index: usize) -> Self {
+        Downstream {
+            spec,
+            index,
+            status: Mutex::new(Status::Starting(0)),
+            listing: Mutex::new((Arc::new(Vec::new()), 0)),
+            listing_version: AtomicU64::new(0),
+            relisting: AtomicBool::new(false),
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        self.status
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn set_status(&self, s: Status) {
+        *self.status.lock().unwrap_or_else(|p| p.into_inner()) = s;
+    }
+
+    /// The last listing.
+    pub fn tools(&self) -> ServerTools {
+        let l = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        ServerTools {
+            server: self.spec.name.clone(),
+            tools: l.0.clone(),
+            version: l.1,
+        }
+    }
+
+    /// Version of the last listing (0: never listed).
+    pub fn listing_version(&self) -> u64 {
+        self.listing_version.load(Ordering::Acquire)
+    }
+
+    /// Whether a `tools/list_changed` arrived and the new listing is not stored yet.
+    pub fn relisting(&self) -> bool {
+        self.relisting.load(Ordering::Acquire)
+    }
+
+    fn store_listing(&self, tools: Vec<Tool>) {
+        let mut l = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        let v = l.1 + 1;
+        *l = (Arc::new(tools), v);
+        self.listing_version.store(v, Ordering::Release);
+        self.relisting.store(false, Ordering::Release);
+    }
+
+    /// A message for calls while the server is not up.
+    pub fn unavailable_message(&self) -> String {
+        match self.status() {
+            Status::Up { .. } => format!("server `{}` is running", self.spec.name),
+            Status::Starting(n) => format!(
+                "server `{}` is starting (attempt {n}); try again shortly",
+                self.spec.name
+            ),
+            Status::Down { reason, retry_at } => {
+                let wait = retry_at.saturating_duration_since(Instant::now());
+                format!(
+                    "server `{}` is not running ({reason}); the proxy restarts it in {:.1} s",
+                    self.spec.name,
+                    wait.as_secs_f64()
+                )
+            }
+        }
+    }
+}
+
+/// The proxy's client side toward one server: it only reacts to
+/// `notifications/tools/list_changed`. It declares no capabilities (no roots:
+/// a server such as the filesystem one would otherwise replace its configured
+/// directories with the client's).
+struct DownstreamClient {
+    server: Arc<Downstream>,
+    relist: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for DownstreamClient {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::info!(server = %self.server.spec.name, "downstream tools/list_changed");
+        self.server.relisting.store(true, Ordering::Release);
+        let _ = self.relist.send(());
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolgate-proxy", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// Timing of a supervisor.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timing {
+    pub start_timeout: Duration,
+    pub restart_initial: Duration,
+    pub restart_max: Duration,
+}
+
+/// How long a server must have run for its restart delay to reset.
+const HEALTHY_AFTER: Duration = Duration::from_secs(60);
+
+async fn list_tools(peer: &Peer<RoleClient>, timeout: Duration) -> Result<Vec<Tool>, String> {
+    match tokio::time::timeout(timeout, peer.list_all_tools()).await {
+        Ok(Ok(t)) => Ok(t),
+        Ok(Err(e)) => Err(format!("tools/list failed: {e}")),
+        Err(_) => Err(format!("tools/list gave no answer within {timeout:?}")),
+    }
+}
+
+/// Runs the server's lifecycle until `shutdown` turns true.
+pub(crate) async fn supervise(
+    ds: Arc<Downstream>,
+    events: mpsc::UnboundedSender<Event>,
+    timing: Timing,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let name = ds.spec.name.clone();
+    let mut delay = timing.restart_initial;
+    let mut attempt = 0u32;
+    let mut first = true;
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        attempt += 1;
+        ds.set_status(Status::Starting(attempt));
+        let (relist_tx, mut relist_rx) = mpsc::unbounded_channel();
+        let started = start(&ds, relist_tx, timing.start_timeout).await;
+        let reason = match started {
+            Ok((running, pid)) => {
+                let peer = running.peer().clone();
+                match list_tools(&peer, timing.start_timeout).await {
+                    Ok(tools) => {
+                        tracing::info!(server = %name, tools = tools.len(), ?pid, "server up");
+                        ds.store_listing(tools);
+                        ds.set_status(Status::Up { peer: peer.clone() });
+                        let _ = events.send(Event::Listed(ds.index));
+                        if std::mem::take(&mut first) {
+                            let _ = events.send(Event::FirstAttemptDone(ds.index));
+                        }
+                        let up_since = Instant::now();
+                        let wait = running.waiting();
+                        tokio::pin!(wait);
+                        let reason = loop {
+                            tokio::select! {
+                                r = &mut wait => break match r {
+                                    Ok(q) => format!("exited ({q:?})"),
+                                    Err(e) => format!("its connection task failed: {e}"),
+                                },
+                                Some(()) = relist_rx.recv() => {
+                                    // coalesce a burst of notifications
+                                    while relist_rx.try_recv().is_ok() {}
+                                    match list_tools(&peer, timing.start_timeout).await {
+                                        Ok(tools) => {
+                                            tracing::info!(server = %name, tools = tools.len(), "re-listed");
+                                            ds.store_listing(tools);
+                                            let _ = events.send(Event::Listed(ds.index));
+                                        }
+                                        Err(e) => {
+                                            tracing::warn!(server = %name, "re-listing failed: {e}; keeping the previous list");
+                                            ds.relisting.store(false, Ordering::Release);
+                                            let _ = events.send(Event::Listed(ds.index));
+                                        }
+                                    }
+                                }
+                                _ = shutdown.changed() => {
+                                    ds.set_status(Status::Down { reason: "the proxy is shutting down".into(), retry_at: Instant::now() });
+                                    // dropping `wait` drops the service: the child is killed
+                                    return;
+                                }
+                            }
+                        };
+                        if up_since.elapsed() >= HEALTHY_AFTER {
+                            delay = timing.restart_initial;
+                            attempt = 0;
+                        }
+                        reason
+                    }
+                    Err(e) => {
+                        if std::mem::take(&mut first) {
+                            let _ = events.send(Event::FirstAttemptDone(ds.index));
+                        }
+                        e
+                    }
+                }
+            }
+            Err(e) => {
+                if std::mem::take(&mut first) {
+                    let _ = events.send(Event::FirstAttemptDone(ds.index));
+                }
+                e
+            }
+        };
+        tracing::warn!(server = %name, "server down: {reason}; restarting in {delay:?}");
+        ds.set_status(Status::Down {
+            reason,
+            retry_at: Instant::now() + delay,
+        });
+        let _ = events.send(Event::Down(ds.index));
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = shutdown.changed() => return,
+        }
+        delay = (delay * 2).min(timing.restart_max);
+    }
+}
+
+type Running = rmcp::service::RunningService<RoleClient, DownstreamClient>;
+
+async fn start(
+    ds: &Arc<Downstream>,
+    relist: mpsc::UnboundedSender<()>,
+    timeout: Duration,
+) -> Result<(Running, Option<u32>), String> {
+    let spec = &ds.spec;
+    let mut cmd = tokio::process::Command::new(&spec.command);
+    cmd.args(&spec.args);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    if let Some(d) = &spec.cwd {
+        cmd.current_dir(d);
+    }
+    cmd.kill_on_drop(true);
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start `{}`: {e}", spec.display_command()))?;
+    let pid = transport.id();
+    let client = DownstreamClient {
+        server: ds.clone(),
+        relist,
+    };
+    match tokio::time::timeout(timeout, client.serve(transport)).await {
+        Ok(Ok(running)) => Ok((running, pid)),
+        Ok(Err(e)) => Err(format!("MCP initialization failed: {e}")),
+        Err(_) => Err(format!("no MCP initialization within {timeout:?}")),
+    }
+}

@@ -1,0 +1,119 @@
+//! The MCP proxy (feature `mcp`): toolgate in front of real MCP servers.
+//!
+//! Toward the client the proxy is an MCP server (stdio); toward each
+//! downstream server it is an MCP client over the stdio of a child process.
+//! It lists every server's tools, names them `server.tool`, merges them with
+//! the tool tags into a [`Plan`](crate::Plan) ([`catalog`]), and answers
+//! `tools/list` with the active tools only. Context comes from `_meta`
+//! (`toolgate/context`, see [`context`]), from the client's roots, and from
+//! the calls it forwards. When the active set changes it sends
+//! `notifications/tools/list_changed` (debounced). Every `tools/call` goes
+//! through a [`CallGate`] (allow / ask through elicitation / deny) and is
+//! written to an [`AuditSink`].
+//!
+//! Three seams let other parts plug in:
+//!
+//! | seam | trait | built-in |
+//! | --- | --- | --- |
+//! | call decisions | [`CallGate`] | [`TagGate`]: from the tool tags only |
+//! | policy and tags | [`PlanSource`] | [`PollingPlanSource`]: re-reads files whose mtime changed |
+//! | audit | [`AuditSink`] | [`JsonlAudit`]: one JSON line per call |
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! use toolgate::mcp::{ProxyConfig, ServerSpec, build_proxy, serve_stdio};
+//! let mut config = ProxyConfig::default();
+//! config.servers.push(ServerSpec::parse_cli("time=mcp-server-time --local-timezone UTC")?);
+//! let proxy = build_proxy(config).map_err(|e| e.to_string())?;
+//! serve_stdio(proxy).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod audit;
+pub mod catalog;
+pub mod config;
+pub mod context;
+mod downstream;
+pub mod gate;
+pub mod proxy;
+pub mod source;
+pub mod stdio;
+
+use std::sync::Arc;
+
+pub use audit::{AuditRecord, AuditSink, JsonlAudit, NoAudit, Outcome};
+pub use catalog::{Catalog, build_catalog};
+pub use config::{ProxyConfig, ServerSpec};
+pub use context::{CONTEXT_META_KEY, ContextUpdate};
+pub use gate::{CallGate, Decision, TagGate};
+pub use proxy::Proxy;
+pub use source::{PlanInputs, PlanSource, PollingPlanSource, StaticPlanSource};
+
+use rmcp::ServiceExt;
+
+use crate::diag::LoadError;
+use crate::load::Sources;
+
+/// Why a proxy could not be built.
+#[derive(Debug)]
+pub enum BuildError {
+    /// The policy or the tags do not load.
+    Load(LoadError),
+    /// Anything else (the audit file cannot be opened, ...).
+    Other(String),
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::Load(e) => {
+                for d in &e.diagnostics {
+                    writeln!(f, "{d}")?;
+                }
+                Ok(())
+            }
+            BuildError::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// Builds a proxy from a configuration with the built-in seams: a
+/// [`PollingPlanSource`] over the configured policy and tags (polling starts
+/// with [`Proxy::start`]'s runtime: call this inside one), the [`TagGate`],
+/// and a [`JsonlAudit`] when an audit file is configured.
+pub fn build_proxy(config: ProxyConfig) -> Result<Proxy, BuildError> {
+    config.check().map_err(BuildError::Other)?;
+    let source = Arc::new(
+        PollingPlanSource::load(Sources {
+            policy: config.policy.clone(),
+            tags: config.tags.clone(),
+            tools: Vec::new(),
+        })
+        .map_err(BuildError::Load)?,
+    );
+    if source.watches_files() {
+        source.spawn_polling(config.poll_interval);
+    }
+    let audit: Arc<dyn AuditSink> = match &config.audit {
+        Some(p) => Arc::new(JsonlAudit::open(p).map_err(|e| {
+            BuildError::Other(format!("cannot open the audit file {}: {e}", p.display()))
+        })?),
+        None => Arc::new(NoAudit),
+    };
+    Ok(Proxy::new(config, source, Arc::new(TagGate), audit))
+}
+
+/// Starts `proxy` and serves it on the process's stdin/stdout until the
+/// client disconnects; then stops the downstream servers.
+pub async fn serve_stdio(proxy: Proxy) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    proxy.start();
+    let running = proxy.clone().serve(stdio::LineTransport::stdio()).await;
+    let result = match running {
+        Ok(r) => r.waiting().await.map(|_| ()).map_err(|e| e.into()),
+        Err(e) => Err(format!("MCP initialization with the client failed: {e}").into()),
+    };
+    proxy.shutdown().await;
+    result
+}

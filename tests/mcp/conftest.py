@@ -1,0 +1,226 @@
+"""Fixtures for the MCP proxy tests: real MCP servers from PyPI and npm, driven
+through `toolgate mcp-proxy` by a client built on the official `mcp` SDK.
+
+Where things are (each can be overridden by an environment variable):
+
+- TOOLGATE_BIN: the toolgate binary (default: target/debug/toolgate, then target/release/toolgate)
+- TOOLGATE_MCP_VENV: virtualenv with `mcp` (2.x), mcp-server-time, mcp-server-git (default: .venv)
+- TOOLGATE_MCP1_VENV: virtualenv with `mcp<2`, mcp-server-sqlite, mcp-shell-server (default: .venv-mcp1)
+- TOOLGATE_NODE_DIR: npm prefix with @modelcontextprotocol/server-filesystem (default: .mcp-node)
+
+`.ci/run` installs all of them; see docs/mcp-proxy.md.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters, types
+from mcp.client.stdio import stdio_client
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _path(env: str, default: str) -> Path:
+    p = Path(os.environ.get(env, default))
+    return p if p.is_absolute() else ROOT / p
+
+
+def toolgate_bin() -> Path:
+    if os.environ.get("TOOLGATE_BIN"):
+        return Path(os.environ["TOOLGATE_BIN"])
+    for p in (ROOT / "target/debug/toolgate", ROOT / "target/release/toolgate"):
+        if p.exists():
+            return p
+    pytest.fail("no toolgate binary: run `cargo build` (or set TOOLGATE_BIN)")
+
+
+VENV = _path("TOOLGATE_MCP_VENV", ".venv") / "bin"
+VENV1 = _path("TOOLGATE_MCP1_VENV", ".venv-mcp1") / "bin"
+NODE_BIN = _path("TOOLGATE_NODE_DIR", ".mcp-node") / "node_modules/.bin"
+
+
+def server_bin(venv: Path, name: str) -> str:
+    p = venv / name
+    if not p.exists():
+        pytest.fail(f"{p} is missing: run .ci/run (or install {name} there)")
+    return str(p)
+
+
+def filesystem_bin() -> str:
+    p = NODE_BIN / "mcp-server-filesystem"
+    if p.exists():
+        return str(p)
+    if shutil.which("node") is None:
+        msg = (
+            "SKIPPED LOUDLY: Node.js is absent, so @modelcontextprotocol/server-filesystem "
+            "cannot run and the filesystem tests do not run"
+        )
+        print(msg, file=sys.stderr)
+        pytest.skip(msg)
+    pytest.fail(f"node is present but {p} is missing: run .ci/run (npm install into {NODE_BIN.parent.parent})")
+
+
+def time_server() -> str:
+    return f"time={server_bin(VENV, 'mcp-server-time')} --local-timezone UTC"
+
+
+def git_server(repo: Path) -> str:
+    return f"git={server_bin(VENV, 'mcp-server-git')} --repository {repo}"
+
+
+def sqlite_server(db: Path) -> str:
+    return f"sqlite={server_bin(VENV1, 'mcp-server-sqlite')} --db-path {db}"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    p = tmp_path / "shop.db"
+    c = sqlite3.connect(p)
+    c.executescript(
+        """
+        CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+        INSERT INTO users (name) VALUES ('ann'), ('bob'), ('cho');
+        """
+    )
+    c.commit()
+    c.close()
+    return p
+
+
+def tables(db: Path) -> set[str]:
+    c = sqlite3.connect(db)
+    try:
+        return {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = tmp_path / "repo"
+    r.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    subprocess.run(["git", "init", "-q", "-b", "main", str(r)], check=True, env=env)
+    (r / "README.md").write_text("hello\n")
+    subprocess.run(["git", "-C", str(r), "add", "README.md"], check=True, env=env)
+    subprocess.run(["git", "-C", str(r), "commit", "-q", "-m", "init"], check=True, env=env)
+    (r / "README.md").write_text("hello, changed\n")
+    (r / "new.txt").write_text("untracked\n")
+    return r
+
+
+class Notes:
+    """Counts notifications/tools/list_changed from the proxy."""
+
+    def __init__(self) -> None:
+        self.list_changed = 0
+        self._event = anyio.Event()
+
+    async def handler(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.list_changed += 1
+            self._event.set()
+
+    async def wait_list_changed(self, count: int, timeout: float = 10.0) -> None:
+        with anyio.fail_after(timeout):
+            while self.list_changed < count:
+                self._event = anyio.Event()
+                await self._event.wait()
+
+
+class Proxy:
+    """A connected client session to a running proxy."""
+
+    def __init__(self, session: ClientSession, notes: Notes, init: types.InitializeResult, log: Path):
+        self.session = session
+        self.notes = notes
+        self.init = init
+        self.log = log
+
+    @property
+    def gate(self) -> str:
+        meta = self.init.meta or {}
+        return (meta.get("toolgate/proxy") or {}).get("gate", "")
+
+    async def names(self, context: dict | None = None) -> list[str]:
+        params = None
+        if context is not None:
+            params = types.PaginatedRequestParams(_meta={"toolgate/context": context})
+        res = await self.session.list_tools(params=params)
+        return [t.name for t in res.tools]
+
+    async def tools(self) -> list[types.Tool]:
+        return (await self.session.list_tools()).tools
+
+    async def call(self, name: str, args: dict | None = None, **kw: Any) -> types.CallToolResult:
+        return await self.session.call_tool(name, args or {}, **kw)
+
+
+@asynccontextmanager
+async def proxy(
+    tmp_path: Path,
+    *args: str,
+    elicitation=None,
+    roots=None,
+):
+    """Starts `toolgate mcp-proxy ARGS...` and yields a connected Proxy."""
+    log = tmp_path / f"proxy-{os.getpid()}-{id(args)}.log"
+    notes = Notes()
+    params = StdioServerParameters(
+        command=str(toolgate_bin()),
+        args=["mcp-proxy", *args],
+        env={"RUST_LOG": os.environ.get("RUST_LOG", "warn,toolgate::mcp=debug")},
+    )
+    kwargs: dict[str, Any] = {"message_handler": notes.handler}
+    if elicitation is not None:
+        kwargs["elicitation_callback"] = elicitation
+    if roots is not None:
+        kwargs["list_roots_callback"] = roots
+    with open(log, "w") as errlog:
+        try:
+            async with stdio_client(params, errlog=errlog) as (r, w):
+                async with ClientSession(r, w, **kwargs) as s:
+                    init = await s.initialize()
+                    yield Proxy(s, notes, init, log)
+        except BaseException:
+            errlog.flush()
+            print(f"--- proxy stderr ({log}) ---\n{log.read_text()[-6000:]}", file=sys.stderr)
+            raise
+
+
+@asynccontextmanager
+async def direct(command: str, *args: str, env: dict | None = None):
+    """A client session straight to a server (no proxy), for comparisons."""
+    params = StdioServerParameters(command=command, args=list(args), env=env)
+    with open(os.devnull, "w") as devnull:
+        async with stdio_client(params, errlog=devnull) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                yield s
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+def comparable(result: types.CallToolResult) -> dict:
+    d = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    d.pop("_meta", None)
+    d.pop("resultType", None)
+    return d
