@@ -93,10 +93,10 @@ pub fn fuzz(plan: &Arc<Plan>, samples: usize, seed: u64) -> Vec<Violation> {
                 ),
             );
         }
-        if let Some(k) = plan.max_active {
-            if active > k {
-                push(None, format!("{active} active tools, above max_active {k}"));
-            }
+        if let Some(k) = plan.max_active
+            && active > k
+        {
+            push(None, format!("{active} active tools, above max_active {k}"));
         }
         for &p in &plan.pinned {
             if !act.tools[p].active {

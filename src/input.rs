@@ -118,16 +118,16 @@ impl EvalInput {
         if !ctx.session_duration_seconds.is_finite() || ctx.session_duration_seconds < 0.0 {
             return Err("`context.session_duration_seconds` must be a finite number >= 0".into());
         }
-        if let Some(stage) = &ctx.conversation_stage {
-            if plan.stage_index(stage).is_none() {
-                let hint = crate::diag::did_you_mean(stage, plan.stages.iter().map(|s| s.as_str()))
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
-                return Err(format!(
-                    "conversation stage `{stage}` is not declared by the policy; declared: {}{hint}",
-                    plan.stages.join(", ")
-                ));
-            }
+        if let Some(stage) = &ctx.conversation_stage
+            && plan.stage_index(stage).is_none()
+        {
+            let hint = crate::diag::did_you_mean(stage, plan.stages.iter().map(|s| s.as_str()))
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "conversation stage `{stage}` is not declared by the policy; declared: {}{hint}",
+                plan.stages.join(", ")
+            ));
         }
         if let Some(m) = &self.message {
             ctx.user_intent_keywords.extend(plan.analyzer.extract(m));

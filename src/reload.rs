@@ -894,16 +894,16 @@ impl WatchSet {
         for p in &sources.tools {
             set.add_file(p);
         }
-        if let Some(dir) = &sources.tags {
-            if let Some(resolved) = set.add_file(dir) {
-                set.dirs.insert(resolved.clone());
-                if let Ok(files) = list_tag_dir(&resolved) {
-                    for f in files {
-                        set.add_file(&f);
-                    }
+        if let Some(dir) = &sources.tags
+            && let Some(resolved) = set.add_file(dir)
+        {
+            set.dirs.insert(resolved.clone());
+            if let Ok(files) = list_tag_dir(&resolved) {
+                for f in files {
+                    set.add_file(&f);
                 }
-                set.tag_dirs.push(resolved);
             }
+            set.tag_dirs.push(resolved);
         }
         set
     }

@@ -204,11 +204,10 @@ proptest! {
             "usage": {"call_counts": counts, "seconds_since_last_call": ago.into_iter().filter(|(_, v)| v.is_finite()).collect::<std::collections::BTreeMap<_, _>>()},
             "now": if now.is_finite() { now } else { 0.0 },
         });
-        if let Ok(i) = toolgate::input::EvalInput::from_json(&input) {
-            if let Ok((ctx, usage, now)) = i.resolve(&plan) {
+        if let Ok(i) = toolgate::input::EvalInput::from_json(&input)
+            && let Ok((ctx, usage, now)) = i.resolve(&plan) {
                 let act = plan.evaluate(&ctx, &usage, now);
                 prop_assert!(act.tools.iter().all(|t| (0.0..=1.0).contains(&t.score)));
             }
-        }
     }
 }

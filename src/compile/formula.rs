@@ -527,14 +527,14 @@ impl Formula {
     /// receives each term's signed contribution when given.
     #[inline]
     pub fn eval(&self, features: &[f64], mut contributions: Option<&mut Vec<f64>>) -> f64 {
-        if let (Some(lin), None) = (&self.linear, &contributions) {
-            if let Some((&(f0, w0), rest)) = lin.split_first() {
-                let mut sum = w0 * features[f0 as usize];
-                for &(f, w) in rest {
-                    sum += w * features[f as usize];
-                }
-                return sum;
+        if let (Some(lin), None) = (&self.linear, &contributions)
+            && let Some((&(f0, w0), rest)) = lin.split_first()
+        {
+            let mut sum = w0 * features[f0 as usize];
+            for &(f, w) in rest {
+                sum += w * features[f as usize];
             }
+            return sum;
         }
         let mut sum = 0.0;
         for (i, t) in self.terms.iter().enumerate() {
@@ -573,10 +573,10 @@ pub fn reference_eval(
 }
 
 fn ints_to_floats(node: &mut Node) {
-    if let Operator::Const { value } = node.operator_mut() {
-        if let Value::Int(i) = value {
-            *value = Value::Float(*i as f64);
-        }
+    if let Operator::Const { value } = node.operator_mut()
+        && let Value::Int(i) = value
+    {
+        *value = Value::Float(*i as f64);
     }
     for c in node.children_mut() {
         ints_to_floats(c);

@@ -138,16 +138,16 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             }
         }
     }
-    if formula.is_some() {
-        if let Ok(tree) = evalexpr::build_operator_tree(&policy.formula.value) {
-            let used: Vec<&str> = tree.iter_variable_identifiers().collect();
-            for (name, _) in &policy.weights {
-                if !used.contains(&name.value.as_str()) {
-                    warnings.push(format!(
-                        "weight `{}` is not used by the formula",
-                        name.value
-                    ));
-                }
+    if formula.is_some()
+        && let Ok(tree) = evalexpr::build_operator_tree(&policy.formula.value)
+    {
+        let used: Vec<&str> = tree.iter_variable_identifiers().collect();
+        for (name, _) in &policy.weights {
+            if !used.contains(&name.value.as_str()) {
+                warnings.push(format!(
+                    "weight `{}` is not used by the formula",
+                    name.value
+                ));
             }
         }
     }
@@ -311,18 +311,18 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         .iter()
         .filter_map(|s| check_stage(&mut sink, s, &pol_stage))
         .fold(0, |m, i| m | (1u64 << (i % 64)));
-    if let AutoComplexity::Fixed(c) = policy.auto_tags.parameter_complexity {
-        if c < fp.complexity_min || c > fp.complexity_max {
-            sink.push(at(
-                policy,
-                ErrorKind::OutOfRange,
-                0..0,
-                format!(
-                    "auto_tags.parameter_complexity {c} is outside the complexity range [{}, {}]",
-                    fp.complexity_min, fp.complexity_max
-                ),
-            ));
-        }
+    if let AutoComplexity::Fixed(c) = policy.auto_tags.parameter_complexity
+        && (c < fp.complexity_min || c > fp.complexity_max)
+    {
+        sink.push(at(
+            policy,
+            ErrorKind::OutOfRange,
+            0..0,
+            format!(
+                "auto_tags.parameter_complexity {c} is outside the complexity range [{}, {}]",
+                fp.complexity_min, fp.complexity_max
+            ),
+        ));
     }
     let penalty = |c: i64| {
         ((c - fp.complexity_min) as f64 / (fp.complexity_max - fp.complexity_min) as f64)
@@ -506,10 +506,10 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             ),
         }
     }
-    if let Some(k) = act.max_active {
-        if k < pinned.len() || k < act.min_active {
-            sink.push(at(policy, ErrorKind::OutOfRange, act.threshold.span.clone(), format!("activation.max_active ({k}) is below min_active ({}) or the number of pinned tools ({})", act.min_active, pinned.len())));
-        }
+    if let Some(k) = act.max_active
+        && (k < pinned.len() || k < act.min_active)
+    {
+        sink.push(at(policy, ErrorKind::OutOfRange, act.threshold.span.clone(), format!("activation.max_active ({k}) is below min_active ({}) or the number of pinned tools ({})", act.min_active, pinned.len())));
     }
 
     if !sink.is_empty() {

@@ -366,10 +366,10 @@ impl Plan {
             }
         }
         for (name, &at) in &usage.last_call_at {
-            if let Some(i) = self.tool_index(name) {
-                if now - at < fp.recency_window_seconds {
-                    recency[i] = fp.recency_bonus;
-                }
+            if let Some(i) = self.tool_index(name)
+                && now - at < fp.recency_window_seconds
+            {
+                recency[i] = fp.recency_bonus;
             }
         }
         let stage_bit = context

@@ -150,16 +150,16 @@ impl ContextUpdate {
     /// Applies the update to `ctx`, checking the stage against `plan`.
     /// Returns whether `ctx` changed. On error `ctx` is left as it was.
     pub fn apply(&self, ctx: &mut SessionContext, plan: &Plan) -> Result<bool, String> {
-        if let Some(Some(stage)) = &self.conversation_stage {
-            if plan.stage_index(stage).is_none() {
-                let hint = crate::diag::did_you_mean(stage, plan.stages.iter().map(|s| s.as_str()))
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
-                return Err(format!(
-                    "conversation stage `{stage}` is not declared by the policy; declared: {}{hint}",
-                    plan.stages.join(", ")
-                ));
-            }
+        if let Some(Some(stage)) = &self.conversation_stage
+            && plan.stage_index(stage).is_none()
+        {
+            let hint = crate::diag::did_you_mean(stage, plan.stages.iter().map(|s| s.as_str()))
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "conversation stage `{stage}` is not declared by the policy; declared: {}{hint}",
+                plan.stages.join(", ")
+            ));
         }
         let before = ctx.clone();
         if self.reset {

@@ -324,10 +324,10 @@ impl Inner {
         let deadline = Instant::now() + wait;
         let mut rx = self.catalog_tx.subscribe();
         loop {
-            if let Some(c) = self.catalog.load_full() {
-                if self.consistent(&c, server) {
-                    return Ok(c);
-                }
+            if let Some(c) = self.catalog.load_full()
+                && self.consistent(&c, server)
+            {
+                return Ok(c);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero()
@@ -688,18 +688,17 @@ impl Proxy {
         let route = cat.route(&tool).map(|(i, r)| (i, r.clone()));
         // A server whose tools are not known (never listed, down): say so
         // rather than "unknown tool".
-        if route.is_none() {
-            if let Some(s) = &server {
-                if !matches!(s.status(), Status::Up { .. }) {
-                    let msg = format!("cannot call `{tool}`: {}", s.unavailable_message());
-                    return (
-                        CallEnd::refused(Outcome::Unavailable, msg),
-                        server_name,
-                        "none",
-                        None,
-                    );
-                }
-            }
+        if route.is_none()
+            && let Some(s) = &server
+            && !matches!(s.status(), Status::Up { .. })
+        {
+            let msg = format!("cannot call `{tool}`: {}", s.unavailable_message());
+            return (
+                CallEnd::refused(Outcome::Unavailable, msg),
+                server_name,
+                "none",
+                None,
+            );
         }
         let decision = inner.gate.check(&cat.plan, &tool, &args);
         let label = decision.label();

@@ -886,10 +886,10 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
             .unwrap_or_else(|| format!("example {}", i + 1));
         let mut input = serde_json::Map::new();
         for key in ["context", "message", "usage", "tools"] {
-            if let Some(v) = t.get(key) {
-                if let Some(j) = v.to_json() {
-                    input.insert(key.to_string(), j);
-                }
+            if let Some(v) = t.get(key)
+                && let Some(j) = v.to_json()
+            {
+                input.insert(key.to_string(), j);
             }
         }
         examples.push(Example {

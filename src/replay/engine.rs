@@ -142,14 +142,14 @@ fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError> {
             }
         },
         Event::Context(c) => {
-            if let Some(Some(stage)) = &c.conversation_stage {
-                if plan.stage_index(stage).is_none() {
-                    return Err(err(format!(
-                        "stage `{stage}` is not declared by policy `{}` (declared: {})",
-                        plan.policy_name,
-                        plan.stages.join(", ")
-                    )));
-                }
+            if let Some(Some(stage)) = &c.conversation_stage
+                && plan.stage_index(stage).is_none()
+            {
+                return Err(err(format!(
+                    "stage `{stage}` is not declared by policy `{}` (declared: {})",
+                    plan.policy_name,
+                    plan.stages.join(", ")
+                )));
             }
             Ok(None)
         }

@@ -167,15 +167,15 @@ pub fn weight_terms(policy: &PolicySource, plan: &Plan) -> Vec<WeightTerm> {
             .iter()
             .filter(|(n, _)| idents.contains(&n.value.as_str()))
             .collect();
-        if let [(name, value)] = named.as_slice() {
-            if out.iter().all(|w| w.feature != *f as usize) {
-                out.push(WeightTerm {
-                    weight: name.value.clone(),
-                    feature: *f as usize,
-                    sign: t.sign,
-                    value: *value,
-                });
-            }
+        if let [(name, value)] = named.as_slice()
+            && out.iter().all(|w| w.feature != *f as usize)
+        {
+            out.push(WeightTerm {
+                weight: name.value.clone(),
+                feature: *f as usize,
+                sign: t.sign,
+                value: *value,
+            });
         }
     }
     out
