@@ -45,6 +45,8 @@ pub mod diag;
 pub mod eval;
 #[cfg(feature = "proptest")]
 pub mod fuzz;
+#[cfg(feature = "gate")]
+pub mod gate;
 pub mod input;
 pub mod load;
 pub mod parse;

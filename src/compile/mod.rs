@@ -286,6 +286,8 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         HashMap::new();
     let mut compiled = Vec::with_capacity(tools.len());
     let mut tool_files: Vec<String> = Vec::new();
+    #[cfg(feature = "gate")]
+    let mut schemas = Vec::with_capacity(tools.len());
     for t in tools {
         if let Some(f) = &t.file {
             fnv1a(&mut hash, f.name.as_bytes());
@@ -408,6 +410,8 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         if !ok {
             continue;
         }
+        #[cfg(feature = "gate")]
+        schemas.push(crate::gate::compile_tool_schema(&t, &mut sink));
         let mut ids: Vec<u32> = Vec::new();
         for k in &keywords {
             for term in analyzer.expand_keyword(k) {
@@ -457,6 +461,9 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             sink.push(at(policy, ErrorKind::OutOfRange, act.threshold.span.clone(), format!("activation.max_active ({k}) is below min_active ({}) or the number of pinned tools ({})", act.min_active, pinned.len())));
         }
     }
+
+    #[cfg(feature = "gate")]
+    let gate = crate::gate::build_gate(policy, &compiled, schemas, &domains, &mut sink);
 
     if !sink.is_empty() {
         return Err(LoadError {
@@ -529,7 +536,8 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         by_name,
         warnings,
         examples_checked: 0,
-        gate: policy.gate.as_ref().map(|g| g.value.clone()),
+        #[cfg(feature = "gate")]
+        gate,
     };
     let plan = check_examples(policy, plan)?;
     tracing::info!(
