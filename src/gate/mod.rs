@@ -55,6 +55,10 @@ use serde_json::Value;
 pub use audit::{AuditRecord, AuditSink, JsonlSink};
 pub use config::GateConfig;
 pub use exec::{ExecError, ExecSettings, Execution, ToolError};
+pub use path::{PathConfig, analyze_path};
+pub use patterns::{PatternRule, PatternScope, PatternSet};
+pub use shell::{ShellConfig, ShellInput, analyze_shell};
+pub use sql::{SqlConfig, analyze_sql};
 pub use types::{Action, Check, Finding, FindingKind, Severity, decide};
 
 use crate::diag::{Diagnostic, ErrorKind, Sink};
@@ -62,9 +66,7 @@ use crate::parse::policy::PolicySource;
 use crate::parse::tags::{ArgRole, RiskLevel, ToolSpec};
 use crate::plan::{CompiledTool, Plan};
 use config::JsonType;
-use patterns::{PatternScope, PatternSet};
 use schema::ToolSchema;
-use shell::ShellInput;
 
 /// What the gate knows of one tool, compiled with the plan.
 #[derive(Debug, Clone)]
