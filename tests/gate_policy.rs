@@ -183,3 +183,30 @@ fn an_invalid_tool_schema_is_a_load_error_at_the_tool() {
     );
     assert!(d.to_string().starts_with("bad.toml:2:"), "{err}");
 }
+
+#[test]
+fn example_calls_are_checked_at_load_with_their_location() {
+    let text = DEFAULT_POLICY.1.replacen(
+        "arguments = { command = \"sudo /bin/rm -r -f /\" }\ndecision = \"deny\"",
+        "arguments = { command = \"sudo /bin/rm -r -f /\" }\ndecision = \"allow\"",
+        1,
+    );
+    assert_ne!(text, DEFAULT_POLICY.1);
+    let p = parse_policy(SourceFile::new("p.toml", text.clone())).unwrap();
+    let tools = toolgate::load::load_catalog(&Default::default()).unwrap();
+    let err = toolgate::compile::compile(&p, tools).unwrap_err();
+    let d = &err.diagnostics[0];
+    assert_eq!(d.kind, ErrorKind::ExampleFailed, "{err}");
+    assert!(
+        d.message.contains("must get `allow` but gets `deny`"),
+        "{err}"
+    );
+    let call_line = line_of(&text, "arguments = { command = \"sudo /bin/rm");
+    assert_eq!(d.line_col().unwrap().0, call_line - 2, "{err}");
+
+    let text = DEFAULT_POLICY
+        .1
+        .replacen("decision = \"ask\"", "decision = \"maybe\"", 1);
+    let err = parse_policy(SourceFile::new("p.toml", text)).unwrap_err();
+    assert!(err.has(ErrorKind::InvalidValue), "{err}");
+}

@@ -613,9 +613,56 @@ fn check_examples(policy: &PolicySource, mut plan: Plan) -> Result<Plan, LoadErr
                 sink.push(at(policy, ErrorKind::ExampleFailed, n.span.clone(), format!("example `{}`: `{}` must be inactive but is active (score {:.4}, effective threshold {:.4})", ex.name, n.value, s.score, act.effective_threshold)));
             }
         }
+        for call in &ex.calls {
+            check_example_call(policy, &shared, &ex.name, call, &mut sink, &mut warnings);
+        }
         checked += 1;
     }
     plan.examples_checked = checked;
     plan.warnings.extend(warnings);
     sink.finish(plan)
+}
+
+/// Checks one `[[examples.calls]]` entry against the plan's call gate. A call
+/// expected to be allowed or asked for a tool missing from the catalog is
+/// skipped with a warning, like activation examples.
+fn check_example_call(
+    policy: &PolicySource,
+    plan: &Plan,
+    example: &str,
+    call: &crate::parse::policy::ExampleCall,
+    sink: &mut Sink,
+    warnings: &mut Vec<String>,
+) {
+    if plan.tool_index(&call.tool.value).is_none() && call.decision.value != "deny" {
+        warnings.push(format!(
+            "example `{example}`: call to `{}` skipped: tool not in the catalog",
+            call.tool.value
+        ));
+        return;
+    }
+    #[cfg(feature = "gate")]
+    {
+        let Some(expected) = crate::gate::Action::parse(&call.decision.value) else {
+            return;
+        };
+        if let Err(m) =
+            crate::gate::check_example_call(plan, &call.tool.value, &call.arguments, expected)
+        {
+            sink.push(at(
+                policy,
+                ErrorKind::ExampleFailed,
+                call.span.clone(),
+                format!("example `{example}`: {m}"),
+            ));
+        }
+    }
+    #[cfg(not(feature = "gate"))]
+    {
+        let _ = (policy, sink);
+        warnings.push(format!(
+            "example `{example}`: call to `{}` skipped: built without the `gate` feature",
+            call.tool.value
+        ));
+    }
 }
