@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 success; 1 the policy, tags or tools did not load (diagnostics
 //! on stderr); 2 bad command-line usage; 3 the input JSON is invalid; 4
-//! `check --fuzz` found violations; 5 `explain` names an unknown tool.
+//! `check --fuzz` found violations; 5 `explain` names an unknown tool; 6 and
+//! 7 `guard`'s verdict is ask or deny (0 when allowed).
 
 use std::process::ExitCode;
 
@@ -70,6 +71,41 @@ enum Command {
         plan: PlanArgs,
         #[arg(long, value_name = "FILE")]
         input: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Check one tool call with the call gate: allow (with coerced arguments), ask or deny.
+    Guard {
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Tool name (or alias).
+        #[arg(long, value_name = "NAME")]
+        tool: String,
+        /// Arguments as JSON: inline, `-` for stdin, or `@FILE`.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        args: String,
+        /// Session id recorded in the audit log.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Append the verdict to this JSON Lines audit log.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<std::path::PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Audit logs written by the gate.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Total calls, success rate, latency p50/p95 and errors by kind.
+    Summary {
+        /// The JSON Lines audit log.
+        file: std::path::PathBuf,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -192,6 +228,28 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                     ));
                 }
             }
+        }
+        Command::Guard {
+            plan,
+            tool,
+            args,
+            session,
+            audit,
+            format,
+        } => {
+            let v = cli::guard::guard(&plan, &tool, &args, session.as_deref(), audit.as_ref())
+                .map_err(fail)?;
+            cli::guard::print_verdict(o, &v, format);
+            let code = cli::guard::exit_code(&v);
+            if code != 0 {
+                return Err((ExitCode::from(code), None, None));
+            }
+        }
+        Command::Audit {
+            command: AuditCommand::Summary { file, format },
+        } => {
+            let s = cli::audit::summary(&file).map_err(|m| (ExitCode::from(3), None, Some(m)))?;
+            cli::audit::print_summary(o, &s, format);
         }
     }
     Ok(())

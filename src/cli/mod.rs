@@ -1,6 +1,8 @@
 //! Pieces shared by the subcommands: plan arguments, input reading, diagnostics.
 //! Each subcommand's printing lives in its own module.
 
+pub mod audit;
+pub mod guard;
 pub mod report;
 
 use std::io::{IsTerminal, Read};
