@@ -1,1 +1,110 @@
-fn main() {}
+//! The call gate's speed (issue targets): a full check of a 200-byte shell
+//! command with schema validation ≤ 20 µs median; a call with no shell, SQL
+//! or path argument ≤ 2 µs; regex scanning ≥ 200 MB/s of argument text.
+//! Figures are recorded in docs/performance.md ("Call gate").
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::json;
+use toolgate::gate::{PatternScope, PatternSet, check_call, config::shipped};
+use toolgate::load::{Sources, load_plan};
+
+/// A realistic 200-byte command line: a compound with a pipe, a
+/// substitution, quotes and redirections.
+fn command_200() -> String {
+    let mut c = String::from(
+        "cd target/tmp && cargo build --release 2>&1 | tee build.log && grep -n \"warning\" build.log | head -20 && echo \"built $(date +%s)\" >> times.txt && git diff --stat HEAD~1 -- src/",
+    );
+    while c.len() < 200 {
+        c.push_str(" docs/");
+    }
+    c.truncate(200);
+    c
+}
+
+/// Argument text for the regex scan: prose, code and logs, no match.
+fn scan_text(bytes: usize) -> String {
+    let chunk = "The deployment finished in 42 seconds; see logs/build-2024-05-01.txt for details. \
+fn main() { let x = vec![1, 2, 3]; println!(\"{:?}\", x); } \
+INFO request id=7f3a latency_ms=12 path=/api/v1/items status=200 \
+Bitte prüfen Sie die Konfiguration unter /srv/app/config.yaml. 数据库连接正常。\n";
+    let mut s = String::with_capacity(bytes + chunk.len());
+    while s.len() < bytes {
+        s.push_str(chunk);
+    }
+    s
+}
+
+fn gate(c: &mut Criterion) {
+    let plan = Arc::new(load_plan(&Sources::default()).unwrap());
+    let cmd = command_200();
+    assert_eq!(cmd.len(), 200);
+    let shell_args = json!({ "command": cmd });
+    let v = check_call(&plan, "shell.run_command", shell_args.clone());
+    assert_eq!(v.decision, toolgate::gate::Action::Allow, "{}", v.message);
+    c.bench_function("gate/full check, 200-byte shell command", |b| {
+        b.iter(|| check_call(&plan, "shell.run_command", black_box(shell_args.clone())))
+    });
+
+    let cfg = shipped();
+    c.bench_function("gate/shell analyzer alone, 200-byte command", |b| {
+        b.iter(|| {
+            toolgate::gate::analyze_shell(
+                &cfg.shell,
+                "/command",
+                toolgate::gate::ShellInput::Line(black_box(&cmd)),
+            )
+        })
+    });
+    c.bench_function("gate/shell analyzer alone, `git status`", |b| {
+        b.iter(|| {
+            toolgate::gate::analyze_shell(
+                &cfg.shell,
+                "/command",
+                toolgate::gate::ShellInput::Line(black_box("git status")),
+            )
+        })
+    });
+
+    let plain = json!({
+        "source_timezone": "Europe/Berlin",
+        "time": "16:30",
+        "target_timezone": "Asia/Tokyo"
+    });
+    let v = check_call(&plan, "time.convert_time", plain.clone());
+    assert_eq!(v.decision, toolgate::gate::Action::Allow, "{}", v.message);
+    c.bench_function("gate/full check, no shell/SQL/path argument", |b| {
+        b.iter(|| check_call(&plan, "time.convert_time", black_box(plain.clone())))
+    });
+
+    let sql = json!({ "query": "SELECT id, name, email FROM users WHERE created_at > '2024-01-01' AND status = 'active' ORDER BY id LIMIT 50" });
+    c.bench_function("gate/full check, SQL read query", |b| {
+        b.iter(|| check_call(&plan, "sqlite.read_query", black_box(sql.clone())))
+    });
+
+    let coerce = json!({ "path": "README.md", "head": "20" });
+    c.bench_function("gate/full check, path argument with coercion", |b| {
+        b.iter(|| {
+            check_call(
+                &plan,
+                "filesystem.read_text_file",
+                black_box(coerce.clone()),
+            )
+        })
+    });
+
+    let set = PatternSet::compile(&shipped().patterns).unwrap();
+    let text = scan_text(1 << 20);
+    assert!(set.scan_as(PatternScope::Text, "/t", &text).is_empty());
+    let mut g = c.benchmark_group("gate/regex scan");
+    g.throughput(Throughput::Bytes(text.len() as u64));
+    g.bench_function("1 MiB of argument text, seed patterns", |b| {
+        b.iter(|| set.scan_as(PatternScope::Text, "/t", black_box(&text)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, gate);
+criterion_main!(benches);

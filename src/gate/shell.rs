@@ -65,6 +65,56 @@ pub struct ShellConfig {
     /// Rules on redirection targets.
     #[serde(default = "crate::gate::config::d::shell_redirect_rules")]
     pub redirect_rules: Vec<RedirectRule>,
+    /// Name lookups, built on first use (not configuration).
+    #[serde(skip)]
+    index: IndexCell,
+}
+
+/// Name → entry lookups over a [`ShellConfig`]'s lists.
+#[derive(Debug, Default)]
+struct ShellIndex {
+    rule_names: std::collections::HashSet<String>,
+    wrappers: std::collections::HashMap<String, usize>,
+    interpreters: std::collections::HashMap<String, usize>,
+    commands: std::collections::HashMap<String, usize>,
+}
+
+/// A lazily built [`ShellIndex`]; a clone starts empty, so a configuration
+/// changed after cloning never uses a stale index.
+#[derive(Debug, Default)]
+struct IndexCell(std::sync::OnceLock<ShellIndex>);
+
+impl Clone for IndexCell {
+    fn clone(&self) -> Self {
+        IndexCell::default()
+    }
+}
+
+impl ShellConfig {
+    fn index(&self) -> &ShellIndex {
+        self.index.0.get_or_init(|| {
+            let mut ix = ShellIndex::default();
+            for r in &self.rules {
+                ix.rule_names.extend(r.commands.iter().cloned());
+            }
+            let first =
+                |map: &mut std::collections::HashMap<String, usize>, names: &[String], i| {
+                    for n in names {
+                        map.entry(n.clone()).or_insert(i);
+                    }
+                };
+            for (i, w) in self.wrappers.iter().enumerate() {
+                first(&mut ix.wrappers, &w.names, i);
+            }
+            for (i, w) in self.interpreters.iter().enumerate() {
+                first(&mut ix.interpreters, &w.names, i);
+            }
+            for (i, w) in self.commands.iter().enumerate() {
+                first(&mut ix.commands, &w.names, i);
+            }
+            ix
+        })
+    }
 }
 
 /// `[gate.shell.limits]`.
@@ -456,12 +506,7 @@ impl Walker<'_> {
         if !self.spend_parse() {
             return;
         }
-        let mut parser = brush_parser::Parser::new(
-            std::io::Cursor::new(line.as_bytes()),
-            &self.opts,
-            &brush_parser::SourceInfo::default(),
-        );
-        match parser.parse_program() {
+        match self.parse(line) {
             Ok(program) => {
                 for cc in &program.complete_commands {
                     self.compound_list(cc, scope);
@@ -472,6 +517,17 @@ impl Walker<'_> {
                 self.check(|c| &c.parse_error, FindingKind::Parse, &d);
             }
         }
+    }
+
+    /// Tokenizes and parses one line (no cache: brush's own caches take a
+    /// global lock and clone their results).
+    fn parse(&self, line: &str) -> Result<ast::Program, brush_parser::ParseError> {
+        let tokens = brush_parser::uncached_tokenize_str(line, &self.opts.tokenizer_options())
+            .map_err(|e| brush_parser::ParseError::Tokenizing {
+                inner: e,
+                position: None,
+            })?;
+        brush_parser::parse_tokens(&tokens, &self.opts, &brush_parser::SourceInfo::default())
     }
 
     /// Counts one parser run; false (and a finding, once) over the budget.
@@ -500,12 +556,7 @@ impl Walker<'_> {
         if !self.spend_parse() {
             return;
         }
-        let mut parser = brush_parser::Parser::new(
-            std::io::Cursor::new(line.as_bytes()),
-            &self.opts,
-            &brush_parser::SourceInfo::default(),
-        );
-        if let Ok(program) = parser.parse_program() {
+        if let Ok(program) = self.parse(line) {
             let before = self.findings.len();
             for cc in &program.complete_commands {
                 self.compound_list(cc, scope);
@@ -869,6 +920,19 @@ impl Walker<'_> {
     /// Renders a raw word as the shell would after quote removal, walking
     /// any command substitution inside it.
     fn word(&mut self, raw: &str, scope: &Scope) -> Arg {
+        // A word of plain characters only is its own text: no quoting,
+        // escape, expansion or tilde to resolve (the common case).
+        if !raw.is_empty()
+            && raw.bytes().all(|b| {
+                b.is_ascii_alphanumeric()
+                    || matches!(
+                        b,
+                        b'-' | b'_' | b'.' | b'/' | b',' | b':' | b'=' | b'+' | b'@' | b'%' | b'^'
+                    )
+            })
+        {
+            return Arg::literal(raw);
+        }
         let mut arg = Arg {
             text: String::new(),
             dynamic: false,
@@ -970,11 +1034,18 @@ impl Walker<'_> {
                 let d = format!("function `{name}` starts itself concurrently");
                 self.check(|c| &c.fork_bomb, FindingKind::Shell, &d);
             }
-            let parsed = self.parse_args(&name, &args[1..]);
-            self.rules(&name, &parsed, &args);
-
             let cfg = self.cfg;
-            if let Some(spec) = cfg.wrappers.iter().find(|w| w.names.contains(&name)) {
+            let index = cfg.index();
+            if index.rule_names.contains(name.as_str())
+                || cfg
+                    .rules
+                    .iter()
+                    .any(|r| r.command_regex.as_ref().is_some_and(|x| x.is_match(&name)))
+            {
+                let parsed = self.parse_args(&name, &args[1..]);
+                self.rules(&name, &parsed, &args);
+            }
+            if let Some(spec) = index.wrappers.get(name.as_str()).map(|i| &cfg.wrappers[*i]) {
                 if wrapped >= cfg.limits.max_wrappers {
                     let d = format!("more than {} nested wrappers", cfg.limits.max_wrappers);
                     self.check(|c| &c.too_complex, FindingKind::Shell, &d);
@@ -993,7 +1064,11 @@ impl Walker<'_> {
                 self.find(&args[1..], scope, wrapped);
                 return;
             }
-            if let Some(spec) = cfg.interpreters.iter().find(|i| i.names.contains(&name)) {
+            if let Some(spec) = index
+                .interpreters
+                .get(name.as_str())
+                .map(|i| &cfg.interpreters[*i])
+            {
                 self.interpreter(spec, &name, &args[1..], scope);
             }
             return;
@@ -1258,9 +1333,10 @@ impl Walker<'_> {
     fn parse_args(&self, name: &str, rest: &[Arg]) -> Parsed {
         let spec = self
             .cfg
+            .index()
             .commands
-            .iter()
-            .find(|c| c.names.iter().any(|n| n == name));
+            .get(name)
+            .map(|i| &self.cfg.commands[*i]);
         let alias = |f: &str| -> String {
             spec.and_then(|s| s.flag_aliases.get(f))
                 .cloned()
