@@ -172,19 +172,28 @@ pub fn analyze_sql(
     let a = Analyzer { cfg, path };
     let total = statements.len();
     for (i, stmt) in statements.iter().enumerate() {
-        let label = if total > 1 {
-            format!(
-                "statement {} of {total}, `{}`",
-                i + 1,
-                excerpt(&stmt.to_string())
-            )
-        } else {
-            format!("`{}`", excerpt(&stmt.to_string()))
-        };
-        a.statement(stmt, &label, &mut out);
+        // The label (the statement printed back) is only rendered when a
+        // finding needs it: printing an AST costs more than checking it.
+        const LABEL: &str = "\u{1}statement\u{1}";
+        let before = out.len();
+        a.statement(stmt, LABEL, &mut out);
         if read_only && !a.is_read(stmt) {
-            let d = format!("{label} is not a read statement");
+            let d = format!("{LABEL} is not a read statement");
             out.push(checks.not_read_only.finding(FindingKind::Sql, path, &d));
+        }
+        if out.len() > before {
+            let label = if total > 1 {
+                format!(
+                    "statement {} of {total}, `{}`",
+                    i + 1,
+                    excerpt(&stmt.to_string())
+                )
+            } else {
+                format!("`{}`", excerpt(&stmt.to_string()))
+            };
+            for f in &mut out[before..] {
+                f.message = f.message.replace(LABEL, &label);
+            }
         }
     }
     if read_only && total != 1 {
