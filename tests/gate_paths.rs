@@ -265,10 +265,9 @@ mod through_the_gate {
         // Only `[gate.paths] roots` is set: every other key keeps its shipped value.
         let text = format!(
             "{}\n",
-            DEFAULT_POLICY.1.replace(
-                "\n[gate.paths]\n",
-                &format!("\n[gate.paths]\n# test root\n"),
-            )
+            DEFAULT_POLICY
+                .1
+                .replace("\n[gate.paths]\n", "\n[gate.paths]\n# test root\n",)
         )
         .replacen(
             "roots = [\".\"]",

@@ -121,7 +121,7 @@ impl ToolSchema {
         let coerced_paths: Vec<String> = errors.iter().map(|f| f.path.clone()).collect();
         for e in self.validator.iter_errors(args) {
             let path = e.instance_path().as_str().to_string();
-            if coerced_paths.iter().any(|p| *p == path) {
+            if coerced_paths.contains(&path) {
                 continue;
             }
             errors.push(self.describe(tool, &e, path, checks));
