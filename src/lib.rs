@@ -23,6 +23,13 @@
 //! I/O lives at the edges: [`load`] reads files, [`input`] reads JSON inputs;
 //! everything between is pure.
 //!
+//! The plan also carries the **call gate** (feature `gate`, on by default):
+//! [`gate::Gate`] checks a tool call against the policy's `[gate]` (schema
+//! with typed coercion, shell/SQL/path/regex danger analysis, risk table) and
+//! returns allow (with coerced arguments), ask or deny; it can run allowed
+//! calls under timeouts and retries and writes an audit log. Without the
+//! feature the crate is the activation engine alone.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use toolgate::{load::{load_plan, Sources}, SessionContext, UsageStats};

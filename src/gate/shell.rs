@@ -920,18 +920,10 @@ impl Walker<'_> {
     /// Renders a raw word as the shell would after quote removal, walking
     /// any command substitution inside it.
     fn word(&mut self, raw: &str, scope: &Scope) -> Arg {
-        // A word of plain characters only is its own text: no quoting,
-        // escape, expansion or tilde to resolve (the common case).
-        if !raw.is_empty()
-            && raw.bytes().all(|b| {
-                b.is_ascii_alphanumeric()
-                    || matches!(
-                        b,
-                        b'-' | b'_' | b'.' | b'/' | b',' | b':' | b'=' | b'+' | b'@' | b'%' | b'^'
-                    )
-            })
-        {
-            return Arg::literal(raw);
+        // A word of plain characters (or one simple double-quoted string) is
+        // its own text: no quoting, escape, expansion or tilde to resolve.
+        if let Some(text) = plain_word(raw) {
+            return Arg::literal(text);
         }
         let mut arg = Arg {
             text: String::new(),
@@ -1521,6 +1513,38 @@ fn flags_of(arg: &str) -> Vec<String> {
     }
     let sign = &arg[..1];
     arg[1..].chars().map(|c| format!("{sign}{c}")).collect()
+}
+
+/// The text of a word that needs no word parsing: plain characters only
+/// (a `~` not in tilde-prefix position), or one double-quoted string without
+/// `$`, backquote, backslash or `!` inside. `None`: parse it.
+fn plain_word(raw: &str) -> Option<&str> {
+    let plain = |b: u8| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'_' | b'.' | b'/' | b',' | b':' | b'=' | b'+' | b'@' | b'%' | b'^'
+            )
+    };
+    let bytes = raw.as_bytes();
+    if bytes.is_empty() {
+        return None;
+    }
+    let ok = bytes
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| plain(b) || (b == b'~' && i > 0 && !matches!(bytes[i - 1], b'=' | b':')));
+    if ok {
+        return Some(raw);
+    }
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if inner
+        .bytes()
+        .all(|b| !matches!(b, b'"' | b'$' | b'`' | b'\\' | b'!'))
+    {
+        return Some(inner);
+    }
+    None
 }
 
 fn is_assignment(s: &str) -> bool {
