@@ -288,6 +288,8 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     let mut tool_files: Vec<String> = Vec::new();
     #[cfg(feature = "gate")]
     let mut schemas = Vec::with_capacity(tools.len());
+    #[cfg(feature = "gate")]
+    let mut schema_cache = crate::gate::SchemaCache::default();
     for t in tools {
         if let Some(f) = &t.file {
             fnv1a(&mut hash, f.name.as_bytes());
@@ -411,7 +413,11 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             continue;
         }
         #[cfg(feature = "gate")]
-        schemas.push(crate::gate::compile_tool_schema(&t, &mut sink));
+        schemas.push(crate::gate::compile_tool_schema(
+            &t,
+            &mut schema_cache,
+            &mut sink,
+        ));
         let mut ids: Vec<u32> = Vec::new();
         for k in &keywords {
             for term in analyzer.expand_keyword(k) {

@@ -105,11 +105,27 @@ pub struct CompiledGate {
     pub tools: Vec<GateTool>,
 }
 
-/// Compiles `spec`'s input schema; an invalid schema is a load error at the
-/// tool's location.
-pub fn compile_tool_schema(spec: &ToolSpec, sink: &mut Sink) -> Option<ToolSchema> {
+/// Compiled schemas of one plan build, by schema text: catalogs repeat
+/// schemas (every argument-less tool has the same one), and compiling is the
+/// costly part.
+pub type SchemaCache = std::collections::HashMap<String, ToolSchema>;
+
+/// Compiles `spec`'s input schema (once per distinct schema in `cache`); an
+/// invalid schema is a load error at the tool's location.
+pub fn compile_tool_schema(
+    spec: &ToolSpec,
+    cache: &mut SchemaCache,
+    sink: &mut Sink,
+) -> Option<ToolSchema> {
+    let key = spec.input_schema.to_string();
+    if let Some(s) = cache.get(&key) {
+        return Some(s.clone());
+    }
     match ToolSchema::compile(&spec.input_schema) {
-        Ok(s) => Some(s),
+        Ok(s) => {
+            cache.insert(key, s.clone());
+            Some(s)
+        }
         Err(e) => {
             sink.push(spec.diag(
                 ErrorKind::InvalidValue,

@@ -88,6 +88,18 @@ impl std::error::Error for PatternError {}
 pub struct PatternSet {
     rules: Vec<PatternRule>,
     set: regex::RegexSet,
+    /// Per scope (text, shell, sql, path): whether any rule applies, so an
+    /// argument no rule looks at is not scanned at all.
+    scoped: [bool; 4],
+}
+
+fn scope_index(s: PatternScope) -> usize {
+    match s {
+        PatternScope::Text => 0,
+        PatternScope::Shell => 1,
+        PatternScope::Sql => 2,
+        PatternScope::Path => 3,
+    }
 }
 
 impl PatternSet {
@@ -110,9 +122,19 @@ impl PatternSet {
                 message: e.to_string(),
             }
         })?;
+        let mut scoped = [false; 4];
+        for r in rules {
+            if r.scope.is_empty() {
+                scoped = [true; 4];
+            }
+            for sc in &r.scope {
+                scoped[scope_index(*sc)] = true;
+            }
+        }
         Ok(Self {
             rules: rules.to_vec(),
             set,
+            scoped,
         })
     }
 
@@ -121,6 +143,7 @@ impl PatternSet {
         Self {
             rules: Vec::new(),
             set: regex::RegexSet::empty(),
+            scoped: [false; 4],
         }
     }
 
@@ -138,6 +161,9 @@ impl PatternSet {
     /// The rules whose scope includes `role` (or is empty) matched against
     /// `text`, the argument at JSON pointer `path`.
     pub fn scan_as(&self, role: PatternScope, path: &str, text: &str) -> Vec<Finding> {
+        if !self.scoped[scope_index(role)] {
+            return Vec::new();
+        }
         self.scan_filtered(path, text, |r| {
             r.scope.is_empty() || r.scope.contains(&role)
         })
