@@ -235,3 +235,51 @@ fn audit_log_and_summary() {
     let o = toolgate(&["audit", "summary", "/nonexistent/audit.jsonl"], None);
     assert_eq!(o.status.code(), Some(3));
 }
+
+#[test]
+fn imported_tools_get_inferred_argument_roles() {
+    let empty = tempfile::tempdir().unwrap();
+    let tags = empty.path().to_str().unwrap();
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    let shell = format!("{manifest}/tests/data/mcp-catalogs/shell.json");
+    let sqlite = empty.path().join("db.json");
+    std::fs::write(
+        &sqlite,
+        json!({"server": "sqlite", "tools": [{"name": "exec_sql", "inputSchema": {
+            "type": "object", "properties": {"query": {"type": "string"}}}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let sqlite = sqlite.to_str().unwrap().to_string();
+    let extra = ["--tags", tags, "--tools", &shell, "--tools", &sqlite];
+    let o = guard(
+        "shell.shell_execute",
+        r#"{"command": ["sudo", "rm", "-fr", "/"]}"#,
+        &extra,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(json_out(&o)["findings"][0]["path"], "/command");
+    let o = guard(
+        "shell.shell_execute",
+        r#"{"command": ["ls", "-la"]}"#,
+        &extra,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let o = guard("sqlite.exec_sql", r#"{"query": "DELETE FROM t"}"#, &extra);
+    assert_eq!(
+        o.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
