@@ -143,6 +143,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                         "warnings": p.warnings,
                         "fuzz_samples": fuzz,
                         "violations": violations,
+                        "gate": cli::gate_summary(&p),
                     })
                 );
             } else {
@@ -174,6 +175,23 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                     p.formula.source
                 );
                 w!(o, "  examples: {} checked, all hold", p.examples_checked);
+                let g = cli::gate_summary(&p);
+                w!(
+                    o,
+                    "  gate: {} shell rules, {} SQL statement rules, {} patterns, {} risk rules, path roots: {}",
+                    g["shell_rules"],
+                    g["sql_statement_rules"],
+                    g["patterns"],
+                    g["risk_rules"],
+                    g["roots"]
+                        .as_array()
+                        .map(|r| r
+                            .iter()
+                            .filter_map(|x| x.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "))
+                        .unwrap_or_default()
+                );
                 for w in &p.warnings {
                     w!(o, "  warning: {w}");
                 }

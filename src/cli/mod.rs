@@ -107,3 +107,17 @@ pub fn evaluate(args: &PlanArgs, input: &Option<String>) -> Result<Activation, F
     let (ctx, usage, now) = input.resolve(&plan).map_err(Fail::Input)?;
     Ok(plan.evaluate(&ctx, &usage, now))
 }
+
+/// What the plan's call gate holds, for `check`.
+pub fn gate_summary(p: &Plan) -> serde_json::Value {
+    let g = toolgate::gate::compiled(p);
+    let c = &g.config;
+    serde_json::json!({
+        "shell_rules": c.shell.rules.len() + c.shell.redirect_rules.len(),
+        "sql_statement_rules": c.sql.statements.len() + c.sql.alter_operations.len(),
+        "patterns": c.patterns.len(),
+        "risk_rules": c.risk.rules.len(),
+        "roots": c.paths.roots,
+        "tools_with_roles": g.tools.iter().filter(|t| !t.roles.is_empty()).count(),
+    })
+}

@@ -353,6 +353,12 @@ pub fn check_call_json(plan: &Plan, tool: &str, arguments: &str) -> Verdict {
     v
 }
 
+/// The compiled gate of `plan` (the shipped gate, with no per-tool data,
+/// for a plan built without one).
+pub fn compiled(plan: &Plan) -> Arc<CompiledGate> {
+    gate_of(plan)
+}
+
 fn gate_of(plan: &Plan) -> Arc<CompiledGate> {
     match &plan.gate {
         Some(g) => g.clone(),

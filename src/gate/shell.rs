@@ -1863,6 +1863,37 @@ fn brace_product(pieces: &[BraceExpressionOrText], out: &mut Vec<String>, cap: u
 }
 
 #[cfg(test)]
+mod plain_word_tests {
+    use super::plain_word;
+
+    #[test]
+    fn only_words_without_shell_syntax_skip_the_word_parser() {
+        assert_eq!(plain_word("build.log"), Some("build.log"));
+        assert_eq!(plain_word("HEAD~1"), Some("HEAD~1"));
+        assert_eq!(plain_word("\"warning: x\""), Some("warning: x"));
+        for w in [
+            "~",
+            "~/x",
+            "a=~/x",
+            "PATH=a:~/b",
+            "$HOME",
+            "\"$x\"",
+            "'a'",
+            "a\\b",
+            "\"a\\\"b\"",
+            "`x`",
+            "*{a,b}",
+            "\"\"x",
+            "",
+            "\"!x\"",
+            "é",
+        ] {
+            assert_eq!(plain_word(w), None, "{w}");
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
