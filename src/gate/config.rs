@@ -344,9 +344,6 @@ fn validate(cfg: &GateConfig, policy: &PolicySource) -> Result<(), LoadError> {
     if cfg.limits.max_depth == 0 || cfg.limits.max_argument_bytes == 0 {
         problems.push("`gate.limits` values must be positive".to_string());
     }
-    if let Err(err) = super::patterns::PatternSet::compile(&cfg.patterns) {
-        problems.push(format!("[[gate.patterns]]: {err}"));
-    }
     if problems.is_empty() {
         Ok(())
     } else {

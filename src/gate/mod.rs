@@ -187,6 +187,40 @@ fn infer_roles(
     out
 }
 
+/// `[gate]` read and its patterns compiled, for the policy texts seen last:
+/// reading a policy's `[gate]` (TOML, some fifty regexes) costs more than
+/// the rest of a compile, and the same text always gives the same result, so
+/// reloads and repeated compiles of one policy reuse it.
+fn cached_config(
+    policy: &PolicySource,
+) -> Result<(GateConfig, PatternSet), crate::diag::LoadError> {
+    type Entry = (Arc<str>, Arc<(GateConfig, PatternSet)>);
+    static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
+    const KEEP: usize = 8;
+    let text = &policy.file.text;
+    if let Ok(cache) = CACHE.lock() {
+        if let Some((_, hit)) = cache.iter().find(|(t, _)| t == text) {
+            return Ok((hit.0.clone(), hit.1.clone()));
+        }
+    }
+    let config = config::load_gate_config(policy)?;
+    let patterns = PatternSet::compile(&config.patterns).map_err(|e| {
+        Diagnostic::at(
+            ErrorKind::InvalidValue,
+            &policy.file,
+            policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0),
+            e.to_string(),
+        )
+    })?;
+    if let Ok(mut cache) = CACHE.lock() {
+        if cache.len() >= KEEP {
+            cache.remove(0);
+        }
+        cache.push((text.clone(), Arc::new((config.clone(), patterns.clone()))));
+    }
+    Ok((config, patterns))
+}
+
 /// Builds the gate of a plan: reads `[gate]`, compiles the patterns and
 /// pairs each compiled tool with its schema. Problems go to `sink`.
 pub fn build_gate(
@@ -196,24 +230,12 @@ pub fn build_gate(
     domains: &[String],
     sink: &mut Sink,
 ) -> Option<Arc<CompiledGate>> {
-    let config = match config::load_gate_config(policy) {
+    let (config, patterns) = match cached_config(policy) {
         Ok(c) => c,
         Err(e) => {
             for d in e.diagnostics {
                 sink.push(d);
             }
-            return None;
-        }
-    };
-    let patterns = match PatternSet::compile(&config.patterns) {
-        Ok(p) => p,
-        Err(e) => {
-            sink.push(Diagnostic::at(
-                ErrorKind::InvalidValue,
-                &policy.file,
-                policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0),
-                e.to_string(),
-            ));
             return None;
         }
     };
@@ -426,6 +448,10 @@ fn closest_tools(plan: &Plan, name: &str) -> Vec<String> {
 fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
     let g = gate_of(plan);
     let cfg = &g.config;
+    if let Some(why) = over_limits(&args, &cfg.limits) {
+        let f = cfg.checks.too_large.finding(FindingKind::Input, "", &why);
+        return finish(tool, Value::Null, vec![f], Action::Deny, None);
+    }
     let Some(idx) = plan.tool_index(tool) else {
         let near = closest_tools(plan, tool);
         let detail = if near.is_empty() {
@@ -454,10 +480,6 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
         );
         return finish(name, args, vec![f], Action::Deny, None);
     };
-    if let Some(why) = over_limits(&args, &cfg.limits) {
-        let f = cfg.checks.too_large.finding(FindingKind::Input, "", &why);
-        return finish(name, Value::Null, vec![f], Action::Deny, None);
-    }
     if !args.is_object() {
         if args.is_null() {
             args = Value::Object(Default::default());
