@@ -1525,12 +1525,13 @@ fn flags_of(arg: &str) -> Vec<String> {
 ///
 /// The subset: one line of printable ASCII, blanks, words with `'...'` and
 /// `"..."` quoting, `$NAME`-style expansions, `$(...)` holding only plain
-/// words separated by single spaces, and the operators `&& || | ; & < > >>
-/// >& <& &> &>> |& >| <>`. Anything else — backslashes, backquotes,
-/// comments, braces, parentheses, `!`, here-documents, `$'...'`,
-/// arithmetic, case terminators, newlines — falls back. The tokens must be
-/// identical to brush's, positions included: the tests compare both
-/// tokenizers on the guard cases and on random lines.
+/// words separated by single spaces, and the operators
+/// `&&`, `||`, `|`, `;`, `&`, `<`, `>`, `>>`, `>&`, `<&`, `&>`, `&>>`, `|&`,
+/// `>|`, `<>`. Anything else (backslashes, backquotes, comments, braces,
+/// parentheses, `!`, here-documents, `$'...'`, arithmetic, case
+/// terminators, newlines) falls back. The tokens must be identical to
+/// brush's, positions included: the tests compare both tokenizers on known
+/// lines and on random ones.
 fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
     use brush_parser::{SourcePosition, Token, TokenLocation};
     use std::sync::Arc;
