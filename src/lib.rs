@@ -27,6 +27,13 @@
 //! everything between is pure. With the `reload` feature, `reload` watches the
 //! files and swaps a new plan in atomically when they change.
 //!
+//! The plan also carries the **call gate** (feature `gate`, on by default):
+//! [`gate::Gate`] checks a tool call against the policy's `[gate]` (schema
+//! with typed coercion, shell/SQL/path/regex danger analysis, risk table) and
+//! returns allow (with coerced arguments), ask or deny; it can run allowed
+//! calls under timeouts and retries and writes an audit log. Without the
+//! feature the crate is the activation engine alone.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use toolgate::{load::{load_plan, Sources}, SessionContext, UsageStats};
@@ -49,6 +56,8 @@ pub mod diag;
 pub mod eval;
 #[cfg(feature = "proptest")]
 pub mod fuzz;
+#[cfg(feature = "gate")]
+pub mod gate;
 pub mod input;
 pub mod load;
 #[cfg(feature = "mcp")]

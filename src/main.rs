@@ -3,7 +3,8 @@
 //! Exit codes: 0 success; 1 the policy, tags or tools did not load (diagnostics
 //! on stderr); 2 bad command-line usage; 3 the input JSON or trace is invalid
 //! (or a file cannot be read or written, or a fit is impossible); 4
-//! `check --fuzz` found violations; 5 `explain` names an unknown tool.
+//! `check --fuzz` found violations; 5 `explain` names an unknown tool; 6 and
+//! 7 `guard`'s verdict is ask or deny (0 when allowed).
 //! `mcp-proxy` exits 0 when the client disconnects, 1 when the policy or tags
 //! do not load or the proxy fails, 2 on a bad configuration.
 
@@ -179,6 +180,30 @@ enum Command {
     },
     /// Run as an MCP server (stdio) in front of MCP servers: list only the active tools, gate every call.
     McpProxy(cli::mcp_proxy::McpProxyArgs),
+    /// Check one tool call with the call gate: allow (with coerced arguments), ask or deny.
+    Guard {
+        #[command(flatten)]
+        plan: PlanArgs,
+        /// Tool name (or alias).
+        #[arg(long, value_name = "NAME")]
+        tool: String,
+        /// Arguments as JSON: inline, `-` for stdin, or `@FILE`.
+        #[arg(long, value_name = "JSON", default_value = "{}")]
+        args: String,
+        /// Session id recorded in the audit log.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Append the verdict to this JSON Lines audit log.
+        #[arg(long, value_name = "FILE")]
+        audit: Option<std::path::PathBuf>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Audit logs written by the gate.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// Convert external data into a catalog and traces.
     Import {
         #[command(subcommand)]
@@ -199,6 +224,17 @@ enum ImportSource {
         /// Keep only the first N questions of each file in the traces (the catalog keeps every candidate).
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Total calls, success rate, latency p50/p95 and errors by kind.
+    Summary {
+        /// The JSON Lines audit log.
+        file: std::path::PathBuf,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
     },
 }
 
@@ -234,6 +270,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                         "warnings": p.warnings,
                         "fuzz_samples": fuzz,
                         "violations": violations,
+                        "gate": cli::gate_summary(&p),
                     })
                 );
             } else {
@@ -270,6 +307,23 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                     p.formula.source
                 );
                 w!(o, "  examples: {} checked, all hold", p.examples_checked);
+                let g = cli::gate_summary(&p);
+                w!(
+                    o,
+                    "  gate: {} shell rules, {} SQL statement rules, {} patterns, {} risk rules, path roots: {}",
+                    g["shell_rules"],
+                    g["sql_statement_rules"],
+                    g["patterns"],
+                    g["risk_rules"],
+                    g["roots"]
+                        .as_array()
+                        .map(|r| r
+                            .iter()
+                            .filter_map(|x| x.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "))
+                        .unwrap_or_default()
+                );
                 for w in &p.warnings {
                     w!(o, "  warning: {w}");
                 }
@@ -414,6 +468,28 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 ProxyFail::Load(e) => (ExitCode::from(1), Some(e), None),
                 ProxyFail::Runtime(m) => (ExitCode::from(1), None, Some(m)),
             })?;
+        }
+        Command::Guard {
+            plan,
+            tool,
+            args,
+            session,
+            audit,
+            format,
+        } => {
+            let v = cli::guard::guard(&plan, &tool, &args, session.as_deref(), audit.as_ref())
+                .map_err(fail)?;
+            cli::guard::print_verdict(o, &v, format);
+            let code = cli::guard::exit_code(&v);
+            if code != 0 {
+                return Err((ExitCode::from(code), None, None));
+            }
+        }
+        Command::Audit {
+            command: AuditCommand::Summary { file, format },
+        } => {
+            let s = cli::audit::summary(&file).map_err(|m| (ExitCode::from(3), None, Some(m)))?;
+            cli::audit::print_summary(o, &s, format);
         }
     }
     Ok(())

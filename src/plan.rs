@@ -231,8 +231,10 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// Number of policy examples that were checked and held.
     pub examples_checked: usize,
-    /// The raw `[gate]` table, for the call gate.
-    pub gate: Option<Value>,
+    /// The call gate: `[gate]` read and compiled, with each tool's schema
+    /// (see [`crate::gate`]). `None` only for plans built by hand.
+    #[cfg(feature = "gate")]
+    pub gate: Option<std::sync::Arc<crate::gate::CompiledGate>>,
 }
 
 impl Plan {

@@ -38,7 +38,7 @@ fn check_passes_on_the_shipped_defaults() {
     let out = stdout(&o);
     assert!(out.contains("ok: policy `default`"), "{out}");
     assert!(out.contains("tools: 71"), "{out}");
-    assert!(out.contains("examples: 2 checked"), "{out}");
+    assert!(out.contains("examples: 3 checked"), "{out}");
 }
 
 #[test]

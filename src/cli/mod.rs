@@ -1,8 +1,10 @@
 //! Pieces shared by the subcommands: plan arguments, input reading, diagnostics.
 //! Each subcommand's printing lives in its own module.
 
+pub mod audit;
 pub mod compare;
 pub mod fit;
+pub mod guard;
 pub mod import;
 pub mod mcp_proxy;
 pub mod replay;
@@ -116,4 +118,18 @@ pub fn evaluate(args: &PlanArgs, input: &Option<String>) -> Result<Activation, F
     let plan = build(args, Some(&input))?;
     let (ctx, usage, now) = input.resolve(&plan).map_err(Fail::Input)?;
     Ok(plan.evaluate(&ctx, &usage, now))
+}
+
+/// What the plan's call gate holds, for `check`.
+pub fn gate_summary(p: &Plan) -> serde_json::Value {
+    let g = toolgate::gate::compiled(p);
+    let c = &g.config;
+    serde_json::json!({
+        "shell_rules": c.shell.rules.len() + c.shell.redirect_rules.len(),
+        "sql_statement_rules": c.sql.statements.len() + c.sql.alter_operations.len(),
+        "patterns": c.patterns.len(),
+        "risk_rules": c.risk.rules.len(),
+        "roots": c.paths.roots,
+        "tools_with_roles": g.tools.iter().filter(|t| !t.roles.is_empty()).count(),
+    })
 }

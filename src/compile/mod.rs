@@ -337,6 +337,10 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         HashMap::new();
     let mut compiled = Vec::with_capacity(tools.len());
     let mut tool_files: Vec<String> = Vec::new();
+    #[cfg(feature = "gate")]
+    let mut schemas = Vec::with_capacity(tools.len());
+    #[cfg(feature = "gate")]
+    let mut schema_cache = crate::gate::SchemaCache::default();
     for t in tools {
         if let Some(f) = &t.file {
             fnv1a(&mut hash, f.name.as_bytes());
@@ -462,6 +466,12 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         if !ok {
             continue;
         }
+        #[cfg(feature = "gate")]
+        schemas.push(crate::gate::compile_tool_schema(
+            &t,
+            &mut schema_cache,
+            &mut sink,
+        ));
         let mut ids: Vec<u32> = Vec::new();
         for k in &keywords {
             for term in analyzer.expand_keyword(k) {
@@ -511,6 +521,9 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     {
         sink.push(at(policy, ErrorKind::OutOfRange, act.threshold.span.clone(), format!("activation.max_active ({k}) is below min_active ({}) or the number of pinned tools ({})", act.min_active, pinned.len())));
     }
+
+    #[cfg(feature = "gate")]
+    let gate = crate::gate::build_gate(policy, &compiled, schemas, &domains, &mut sink);
 
     if !sink.is_empty() {
         return Err(LoadError {
@@ -596,7 +609,8 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         by_name,
         warnings,
         examples_checked: 0,
-        gate: policy.gate.as_ref().map(|g| g.value.clone()),
+        #[cfg(feature = "gate")]
+        gate,
     };
     let plan = check_examples(policy, plan)?;
     tracing::info!(
@@ -700,6 +714,9 @@ fn check_examples(policy: &PolicySource, mut plan: Plan) -> Result<Plan, LoadErr
                 sink.push(at(policy, ErrorKind::ExampleFailed, n.span.clone(), format!("example `{}`: `{}` must be inactive but is active (score {:.4}, effective threshold {:.4})", ex.name, n.value, s.score, act.effective_threshold)));
             }
         }
+        for call in &ex.calls {
+            check_example_call(policy, &shared, &ex.name, call, &mut sink, &mut warnings);
+        }
         checked += 1;
     }
     plan.examples_checked = checked;
@@ -708,4 +725,48 @@ fn check_examples(policy: &PolicySource, mut plan: Plan) -> Result<Plan, LoadErr
     }
     plan.warnings.extend(warnings);
     sink.finish(plan)
+}
+
+/// Checks one `[[examples.calls]]` entry against the plan's call gate. A call
+/// expected to be allowed or asked for a tool missing from the catalog is
+/// skipped with a warning, like activation examples.
+fn check_example_call(
+    policy: &PolicySource,
+    plan: &Plan,
+    example: &str,
+    call: &crate::parse::policy::ExampleCall,
+    sink: &mut Sink,
+    warnings: &mut Vec<String>,
+) {
+    if plan.tool_index(&call.tool.value).is_none() && call.decision.value != "deny" {
+        warnings.push(format!(
+            "example `{example}`: call to `{}` skipped: tool not in the catalog",
+            call.tool.value
+        ));
+        return;
+    }
+    #[cfg(feature = "gate")]
+    {
+        let Some(expected) = crate::gate::Action::parse(&call.decision.value) else {
+            return;
+        };
+        if let Err(m) =
+            crate::gate::check_example_call(plan, &call.tool.value, &call.arguments, expected)
+        {
+            sink.push(at(
+                policy,
+                ErrorKind::ExampleFailed,
+                call.span.clone(),
+                format!("example `{example}`: {m}"),
+            ));
+        }
+    }
+    #[cfg(not(feature = "gate"))]
+    {
+        let _ = (policy, sink);
+        warnings.push(format!(
+            "example `{example}`: call to `{}` skipped: built without the `gate` feature",
+            call.tool.value
+        ));
+    }
 }

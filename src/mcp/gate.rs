@@ -60,6 +60,27 @@ pub trait CallGate: Send + Sync {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TagGate;
 
+/// The call gate of the policy (`toolgate::gate`): JSON Schema validation with
+/// typed coercion, shell / SQL / path / pattern analysis and the risk table of
+/// `[gate]`. The proxy's default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PolicyGate;
+
+impl CallGate for PolicyGate {
+    fn check(&self, plan: &Plan, tool: &str, args: &Value) -> Decision {
+        let v = crate::gate::check_call(plan, tool, args.clone());
+        match v.decision {
+            crate::gate::Action::Allow => Decision::Allow(v.arguments),
+            crate::gate::Action::Ask => Decision::Ask { reason: v.message },
+            crate::gate::Action::Deny => Decision::Deny { message: v.message },
+        }
+    }
+
+    fn name(&self) -> &str {
+        "policy"
+    }
+}
+
 /// Up to three catalog names closest to `name` (Jaro-Winkler ≥ 0.7), best first.
 pub fn closest_names<'a>(plan: &'a Plan, name: &str) -> Vec<&'a str> {
     let lower = name.to_lowercase();

@@ -45,7 +45,7 @@ pub use audit::{AuditRecord, AuditSink, JsonlAudit, NoAudit, Outcome};
 pub use catalog::{Catalog, build_catalog};
 pub use config::{ProxyConfig, ServerSpec};
 pub use context::{CONTEXT_META_KEY, ContextUpdate};
-pub use gate::{CallGate, Decision, TagGate};
+pub use gate::{CallGate, Decision, PolicyGate, TagGate};
 pub use proxy::Proxy;
 pub use source::{PlanInputs, PlanSource, PollingPlanSource, StaticPlanSource};
 
@@ -102,7 +102,7 @@ pub fn build_proxy(config: ProxyConfig) -> Result<Proxy, BuildError> {
         })?),
         None => Arc::new(NoAudit),
     };
-    Ok(Proxy::new(config, source, Arc::new(TagGate), audit))
+    Ok(Proxy::new(config, source, Arc::new(PolicyGate), audit))
 }
 
 /// Starts `proxy` and serves it on the process's stdin/stdout until the

@@ -429,27 +429,24 @@ impl Inner {
     }
 }
 
-/// The policy's per-call limits for `tool`: (timeout, retries).
+/// The policy's per-call limits for `tool`: (timeout, retries), from
+/// `[gate.execution]` with the tool tags' `timeout_seconds` / `max_retries`
+/// overrides (the call gate's `ExecSettings`).
 fn call_limits(plan: &Plan, tool: usize) -> (Duration, u32) {
-    let g = plan.gate.as_ref();
     let t = &plan.tools[tool].gate;
-    let secs = t
-        .timeout_seconds
-        .or_else(|| {
-            g.and_then(|g| g.get("timeout_seconds"))
-                .and_then(Value::as_f64)
-        })
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
-    let retries = t
-        .max_retries
-        .or_else(|| {
-            g.and_then(|g| g.get("max_retries"))
-                .and_then(Value::as_u64)
-                .map(|r| r.min(100) as u32)
-        })
-        .unwrap_or(0);
-    (Duration::from_secs_f64(secs), retries)
+    match plan.gate.as_ref() {
+        Some(g) => {
+            let s = crate::gate::exec::ExecSettings::for_tool(&g.config.execution, Some(t));
+            (s.timeout, s.max_retries)
+        }
+        None => {
+            let secs = t
+                .timeout_seconds
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+            (Duration::from_secs_f64(secs), t.max_retries.unwrap_or(0))
+        }
+    }
 }
 
 /// Whether the policy lets a registered but inactive tool be called
@@ -457,8 +454,7 @@ fn call_limits(plan: &Plan, tool: usize) -> (Duration, u32) {
 pub fn allow_inactive_calls(plan: &Plan) -> bool {
     plan.gate
         .as_ref()
-        .and_then(|g| g.get("allow_inactive_calls"))
-        .and_then(Value::as_bool)
+        .map(|g| g.config.allow_inactive_calls)
         .unwrap_or(true)
 }
 

@@ -229,7 +229,22 @@ pub struct AutoTags {
     pub parameter_complexity: AutoComplexity,
 }
 
-/// One `[[examples]]` entry: a context and what must be active or not.
+/// One `[[examples.calls]]` entry: a tool call and the decision the call
+/// gate must reach for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExampleCall {
+    /// Tool name.
+    pub tool: Sp<String>,
+    /// The call's arguments (a JSON object; `{}` when absent).
+    pub arguments: serde_json::Value,
+    /// `allow`, `ask` or `deny`.
+    pub decision: Sp<String>,
+    /// Span of the call.
+    pub span: Range<usize>,
+}
+
+/// One `[[examples]]` entry: a context and what must be active or not, and
+/// calls with the gate decision each must get.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Example {
     /// Name shown when it fails.
@@ -240,6 +255,8 @@ pub struct Example {
     pub active: Vec<Sp<String>>,
     /// Tools that must not be active.
     pub inactive: Vec<Sp<String>>,
+    /// Calls and the gate decision each must get.
+    pub calls: Vec<ExampleCall>,
     /// Span of the example.
     pub span: Range<usize>,
 }
@@ -460,6 +477,50 @@ fn read_bm25(t: &Table<'_, '_>) -> Bm25Params {
         stemmer,
         score_floor,
     }
+}
+
+fn read_example_call(c: &Table<'_, '_>) -> Option<ExampleCall> {
+    let tool = c
+        .require("tool")
+        .and_then(|v| v.string().map(|s| Sp::new(s, v.span.clone())));
+    let arguments = match c.get("arguments") {
+        Some(v) => match v.to_json() {
+            Some(j @ serde_json::Value::Object(_)) => Some(j),
+            Some(_) => {
+                c.reader().error(
+                    ErrorKind::WrongType,
+                    v.span.clone(),
+                    "`examples.calls.arguments` must be a table (the call's JSON arguments)",
+                );
+                None
+            }
+            None => None,
+        },
+        None => Some(serde_json::json!({})),
+    };
+    let decision = c.require("decision").and_then(|v| {
+        let s = v.string()?;
+        if ["allow", "ask", "deny"].contains(&s.as_str()) {
+            Some(Sp::new(s, v.span.clone()))
+        } else {
+            c.reader().push(
+                Diagnostic::at(
+                    ErrorKind::InvalidValue,
+                    &c.reader().file,
+                    v.span.clone(),
+                    format!("`examples.calls.decision` = \"{s}\" is not one of: allow, ask, deny"),
+                )
+                .with_suggestion(&s, ["allow", "ask", "deny"]),
+            );
+            None
+        }
+    });
+    Some(ExampleCall {
+        tool: tool?,
+        arguments: arguments?,
+        decision: decision?,
+        span: c.span.clone(),
+    })
 }
 
 /// Placeholder used when a required value is missing or invalid (the load
@@ -892,11 +953,17 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 input.insert(key.to_string(), j);
             }
         }
+        let calls = t
+            .tables("calls")
+            .iter()
+            .filter_map(read_example_call)
+            .collect();
         examples.push(Example {
             name,
             input: serde_json::Value::Object(input),
             active: sp_list(t.str_list("active")),
             inactive: sp_list(t.str_list("inactive")),
+            calls,
             span: t.span.clone(),
         });
     }

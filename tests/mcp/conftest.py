@@ -186,6 +186,8 @@ async def proxy(
         command=str(toolgate_bin()),
         args=["mcp-proxy", *args],
         env={"RUST_LOG": os.environ.get("RUST_LOG", "warn,toolgate::mcp=debug")},
+        # the gate's default path root is the working directory: the test's own folder
+        cwd=str(tmp_path),
     )
     kwargs: dict[str, Any] = {"message_handler": notes.handler}
     if elicitation is not None:

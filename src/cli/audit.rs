@@ -1,0 +1,50 @@
+//! `toolgate audit summary FILE`: seed 002's tracer summary over an audit log.
+
+use std::path::Path;
+
+use toolgate::gate::audit::{AuditSummary, summarize};
+
+use super::Format;
+
+/// Reads and summarizes the log at `path`.
+pub fn summary(path: &Path) -> Result<AuditSummary, String> {
+    let f =
+        std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    summarize(std::io::BufReader::new(f))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+}
+
+/// Prints a summary.
+pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
+    if format == Format::Json {
+        w!(
+            o,
+            "{}",
+            serde_json::to_string_pretty(s).unwrap_or_else(|_| "{}".into())
+        );
+        return;
+    }
+    w!(o, "total calls: {}", s.total_calls);
+    w!(o, "success rate: {:.1}%", s.success_rate);
+    w!(
+        o,
+        "latency: p50 {:.3} ms, p95 {:.3} ms",
+        s.latency_p50_ms,
+        s.latency_p95_ms
+    );
+    if s.error_breakdown.is_empty() {
+        w!(o, "errors: none");
+    } else {
+        w!(o, "errors:");
+        for (k, n) in &s.error_breakdown {
+            w!(o, "  {k}: {n}");
+        }
+    }
+    if s.skipped_lines > 0 {
+        w!(
+            o,
+            "skipped: {} line(s) that are not audit records",
+            s.skipped_lines
+        );
+    }
+}

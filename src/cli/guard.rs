@@ -1,0 +1,91 @@
+//! `toolgate guard`: one call through the call gate.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use toolgate::gate::{Action, Gate, JsonlSink, Verdict};
+
+use super::{Fail, Format, PlanArgs, build};
+
+/// Reads the `--args` value: inline JSON, `-` for stdin, `@FILE` for a file.
+fn read_args(args: &str) -> Result<String, String> {
+    match args {
+        "-" => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .map_err(|e| format!("cannot read stdin: {e}"))?;
+            Ok(s)
+        }
+        a if a.starts_with('@') => {
+            std::fs::read_to_string(&a[1..]).map_err(|e| format!("cannot read {}: {e}", &a[1..]))
+        }
+        a => Ok(a.to_string()),
+    }
+}
+
+/// Runs the gate on one call; returns the verdict.
+pub fn guard(
+    plan: &PlanArgs,
+    tool: &str,
+    args: &str,
+    session: Option<&str>,
+    audit: Option<&PathBuf>,
+) -> Result<Verdict, Fail> {
+    let text = read_args(args).map_err(Fail::Input)?;
+    let p = build(plan, None)?;
+    let mut gate = Gate::new(Arc::clone(&p));
+    if let Some(path) = audit {
+        let sink = JsonlSink::open(path).map_err(|e| {
+            Fail::Input(format!("cannot open the audit log {}: {e}", path.display()))
+        })?;
+        gate = gate.with_audit(Arc::new(sink));
+    }
+    Ok(gate.check_json(session, tool, &text))
+}
+
+/// Prints a verdict.
+pub fn print_verdict(o: &mut String, v: &Verdict, format: Format) {
+    if format == Format::Json {
+        w!(
+            o,
+            "{}",
+            serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into())
+        );
+        return;
+    }
+    w!(o, "decision: {}", v.decision);
+    w!(o, "tool: {}", v.tool);
+    w!(o, "message: {}", v.message);
+    if !v.findings.is_empty() {
+        w!(o, "findings:");
+        for f in &v.findings {
+            let at = if f.path.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", f.path)
+            };
+            w!(
+                o,
+                "  [{}/{}] {}{at}: {}",
+                f.action,
+                f.severity.as_str(),
+                f.rule_id,
+                f.message
+            );
+        }
+    }
+    if v.decision == Action::Allow {
+        w!(o, "arguments: {}", v.arguments);
+    }
+}
+
+/// Exit code of a verdict: 0 allow, 6 ask, 7 deny.
+pub fn exit_code(v: &Verdict) -> u8 {
+    match v.decision {
+        Action::Allow => 0,
+        Action::Ask => 6,
+        Action::Deny => 7,
+    }
+}

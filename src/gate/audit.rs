@@ -1,0 +1,415 @@
+//! Audit (seed 002 layer 3): one JSON Lines record per verdict and per
+//! execution, and the summary of a log (`toolgate audit summary FILE`).
+//!
+//! A record keeps the time, session id, tool, decision, rule ids, a digest
+//! and a redacted preview of the arguments (keys and secrets matched by
+//! `[gate.audit]` are replaced), the latency and the outcome. The `tracing`
+//! events are emitted by [`super::Gate`] itself, so a subscriber sees every
+//! verdict even without a sink.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Verdict;
+use super::config::AuditConfig;
+use super::exec::Execution;
+use super::types::Action;
+
+/// One audit record (one line of the log).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditRecord {
+    /// RFC 3339 UTC time, millisecond precision.
+    pub time: String,
+    /// `verdict` or `execution`.
+    pub event: String,
+    /// Identifies the call: a verdict and the execution that follows share it.
+    pub call_id: String,
+    /// Session id given by the embedder, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Tool name (canonical when known).
+    pub tool: String,
+    /// The gate's decision.
+    pub decision: Action,
+    /// Ids of the rules that fired.
+    #[serde(default)]
+    pub rule_ids: Vec<String>,
+    /// FNV-1a 64 of the redacted arguments JSON (hex).
+    pub args_digest: String,
+    /// The redacted arguments JSON, cut to `max_preview_bytes`.
+    pub args_preview: String,
+    /// Time in the gate (verdict) or running the tool (execution), in milliseconds.
+    pub latency_ms: f64,
+    /// `allowed`, `asked`, `denied` (verdicts); `success`, `error`, `not_run` (executions).
+    pub outcome: String,
+    /// For a failure: its kind (`validation_error`, `dangerous_blocked`, `timeout`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<String>,
+    /// Attempts made (executions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
+}
+
+/// Where audit records go.
+pub trait AuditSink: Send + Sync {
+    /// Writes one record. Failures are reported through `tracing`, never panics.
+    fn record(&self, record: &AuditRecord);
+}
+
+/// Appends records as JSON Lines to a writer (a file opened for append).
+pub struct JsonlSink {
+    out: Mutex<Box<dyn Write + Send>>,
+}
+
+impl JsonlSink {
+    /// Opens (creating it if needed) `path` for appending.
+    pub fn open(path: &std::path::Path) -> std::io::Result<JsonlSink> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(JsonlSink::new(Box::new(f)))
+    }
+
+    /// A sink over any writer.
+    pub fn new(out: Box<dyn Write + Send>) -> JsonlSink {
+        JsonlSink {
+            out: Mutex::new(out),
+        }
+    }
+}
+
+impl AuditSink for JsonlSink {
+    fn record(&self, record: &AuditRecord) {
+        let mut line = match serde_json::to_string(record) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::error!(target: "toolgate::audit", "cannot serialize an audit record: {e}");
+                return;
+            }
+        };
+        line.push('\n');
+        let mut out = match self.out.lock() {
+            Ok(o) => o,
+            Err(p) => p.into_inner(),
+        };
+        if let Err(e) = out.write_all(line.as_bytes()).and_then(|_| out.flush()) {
+            tracing::error!(target: "toolgate::audit", "cannot write an audit record: {e}");
+        }
+    }
+}
+
+/// A sink that keeps records in memory (tests, embedders that ship them elsewhere).
+#[derive(Default)]
+pub struct MemorySink {
+    /// The records so far.
+    pub records: Mutex<Vec<AuditRecord>>,
+}
+
+impl AuditSink for MemorySink {
+    fn record(&self, record: &AuditRecord) {
+        match self.records.lock() {
+            Ok(mut r) => r.push(record.clone()),
+            Err(p) => p.into_inner().push(record.clone()),
+        }
+    }
+}
+
+/// `value` with secrets replaced: values under keys matching `redact_keys`,
+/// and substrings matching `redact_values`.
+pub fn redact(cfg: &AuditConfig, value: &Value) -> Value {
+    fn walk(cfg: &AuditConfig, v: &Value, depth: usize) -> Value {
+        if depth > 64 {
+            return Value::String(cfg.replacement.clone());
+        }
+        match v {
+            Value::String(s) => {
+                let mut s = s.clone();
+                for r in &cfg.redact_values {
+                    if r.0.is_match(&s) {
+                        s = r.0.replace_all(&s, cfg.replacement.as_str()).into_owned();
+                    }
+                }
+                Value::String(s)
+            }
+            Value::Array(a) => Value::Array(a.iter().map(|x| walk(cfg, x, depth + 1)).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, x)| {
+                        if cfg.redact_keys.0.is_match(k) && !x.is_null() {
+                            (k.clone(), Value::String(cfg.replacement.clone()))
+                        } else {
+                            (k.clone(), walk(cfg, x, depth + 1))
+                        }
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    walk(cfg, value, 0)
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h = 0xcbf29ce484222325u64;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+fn digest_and_preview(cfg: &AuditConfig, args: &Value) -> (String, String) {
+    let red = redact(cfg, args);
+    let text = red.to_string();
+    let digest = format!("{:016x}", fnv1a(text.as_bytes()));
+    let preview = if text.len() <= cfg.max_preview_bytes {
+        text
+    } else {
+        let mut end = cfg.max_preview_bytes;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &text[..end])
+    };
+    (digest, preview)
+}
+
+/// RFC 3339 UTC with milliseconds for a time since the epoch.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let ms = d.subsec_millis();
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        rem / 3600,
+        (rem / 60) % 60,
+        rem % 60
+    )
+}
+
+fn call_id(tool: &str, args_digest: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let n = SEQ.fetch_add(1, Ordering::Relaxed);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
+    let h = fnv1a(format!("{tool}{args_digest}{now}{n}{}", std::process::id()).as_bytes());
+    format!("{h:016x}")
+}
+
+impl AuditRecord {
+    /// The record of a verdict.
+    pub fn verdict(cfg: &AuditConfig, session: Option<&str>, v: &Verdict) -> AuditRecord {
+        let (args_digest, args_preview) = digest_and_preview(cfg, &v.arguments);
+        let outcome = match v.decision {
+            Action::Allow => "allowed",
+            Action::Ask => "asked",
+            Action::Deny => "denied",
+        };
+        AuditRecord {
+            time: rfc3339(SystemTime::now()),
+            event: "verdict".into(),
+            call_id: v
+                .call_id
+                .get_or_init(|| call_id(&v.tool, &args_digest))
+                .clone(),
+            session: session.map(str::to_string),
+            tool: v.tool.clone(),
+            decision: v.decision,
+            rule_ids: v.findings.iter().map(|f| f.rule_id.clone()).collect(),
+            args_digest,
+            args_preview,
+            latency_ms: v.latency.as_secs_f64() * 1000.0,
+            outcome: outcome.into(),
+            error_kind: v.error_kind().map(str::to_string),
+            attempts: None,
+        }
+    }
+
+    /// The record of an execution that followed verdict `v`.
+    pub fn execution<T>(
+        cfg: &AuditConfig,
+        session: Option<&str>,
+        v: &Verdict,
+        ex: &Execution<T>,
+    ) -> AuditRecord {
+        let (args_digest, args_preview) = digest_and_preview(cfg, &v.arguments);
+        let (outcome, error_kind) = match &ex.outcome {
+            Ok(_) => ("success", None),
+            Err(super::ExecError::NotRun(_)) => ("not_run", Some(ex_kind(ex))),
+            Err(_) => ("error", Some(ex_kind(ex))),
+        };
+        AuditRecord {
+            time: rfc3339(SystemTime::now()),
+            event: "execution".into(),
+            call_id: v
+                .call_id
+                .get_or_init(|| call_id(&v.tool, &args_digest))
+                .clone(),
+            session: session.map(str::to_string),
+            tool: v.tool.clone(),
+            decision: v.decision,
+            rule_ids: v.findings.iter().map(|f| f.rule_id.clone()).collect(),
+            args_digest,
+            args_preview,
+            latency_ms: ex.latency.as_secs_f64() * 1000.0,
+            outcome: outcome.into(),
+            error_kind,
+            attempts: Some(ex.attempts),
+        }
+    }
+}
+
+fn ex_kind<T>(ex: &Execution<T>) -> String {
+    match &ex.outcome {
+        Ok(_) => String::new(),
+        Err(e) => e.kind(),
+    }
+}
+
+/// Seed 002's `ToolTracer.get_summary`, over an audit log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AuditSummary {
+    /// Calls: records grouped by call id (an execution supersedes its verdict).
+    pub total_calls: usize,
+    /// Calls that succeeded (executed successfully, or allowed and not executed).
+    pub successes: usize,
+    /// `successes / total_calls`, in percent (0 when there is no call).
+    pub success_rate: f64,
+    /// Median latency of the calls, in milliseconds.
+    pub latency_p50_ms: f64,
+    /// 95th percentile latency (nearest rank), in milliseconds.
+    pub latency_p95_ms: f64,
+    /// Failed calls by error kind.
+    pub error_breakdown: BTreeMap<String, usize>,
+    /// Records read.
+    pub records: usize,
+    /// Lines that are not audit records (skipped).
+    pub skipped_lines: usize,
+}
+
+/// Summarizes an audit log.
+pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
+    // call id -> (record that decides the call's outcome)
+    let mut calls: BTreeMap<String, AuditRecord> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut records = 0;
+    let mut skipped = 0;
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(r) = serde_json::from_str::<AuditRecord>(&line) else {
+            skipped += 1;
+            continue;
+        };
+        records += 1;
+        match calls.get(&r.call_id) {
+            Some(prev) if prev.event == "execution" && r.event != "execution" => {}
+            Some(_) => {
+                calls.insert(r.call_id.clone(), r);
+            }
+            None => {
+                order.push(r.call_id.clone());
+                calls.insert(r.call_id.clone(), r);
+            }
+        }
+    }
+    let mut successes = 0;
+    let mut latencies = Vec::new();
+    let mut breakdown = BTreeMap::new();
+    for id in &order {
+        let Some(r) = calls.get(id) else { continue };
+        latencies.push(r.latency_ms);
+        let ok = match r.event.as_str() {
+            "execution" => r.outcome == "success",
+            _ => r.decision == Action::Allow,
+        };
+        if ok {
+            successes += 1;
+        } else {
+            let kind = r.error_kind.clone().unwrap_or_else(|| r.outcome.clone());
+            *breakdown.entry(kind).or_insert(0) += 1;
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    let pct = |p: f64| -> f64 {
+        if latencies.is_empty() {
+            return 0.0;
+        }
+        let rank = ((p / 100.0) * latencies.len() as f64).ceil() as usize;
+        latencies[rank.clamp(1, latencies.len()) - 1]
+    };
+    let total = order.len();
+    Ok(AuditSummary {
+        total_calls: total,
+        successes,
+        success_rate: if total == 0 {
+            0.0
+        } else {
+            successes as f64 * 100.0 / total as f64
+        },
+        latency_p50_ms: pct(50.0),
+        latency_p95_ms: pct(95.0),
+        error_breakdown: breakdown,
+        records,
+        skipped_lines: skipped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        let t = UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_000_123);
+        assert_eq!(rfc3339(t), "2023-11-14T22:13:20.123Z");
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn secrets_are_redacted() {
+        let cfg = &crate::gate::config::shipped().audit;
+        let v = json!({
+            "api_key": "abc", "password": "p", "nested": {"Authorization": "Bearer x"},
+            "cmd": "curl -H 'Authorization: Bearer abcdefghijkl' https://u:pw@host/x",
+            "note": "token=s3cr3t&x=1", "key": "sk-abcdefghijklmnopqrstuv"
+        });
+        let r = redact(cfg, &v).to_string();
+        for secret in [
+            "abc\"",
+            "\"p\"",
+            "Bearer x",
+            "abcdefghijkl",
+            "s3cr3t",
+            "pw@",
+            "sk-abc",
+        ] {
+            assert!(!r.contains(secret), "{secret} left in {r}");
+        }
+        assert!(r.contains("x=1"), "{r}");
+    }
+}

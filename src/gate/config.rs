@@ -1,0 +1,471 @@
+//! `[gate]` of a policy: the configuration of every layer of the call gate.
+//!
+//! The section is deserialized with serde straight from the policy's TOML
+//! text, so every problem (unknown key, wrong type, a regex the linear-time
+//! engine rejects) comes with the file:line:column of the offending value.
+//! Unknown keys are errors at every level.
+//!
+//! Every key is optional: a key left out takes the value shipped in
+//! `policies/default.toml`, field by field (lists of rules are replaced
+//! whole). A policy without `[gate]` gets the shipped gate unchanged.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use super::path::{PathChecks, PathConfig};
+use super::patterns::PatternRule;
+use super::shell::{
+    CommandSpec, FindSpec, InterpreterSpec, RedirectRule, ShellChecks, ShellConfig, ShellLimits,
+    ShellRule, WrapperSpec,
+};
+use super::sql::{FunctionRule, ReadOnlySpec, SqlChecks, SqlConfig};
+use super::types::{Action, Check, ConfigRegex, Severity};
+use crate::diag::{Diagnostic, ErrorKind, LoadError};
+use crate::parse::policy::PolicySource;
+use crate::parse::tags::{ArgRole, RiskLevel};
+
+/// The `[gate]` table of a policy.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateConfig {
+    /// `[gate.limits]`: bounds on the arguments of one call.
+    #[serde(default = "d::limits")]
+    pub limits: Limits,
+    /// `[gate.checks]`: outcome of the call-level checks.
+    #[serde(default = "d::checks")]
+    pub checks: CallChecks,
+    /// `[gate.coercion]`: which string-to-type coercions are applied.
+    #[serde(default = "d::coercion")]
+    pub coercion: Coercion,
+    /// `[[gate.infer]]`: argument roles inferred for tools whose tags declare none.
+    #[serde(default = "d::infer")]
+    pub infer: Vec<InferRule>,
+    /// `[gate.risk]`: the decision table.
+    #[serde(default = "d::risk")]
+    pub risk: RiskConfig,
+    /// `[gate.execution]`: timeout and retries of the execution helper.
+    #[serde(default = "d::execution")]
+    pub execution: ExecutionConfig,
+    /// `[gate.audit]`: redaction of audit records.
+    #[serde(default = "d::audit")]
+    pub audit: AuditConfig,
+    /// `[gate.shell]`.
+    #[serde(default = "d::shell")]
+    pub shell: ShellConfig,
+    /// `[gate.sql]`.
+    #[serde(default = "d::sql")]
+    pub sql: SqlConfig,
+    /// `[gate.paths]`.
+    #[serde(default = "d::paths")]
+    pub paths: PathConfig,
+    /// `[[gate.patterns]]`: regex rules over string arguments.
+    #[serde(default = "d::patterns")]
+    pub patterns: Vec<PatternRule>,
+    /// Whether a registered tool that is not in the active set may still be
+    /// called (seed 000's `get_handler` serves any registered tool: true).
+    /// Read by the MCP proxy.
+    #[serde(default = "allow_inactive_calls_default")]
+    pub allow_inactive_calls: bool,
+}
+
+fn allow_inactive_calls_default() -> bool {
+    true
+}
+
+/// `[gate.limits]`: what one call's arguments may weigh. Over a limit, the
+/// call is denied with a clear finding before any analysis runs.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Longest arguments JSON text (or its equivalent size), in bytes.
+    #[serde(default = "d::limits_max_argument_bytes")]
+    pub max_argument_bytes: usize,
+    /// Deepest nesting of arrays and objects.
+    #[serde(default = "d::limits_max_depth")]
+    pub max_depth: usize,
+    /// Most JSON values (every scalar, array and object counts one).
+    #[serde(default = "d::limits_max_values")]
+    pub max_values: usize,
+    /// Most findings kept for one call (the rest are counted in the message).
+    #[serde(default = "d::limits_max_findings")]
+    pub max_findings: usize,
+}
+
+/// `[gate.checks]`: call-level checks.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallChecks {
+    /// The tool is not registered.
+    #[serde(default = "d::checks_unknown_tool")]
+    pub unknown_tool: Check,
+    /// The arguments are not valid JSON, or not an object.
+    #[serde(default = "d::checks_invalid_json")]
+    pub invalid_json: Check,
+    /// Over a limit of `[gate.limits]`.
+    #[serde(default = "d::checks_too_large")]
+    pub too_large: Check,
+    /// Schema violations; the id is a prefix (`schema.required`, `schema.type`, ...).
+    #[serde(default = "d::checks_invalid_arguments")]
+    pub invalid_arguments: Check,
+}
+
+/// `[gate.coercion]`: coercion toward the declared type only.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Coercion {
+    /// `"3"` → 3 where an integer or number is declared.
+    #[serde(default = "d::coercion_numeric_strings")]
+    pub numeric_strings: bool,
+    /// `"yes"` → true where a boolean is declared (by value, never truthiness).
+    #[serde(default = "d::coercion_boolean_strings")]
+    pub boolean_strings: bool,
+    /// A JSON-encoded string decoded where an array or object is declared.
+    #[serde(default = "d::coercion_json_strings")]
+    pub json_strings: bool,
+    /// Spellings of true (compared trimmed and case-insensitively).
+    #[serde(default = "d::coercion_true_values")]
+    pub true_values: Vec<String>,
+    /// Spellings of false.
+    #[serde(default = "d::coercion_false_values")]
+    pub false_values: Vec<String>,
+}
+
+/// JSON type an inferred argument must have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JsonType {
+    /// A string.
+    String,
+    /// An array (of strings).
+    Array,
+}
+
+/// `[[gate.infer]]`: for a tool whose tags declare no `arguments`, a
+/// top-level property with one of `names` and the declared `type` gets
+/// `role` when the tool has one of `domains` or `categories` (both empty:
+/// any tool).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InferRule {
+    /// The role given.
+    pub role: ArgRole,
+    /// Property names (exact, case-insensitive).
+    pub names: Vec<String>,
+    /// The declared JSON type the property must have.
+    #[serde(rename = "type")]
+    pub json_type: JsonType,
+    /// Tool domains the rule applies to.
+    #[serde(default)]
+    pub domains: Vec<String>,
+    /// Tool categories the rule applies to.
+    #[serde(default)]
+    pub categories: Vec<String>,
+}
+
+/// What a risk rule decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RiskDecision {
+    /// Allow the call.
+    Allow,
+    /// Ask the user.
+    Ask,
+    /// Deny the call.
+    Deny,
+    /// The strictest action among the findings (allow when there are none).
+    Finding,
+}
+
+/// `[gate.risk]`: the decision table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RiskConfig {
+    /// Risk level of a tool whose tags do not give one (seed 002: `safe`).
+    #[serde(default = "d::risk_default_risk_level")]
+    pub default_risk_level: RiskLevel,
+    /// Rules, tried in order; the first whose conditions all hold decides.
+    /// When none holds, the strictest finding action decides.
+    #[serde(default = "d::risk_rules")]
+    pub rules: Vec<RiskRule>,
+}
+
+/// One row of the decision table. Absent conditions always hold.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RiskRule {
+    /// Shown in findings and explanations.
+    pub name: String,
+    /// The tool's risk level is one of these.
+    #[serde(default)]
+    pub risk_level: Option<Vec<RiskLevel>>,
+    /// The tool's requires-confirmation flag equals this.
+    #[serde(default)]
+    pub requires_confirmation: Option<bool>,
+    /// The most severe finding is at least this severe (no finding: never holds).
+    #[serde(default)]
+    pub min_severity: Option<Severity>,
+    /// The strictest finding action is one of these (`allow` when no finding).
+    #[serde(default)]
+    pub finding_action: Option<Vec<Action>>,
+    /// The decision.
+    pub decision: RiskDecision,
+    /// Message for the model when the rule is what makes the call ask or deny.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+/// `[gate.execution]`: defaults of the execution helper; a tool's
+/// `timeout_seconds` and `max_retries` tags override them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutionConfig {
+    /// Time limit of one attempt, in seconds (seed 002: 30).
+    #[serde(default = "d::execution_timeout_seconds")]
+    pub timeout_seconds: f64,
+    /// Retries after a retryable failure (seed 002: 1).
+    #[serde(default = "d::execution_max_retries")]
+    pub max_retries: u32,
+    /// Wait before the first retry, in milliseconds (seed 002: 500).
+    #[serde(default = "d::execution_backoff_initial_ms")]
+    pub backoff_initial_ms: u64,
+    /// Each further wait is multiplied by this.
+    #[serde(default = "d::execution_backoff_factor")]
+    pub backoff_factor: f64,
+    /// Longest wait, in milliseconds.
+    #[serde(default = "d::execution_backoff_max_ms")]
+    pub backoff_max_ms: u64,
+    /// Whether a timed-out attempt is retried.
+    #[serde(default = "d::execution_retry_timeouts")]
+    pub retry_timeouts: bool,
+}
+
+/// `[gate.audit]`: what audit records keep of the arguments.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Argument keys whose values are replaced (any depth).
+    #[serde(default = "d::audit_redact_keys")]
+    pub redact_keys: ConfigRegex,
+    /// Secrets inside string values, replaced wherever they appear.
+    #[serde(default = "d::audit_redact_values")]
+    pub redact_values: Vec<ConfigRegex>,
+    /// The replacement text.
+    #[serde(default = "d::audit_replacement")]
+    pub replacement: String,
+    /// Longest redacted argument preview kept in a record, in bytes.
+    #[serde(default = "d::audit_max_preview_bytes")]
+    pub max_preview_bytes: usize,
+}
+
+#[derive(Deserialize)]
+struct Wrapper {
+    #[serde(default)]
+    gate: Option<GateConfig>,
+}
+
+thread_local! {
+    static BUILDING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The gate configuration shipped in `policies/default.toml`.
+///
+/// The shipped file is embedded and tested; it defines every key, so the
+/// panics below are unreachable in a tested build.
+pub fn shipped() -> &'static GateConfig {
+    static SHIPPED: OnceLock<GateConfig> = OnceLock::new();
+    if BUILDING.with(|b| b.get()) {
+        panic!("policies/default.toml lacks a [gate] key that has no other default");
+    }
+    SHIPPED.get_or_init(|| {
+        BUILDING.with(|b| b.set(true));
+        let parsed = toml::from_str::<Wrapper>(crate::load::DEFAULT_POLICY.1);
+        BUILDING.with(|b| b.set(false));
+        match parsed {
+            Ok(Wrapper { gate: Some(g) }) => g,
+            Ok(_) => panic!("policies/default.toml has no [gate]"),
+            Err(e) => panic!("policies/default.toml [gate] does not load: {e}"),
+        }
+    })
+}
+
+fn error_kind(msg: &str) -> ErrorKind {
+    if msg.starts_with("unknown field") {
+        ErrorKind::UnknownKey
+    } else if msg.starts_with("invalid type") {
+        ErrorKind::WrongType
+    } else if msg.starts_with("missing field") {
+        ErrorKind::MissingKey
+    } else {
+        ErrorKind::InvalidValue
+    }
+}
+
+/// Reads the `[gate]` section of `policy` (the shipped gate when absent).
+pub fn load_gate_config(policy: &PolicySource) -> Result<GateConfig, LoadError> {
+    if policy.gate.is_none() {
+        return Ok(shipped().clone());
+    }
+    let cfg = match toml::from_str::<Wrapper>(&policy.file.text) {
+        Ok(Wrapper { gate: Some(g) }) => g,
+        Ok(Wrapper { gate: None }) => shipped().clone(),
+        Err(e) => {
+            let msg = e.message().trim().to_string();
+            let span = e
+                .span()
+                .or_else(|| policy.gate.as_ref().map(|g| g.span.clone()))
+                .unwrap_or(0..0);
+            return Err(Diagnostic::at(
+                error_kind(&msg),
+                &policy.file,
+                span,
+                format!("[gate]: {msg}"),
+            )
+            .into());
+        }
+    };
+    validate(&cfg, policy)?;
+    Ok(cfg)
+}
+
+fn validate(cfg: &GateConfig, policy: &PolicySource) -> Result<(), LoadError> {
+    let span = policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0);
+    let mut problems = Vec::new();
+    let e = &cfg.execution;
+    if !(e.timeout_seconds.is_finite() && e.timeout_seconds > 0.0) {
+        problems.push("`gate.execution.timeout_seconds` must be a positive number".to_string());
+    }
+    if !(e.backoff_factor.is_finite() && e.backoff_factor >= 1.0) {
+        problems.push("`gate.execution.backoff_factor` must be at least 1".to_string());
+    }
+    let c = &cfg.coercion;
+    for t in &c.true_values {
+        if c.false_values
+            .iter()
+            .any(|f| f.trim().eq_ignore_ascii_case(t.trim()))
+        {
+            problems.push(format!(
+                "`gate.coercion`: \"{t}\" is both a true and a false spelling"
+            ));
+        }
+    }
+    if cfg.limits.max_depth == 0 || cfg.limits.max_argument_bytes == 0 {
+        problems.push("`gate.limits` values must be positive".to_string());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(LoadError {
+            diagnostics: problems
+                .into_iter()
+                .map(|m| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, span.clone(), m))
+                .collect(),
+        })
+    }
+}
+
+/// Field defaults: the shipped value of each key.
+#[allow(missing_docs)]
+pub(crate) mod d {
+    use super::*;
+
+    macro_rules! shipped_defaults {
+        ($($name:ident : $ty:ty = $($field:ident).+ ;)*) => {
+            $(pub(crate) fn $name() -> $ty { shipped().$($field).+.clone() })*
+        };
+    }
+
+    shipped_defaults! {
+        limits: Limits = limits;
+        checks: CallChecks = checks;
+        coercion: Coercion = coercion;
+        infer: Vec<InferRule> = infer;
+        risk: RiskConfig = risk;
+        execution: ExecutionConfig = execution;
+        audit: AuditConfig = audit;
+        shell: ShellConfig = shell;
+        sql: SqlConfig = sql;
+        paths: PathConfig = paths;
+        patterns: Vec<PatternRule> = patterns;
+        limits_max_argument_bytes: usize = limits.max_argument_bytes;
+        limits_max_depth: usize = limits.max_depth;
+        limits_max_values: usize = limits.max_values;
+        limits_max_findings: usize = limits.max_findings;
+        checks_unknown_tool: Check = checks.unknown_tool;
+        checks_invalid_json: Check = checks.invalid_json;
+        checks_too_large: Check = checks.too_large;
+        checks_invalid_arguments: Check = checks.invalid_arguments;
+        coercion_numeric_strings: bool = coercion.numeric_strings;
+        coercion_boolean_strings: bool = coercion.boolean_strings;
+        coercion_json_strings: bool = coercion.json_strings;
+        coercion_true_values: Vec<String> = coercion.true_values;
+        coercion_false_values: Vec<String> = coercion.false_values;
+        risk_default_risk_level: RiskLevel = risk.default_risk_level;
+        risk_rules: Vec<RiskRule> = risk.rules;
+        execution_timeout_seconds: f64 = execution.timeout_seconds;
+        execution_max_retries: u32 = execution.max_retries;
+        execution_backoff_initial_ms: u64 = execution.backoff_initial_ms;
+        execution_backoff_factor: f64 = execution.backoff_factor;
+        execution_backoff_max_ms: u64 = execution.backoff_max_ms;
+        execution_retry_timeouts: bool = execution.retry_timeouts;
+        audit_redact_keys: ConfigRegex = audit.redact_keys;
+        audit_redact_values: Vec<ConfigRegex> = audit.redact_values;
+        audit_replacement: String = audit.replacement;
+        audit_max_preview_bytes: usize = audit.max_preview_bytes;
+        shell_limits: ShellLimits = shell.limits;
+        shell_checks: ShellChecks = shell.checks;
+        shell_stdin_operands: ConfigRegex = shell.stdin_operands;
+        shell_wrappers: Vec<WrapperSpec> = shell.wrappers;
+        shell_interpreters: Vec<InterpreterSpec> = shell.interpreters;
+        shell_find: FindSpec = shell.find;
+        shell_commands: Vec<CommandSpec> = shell.commands;
+        shell_rules: Vec<ShellRule> = shell.rules;
+        shell_redirect_rules: Vec<RedirectRule> = shell.redirect_rules;
+        shell_limits_max_input_bytes: usize = shell.limits.max_input_bytes;
+        shell_limits_max_depth: usize = shell.limits.max_depth;
+        shell_limits_max_nesting: usize = shell.limits.max_nesting;
+        shell_limits_max_brace_expansion: usize = shell.limits.max_brace_expansion;
+        shell_limits_max_wrappers: usize = shell.limits.max_wrappers;
+        shell_limits_max_parses: usize = shell.limits.max_parses;
+        shell_checks_parse_error: Check = shell.checks.parse_error;
+        shell_checks_too_complex: Check = shell.checks.too_complex;
+        shell_checks_dynamic_command: Check = shell.checks.dynamic_command;
+        shell_checks_dynamic_code: Check = shell.checks.dynamic_code;
+        shell_checks_piped_code: Check = shell.checks.piped_code;
+        shell_checks_fork_bomb: Check = shell.checks.fork_bomb;
+        sql_default_dialect: String = sql.default_dialect;
+        sql_dialects: BTreeMap<String, String> = sql.dialects;
+        sql_max_input_bytes: usize = sql.max_input_bytes;
+        sql_max_nesting: usize = sql.max_nesting;
+        sql_tautology_is_no_where: bool = sql.tautology_is_no_where;
+        sql_checks: SqlChecks = sql.checks;
+        sql_statements: BTreeMap<String, Check> = sql.statements;
+        sql_alter_operations: BTreeMap<String, Check> = sql.alter_operations;
+        sql_functions: Vec<FunctionRule> = sql.functions;
+        sql_executable_comment_prefixes: Vec<String> = sql.executable_comment_prefixes;
+        sql_read_only: ReadOnlySpec = sql.read_only;
+        sql_checks_parse_error: Check = sql.checks.parse_error;
+        sql_checks_empty: Check = sql.checks.empty;
+        sql_checks_delete_without_where: Check = sql.checks.delete_without_where;
+        sql_checks_update_without_where: Check = sql.checks.update_without_where;
+        sql_checks_stacked: Check = sql.checks.stacked;
+        sql_checks_not_read_only: Check = sql.checks.not_read_only;
+        sql_checks_executable_comment: Check = sql.checks.executable_comment;
+        paths_roots: Vec<String> = paths.roots;
+        paths_max_symlinks: usize = paths.max_symlinks;
+        paths_suspicious_chars: ConfigRegex = paths.suspicious_chars;
+        paths_windows_syntax: ConfigRegex = paths.windows_syntax;
+        paths_tilde: ConfigRegex = paths.tilde;
+        paths_checks: PathChecks = paths.checks;
+        paths_checks_nul_byte: Check = paths.checks.nul_byte;
+        paths_checks_suspicious_chars: Check = paths.checks.suspicious_chars;
+        paths_checks_windows_syntax: Check = paths.checks.windows_syntax;
+        paths_checks_tilde: Check = paths.checks.tilde;
+        paths_checks_no_roots: Check = paths.checks.no_roots;
+        paths_checks_outside_read: Check = paths.checks.outside_read;
+        paths_checks_outside_write: Check = paths.checks.outside_write;
+        paths_checks_symlink_escape: Check = paths.checks.symlink_escape;
+        paths_checks_unresolvable: Check = paths.checks.unresolvable;
+    }
+}

@@ -1,0 +1,844 @@
+//! The call gate: for a tool call (tool name, JSON arguments, session), a
+//! [`Verdict`]: `allow` (with the arguments after coercion), `ask` (the user
+//! must confirm) or `deny`, with findings and a message written for the model.
+//!
+//! The layers, in the order a call meets them (seed 002's three layers):
+//!
+//! 1. **Input** — the tool must be registered ([`Verdict`] names the closest
+//!    tools otherwise); the arguments must be a JSON object within
+//!    `[gate.limits]`; they are coerced toward the declared types and
+//!    validated against the tool's JSON Schema ([`schema`]).
+//! 2. **Danger analysis** — arguments whose role is declared in the tool's
+//!    tags (or inferred by `[[gate.infer]]`) are parsed: shell command lines
+//!    and argv ([`shell`], brush-parser), SQL ([`sql`], sqlparser), paths
+//!    ([`path`]); every string argument is scanned by the regex rules
+//!    ([`patterns`], one `RegexSet`).
+//! 3. **Risk gates** — the `[gate.risk]` table turns the tool's risk level,
+//!    its confirmation flag and the findings into the decision ([`risk`]).
+//!
+//! Around it: [`exec`] runs an allowed call under the policy's timeout and
+//! retries, and [`audit`] writes one JSON Lines record and one `tracing`
+//! event per verdict and per execution.
+//!
+//! Everything is compiled into the [`Plan`] (`plan.gate`) when the policy
+//! loads: the configuration, the pattern set and each tool's schema.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use toolgate::gate::{Action, Gate};
+//! use toolgate::load::{load_plan, Sources};
+//!
+//! let gate = Gate::new(Arc::new(load_plan(&Sources::default()).unwrap()));
+//! let v = gate.check("shell.run_command", serde_json::json!({"command": "rm -rf /"}));
+//! assert_eq!(v.decision, Action::Deny);
+//! let v = gate.check("shell.run_command", serde_json::json!({"command": "git status"}));
+//! assert_eq!(v.decision, Action::Allow);
+//! ```
+
+pub mod audit;
+pub mod config;
+pub mod exec;
+pub mod path;
+pub mod patterns;
+pub mod risk;
+pub mod schema;
+pub mod shell;
+pub mod sql;
+pub mod types;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use audit::{AuditRecord, AuditSink, JsonlSink};
+pub use config::GateConfig;
+pub use exec::{ExecError, ExecSettings, Execution, ToolError};
+pub use path::{PathConfig, analyze_path};
+pub use patterns::{PatternRule, PatternScope, PatternSet};
+pub use shell::{ShellConfig, ShellInput, analyze_shell};
+pub use sql::{SqlConfig, analyze_sql};
+pub use types::{Action, Check, Finding, FindingKind, Severity, decide};
+
+use crate::diag::{Diagnostic, ErrorKind, Sink};
+use crate::parse::policy::PolicySource;
+use crate::parse::tags::{ArgRole, RiskLevel, ToolSpec};
+use crate::plan::{CompiledTool, Plan};
+use config::JsonType;
+use schema::ToolSchema;
+
+/// What the gate knows of one tool, compiled with the plan.
+#[derive(Debug, Clone)]
+pub struct GateTool {
+    /// The compiled input schema.
+    pub schema: ToolSchema,
+    /// Top-level argument name → role (declared in the tags, or inferred).
+    pub roles: Vec<(String, ArgRole)>,
+    /// Whether the roles were inferred by `[[gate.infer]]`.
+    pub roles_inferred: bool,
+    /// Risk level (the policy's default when the tags say nothing).
+    pub risk_level: RiskLevel,
+    /// The user must confirm every call.
+    pub requires_confirmation: bool,
+    /// Read-only: SQL must be one read statement, paths are read.
+    pub read_only: bool,
+    /// SQL dialect tag (empty: the policy's default).
+    pub sql_dialect: String,
+}
+
+impl GateTool {
+    /// The role of top-level argument `name`, if any.
+    pub fn role_of(&self, name: &str) -> Option<ArgRole> {
+        self.roles.iter().find(|(n, _)| n == name).map(|(_, r)| *r)
+    }
+}
+
+/// The gate part of a plan: configuration, compiled patterns and per-tool data.
+#[derive(Debug, Clone)]
+pub struct CompiledGate {
+    /// `[gate]` as read (shipped defaults filled in).
+    pub config: GateConfig,
+    /// `[[gate.patterns]]` as one `RegexSet`.
+    pub patterns: PatternSet,
+    /// Per tool, in the order of [`Plan::tools`].
+    pub tools: Vec<GateTool>,
+}
+
+/// Compiled schemas of one plan build, by schema text: catalogs repeat
+/// schemas (every argument-less tool has the same one), and compiling is the
+/// costly part.
+pub type SchemaCache = std::collections::HashMap<String, ToolSchema>;
+
+/// Compiles `spec`'s input schema (once per distinct schema in `cache`); an
+/// invalid schema is a load error at the tool's location.
+pub fn compile_tool_schema(
+    spec: &ToolSpec,
+    cache: &mut SchemaCache,
+    sink: &mut Sink,
+) -> Option<ToolSchema> {
+    let key = spec.input_schema.to_string();
+    if let Some(s) = cache.get(&key) {
+        return Some(s.clone());
+    }
+    match ToolSchema::compile(&spec.input_schema) {
+        Ok(s) => {
+            cache.insert(key, s.clone());
+            Some(s)
+        }
+        Err(e) => {
+            sink.push(spec.diag(
+                ErrorKind::InvalidValue,
+                spec.name.span.clone(),
+                format!(
+                    "tool `{}`: input_schema is not a valid JSON Schema: {e}",
+                    spec.name.value
+                ),
+            ));
+            None
+        }
+    }
+}
+
+fn infer_roles(
+    cfg: &GateConfig,
+    tool: &CompiledTool,
+    domains: &[String],
+) -> Vec<(String, ArgRole)> {
+    let Some(props) = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    let tool_domains: Vec<&str> = tool
+        .domains
+        .iter()
+        .filter_map(|d| domains.get(*d as usize).map(String::as_str))
+        .collect();
+    let category = tool
+        .gate
+        .category
+        .clone()
+        .or_else(|| tool.name.split_once('.').map(|(ns, _)| ns.to_string()));
+    let mut out = Vec::new();
+    for (name, prop) in props {
+        let ty = prop.get("type").and_then(Value::as_str);
+        for rule in &cfg.infer {
+            let type_ok = match rule.json_type {
+                JsonType::String => ty == Some("string"),
+                JsonType::Array => ty == Some("array"),
+            };
+            let scope_ok = (rule.domains.is_empty() && rule.categories.is_empty())
+                || rule
+                    .domains
+                    .iter()
+                    .any(|d| tool_domains.contains(&d.as_str()))
+                || category
+                    .as_deref()
+                    .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)));
+            if type_ok && scope_ok && rule.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                out.push((name.clone(), rule.role));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// `[gate]` read and its patterns compiled, for the policy texts seen last:
+/// reading a policy's `[gate]` (TOML, some fifty regexes) costs more than
+/// the rest of a compile, and the same text always gives the same result, so
+/// reloads and repeated compiles of one policy reuse it.
+fn cached_config(
+    policy: &PolicySource,
+) -> Result<(GateConfig, PatternSet), crate::diag::LoadError> {
+    type Entry = (Arc<str>, Arc<(GateConfig, PatternSet)>);
+    static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
+    const KEEP: usize = 8;
+    let text = &policy.file.text;
+    if let Ok(cache) = CACHE.lock() {
+        if let Some((_, hit)) = cache.iter().find(|(t, _)| t == text) {
+            return Ok((hit.0.clone(), hit.1.clone()));
+        }
+    }
+    let config = config::load_gate_config(policy)?;
+    let patterns = PatternSet::compile(&config.patterns).map_err(|e| {
+        Diagnostic::at(
+            ErrorKind::InvalidValue,
+            &policy.file,
+            policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0),
+            e.to_string(),
+        )
+    })?;
+    if let Ok(mut cache) = CACHE.lock() {
+        if cache.len() >= KEEP {
+            cache.remove(0);
+        }
+        cache.push((text.clone(), Arc::new((config.clone(), patterns.clone()))));
+    }
+    Ok((config, patterns))
+}
+
+/// Builds the gate of a plan: reads `[gate]`, compiles the patterns and
+/// pairs each compiled tool with its schema. Problems go to `sink`.
+pub fn build_gate(
+    policy: &PolicySource,
+    tools: &[CompiledTool],
+    schemas: Vec<Option<ToolSchema>>,
+    domains: &[String],
+    sink: &mut Sink,
+) -> Option<Arc<CompiledGate>> {
+    let (config, patterns) = match cached_config(policy) {
+        Ok(c) => c,
+        Err(e) => {
+            for d in e.diagnostics {
+                sink.push(d);
+            }
+            return None;
+        }
+    };
+    let mut out = Vec::with_capacity(tools.len());
+    for (t, s) in tools.iter().zip(schemas) {
+        let schema = s?;
+        let (roles, inferred) = if t.gate.arguments.is_empty() {
+            (infer_roles(&config, t, domains), true)
+        } else {
+            (t.gate.arguments.clone(), false)
+        };
+        out.push(GateTool {
+            schema,
+            roles,
+            roles_inferred: inferred,
+            risk_level: t.gate.risk_level.unwrap_or(config.risk.default_risk_level),
+            requires_confirmation: t.gate.requires_confirmation,
+            read_only: t.gate.read_only,
+            sql_dialect: t.gate.sql_dialect.clone().unwrap_or_default(),
+        });
+    }
+    Some(Arc::new(CompiledGate {
+        config,
+        patterns,
+        tools: out,
+    }))
+}
+
+/// The gate's answer for one call.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// `allow`, `ask` or `deny`.
+    pub decision: Action,
+    /// The arguments after coercion (as received when they could not be read).
+    pub arguments: Value,
+    /// Everything found, most decisive first.
+    pub findings: Vec<Finding>,
+    /// For the model: what was found, which parameter, what to do instead.
+    pub message: String,
+    /// The tool's canonical name (the name as called when it is unknown).
+    #[serde(skip)]
+    pub tool: String,
+    /// The risk rule that decided, if one did.
+    #[serde(skip)]
+    pub risk_rule: Option<String>,
+    /// Time spent in the gate.
+    #[serde(skip)]
+    pub latency: Duration,
+    /// Audit call id, set when the first audit record of the call is written.
+    #[serde(skip)]
+    pub call_id: std::sync::OnceLock<String>,
+}
+
+impl Verdict {
+    /// Ids of the rules that fired.
+    pub fn rule_ids(&self) -> Vec<&str> {
+        self.findings.iter().map(|f| f.rule_id.as_str()).collect()
+    }
+
+    /// What kind of failure a non-allow verdict is, for audit summaries:
+    /// `unknown_tool`, `invalid_input`, `validation_error`,
+    /// `dangerous_blocked` or `confirmation_required`.
+    pub fn error_kind(&self) -> Option<&'static str> {
+        let has = |k: FindingKind| self.findings.iter().any(|f| f.kind == k);
+        match self.decision {
+            Action::Allow => None,
+            Action::Ask => Some("confirmation_required"),
+            Action::Deny if has(FindingKind::Tool) => Some("unknown_tool"),
+            Action::Deny if has(FindingKind::Input) => Some("invalid_input"),
+            Action::Deny if has(FindingKind::Schema) => Some("validation_error"),
+            Action::Deny => Some("dangerous_blocked"),
+        }
+    }
+}
+
+/// Size of a JSON value, bounded: stops counting at the limits.
+fn over_limits(v: &Value, limits: &config::Limits) -> Option<String> {
+    let mut stack: Vec<(&Value, usize)> = vec![(v, 1)];
+    let mut values = 0usize;
+    let mut bytes = 0usize;
+    while let Some((v, depth)) = stack.pop() {
+        values += 1;
+        if depth > limits.max_depth {
+            return Some(format!("nested more than {} levels deep", limits.max_depth));
+        }
+        if values > limits.max_values {
+            return Some(format!("more than {} values", limits.max_values));
+        }
+        match v {
+            Value::String(s) => bytes += s.len() + 2,
+            Value::Array(a) => {
+                bytes += 2 + a.len();
+                stack.extend(a.iter().map(|x| (x, depth + 1)));
+            }
+            Value::Object(o) => {
+                bytes += 2 + o.len();
+                for (k, x) in o {
+                    bytes += k.len() + 3;
+                    stack.push((x, depth + 1));
+                }
+            }
+            _ => bytes += 8,
+        }
+        if bytes > limits.max_argument_bytes {
+            return Some(format!("more than {} bytes", limits.max_argument_bytes));
+        }
+    }
+    None
+}
+
+fn escape_ptr(key: &str) -> String {
+    if key.contains(['~', '/']) {
+        key.replace('~', "~0").replace('/', "~1")
+    } else {
+        key.to_string()
+    }
+}
+
+/// Checks a call against `plan`'s gate. Pure: no audit, no tracing (see
+/// [`Gate`] for those).
+pub fn check_call(plan: &Plan, tool: &str, arguments: Value) -> Verdict {
+    let started = Instant::now();
+    let mut v = check_inner(plan, tool, arguments);
+    v.latency = started.elapsed();
+    v
+}
+
+/// Like [`check_call`], with the arguments as JSON text (invalid JSON is a
+/// deny verdict, not an error).
+pub fn check_call_json(plan: &Plan, tool: &str, arguments: &str) -> Verdict {
+    let started = Instant::now();
+    let mut v = match parse_arguments(plan, tool, arguments) {
+        Ok(args) => check_inner(plan, tool, args),
+        Err(v) => *v,
+    };
+    v.latency = started.elapsed();
+    v
+}
+
+/// The compiled gate of `plan` (the shipped gate, with no per-tool data,
+/// for a plan built without one).
+pub fn compiled(plan: &Plan) -> Arc<CompiledGate> {
+    gate_of(plan)
+}
+
+fn gate_of(plan: &Plan) -> Arc<CompiledGate> {
+    match &plan.gate {
+        Some(g) => g.clone(),
+        None => Arc::new(CompiledGate {
+            config: config::shipped().clone(),
+            patterns: PatternSet::compile(&config::shipped().patterns)
+                .unwrap_or_else(|_| PatternSet::empty()),
+            tools: Vec::new(),
+        }),
+    }
+}
+
+fn parse_arguments(plan: &Plan, tool: &str, text: &str) -> Result<Value, Box<Verdict>> {
+    let g = gate_of(plan);
+    let cfg = &g.config;
+    let fail = |check: &Check, detail: String, kind: FindingKind| {
+        let f = check.finding(kind, "", &detail);
+        Box::new(finish(tool, Value::Null, vec![f], Action::Deny, None))
+    };
+    if text.len() > cfg.limits.max_argument_bytes {
+        return Err(fail(
+            &cfg.checks.too_large,
+            format!(
+                "{} bytes of arguments, over the limit of {}",
+                text.len(),
+                cfg.limits.max_argument_bytes
+            ),
+            FindingKind::Input,
+        ));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v) => Ok(v),
+        Err(e) => Err(fail(
+            &cfg.checks.invalid_json,
+            format!("{e}"),
+            FindingKind::Input,
+        )),
+    }
+}
+
+fn closest_tools(plan: &Plan, name: &str) -> Vec<String> {
+    let lower = name.to_lowercase();
+    let bare = lower.rsplit('.').next().unwrap_or(&lower).to_string();
+    let mut scored: Vec<(f64, &str)> = plan
+        .tools
+        .iter()
+        .map(|t| {
+            let mut best = strsim::jaro_winkler(&lower, &t.name.to_lowercase());
+            let tb = t.name.rsplit('.').next().unwrap_or(&t.name).to_lowercase();
+            best = best.max(strsim::jaro_winkler(&bare, &tb));
+            for a in &t.aliases {
+                best = best.max(strsim::jaro_winkler(&lower, &a.to_lowercase()));
+            }
+            (best, t.name.as_str())
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, n)| n.to_string())
+        .collect()
+}
+
+fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
+    let g = gate_of(plan);
+    let cfg = &g.config;
+    if let Some(why) = over_limits(&args, &cfg.limits) {
+        let f = cfg.checks.too_large.finding(FindingKind::Input, "", &why);
+        return finish(tool, Value::Null, vec![f], Action::Deny, None);
+    }
+    let Some(idx) = plan.tool_index(tool) else {
+        let near = closest_tools(plan, tool);
+        let detail = if near.is_empty() {
+            format!("Unknown tool `{tool}`: no tool is registered.")
+        } else {
+            format!(
+                "Unknown tool `{tool}`. The closest registered tools are: {}. Call one of them by its exact name.",
+                near.iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let f = cfg
+            .checks
+            .unknown_tool
+            .finding(FindingKind::Tool, "", &detail);
+        return finish(tool, args, vec![f], Action::Deny, None);
+    };
+    let name = plan.tools[idx].name.as_str();
+    let Some(gt) = g.tools.get(idx) else {
+        let f = cfg.checks.unknown_tool.finding(
+            FindingKind::Tool,
+            "",
+            &format!("Tool `{name}` has no compiled gate data."),
+        );
+        return finish(name, args, vec![f], Action::Deny, None);
+    };
+    if !args.is_object() {
+        if args.is_null() {
+            args = Value::Object(Default::default());
+        } else {
+            let f = cfg.checks.invalid_json.finding(
+                FindingKind::Input,
+                "",
+                &format!("got {}, not an object", kind_name(&args)),
+            );
+            return finish(name, args, vec![f], Action::Deny, None);
+        }
+    }
+    // Layer 1: schema, with coercion.
+    let schema_findings = gt.schema.check(name, &mut args, &cfg.coercion, &cfg.checks);
+    if schema_findings.iter().any(|f| f.action == Action::Deny) {
+        return finish(name, args, schema_findings, Action::Deny, None);
+    }
+    let mut findings = schema_findings;
+    // Layer 2: danger analysis.
+    analyze(&g, gt, &args, &mut findings);
+    // Layer 3: risk gates.
+    let tr = risk::ToolRisk {
+        risk_level: gt.risk_level,
+        requires_confirmation: gt.requires_confirmation,
+    };
+    let (decision, rule) = risk::decide_risk(&cfg.risk, tr, &findings);
+    if let Some(r) = rule {
+        if decision > decide(&findings) {
+            let msg = r.message.clone().unwrap_or_else(|| {
+                format!(
+                    "The policy's risk rule \"{}\" applies to this tool.",
+                    r.name
+                )
+            });
+            findings.push(Finding {
+                rule_id: format!("risk.{}", slug(&r.name)),
+                kind: FindingKind::Risk,
+                path: String::new(),
+                severity: findings
+                    .iter()
+                    .map(|f| f.severity)
+                    .max()
+                    .unwrap_or(Severity::Info),
+                action: decision,
+                message: msg,
+            });
+        }
+    }
+    findings.truncate(cfg.limits.max_findings.max(1));
+    let mut v = finish(name, args, findings, decision, rule.map(|r| r.name.clone()));
+    if let Some(r) = rule {
+        if decision < decide(&v.findings) {
+            v.message.push_str(&format!(
+                " (The policy's risk rule \"{}\" lowers this to {decision}.)",
+                r.name
+            ));
+        }
+    }
+    v
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
+}
+
+fn kind_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn analyze(g: &CompiledGate, gt: &GateTool, args: &Value, out: &mut Vec<Finding>) {
+    let cfg = &g.config;
+    let Value::Object(map) = args else {
+        return;
+    };
+    for (key, value) in map {
+        let ptr = format!("/{}", escape_ptr(key));
+        match (gt.role_of(key), value) {
+            (Some(ArgRole::Shell), Value::String(s)) => {
+                out.extend(shell::analyze_shell(&cfg.shell, &ptr, ShellInput::Line(s)));
+                out.extend(g.patterns.scan_as(PatternScope::Shell, &ptr, s));
+            }
+            (Some(ArgRole::Shell | ArgRole::ShellArgv), Value::Array(items))
+                if items.iter().all(Value::is_string) =>
+            {
+                let argv: Vec<String> = items
+                    .iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect();
+                if argv.is_empty() {
+                    continue;
+                }
+                out.extend(shell::analyze_shell(
+                    &cfg.shell,
+                    &ptr,
+                    ShellInput::Argv(&argv),
+                ));
+                for (i, a) in argv.iter().enumerate() {
+                    out.extend(
+                        g.patterns
+                            .scan_as(PatternScope::Shell, &format!("{ptr}/{i}"), a),
+                    );
+                }
+            }
+            (Some(ArgRole::ShellArgv), Value::String(s)) => {
+                out.extend(shell::analyze_shell(&cfg.shell, &ptr, ShellInput::Line(s)));
+                out.extend(g.patterns.scan_as(PatternScope::Shell, &ptr, s));
+            }
+            (Some(ArgRole::Sql), Value::String(s)) => {
+                out.extend(sql::analyze_sql(
+                    &cfg.sql,
+                    &ptr,
+                    s,
+                    &gt.sql_dialect,
+                    gt.read_only,
+                ));
+                out.extend(g.patterns.scan_as(PatternScope::Sql, &ptr, s));
+            }
+            (Some(ArgRole::Path), Value::String(s)) => {
+                out.extend(path::analyze_path(&cfg.paths, &ptr, s, !gt.read_only));
+                out.extend(g.patterns.scan_as(PatternScope::Path, &ptr, s));
+            }
+            (Some(ArgRole::Path), Value::Array(items)) => {
+                for (i, x) in items.iter().enumerate() {
+                    let p = format!("{ptr}/{i}");
+                    match x {
+                        Value::String(s) => {
+                            out.extend(path::analyze_path(&cfg.paths, &p, s, !gt.read_only));
+                            out.extend(g.patterns.scan_as(PatternScope::Path, &p, s));
+                        }
+                        other => scan_text(g, other, &mut p.clone(), out),
+                    }
+                }
+            }
+            (_, other) => scan_text(g, other, &mut ptr.clone(), out),
+        }
+    }
+}
+
+/// Regex rules over every string leaf of `v`.
+fn scan_text(g: &CompiledGate, v: &Value, ptr: &mut String, out: &mut Vec<Finding>) {
+    match v {
+        Value::String(s) => out.extend(g.patterns.scan_as(PatternScope::Text, ptr, s)),
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                let len = ptr.len();
+                ptr.push('/');
+                ptr.push_str(&i.to_string());
+                scan_text(g, x, ptr, out);
+                ptr.truncate(len);
+            }
+        }
+        Value::Object(o) => {
+            for (k, x) in o {
+                let len = ptr.len();
+                ptr.push('/');
+                ptr.push_str(&escape_ptr(k));
+                scan_text(g, x, ptr, out);
+                ptr.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn finish(
+    tool: &str,
+    arguments: Value,
+    mut findings: Vec<Finding>,
+    decision: Action,
+    risk_rule: Option<String>,
+) -> Verdict {
+    // Most decisive first, then by severity; stable otherwise.
+    findings.sort_by(|a, b| b.action.cmp(&a.action).then(b.severity.cmp(&a.severity)));
+    let message = match decision {
+        Action::Allow => format!("The call to `{tool}` is allowed."),
+        Action::Ask => format!(
+            "The call to `{tool}` needs the user's confirmation before it runs. {}",
+            reasons(&findings, Action::Ask)
+        ),
+        Action::Deny => format!(
+            "The call to `{tool}` was blocked. {}",
+            reasons(&findings, Action::Deny)
+        ),
+    };
+    Verdict {
+        decision,
+        arguments,
+        findings,
+        message: message.trim_end().to_string(),
+        tool: tool.to_string(),
+        risk_rule,
+        latency: Duration::ZERO,
+        call_id: std::sync::OnceLock::new(),
+    }
+}
+
+fn reasons(findings: &[Finding], at_least: Action) -> String {
+    let mut parts: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.action >= at_least || f.kind == FindingKind::Risk)
+        .map(|f| f.message.as_str())
+        .collect();
+    if parts.is_empty() {
+        parts = findings.iter().map(|f| f.message.as_str()).collect();
+    }
+    parts.dedup();
+    parts.truncate(5);
+    parts.join(" ")
+}
+
+/// The gate of a plan, with an optional audit sink: checks calls and runs
+/// allowed ones under the policy's execution settings.
+#[derive(Clone)]
+pub struct Gate {
+    plan: Arc<Plan>,
+    sink: Option<Arc<dyn AuditSink>>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate")
+            .field("policy", &self.plan.policy_name)
+            .field("audit", &self.sink.is_some())
+            .finish()
+    }
+}
+
+impl Gate {
+    /// A gate over `plan`, without audit sink.
+    pub fn new(plan: Arc<Plan>) -> Gate {
+        Gate { plan, sink: None }
+    }
+
+    /// Adds an audit sink: every verdict and execution writes one record.
+    pub fn with_audit(mut self, sink: Arc<dyn AuditSink>) -> Gate {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &Arc<Plan> {
+        &self.plan
+    }
+
+    /// The gate configuration in force.
+    pub fn config(&self) -> Arc<CompiledGate> {
+        gate_of(&self.plan)
+    }
+
+    /// Checks a call with no session id.
+    pub fn check(&self, tool: &str, arguments: Value) -> Verdict {
+        self.check_in(None, tool, arguments)
+    }
+
+    /// Checks a call made in `session`.
+    pub fn check_in(&self, session: Option<&str>, tool: &str, arguments: Value) -> Verdict {
+        let v = check_call(&self.plan, tool, arguments);
+        self.record_verdict(session, &v);
+        v
+    }
+
+    /// Checks a call whose arguments are JSON text.
+    pub fn check_json(&self, session: Option<&str>, tool: &str, arguments: &str) -> Verdict {
+        let v = check_call_json(&self.plan, tool, arguments);
+        self.record_verdict(session, &v);
+        v
+    }
+
+    fn record_verdict(&self, session: Option<&str>, v: &Verdict) {
+        tracing::info!(
+            target: "toolgate::gate",
+            session = session.unwrap_or(""),
+            tool = %v.tool,
+            decision = %v.decision,
+            rules = ?v.rule_ids(),
+            micros = v.latency.as_micros() as u64,
+            "gate verdict"
+        );
+        if let Some(sink) = &self.sink {
+            let g = gate_of(&self.plan);
+            let rec = AuditRecord::verdict(&g.config.audit, session, v);
+            sink.record(&rec);
+        }
+    }
+
+    /// The execution settings of `tool` (policy defaults, tag overrides).
+    pub fn exec_settings(&self, tool: &str) -> ExecSettings {
+        let g = gate_of(&self.plan);
+        ExecSettings::for_tool(&g.config.execution, self.plan.tool(tool).map(|t| &t.gate))
+    }
+
+    /// Runs `handler` for an allowed verdict under the tool's timeout and
+    /// retry settings; a verdict that is not `allow` is not run. The
+    /// handler gets the coerced arguments and the attempt number (0-based).
+    pub fn execute<T, F>(
+        &self,
+        session: Option<&str>,
+        verdict: &Verdict,
+        handler: F,
+    ) -> Execution<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Value, u32) -> Result<T, ToolError> + Send + Sync + 'static,
+    {
+        let ex = if verdict.decision != Action::Allow {
+            Execution::not_run(verdict.decision)
+        } else {
+            let settings = self.exec_settings(&verdict.tool);
+            let args = Arc::new(verdict.arguments.clone());
+            exec::run(&settings, move |attempt| handler(&args, attempt))
+        };
+        tracing::info!(
+            target: "toolgate::gate",
+            session = session.unwrap_or(""),
+            tool = %verdict.tool,
+            attempts = ex.attempts,
+            micros = ex.latency.as_micros() as u64,
+            ok = ex.outcome.is_ok(),
+            "tool execution"
+        );
+        if let Some(sink) = &self.sink {
+            let g = gate_of(&self.plan);
+            let rec = AuditRecord::execution(&g.config.audit, session, verdict, &ex);
+            sink.record(&rec);
+        }
+        ex
+    }
+}
+
+/// Loads-time check of one policy example call: `Err` with a message when
+/// the decision differs.
+pub fn check_example_call(
+    plan: &Plan,
+    tool: &str,
+    arguments: &Value,
+    expected: Action,
+) -> Result<(), String> {
+    let v = check_call(plan, tool, arguments.clone());
+    if v.decision == expected {
+        Ok(())
+    } else {
+        Err(format!(
+            "the call to `{tool}` must get `{expected}` but gets `{}`: {}",
+            v.decision, v.message
+        ))
+    }
+}

@@ -1,0 +1,270 @@
+//! File path analysis (`[gate.paths]`): containment in configured roots.
+//!
+//! A path is checked twice: lexically (`..` resolved on the text) and on the
+//! file system, with symlinks followed component by component the way the
+//! kernel does (a path that does not exist yet resolves its nearest existing
+//! ancestor and appends the rest). Containment compares whole components,
+//! so `/srv/share` does not contain `/srv/share-secret`.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::types::{Check, ConfigRegex, Finding, FindingKind};
+
+/// `[gate.paths]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathConfig {
+    /// Directories the tools may touch. Relative argument paths resolve
+    /// against the first.
+    #[serde(default = "crate::gate::config::d::paths_roots")]
+    pub roots: Vec<String>,
+    /// Most symlinks followed while resolving one path.
+    #[serde(default = "crate::gate::config::d::paths_max_symlinks")]
+    pub max_symlinks: usize,
+    /// Characters that are flagged wherever they appear (invisible,
+    /// bidirectional controls, other control characters).
+    #[serde(default = "crate::gate::config::d::paths_suspicious_chars")]
+    pub suspicious_chars: ConfigRegex,
+    /// Windows path syntax (drive letters, UNC prefixes, backslashes).
+    #[serde(default = "crate::gate::config::d::paths_windows_syntax")]
+    pub windows_syntax: ConfigRegex,
+    /// A leading `~`, which no shell expands in a tool argument.
+    #[serde(default = "crate::gate::config::d::paths_tilde")]
+    pub tilde: ConfigRegex,
+    /// Outcome of each check.
+    #[serde(default = "crate::gate::config::d::paths_checks")]
+    pub checks: PathChecks,
+}
+
+/// `[gate.paths.checks]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathChecks {
+    /// A NUL byte in the path.
+    #[serde(default = "crate::gate::config::d::paths_checks_nul_byte")]
+    pub nul_byte: Check,
+    /// A character matched by `suspicious_chars`.
+    #[serde(default = "crate::gate::config::d::paths_checks_suspicious_chars")]
+    pub suspicious_chars: Check,
+    /// A match of `windows_syntax`.
+    #[serde(default = "crate::gate::config::d::paths_checks_windows_syntax")]
+    pub windows_syntax: Check,
+    /// A match of `tilde`.
+    #[serde(default = "crate::gate::config::d::paths_checks_tilde")]
+    pub tilde: Check,
+    /// No root is configured: nothing can be contained.
+    #[serde(default = "crate::gate::config::d::paths_checks_no_roots")]
+    pub no_roots: Check,
+    /// A read outside every root.
+    #[serde(default = "crate::gate::config::d::paths_checks_outside_read")]
+    pub outside_read: Check,
+    /// A write outside every root.
+    #[serde(default = "crate::gate::config::d::paths_checks_outside_write")]
+    pub outside_write: Check,
+    /// Lexically inside a root, but a symlink leads outside.
+    #[serde(default = "crate::gate::config::d::paths_checks_symlink_escape")]
+    pub symlink_escape: Check,
+    /// Too many symlinks to resolve (a loop).
+    #[serde(default = "crate::gate::config::d::paths_checks_unresolvable")]
+    pub unresolvable: Check,
+}
+
+/// Analyzes a path argument at JSON pointer `path_ptr`; `write` tells
+/// whether the tool writes to it. Relative paths resolve against the first
+/// root.
+pub fn analyze_path(cfg: &PathConfig, path_ptr: &str, value: &str, write: bool) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let c = &cfg.checks;
+    let shown = value.escape_debug().to_string();
+    if value.contains('\0') {
+        let d = format!("`{shown}` contains a NUL byte");
+        out.push(c.nul_byte.finding(FindingKind::Path, path_ptr, &d));
+        return out;
+    }
+    let odd: Vec<String> = cfg
+        .suspicious_chars
+        .0
+        .find_iter(value)
+        .flat_map(|m| m.as_str().chars())
+        .map(|ch| format!("U+{:04X}", ch as u32))
+        .collect();
+    if !odd.is_empty() {
+        let d = format!(
+            "`{shown}` contains invisible or control characters {}",
+            odd.join(", ")
+        );
+        out.push(c.suspicious_chars.finding(FindingKind::Path, path_ptr, &d));
+    }
+    let mut text = value.to_owned();
+    if cfg.windows_syntax.is_match(value) {
+        let d = format!("`{shown}` uses Windows path syntax");
+        out.push(c.windows_syntax.finding(FindingKind::Path, path_ptr, &d));
+        text = text.replace('\\', "/");
+    }
+    if cfg.tilde.is_match(&text) {
+        let d = format!("`{shown}` starts with `~`, which is not expanded here");
+        out.push(c.tilde.finding(FindingKind::Path, path_ptr, &d));
+    }
+    if cfg.roots.is_empty() {
+        let d = format!("`{shown}`: no root directory is configured");
+        out.push(c.no_roots.finding(FindingKind::Path, path_ptr, &d));
+        return out;
+    }
+    let lexical_roots: Vec<PathBuf> = cfg.roots.iter().map(|r| lexical(Path::new(r))).collect();
+    let mut real_roots = Vec::new();
+    for r in &lexical_roots {
+        match resolve(r, cfg.max_symlinks) {
+            Some(p) => real_roots.push(p),
+            None => {
+                let d = format!("root `{}` cannot be resolved", r.display());
+                out.push(c.unresolvable.finding(FindingKind::Path, path_ptr, &d));
+                return out;
+            }
+        }
+    }
+    let joined = lexical_roots[0].join(&text);
+    let abs = lexical(&joined);
+    let roots_list = cfg.roots.join(", ");
+    let inside = |p: &Path, roots: &[PathBuf]| roots.iter().any(|r| p.starts_with(r));
+    let lexically_inside = inside(&abs, &lexical_roots) || inside(&abs, &real_roots);
+    if !lexically_inside {
+        let via = if Path::new(&text)
+            .components()
+            .any(|c| c == Component::ParentDir)
+        {
+            " through `..`"
+        } else {
+            ""
+        };
+        let d = format!(
+            "`{shown}` resolves{via} to `{}`, outside the allowed roots ({roots_list})",
+            abs.display()
+        );
+        let check = if write {
+            &c.outside_write
+        } else {
+            &c.outside_read
+        };
+        out.push(check.finding(FindingKind::Path, path_ptr, &d));
+        return out;
+    }
+    match resolve(&joined, cfg.max_symlinks) {
+        None => {
+            let d = format!(
+                "`{shown}`: more than {} symlinks to follow",
+                cfg.max_symlinks
+            );
+            out.push(c.unresolvable.finding(FindingKind::Path, path_ptr, &d));
+        }
+        Some(real) if !inside(&real, &real_roots) => {
+            let d = format!(
+                "`{shown}` goes through a symlink to `{}`, outside the allowed roots ({roots_list})",
+                real.display()
+            );
+            out.push(c.symlink_escape.finding(FindingKind::Path, path_ptr, &d));
+        }
+        Some(_) => {}
+    }
+    out
+}
+
+/// Lexical normalisation: `.` dropped, `..` pops (never above `/`), made
+/// absolute against the current directory if relative.
+fn lexical(p: &Path) -> PathBuf {
+    let mut out = if p.is_absolute() {
+        PathBuf::from("/")
+    } else {
+        std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+    };
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(n) => out.push(n),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// Resolves an absolute path the way the kernel would, following symlinks
+/// one component at a time; the part that does not exist is appended
+/// lexically. `None` after `max_links` symlinks.
+fn resolve(p: &Path, max_links: usize) -> Option<PathBuf> {
+    let mut out = PathBuf::from("/");
+    let mut pending: VecDeque<OsString> = VecDeque::new();
+    push_components(&mut pending, p, false);
+    let mut links = 0;
+    let mut exists = true;
+    while let Some(c) = pending.pop_front() {
+        if c == ".." {
+            out.pop();
+            continue;
+        }
+        let candidate = out.join(&c);
+        if exists {
+            match std::fs::symlink_metadata(&candidate) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    links += 1;
+                    if links > max_links {
+                        return None;
+                    }
+                    let Ok(target) = std::fs::read_link(&candidate) else {
+                        return None;
+                    };
+                    if target.is_absolute() {
+                        out = PathBuf::from("/");
+                    }
+                    push_components(&mut pending, &target, true);
+                    continue;
+                }
+                Ok(_) => {}
+                Err(_) => exists = false,
+            }
+        }
+        out = candidate;
+    }
+    Some(out)
+}
+
+/// Pushes the components of `p` onto `pending` (at the front when
+/// `front`), keeping `..` and dropping `.` and the root.
+fn push_components(pending: &mut VecDeque<OsString>, p: &Path, front: bool) {
+    let comps: Vec<OsString> = p
+        .components()
+        .filter_map(|c| match c {
+            Component::ParentDir => Some(OsString::from("..")),
+            Component::Normal(n) => Some(n.to_owned()),
+            _ => None,
+        })
+        .collect();
+    if front {
+        for c in comps.into_iter().rev() {
+            pending.push_front(c);
+        }
+    } else {
+        pending.extend(comps);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical_normalisation() {
+        assert_eq!(lexical(Path::new("/a/./b/../c/")), PathBuf::from("/a/c"));
+        assert_eq!(lexical(Path::new("/../../x")), PathBuf::from("/x"));
+    }
+
+    #[test]
+    fn resolve_appends_missing_tail() {
+        let r = resolve(Path::new("/definitely-missing-xyz/a/../b"), 8).unwrap();
+        assert_eq!(r, PathBuf::from("/definitely-missing-xyz/b"));
+    }
+}

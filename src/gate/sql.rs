@@ -1,0 +1,551 @@
+//! SQL analysis (`[gate.sql]`), on the AST of the `sqlparser` crate.
+//!
+//! Parsing is what makes the checks sound: a comment cannot hide a keyword
+//! or fake a `WHERE`, and a dangerous word inside a string literal is data.
+//! Statement kinds are addressed in the configuration by the name of their
+//! `sqlparser::ast::Statement` variant (`Drop`, `Truncate`...), `ALTER TABLE`
+//! operations by their `AlterTableOperation` variant (`DropColumn`...).
+//! SQL that does not parse yields a `Parse` finding (fail closed).
+
+use std::collections::BTreeMap;
+use std::fmt::{self, Debug, Write as _};
+
+use serde::Deserialize;
+use sqlparser::ast::{BinaryOperator, Expr, Query, SetExpr, Statement, UnaryOperator, Value};
+use sqlparser::dialect::{Dialect, dialect_from_str};
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
+
+use super::types::{Action, Check, Finding, FindingKind, Severity, fill};
+
+/// `[gate.sql]`: everything the SQL analyzer knows.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlConfig {
+    /// Dialect used when the tool gives none (a `sqlparser` dialect name).
+    #[serde(default = "crate::gate::config::d::sql_default_dialect")]
+    pub default_dialect: String,
+    /// Tool dialect tag (lowercase) -> `sqlparser` dialect name
+    /// (`generic`, `sqlite`, `postgresql`, `mysql`, `mssql`...). A tag not
+    /// listed is tried as a `sqlparser` name.
+    #[serde(default = "crate::gate::config::d::sql_dialects")]
+    pub dialects: BTreeMap<String, String>,
+    /// Longest SQL text analyzed, in bytes.
+    #[serde(default = "crate::gate::config::d::sql_max_input_bytes")]
+    pub max_input_bytes: usize,
+    /// Parser recursion limit (nesting of expressions and subqueries).
+    #[serde(default = "crate::gate::config::d::sql_max_nesting")]
+    pub max_nesting: usize,
+    /// A `WHERE` that is constant true (`1=1`, `true`, `x OR 1=1`) counts
+    /// as no `WHERE`.
+    #[serde(default = "crate::gate::config::d::sql_tautology_is_no_where")]
+    pub tautology_is_no_where: bool,
+    /// Actions of the structural checks.
+    #[serde(default = "crate::gate::config::d::sql_checks")]
+    pub checks: SqlChecks,
+    /// Statement variant name -> rule (`Drop`, `Truncate`, `Grant`...).
+    #[serde(default = "crate::gate::config::d::sql_statements")]
+    pub statements: BTreeMap<String, Check>,
+    /// `ALTER TABLE` operation variant name -> rule (`DropColumn`...).
+    #[serde(default = "crate::gate::config::d::sql_alter_operations")]
+    pub alter_operations: BTreeMap<String, Check>,
+    /// Functions whose call is flagged wherever it appears.
+    #[serde(default = "crate::gate::config::d::sql_functions")]
+    pub functions: Vec<FunctionRule>,
+    /// Block comments starting with one of these are run by some servers
+    /// (MySQL's `/*! ... */`): flagged by `checks.executable_comment`
+    /// whatever the dialect.
+    #[serde(default = "crate::gate::config::d::sql_executable_comment_prefixes")]
+    pub executable_comment_prefixes: Vec<String>,
+    /// What a read-only tool accepts.
+    #[serde(default = "crate::gate::config::d::sql_read_only")]
+    pub read_only: ReadOnlySpec,
+}
+
+/// `[gate.sql.checks]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlChecks {
+    /// The SQL does not parse, is too long, or names an unknown dialect.
+    #[serde(default = "crate::gate::config::d::sql_checks_parse_error")]
+    pub parse_error: Check,
+    /// No statement at all (only comments or whitespace).
+    #[serde(default = "crate::gate::config::d::sql_checks_empty")]
+    pub empty: Check,
+    /// `DELETE` without `WHERE`.
+    #[serde(default = "crate::gate::config::d::sql_checks_delete_without_where")]
+    pub delete_without_where: Check,
+    /// `UPDATE` without `WHERE`.
+    #[serde(default = "crate::gate::config::d::sql_checks_update_without_where")]
+    pub update_without_where: Check,
+    /// Several statements, one of which was flagged.
+    #[serde(default = "crate::gate::config::d::sql_checks_stacked")]
+    pub stacked: Check,
+    /// A read-only tool got something other than exactly one read statement.
+    #[serde(default = "crate::gate::config::d::sql_checks_not_read_only")]
+    pub not_read_only: Check,
+    /// A comment that some servers execute.
+    #[serde(default = "crate::gate::config::d::sql_checks_executable_comment")]
+    pub executable_comment: Check,
+}
+
+/// `[gate.sql.read_only]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadOnlySpec {
+    /// Statement variant names that can be read statements (`Query`,
+    /// `Explain`...). A `Query` must also have no write in its body or
+    /// CTEs, no `SELECT INTO` and no locking clause; an `Explain` must
+    /// explain a read statement.
+    pub statements: Vec<String>,
+}
+
+/// A rule on function calls (`[[gate.sql.functions]]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionRule {
+    /// Rule id reported in findings.
+    pub id: String,
+    /// Function names, matched case-insensitively.
+    pub names: Vec<String>,
+    /// Severity reported in findings.
+    pub severity: Severity,
+    /// Action reported in findings.
+    pub action: Action,
+    /// Message for the model; `{detail}` becomes the function name.
+    pub message: String,
+}
+
+/// Analyzes SQL text, the argument at JSON pointer `path`, parsed in
+/// `dialect` (a tag from the tool, mapped by `[gate.sql.dialects]`; empty
+/// means the default). With `read_only`, anything but exactly one read
+/// statement is flagged.
+pub fn analyze_sql(
+    cfg: &SqlConfig,
+    path: &str,
+    sql: &str,
+    dialect: &str,
+    read_only: bool,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let checks = &cfg.checks;
+    let tag = dialect.trim().to_ascii_lowercase();
+    let name = if tag.is_empty() {
+        cfg.default_dialect.clone()
+    } else {
+        cfg.dialects.get(&tag).cloned().unwrap_or(tag)
+    };
+    let Some(dialect) = dialect_from_str(&name) else {
+        let d = format!("unknown SQL dialect `{name}`");
+        out.push(checks.parse_error.finding(FindingKind::Parse, path, &d));
+        return out;
+    };
+    if sql.len() > cfg.max_input_bytes {
+        let d = format!(
+            "{} bytes of SQL, over the limit of {}",
+            sql.len(),
+            cfg.max_input_bytes
+        );
+        out.push(checks.parse_error.finding(FindingKind::Parse, path, &d));
+        return out;
+    }
+    let statements = match Parser::new(dialect.as_ref())
+        .with_recursion_limit(cfg.max_nesting)
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_statements())
+    {
+        Ok(s) => s,
+        Err(e) => {
+            let d = format!("{e}");
+            out.push(checks.parse_error.finding(FindingKind::Parse, path, &d));
+            return out;
+        }
+    };
+    if statements.is_empty() {
+        out.push(
+            checks
+                .empty
+                .finding(FindingKind::Sql, path, "no SQL statement"),
+        );
+        return out;
+    }
+    let a = Analyzer { cfg, path };
+    let total = statements.len();
+    for (i, stmt) in statements.iter().enumerate() {
+        // The label (the statement printed back) is only rendered when a
+        // finding needs it: printing an AST costs more than checking it.
+        const LABEL: &str = "\u{1}statement\u{1}";
+        let before = out.len();
+        a.statement(stmt, LABEL, &mut out);
+        if read_only && !a.is_read(stmt) {
+            let d = format!("{LABEL} is not a read statement");
+            out.push(checks.not_read_only.finding(FindingKind::Sql, path, &d));
+        }
+        if out.len() > before {
+            let label = if total > 1 {
+                format!(
+                    "statement {} of {total}, `{}`",
+                    i + 1,
+                    excerpt(&stmt.to_string())
+                )
+            } else {
+                format!("`{}`", excerpt(&stmt.to_string()))
+            };
+            for f in &mut out[before..] {
+                f.message = f.message.replace(LABEL, &label);
+            }
+        }
+    }
+    if read_only && total != 1 {
+        let d = format!("{total} statements where exactly one read statement is accepted");
+        out.push(checks.not_read_only.finding(FindingKind::Sql, path, &d));
+    }
+    a.tokens(dialect.as_ref(), sql, &mut out);
+    if total > 1 && out.iter().any(|f| f.action != Action::Allow) {
+        let d = format!("{total} statements in one call");
+        out.push(checks.stacked.finding(FindingKind::Sql, path, &d));
+    }
+    out
+}
+
+struct Analyzer<'c> {
+    cfg: &'c SqlConfig,
+    path: &'c str,
+}
+
+impl Analyzer<'_> {
+    fn rule(&self, rule: &Check, detail: &str, out: &mut Vec<Finding>) {
+        out.push(Finding {
+            rule_id: rule.id.clone(),
+            kind: FindingKind::Sql,
+            path: self.path.to_owned(),
+            severity: rule.severity,
+            action: rule.action,
+            message: fill(&rule.message, detail),
+        });
+    }
+
+    fn statement(&self, stmt: &Statement, label: &str, out: &mut Vec<Finding>) {
+        let name = variant_name(stmt);
+        if let Some(rule) = self.cfg.statements.get(&name) {
+            self.rule(rule, label, out);
+        }
+        match stmt {
+            Statement::Delete(d) if self.missing_where(d.selection.as_ref()) => {
+                self.rule(&self.cfg.checks.delete_without_where, label, out);
+            }
+            Statement::Update(u) if self.missing_where(u.selection.as_ref()) => {
+                self.rule(&self.cfg.checks.update_without_where, label, out);
+            }
+            Statement::AlterTable(alter) => {
+                for op in &alter.operations {
+                    if let Some(rule) = self.cfg.alter_operations.get(&variant_name(op)) {
+                        let d = format!("{label}: `{}`", excerpt(&op.to_string()));
+                        self.rule(rule, &d, out);
+                    }
+                }
+            }
+            Statement::Query(q) => self.query(q, label, out),
+            Statement::Insert(ins) => {
+                if let Some(src) = &ins.source {
+                    self.query(src, label, out);
+                }
+            }
+            Statement::Explain { statement, .. } => self.statement(statement, label, out),
+            _ => {}
+        }
+    }
+
+    /// Data-modifying statements nested in a query (CTEs, `WITH ... DELETE`).
+    fn query(&self, q: &Query, label: &str, out: &mut Vec<Finding>) {
+        if let Some(with) = &q.with {
+            for cte in &with.cte_tables {
+                self.query(&cte.query, label, out);
+            }
+        }
+        self.set_expr(&q.body, label, out);
+    }
+
+    fn set_expr(&self, e: &SetExpr, label: &str, out: &mut Vec<Finding>) {
+        match e {
+            SetExpr::Query(q) => self.query(q, label, out),
+            SetExpr::SetOperation { left, right, .. } => {
+                self.set_expr(left, label, out);
+                self.set_expr(right, label, out);
+            }
+            SetExpr::Insert(s) | SetExpr::Update(s) | SetExpr::Delete(s) | SetExpr::Merge(s) => {
+                self.statement(s, label, out);
+            }
+            _ => {}
+        }
+    }
+
+    fn missing_where(&self, selection: Option<&Expr>) -> bool {
+        match selection {
+            None => true,
+            Some(e) => self.cfg.tautology_is_no_where && constant_true(e),
+        }
+    }
+
+    fn is_read(&self, stmt: &Statement) -> bool {
+        if !self.cfg.read_only.statements.contains(&variant_name(stmt)) {
+            return false;
+        }
+        match stmt {
+            Statement::Query(q) => query_is_read(q),
+            Statement::Explain { statement, .. } => self.is_read(statement),
+            _ => true,
+        }
+    }
+
+    /// Flags calls of configured functions and executable comments, found
+    /// on the token stream so that every position (select list, `WHERE`,
+    /// `DEFAULT`...) is covered; string literals and comments are separate
+    /// tokens and never match a function.
+    fn tokens(&self, dialect: &dyn Dialect, sql: &str, out: &mut Vec<Finding>) {
+        let Ok(tokens) = Tokenizer::new(dialect, sql).tokenize() else {
+            return;
+        };
+        for t in &tokens {
+            if let Token::Whitespace(Whitespace::MultiLineComment(c)) = t
+                && self
+                    .cfg
+                    .executable_comment_prefixes
+                    .iter()
+                    .any(|p| c.starts_with(p.as_str()))
+            {
+                let d = format!("`/*{}*/`", excerpt(c));
+                out.push(self.cfg.checks.executable_comment.finding(
+                    FindingKind::Sql,
+                    self.path,
+                    &d,
+                ));
+            }
+        }
+        let significant: Vec<&Token> = tokens
+            .iter()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .collect();
+        for pair in significant.windows(2) {
+            if let (Token::Word(w), Token::LParen) = (pair[0], pair[1]) {
+                for rule in &self.cfg.functions {
+                    if rule.names.iter().any(|n| n.eq_ignore_ascii_case(&w.value)) {
+                        let called = w.value.to_ascii_lowercase();
+                        out.push(Finding {
+                            rule_id: rule.id.clone(),
+                            kind: FindingKind::Sql,
+                            path: self.path.to_owned(),
+                            severity: rule.severity,
+                            action: rule.action,
+                            message: fill(&rule.message, &format!("`{called}()`")),
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn query_is_read(q: &Query) -> bool {
+    q.locks.is_empty()
+        && q.with
+            .as_ref()
+            .is_none_or(|w| w.cte_tables.iter().all(|c| query_is_read(&c.query)))
+        && set_expr_is_read(&q.body)
+}
+
+fn set_expr_is_read(e: &SetExpr) -> bool {
+    match e {
+        SetExpr::Select(s) => s.into.is_none(),
+        SetExpr::Query(q) => query_is_read(q),
+        SetExpr::SetOperation { left, right, .. } => {
+            set_expr_is_read(left) && set_expr_is_read(right)
+        }
+        SetExpr::Values(_) | SetExpr::Table(_) => true,
+        _ => false,
+    }
+}
+
+/// Whether `e` is true whatever the row: literals, `x = x` on the same
+/// literal or column, literal comparisons, and `OR`/`AND`/`NOT`/parentheses
+/// over those. Cheap and conservative: unknown shapes are not constant.
+fn constant_true(e: &Expr) -> bool {
+    constant_bool(e) == Some(true)
+}
+
+fn constant_bool(e: &Expr) -> Option<bool> {
+    match e {
+        Expr::Nested(inner) => constant_bool(inner),
+        Expr::Value(v) => match &v.value {
+            Value::Boolean(b) => Some(*b),
+            Value::Number(n, _) => n.parse::<f64>().ok().map(|x| x != 0.0),
+            _ => None,
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Not,
+            expr,
+        } => constant_bool(expr).map(|b| !b),
+        Expr::IsTrue(inner) => constant_bool(inner),
+        Expr::BinaryOp { left, op, right } => match op {
+            BinaryOperator::Or => match (constant_bool(left), constant_bool(right)) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            },
+            BinaryOperator::And => match (constant_bool(left), constant_bool(right)) {
+                (Some(true), Some(true)) => Some(true),
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                _ => None,
+            },
+            BinaryOperator::Eq
+            | BinaryOperator::NotEq
+            | BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Gt
+            | BinaryOperator::GtEq => compare(left, op, right),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn compare(left: &Expr, op: &BinaryOperator, right: &Expr) -> Option<bool> {
+    let l = strip_nested(left);
+    let r = strip_nested(right);
+    let same_column = match (l, r) {
+        (Expr::Identifier(a), Expr::Identifier(b)) => a.value.eq_ignore_ascii_case(&b.value),
+        (Expr::CompoundIdentifier(a), Expr::CompoundIdentifier(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x.value.eq_ignore_ascii_case(&y.value))
+        }
+        _ => false,
+    };
+    if same_column {
+        // NULL = NULL is not true, but a column compared with itself is
+        // true on every non-NULL row: treat as unbounded.
+        return match op {
+            BinaryOperator::Eq | BinaryOperator::LtEq | BinaryOperator::GtEq => Some(true),
+            _ => None,
+        };
+    }
+    let (Expr::Value(a), Expr::Value(b)) = (l, r) else {
+        return None;
+    };
+    let ord = match (&a.value, &b.value) {
+        (Value::Number(x, _), Value::Number(y, _)) => x
+            .parse::<f64>()
+            .ok()?
+            .partial_cmp(&y.parse::<f64>().ok()?)?,
+        (Value::SingleQuotedString(x), Value::SingleQuotedString(y)) => x.cmp(y),
+        (Value::Boolean(x), Value::Boolean(y)) => x.cmp(y),
+        _ => return None,
+    };
+    use std::cmp::Ordering::*;
+    Some(match op {
+        BinaryOperator::Eq => ord == Equal,
+        BinaryOperator::NotEq => ord != Equal,
+        BinaryOperator::Lt => ord == Less,
+        BinaryOperator::LtEq => ord != Greater,
+        BinaryOperator::Gt => ord == Greater,
+        BinaryOperator::GtEq => ord != Less,
+        _ => return None,
+    })
+}
+
+fn strip_nested(mut e: &Expr) -> &Expr {
+    while let Expr::Nested(inner) = e {
+        e = inner;
+    }
+    e
+}
+
+/// Name of an enum variant from its `Debug` output, without formatting
+/// more than the name.
+fn variant_name<T: Debug>(v: &T) -> String {
+    struct Name(String, bool);
+    impl fmt::Write for Name {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            for c in s.chars() {
+                if c.is_alphanumeric() || c == '_' {
+                    self.0.push(c);
+                } else {
+                    self.1 = true;
+                    return Err(fmt::Error);
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut n = Name(String::new(), false);
+    let _ = write!(n, "{v:?}");
+    n.0
+}
+
+fn excerpt(s: &str) -> String {
+    const MAX: usize = 120;
+    if s.chars().count() <= MAX {
+        s.to_owned()
+    } else {
+        let cut: String = s.chars().take(MAX).collect();
+        format!("{cut}...")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlparser::dialect::GenericDialect;
+
+    fn expr(s: &str) -> Expr {
+        Parser::new(&GenericDialect {})
+            .try_with_sql(s)
+            .unwrap()
+            .parse_expr()
+            .unwrap()
+    }
+
+    #[test]
+    fn detects_constant_true() {
+        for t in [
+            "1=1",
+            "true",
+            "1",
+            "'a'='a'",
+            "id = id",
+            "(1 = 1)",
+            "x = 5 OR 1=1",
+            "NOT false",
+            "2 > 1",
+            "1=1 AND 2=2",
+        ] {
+            assert!(constant_true(&expr(t)), "{t}");
+        }
+        for t in [
+            "id = 1",
+            "1=0",
+            "false",
+            "x OR y",
+            "x = 5 AND 1=1",
+            "0",
+            "name = 'a'",
+        ] {
+            assert!(!constant_true(&expr(t)), "{t}");
+        }
+    }
+
+    #[test]
+    fn names_variants() {
+        #[derive(Debug)]
+        #[allow(dead_code)]
+        enum E {
+            Drop { a: u8 },
+            Truncate(u8),
+            Unit,
+        }
+        assert_eq!(variant_name(&E::Drop { a: 1 }), "Drop");
+        assert_eq!(variant_name(&E::Truncate(1)), "Truncate");
+        assert_eq!(variant_name(&E::Unit), "Unit");
+    }
+}

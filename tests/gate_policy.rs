@@ -1,0 +1,212 @@
+//! `[gate]` in a policy: the shipped section loads, keys left out take the
+//! shipped values, and every problem is an error at its file:line:column.
+
+use toolgate::diag::{ErrorKind, SourceFile};
+use toolgate::gate::config::{load_gate_config, shipped};
+use toolgate::gate::{Action, PatternScope, PatternSet, Severity};
+use toolgate::load::DEFAULT_POLICY;
+use toolgate::parse::policy::parse_policy;
+
+fn load(text: &str) -> Result<toolgate::gate::GateConfig, toolgate::LoadError> {
+    let p = parse_policy(SourceFile::new("p.toml", text.to_string()))?;
+    load_gate_config(&p)
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text[..text.find(needle).unwrap()].matches('\n').count() + 1
+}
+
+#[test]
+fn shipped_gate_loads_and_has_every_layer() {
+    let cfg = shipped();
+    assert!(!cfg.shell.rules.is_empty());
+    assert!(!cfg.shell.wrappers.is_empty());
+    assert!(cfg.sql.statements.contains_key("Drop"));
+    assert_eq!(cfg.paths.roots, vec!["."]);
+    assert!(!cfg.risk.rules.is_empty());
+    assert!(cfg.coercion.true_values.contains(&"yes".to_string()));
+    let again = load(DEFAULT_POLICY.1).unwrap();
+    assert_eq!(again.patterns.len(), cfg.patterns.len());
+}
+
+#[test]
+fn seed_danger_patterns_are_present_and_compile() {
+    let cfg = shipped();
+    let set = PatternSet::compile(&cfg.patterns).unwrap();
+    let seed = [
+        r"rm\s+(-rf?|--recursive)",
+        r">\s*/dev/",
+        r"mkfs\.",
+        r"dd\s+if=",
+        r"chmod\s+777",
+        r"(?i)DROP\s+TABLE",
+        r"(?i)DELETE\s+FROM\s+\w+\s*$",
+        r"(?i)UPDATE\s+\w+\s+SET.*WHERE\s*$",
+    ];
+    for s in seed {
+        assert!(
+            set.rules().iter().any(|r| r.pattern == s),
+            "seed pattern {s} missing"
+        );
+    }
+    for text in [
+        "please rm -rf the cache",
+        "cat x > /dev/sda",
+        "mkfs.ext4",
+        "dd if=/dev/zero",
+        "chmod 777 x",
+        "drop table users",
+        "DELETE FROM users",
+        "UPDATE t SET a=1 WHERE",
+    ] {
+        let f = set.scan_as(PatternScope::Text, "/body", text);
+        assert_eq!(f.len(), 1, "{text}: {f:?}");
+        assert_eq!(f[0].action, Action::Deny);
+        assert!(f[0].severity >= Severity::Medium);
+        assert!(
+            set.scan_as(PatternScope::Shell, "/command", text)
+                .is_empty()
+        );
+        assert!(set.scan_as(PatternScope::Sql, "/query", text).is_empty());
+    }
+}
+
+#[test]
+fn a_policy_without_gate_gets_the_shipped_gate() {
+    let text = DEFAULT_POLICY.1;
+    let cut = text.find("\n# ===").unwrap();
+    let cfg = load(&text[..cut]).unwrap();
+    assert_eq!(cfg.patterns.len(), shipped().patterns.len());
+}
+
+#[test]
+fn keys_left_out_take_the_shipped_values() {
+    let text = DEFAULT_POLICY.1;
+    let cut = text.find("\n# ===").unwrap();
+    let mine = format!(
+        "{}\n[gate.paths]\nroots = [\"/srv/project\"]\n\n[gate.execution]\nmax_retries = 4\n",
+        &text[..cut]
+    );
+    let cfg = load(&mine).unwrap();
+    assert_eq!(cfg.paths.roots, vec!["/srv/project"]);
+    assert_eq!(cfg.paths.max_symlinks, shipped().paths.max_symlinks);
+    assert_eq!(cfg.execution.max_retries, 4);
+    assert_eq!(
+        cfg.execution.timeout_seconds,
+        shipped().execution.timeout_seconds
+    );
+    assert_eq!(cfg.shell.rules.len(), shipped().shell.rules.len());
+}
+
+#[test]
+fn unknown_keys_are_errors_at_their_location() {
+    for (anchor, bad) in [
+        ("[gate.shell.limits]\n", "[gate.shell.limits]\nbogus = 1\n"),
+        (
+            "[gate.coercion]\n",
+            "[gate.coercion]\nnumeric_string = true\n",
+        ),
+        ("[gate.risk]\n", "[gate.risk]\ndefault_level = \"safe\"\n"),
+    ] {
+        let text = DEFAULT_POLICY.1.replacen(anchor, bad, 1);
+        let err = load(&text).unwrap_err();
+        let d = &err.diagnostics[0];
+        assert_eq!(d.kind, ErrorKind::UnknownKey, "{err}");
+        let key = bad.lines().nth(1).unwrap().split(' ').next().unwrap();
+        assert_eq!(
+            d.line_col().unwrap().0,
+            line_of(&text, &format!("\n{key}")) + 1,
+            "{err}"
+        );
+        assert!(d.to_string().starts_with("p.toml:"), "{err}");
+    }
+}
+
+#[test]
+fn wrong_types_are_errors_at_their_location() {
+    let text = DEFAULT_POLICY
+        .1
+        .replacen("max_depth = 32", "max_depth = \"deep\"", 1);
+    let err = load(&text).unwrap_err();
+    let d = &err.diagnostics[0];
+    assert_eq!(d.kind, ErrorKind::WrongType, "{err}");
+    assert_eq!(
+        d.line_col().unwrap().0,
+        line_of(&text, "max_depth = \"deep\"")
+    );
+}
+
+#[test]
+fn a_regex_the_linear_engine_rejects_is_a_located_error() {
+    // Look-around in a shell rule, a backreference in a pattern rule.
+    let text = DEFAULT_POLICY
+        .1
+        .replacen("operand = '^(/|", "operand = '(?<=x)^(/|", 1);
+    let err = load(&text).unwrap_err();
+    let d = &err.diagnostics[0];
+    assert!(d.message.contains("regex"), "{err}");
+    assert_eq!(d.line_col().unwrap().0, line_of(&text, "(?<=x)"));
+
+    let text = DEFAULT_POLICY
+        .1
+        .replacen(r"pattern = 'mkfs\.'", r"pattern = '(a)\1'", 1);
+    let err = load(&text).unwrap_err();
+    let d = &err.diagnostics[0];
+    assert!(d.message.contains("linear-time"), "{err}");
+    assert_eq!(d.line_col().unwrap().0, line_of(&text, r"(a)\1"));
+}
+
+#[test]
+fn a_whole_plan_fails_to_load_on_a_bad_gate() {
+    let text = DEFAULT_POLICY
+        .1
+        .replacen("[gate.limits]\n", "[gate.limits]\nbogus = 1\n", 1);
+    let p = parse_policy(SourceFile::new("p.toml", text)).unwrap();
+    let tools = toolgate::load::load_catalog(&Default::default()).unwrap();
+    let err = toolgate::compile::compile(&p, tools).unwrap_err();
+    assert!(err.has(ErrorKind::UnknownKey), "{err}");
+}
+
+#[test]
+fn an_invalid_tool_schema_is_a_load_error_at_the_tool() {
+    let policy = parse_policy(SourceFile::new("p.toml", DEFAULT_POLICY.1.to_string())).unwrap();
+    let tags = SourceFile::new(
+        "bad.toml",
+        "[[tool]]\nname = \"x.bad\"\ninput_schema = '{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integr\"}}}'\n",
+    );
+    let tools = toolgate::parse::tags::parse_tag_file(tags).unwrap();
+    let err = toolgate::compile::compile(&policy, tools).unwrap_err();
+    let d = &err.diagnostics[0];
+    assert!(
+        d.message.contains("x.bad") && d.message.contains("JSON Schema"),
+        "{err}"
+    );
+    assert!(d.to_string().starts_with("bad.toml:2:"), "{err}");
+}
+
+#[test]
+fn example_calls_are_checked_at_load_with_their_location() {
+    let text = DEFAULT_POLICY.1.replacen(
+        "arguments = { command = \"sudo /bin/rm -r -f /\" }\ndecision = \"deny\"",
+        "arguments = { command = \"sudo /bin/rm -r -f /\" }\ndecision = \"allow\"",
+        1,
+    );
+    assert_ne!(text, DEFAULT_POLICY.1);
+    let p = parse_policy(SourceFile::new("p.toml", text.clone())).unwrap();
+    let tools = toolgate::load::load_catalog(&Default::default()).unwrap();
+    let err = toolgate::compile::compile(&p, tools).unwrap_err();
+    let d = &err.diagnostics[0];
+    assert_eq!(d.kind, ErrorKind::ExampleFailed, "{err}");
+    assert!(
+        d.message.contains("must get `allow` but gets `deny`"),
+        "{err}"
+    );
+    let call_line = line_of(&text, "arguments = { command = \"sudo /bin/rm");
+    assert_eq!(d.line_col().unwrap().0, call_line - 2, "{err}");
+
+    let text = DEFAULT_POLICY
+        .1
+        .replacen("decision = \"ask\"", "decision = \"maybe\"", 1);
+    let err = parse_policy(SourceFile::new("p.toml", text)).unwrap_err();
+    assert!(err.has(ErrorKind::InvalidValue), "{err}");
+}

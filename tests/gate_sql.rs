@@ -1,0 +1,225 @@
+//! Variants of each SQL danger kind, beyond the shared cases.
+
+mod gate_common;
+use gate_common as common;
+
+use toolgate::gate::{Action, FindingKind, PatternSet, analyze_sql, decide};
+
+fn check(
+    read_only: bool,
+    dialect: &str,
+    queries: &[&str],
+    want: impl Fn(Action) -> bool,
+    label: &str,
+) {
+    let cfg = common::config();
+    let set = PatternSet::compile(&cfg.patterns).unwrap();
+    let mut bad = Vec::new();
+    for q in queries {
+        let mut f = analyze_sql(&cfg.sql, "/query", q, dialect, read_only);
+        f.extend(set.scan_as(toolgate::gate::PatternScope::Sql, "/query", q));
+        let got = decide(&f);
+        if !want(got) {
+            bad.push(format!(
+                "{q:?} -> {got:?} {:?}",
+                f.iter().map(|f| &f.message).collect::<Vec<_>>()
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "expected {label} (read_only={read_only}, {dialect}):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn destructive_statements_are_denied_however_spelled_or_commented() {
+    let q = [
+        "DROP VIEW v",
+        "DROP INDEX i",
+        "drop table if exists users cascade",
+        "DrOp\tTaBlE\nusers",
+        "DROP -- c\n TABLE users",
+        "DROP SCHEMA s CASCADE",
+        "DROP DATABASE prod",
+        "TRUNCATE users",
+        "truncate table a, b",
+        "DELETE FROM t WHERE 1=1",
+        "DELETE FROM t WHERE true",
+        "DELETE FROM t WHERE (1 = 1)",
+        "DELETE FROM t WHERE 'a' = 'a'",
+        "DELETE FROM t WHERE id = id",
+        "delete from t where x = 1 or 1 = 1",
+        "DELETE FROM t WHERE NOT false",
+        "UPDATE t SET a = 1 WHERE 1",
+        "UPDATE t SET a = 1 WHERE 2 > 1",
+        "UPDATE t SET a = 1 -- WHERE id = 1",
+        "UPDATE t SET a = 'WHERE id = 1'",
+        "DELETE FROM t /* WHERE id = 1 */ ;",
+        "ALTER TABLE t DROP COLUMN c",
+        "ALTER TABLE t DROP CONSTRAINT pk",
+        "DELETE FROM users WHERE id = 1; DROP TABLE users",
+        "INSERT INTO t VALUES (1); TRUNCATE t",
+        "SELECT 1 /*! ; DROP TABLE users */",
+        "WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d",
+        "SELECT load_extension('x')",
+        "SELECT * FROM t WHERE id = pg_sleep(10)",
+        "SELEC * FROM",
+        "DELETE FROM",
+        "",
+        "   -- nothing\n",
+        "SELECT 'unterminated",
+    ];
+    check(false, "", &q, |a| a == Action::Deny, "deny");
+    check(
+        false,
+        "postgres",
+        &q[..q.len() - 4],
+        |a| a == Action::Deny,
+        "deny",
+    );
+}
+
+#[test]
+fn risky_changes_ask() {
+    check(
+        false,
+        "",
+        &[
+            "ALTER TABLE t RENAME COLUMN a TO b",
+            "ALTER TABLE t RENAME TO u",
+            "GRANT ALL ON t TO bob",
+            "REVOKE SELECT ON t FROM bob",
+        ],
+        |a| a == Action::Ask,
+        "ask",
+    );
+}
+
+#[test]
+fn bounded_writes_and_data_are_allowed() {
+    check(
+        false,
+        "",
+        &[
+            "UPDATE t SET a = 1 WHERE /* note */ id = 1",
+            "DELETE FROM t WHERE note = '-- x'",
+            "DELETE FROM t WHERE id IN (SELECT id FROM u WHERE stale)",
+            "UPDATE t SET note = 'DROP TABLE users' WHERE id = 2",
+            "INSERT INTO logs (msg) VALUES ('DELETE FROM users')",
+            "INSERT INTO t SELECT * FROM u",
+            "CREATE TABLE t (id INT PRIMARY KEY)",
+            "CREATE INDEX i ON t (a)",
+            "ALTER TABLE t ADD COLUMN c INT",
+            "SELECT 1; SELECT 2",
+            "SELECT 'pg_sleep(1)'",
+            "delete from t where id = 1;",
+        ],
+        |a| a == Action::Allow,
+        "allow",
+    );
+}
+
+#[test]
+fn read_only_accepts_exactly_one_read_statement() {
+    check(
+        true,
+        "",
+        &[
+            "SELECT * FROM t",
+            "select a, count(*) from t group by a having count(*) > 1 order by 2 desc limit 5",
+            "WITH x AS (SELECT 1 AS a) SELECT * FROM x",
+            "SELECT 1 UNION SELECT 2",
+            "SELECT '; DROP TABLE users; --'",
+            "/* leading comment */ SELECT 1 -- trailing",
+            "EXPLAIN SELECT * FROM t",
+            "SELECT * FROM t WHERE msg LIKE '%UPDATE t SET%';",
+        ],
+        |a| a == Action::Allow,
+        "allow",
+    );
+    check(
+        true,
+        "",
+        &[
+            "SELECT 1; SELECT 2",
+            "SELECT * FROM t FOR UPDATE",
+            "SELECT * INTO backup FROM t",
+            "WITH d AS (UPDATE t SET a = 1 WHERE id = 1 RETURNING *) SELECT * FROM d",
+            "EXPLAIN ANALYZE DELETE FROM t WHERE id = 1",
+            "INSERT INTO t SELECT * FROM u",
+            "CREATE TABLE x (a INT)",
+            "DELETE FROM t WHERE id = 1",
+            "-- SELECT 1\nDELETE FROM t WHERE id = 1",
+            "SELECT 1 /* ; */ ; DELETE FROM t WHERE id = 1",
+            "",
+        ],
+        |a| a != Action::Allow,
+        "not allow",
+    );
+}
+
+#[test]
+fn dialects_are_mapped_by_tag() {
+    check(
+        false,
+        "sqlite",
+        &["DELETE FROM t", "DROP TABLE t"],
+        |a| a == Action::Deny,
+        "deny",
+    );
+    check(
+        false,
+        "MySQL",
+        &["DROP TABLE `users`", "DELETE FROM `t`"],
+        |a| a == Action::Deny,
+        "deny",
+    );
+    check(
+        false,
+        "mysql",
+        &["DELETE FROM `t` WHERE `id` = 1"],
+        |a| a == Action::Allow,
+        "allow",
+    );
+    check(
+        false,
+        "pg",
+        &["UPDATE \"t\" SET a = 1", "TRUNCATE t RESTART IDENTITY"],
+        |a| a == Action::Deny,
+        "deny",
+    );
+    check(
+        true,
+        "postgresql",
+        &["SELECT now()::date"],
+        |a| a == Action::Allow,
+        "allow",
+    );
+    check(
+        false,
+        "no-such-dialect",
+        &["SELECT 1"],
+        |a| a == Action::Deny,
+        "deny",
+    );
+}
+
+#[test]
+fn parse_errors_are_parse_findings() {
+    let cfg = common::config();
+    let f = analyze_sql(&cfg.sql, "/q", "SELEC * FROM", "", false);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].kind, FindingKind::Parse);
+    assert_eq!(f[0].path, "/q");
+    assert_eq!(f[0].action, Action::Deny);
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let cfg = common::config();
+    let q = format!("SELECT {}1{}", "(".repeat(5000), ")".repeat(5000));
+    let f = analyze_sql(&cfg.sql, "/q", &q, "", true);
+    assert_eq!(decide(&f), Action::Deny);
+}
