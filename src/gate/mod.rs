@@ -198,10 +198,10 @@ fn cached_config(
     static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
     const KEEP: usize = 8;
     let text = &policy.file.text;
-    if let Ok(cache) = CACHE.lock() {
-        if let Some((_, hit)) = cache.iter().find(|(t, _)| t == text) {
-            return Ok((hit.0.clone(), hit.1.clone()));
-        }
+    if let Ok(cache) = CACHE.lock()
+        && let Some((_, hit)) = cache.iter().find(|(t, _)| t == text)
+    {
+        return Ok((hit.0.clone(), hit.1.clone()));
     }
     let config = config::load_gate_config(policy)?;
     let patterns = PatternSet::compile(&config.patterns).map_err(|e| {
@@ -506,37 +506,37 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
         requires_confirmation: gt.requires_confirmation,
     };
     let (decision, rule) = risk::decide_risk(&cfg.risk, tr, &findings);
-    if let Some(r) = rule {
-        if decision > decide(&findings) {
-            let msg = r.message.clone().unwrap_or_else(|| {
-                format!(
-                    "The policy's risk rule \"{}\" applies to this tool.",
-                    r.name
-                )
-            });
-            findings.push(Finding {
-                rule_id: format!("risk.{}", slug(&r.name)),
-                kind: FindingKind::Risk,
-                path: String::new(),
-                severity: findings
-                    .iter()
-                    .map(|f| f.severity)
-                    .max()
-                    .unwrap_or(Severity::Info),
-                action: decision,
-                message: msg,
-            });
-        }
+    if let Some(r) = rule
+        && decision > decide(&findings)
+    {
+        let msg = r.message.clone().unwrap_or_else(|| {
+            format!(
+                "The policy's risk rule \"{}\" applies to this tool.",
+                r.name
+            )
+        });
+        findings.push(Finding {
+            rule_id: format!("risk.{}", slug(&r.name)),
+            kind: FindingKind::Risk,
+            path: String::new(),
+            severity: findings
+                .iter()
+                .map(|f| f.severity)
+                .max()
+                .unwrap_or(Severity::Info),
+            action: decision,
+            message: msg,
+        });
     }
     findings.truncate(cfg.limits.max_findings.max(1));
     let mut v = finish(name, args, findings, decision, rule.map(|r| r.name.clone()));
-    if let Some(r) = rule {
-        if decision < decide(&v.findings) {
-            v.message.push_str(&format!(
-                " (The policy's risk rule \"{}\" lowers this to {decision}.)",
-                r.name
-            ));
-        }
+    if let Some(r) = rule
+        && decision < decide(&v.findings)
+    {
+        v.message.push_str(&format!(
+            " (The policy's risk rule \"{}\" lowers this to {decision}.)",
+            r.name
+        ));
     }
     v
 }

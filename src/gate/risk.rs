@@ -22,15 +22,15 @@ pub struct ToolRisk {
 
 /// Whether `rule`'s conditions hold.
 pub fn rule_matches(rule: &RiskRule, tool: ToolRisk, findings: &[Finding]) -> bool {
-    if let Some(levels) = &rule.risk_level {
-        if !levels.contains(&tool.risk_level) {
-            return false;
-        }
+    if let Some(levels) = &rule.risk_level
+        && !levels.contains(&tool.risk_level)
+    {
+        return false;
     }
-    if let Some(c) = rule.requires_confirmation {
-        if c != tool.requires_confirmation {
-            return false;
-        }
+    if let Some(c) = rule.requires_confirmation
+        && c != tool.requires_confirmation
+    {
+        return false;
     }
     if let Some(min) = rule.min_severity {
         match findings.iter().map(|f| f.severity).max() {
@@ -38,10 +38,10 @@ pub fn rule_matches(rule: &RiskRule, tool: ToolRisk, findings: &[Finding]) -> bo
             _ => return false,
         }
     }
-    if let Some(actions) = &rule.finding_action {
-        if !actions.contains(&decide(findings)) {
-            return false;
-        }
+    if let Some(actions) = &rule.finding_action
+        && !actions.contains(&decide(findings))
+    {
+        return false;
     }
     true
 }

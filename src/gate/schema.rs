@@ -283,12 +283,13 @@ impl Cx<'_> {
         let schema = resolve(self.root, schema);
         let types = declared_types(schema);
         if let Value::String(s) = v {
-            if !types.is_empty() && !types.contains(&"string") {
-                if let Some(new) = self.coerce_string(schema, &types, s, ptr) {
-                    *v = new;
-                    if v.is_array() || v.is_object() {
-                        self.coerce(schema, v, ptr, depth + 1);
-                    }
+            if !types.is_empty()
+                && !types.contains(&"string")
+                && let Some(new) = self.coerce_string(schema, &types, s, ptr)
+            {
+                *v = new;
+                if v.is_array() || v.is_object() {
+                    self.coerce(schema, v, ptr, depth + 1);
                 }
             }
             return;
