@@ -73,7 +73,7 @@ fn check_preset(policy_file: &str, vectors: &str) -> usize {
                 for (i, d) in plan.domains.iter().enumerate() {
                     let want = dw[d].as_f64().unwrap();
                     assert!(
-                        (act.domain_weights[i] - want).abs() < 1e-12,
+                        (act.domain_weights()[i] - want).abs() < 1e-12,
                         "{id}: domain weight {d}"
                     );
                 }

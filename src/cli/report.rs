@@ -67,7 +67,7 @@ fn header_json(act: &Activation) -> serde_json::Map<String, serde_json::Value> {
     let dw: serde_json::Map<String, serde_json::Value> = plan
         .domains
         .iter()
-        .zip(&act.domain_weights)
+        .zip(act.domain_weights())
         .map(|(d, w)| (d.clone(), serde_json::json!(w)))
         .collect();
     let v = serde_json::json!({
@@ -77,7 +77,7 @@ fn header_json(act: &Activation) -> serde_json::Map<String, serde_json::Value> {
         "cold_start": act.cold_start,
         "total_calls": act.total_calls,
         "domain_weights": dw,
-        "rules_applied": act.rules_applied,
+        "rules_applied": act.rule_names(),
         "intent_terms": act.intent_terms,
         "warnings": act.warnings,
     });
@@ -114,7 +114,7 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
         active,
         threshold_text(act)
     );
-    if act.domain_weights.is_empty() {
+    if act.domain_weights().is_empty() {
         w!(
             o,
             "domain weights: none inferred (neutral domain match {})",
@@ -124,7 +124,7 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
         let mut dw: Vec<(&String, f64)> = plan
             .domains
             .iter()
-            .zip(act.domain_weights.iter().copied())
+            .zip(act.domain_weights().iter().copied())
             .collect();
         dw.sort_by(|a, b| b.1.total_cmp(&a.1));
         w!(
@@ -142,7 +142,7 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
         if act.rules_applied.is_empty() {
             "none".into()
         } else {
-            act.rules_applied.join(", ")
+            act.rule_names().join(", ")
         }
     );
     w!(
@@ -285,7 +285,7 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
         .iter()
         .map(|&d| {
             let name = &plan.domains[d as usize];
-            match act.domain_weights.get(d as usize) {
+            match act.domain_weights().get(d as usize) {
                 Some(w) => format!("{name} ({w:.3})"),
                 None => name.clone(),
             }
@@ -299,7 +299,7 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
         } else {
             doms.join(", ")
         },
-        if act.domain_weights.is_empty() {
+        if act.domain_weights().is_empty() {
             format!(
                 " — no domain weights inferred, neutral {}",
                 plan.features.domain_neutral
@@ -359,7 +359,7 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
         if act.rules_applied.is_empty() {
             "none".into()
         } else {
-            act.rules_applied.join(", ")
+            act.rule_names().join(", ")
         }
     );
 }

@@ -70,18 +70,46 @@ pub struct Facts<'a> {
     pub keywords: &'a [String],
     /// The intent terms as a bitset over the plan's term vocabulary.
     pub bits: &'a [u64],
-    language: Option<String>,
-    project: Option<String>,
-    stage: Option<String>,
     /// Total calls in the session.
     pub total_calls: u64,
-    /// Lowercased recent tool names.
-    recent: Vec<String>,
-    /// Lowercased extensions of the active files.
-    extensions: Vec<String>,
+    /// Lowercased recent tool names (computed when a rule first needs them).
+    recent: std::cell::OnceCell<Vec<String>>,
+    /// Lowercased extensions of the active files (likewise).
+    extensions: std::cell::OnceCell<Vec<String>>,
+}
+
+/// `value` lowercased equals one of `set` (already lowercased), without
+/// allocating for ASCII values.
+fn in_lower_set(set: &[String], value: &str) -> bool {
+    if value.is_ascii() {
+        set.iter().any(|x| x.eq_ignore_ascii_case(value))
+    } else {
+        let v = value.to_lowercase();
+        set.contains(&v)
+    }
 }
 
 impl<'a> Facts<'a> {
+    fn recent(&self) -> &[String] {
+        self.recent.get_or_init(|| {
+            self.context
+                .recent_tool_calls
+                .iter()
+                .map(|r| r.to_lowercase())
+                .collect()
+        })
+    }
+
+    fn extensions(&self) -> &[String] {
+        self.extensions.get_or_init(|| {
+            self.context
+                .active_files
+                .iter()
+                .filter_map(|f| extension(f))
+                .collect()
+        })
+    }
+
     /// Prepares the facts of `context` and `usage`; `keywords` are the distinct
     /// intent terms and `bits` the same terms over the plan's vocabulary.
     pub fn new(
@@ -90,25 +118,13 @@ impl<'a> Facts<'a> {
         keywords: &'a [String],
         bits: &'a [u64],
     ) -> Self {
-        let low = |o: &Option<String>| o.as_ref().map(|s| s.to_lowercase());
         Facts {
             context,
             keywords,
             bits,
-            language: low(&context.active_language),
-            project: low(&context.project_type),
-            stage: low(&context.conversation_stage),
             total_calls: usage.total_calls(),
-            recent: context
-                .recent_tool_calls
-                .iter()
-                .map(|r| r.to_lowercase())
-                .collect(),
-            extensions: context
-                .active_files
-                .iter()
-                .filter_map(|f| extension(f))
-                .collect(),
+            recent: std::cell::OnceCell::new(),
+            extensions: std::cell::OnceCell::new(),
         }
     }
 
@@ -119,7 +135,7 @@ impl<'a> Facts<'a> {
             Value::Tuple(v.iter().map(|x| Value::String(x.to_lowercase())).collect())
         };
         let ctx = self.context;
-        let exts = &self.extensions;
+        let exts = self.extensions();
         let pairs = [
             ("active_language", s(&ctx.active_language)),
             ("project_type", s(&ctx.project_type)),
@@ -235,11 +251,12 @@ impl CompiledCondition {
     /// hold, and the error is returned beside the answer for the explanation.
     pub fn holds(&self, f: &Facts<'_>) -> (bool, Option<String>) {
         let opt_in = |set: &[String], v: &Option<String>| {
-            set.is_empty() || v.as_ref().is_some_and(|x| set.contains(x))
+            set.is_empty() || v.as_deref().is_some_and(|x| in_lower_set(set, x))
         };
-        if !opt_in(&self.language, &f.language)
-            || !opt_in(&self.project_type, &f.project)
-            || !opt_in(&self.stage, &f.stage)
+        let ctx = f.context;
+        if !opt_in(&self.language, &ctx.active_language)
+            || !opt_in(&self.project_type, &ctx.project_type)
+            || !opt_in(&self.stage, &ctx.conversation_stage)
         {
             return (false, None);
         }
@@ -256,7 +273,7 @@ impl CompiledCondition {
             return (false, None);
         }
         if !self.recent_tools_contain.is_empty()
-            && !f.recent.iter().any(|r| {
+            && !f.recent().iter().any(|r| {
                 self.recent_tools_contain
                     .iter()
                     .any(|s| r.contains(s.as_str()))
@@ -266,7 +283,7 @@ impl CompiledCondition {
         }
         if !self.file_extensions.is_empty()
             && !f
-                .extensions
+                .extensions()
                 .iter()
                 .any(|e| self.file_extensions.contains(e))
         {

@@ -139,12 +139,21 @@ impl Analyzer {
     /// segments cut as in [`Analyzer::extract`]; ASCII words come back unchanged
     /// but lowercased. No length or stop-word filter.
     pub fn expand_keyword(&self, kw: &str) -> Vec<String> {
-        if !kw.chars().any(is_cjk) {
-            return vec![kw.to_lowercase()];
-        }
         let mut out = Vec::new();
-        self.segments(kw, false, &mut out);
+        self.expand_into(kw, &mut out);
         out
+    }
+
+    /// [`Analyzer::expand_keyword`], appending to `out` (no allocation beyond
+    /// the terms themselves).
+    pub fn expand_into(&self, kw: &str, out: &mut Vec<String>) {
+        if kw.is_ascii() {
+            out.push(kw.to_ascii_lowercase());
+        } else if !kw.chars().any(is_cjk) {
+            out.push(kw.to_lowercase());
+        } else {
+            self.segments(kw, false, out);
+        }
     }
 }
 

@@ -69,8 +69,8 @@ struct Prepared {
     domain_neutral: bool,
     bits: Vec<u64>,
     n_intent: u32,
-    usage_bonus: Vec<f64>,
-    recency: Vec<f64>,
+    /// Per tool: (usage_bonus, recency_bonus).
+    usage: Vec<[f64; 2]>,
     stage_bit: u64,
     /// Normalised BM25 scores per tool, when `keyword_match` uses BM25.
     bm25: Vec<f64>,
@@ -114,10 +114,11 @@ impl Prepared {
         } else {
             fp.stage_miss
         };
-        f[F_USAGE] = self.usage_bonus[i];
+        let [usage, recency] = self.usage[i];
+        f[F_USAGE] = usage;
         f[F_PRIORITY] = t.base_priority;
         f[F_COMPLEXITY] = t.complexity_penalty;
-        f[F_RECENCY] = self.recency[i];
+        f[F_RECENCY] = recency;
         f
     }
 }
@@ -135,11 +136,8 @@ pub struct Activation {
     pub cold_start: bool,
     /// Calls made in the session.
     pub total_calls: u64,
-    /// Normalised domain weights, in the plan's domain order (empty when the
-    /// neutral domain match applied).
-    pub domain_weights: Vec<f64>,
-    /// Names of the domain rules that applied.
-    pub rules_applied: Vec<String>,
+    /// Indices (into the plan's `rules`) of the domain rules that applied; see [`Activation::rule_names`].
+    pub rules_applied: Vec<usize>,
     /// Distinct intent terms used for keyword matching.
     pub intent_terms: Vec<String>,
     /// Problems met while evaluating (a rule expression that failed, a NaN score).
@@ -210,6 +208,24 @@ impl Activation {
         }
     }
 
+    /// Names of the domain rules that applied, in rule order.
+    pub fn rule_names(&self) -> Vec<&str> {
+        self.rules_applied
+            .iter()
+            .map(|&k| self.plan.rules[k].name.as_str())
+            .collect()
+    }
+
+    /// Normalised domain weights, in the plan's domain order (empty when the
+    /// neutral domain match applied).
+    pub fn domain_weights(&self) -> &[f64] {
+        if self.prepared.domain_neutral {
+            &[]
+        } else {
+            &self.prepared.norm
+        }
+    }
+
     /// The feature values of tool `tool` (an index into the plan's tools), in
     /// [`FEATURES`] order, as this evaluation computed them.
     pub fn features(&self, tool: usize) -> [f64; FEATURES.len()] {
@@ -274,17 +290,22 @@ impl Plan {
         let mut terms: Vec<String> = Vec::with_capacity(context.user_intent_keywords.len());
         let mut seen: Option<rustc_hash::FxHashSet<String>> = None; // only for long lists
         for k in &context.user_intent_keywords {
-            for t in self.analyzer.expand_keyword(k) {
-                let new = match &mut seen {
-                    Some(set) => set.insert(t.clone()),
-                    None if terms.len() < 32 => !terms.contains(&t),
+            let mut j = terms.len();
+            self.analyzer.expand_into(k, &mut terms);
+            while j < terms.len() {
+                let t = &terms[j];
+                let dup = match &mut seen {
+                    Some(set) => !set.insert(t.clone()),
+                    None if j < 32 => terms[..j].contains(t),
                     None => {
-                        let set = seen.insert(terms.iter().cloned().collect());
-                        set.insert(t.clone())
+                        let set = seen.insert(terms[..j].iter().cloned().collect());
+                        !set.insert(t.clone())
                     }
                 };
-                if new {
-                    terms.push(t);
+                if dup {
+                    terms.remove(j);
+                } else {
+                    j += 1;
                 }
             }
         }
@@ -299,7 +320,7 @@ impl Plan {
         let facts = Facts::new(context, usage, &terms, &bits);
         let mut w = self.domain_base.clone();
         let mut rules_applied = Vec::new();
-        for r in &self.rules {
+        for (k, r) in self.rules.iter().enumerate() {
             let (holds, err) = r.condition.holds(&facts);
             if let Some(e) = err {
                 warnings.push(format!("rule `{}`: {e}", r.name));
@@ -308,7 +329,7 @@ impl Plan {
                 for (d, delta) in &r.adjust {
                     w[*d] += delta;
                 }
-                rules_applied.push(r.name.clone());
+                rules_applied.push(k);
             }
         }
         let total_calls = facts.total_calls;
@@ -333,8 +354,7 @@ impl Plan {
 
         // Usage (once per context, only the tools that were used).
         let n = self.tools.len();
-        let mut usage_bonus = vec![0.0f64; n];
-        let mut recency = vec![0.0f64; n];
+        let mut per_tool = vec![[0.0f64; 2]; n];
         match fp.usage_normalization {
             UsageNormalization::BusiestTool => {
                 let max_usage = usage
@@ -347,7 +367,7 @@ impl Plan {
                 for (name, &c) in &usage.call_counts {
                     if let Some(i) = self.tool_index(name) {
                         let norm = c as f64 / max_usage;
-                        usage_bonus[i] = (norm * fp.usage_multiplier).min(fp.usage_cap);
+                        per_tool[i][0] = (norm * fp.usage_multiplier).min(fp.usage_cap);
                     }
                 }
             }
@@ -355,7 +375,7 @@ impl Plan {
                 for (name, &f) in &usage.usage_frequency {
                     if let Some(i) = self.tool_index(name) {
                         if f.is_finite() {
-                            usage_bonus[i] = (f * fp.usage_multiplier).min(fp.usage_cap);
+                            per_tool[i][0] = (f * fp.usage_multiplier).min(fp.usage_cap);
                         } else {
                             warnings.push(format!(
                                 "usage frequency of `{name}` is not finite; ignored"
@@ -366,10 +386,11 @@ impl Plan {
             }
         }
         for (name, &at) in &usage.last_call_at {
-            if let Some(i) = self.tool_index(name)
-                && now - at < fp.recency_window_seconds
+            // the time test first: most calls of a long session are outside the window
+            if now - at < fp.recency_window_seconds
+                && let Some(i) = self.tool_index(name)
             {
-                recency[i] = fp.recency_bonus;
+                per_tool[i][1] = fp.recency_bonus;
             }
         }
         let stage_bit = context
@@ -384,8 +405,7 @@ impl Plan {
             domain_neutral,
             bits,
             n_intent: terms.len() as u32,
-            usage_bonus,
-            recency,
+            usage: per_tool,
             stage_bit,
             bm25: bm25_scores,
         };
@@ -493,11 +513,6 @@ impl Plan {
             effective_threshold,
             cold_start,
             total_calls,
-            domain_weights: if prepared.domain_neutral {
-                Vec::new()
-            } else {
-                prepared.norm.clone()
-            },
             rules_applied,
             intent_terms: terms,
             warnings,
