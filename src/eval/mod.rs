@@ -428,19 +428,43 @@ impl Plan {
         let (lo, hi) = self.clamp;
         let mut out = Vec::with_capacity(n);
         let linear = self.formula.linear.as_deref().filter(|l| !l.is_empty());
-        for i in 0..n {
-            let f = prepared.features(self, i);
-            let raw = match linear {
-                // The seed's shape: a sum of weight * feature, summed in order.
-                Some(lin) => {
-                    let mut sum = lin[0].1 * f[lin[0].0 as usize];
-                    for &(k, w) in &lin[1..] {
+        // Raw scores first. For the seed's shape (a sum of weight * feature,
+        // summed in order) two tools are summed side by side: each sum keeps
+        // its exact left-to-right order, the two chains just overlap in time.
+        let mut raws = vec![0.0f64; n];
+        match linear {
+            Some(lin) => {
+                let (&(f0, w0), rest) = lin.split_first().expect("non-empty");
+                let mut i = 0;
+                while i + 1 < n {
+                    let fa = prepared.features(self, i);
+                    let fb = prepared.features(self, i + 1);
+                    let mut sa = w0 * fa[f0 as usize];
+                    let mut sb = w0 * fb[f0 as usize];
+                    for &(k, w) in rest {
+                        sa += w * fa[k as usize];
+                        sb += w * fb[k as usize];
+                    }
+                    raws[i] = sa;
+                    raws[i + 1] = sb;
+                    i += 2;
+                }
+                if i < n {
+                    let f = prepared.features(self, i);
+                    let mut sum = w0 * f[f0 as usize];
+                    for &(k, w) in rest {
                         sum += w * f[k as usize];
                     }
-                    sum
+                    raws[i] = sum;
                 }
-                None => self.formula.eval(&f, None),
-            };
+            }
+            None => {
+                for (i, r) in raws.iter_mut().enumerate() {
+                    *r = self.formula.eval(&prepared.features(self, i), None);
+                }
+            }
+        }
+        for (i, &raw) in raws.iter().enumerate() {
             let (score, valid) = if raw.is_nan() {
                 (lo, false)
             } else {
