@@ -136,24 +136,8 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
                 .join(", ")
         );
     }
-    w!(
-        o,
-        "rules applied: {}",
-        if act.rules_applied.is_empty() {
-            "none".into()
-        } else {
-            act.rule_names().join(", ")
-        }
-    );
-    w!(
-        o,
-        "intent terms: {}",
-        if act.intent_terms.is_empty() {
-            "none".into()
-        } else {
-            act.intent_terms.join(" ")
-        }
-    );
+    w!(o, "rules applied: {}", or_none(&act.rule_names(), ", "));
+    w!(o, "intent terms: {}", or_none(&act.intent_terms, " "));
     for w in &act.warnings {
         w!(o, "warning: {w}");
     }
@@ -294,11 +278,7 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
     w!(
         o,
         "domains: {}{}",
-        if doms.is_empty() {
-            "none".into()
-        } else {
-            doms.join(", ")
-        },
+        or_none(&doms, ", "),
         if act.domain_weights().is_empty() {
             format!(
                 " — no domain weights inferred, neutral {}",
@@ -315,15 +295,7 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
         .filter(|(k, _)| t.stage_mask & (1 << k) != 0)
         .map(|(_, s)| s.as_str())
         .collect();
-    w!(
-        o,
-        "preferred stages: {}",
-        if stage_names.is_empty() {
-            "none".into()
-        } else {
-            stage_names.join(", ")
-        }
-    );
+    w!(o, "preferred stages: {}", or_none(&stage_names, ", "));
     let intent: std::collections::HashSet<&String> = act.intent_terms.iter().collect();
     let trig: Vec<String> = t
         .trigger_keywords
@@ -341,25 +313,19 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
             ""
         }
     );
-    w!(
-        o,
-        "matched intent terms: {}",
-        if hits.is_empty() {
-            "none".into()
-        } else {
-            hits.iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(" ")
-        }
-    );
-    w!(
-        o,
-        "rules applied: {}",
-        if act.rules_applied.is_empty() {
-            "none".into()
-        } else {
-            act.rule_names().join(", ")
-        }
-    );
+    w!(o, "matched intent terms: {}", or_none(&hits, " "));
+    w!(o, "rules applied: {}", or_none(&act.rule_names(), ", "));
+}
+
+/// `items` joined by `sep`, or `none` when there are none.
+fn or_none<S: AsRef<str>>(items: &[S], sep: &str) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items
+            .iter()
+            .map(|s| s.as_ref())
+            .collect::<Vec<_>>()
+            .join(sep)
+    }
 }
