@@ -179,6 +179,11 @@ enum Command {
         debounce: Option<u64>,
     },
     /// Run as an MCP server (stdio) in front of MCP servers: list only the active tools, gate every call.
+    ///
+    /// Clients see the servers' tools under client-safe names ({server}__{tool}) plus two tools of
+    /// the proxy: toolgate__find_tools (search; the matches join the list) and toolgate__call_tool
+    /// (call any tool by name). Without --policy the proxy uses the shipped policies/selection.toml,
+    /// which finds the needed tool on real catalogs, with the call gate of policies/default.toml.
     McpProxy(cli::mcp_proxy::McpProxyArgs),
     /// Check one tool call with the call gate: allow (with coerced arguments), ask or deny.
     Guard {

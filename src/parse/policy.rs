@@ -312,6 +312,8 @@ pub struct PolicySource {
     pub gate: Option<Sp<serde_json::Value>>,
     /// `[reload]`.
     pub reload: ReloadParams,
+    /// `[discovery]`: tool search and exposure for MCP hosts.
+    pub discovery: crate::parse::discovery::DiscoveryParams,
 }
 
 fn sp_list(v: Option<Vec<(String, Range<usize>)>>) -> Vec<Sp<String>> {
@@ -988,6 +990,8 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         None => ReloadParams::default(),
     };
 
+    let discovery = crate::parse::discovery::read_discovery(root.table("discovery"));
+
     PolicySource {
         file,
         name,
@@ -1004,5 +1008,6 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         examples,
         gate,
         reload,
+        discovery,
     }
 }
