@@ -2,8 +2,8 @@
 //!
 //! * **`toolgate__find_tools`** (`query`, optional `limit`): the query is
 //!   handled as a user message of the session — its keywords, through the
-//!   policy's `[keywords]` extractor, become the intent keywords — and the
-//!   plan is evaluated. The tools that reach the policy's (effective)
+//!   policy's `[keywords]` extractor, replace the intent keywords, with the
+//!   rest of the session's context as it is — and the plan is evaluated. The tools that reach the policy's (effective)
 //!   activation threshold, best first, at most `limit` of them (default
 //!   `[discovery] limit`, else `[activation] max_active`), are returned: a
 //!   text block with one line per tool (exposed name, then the first
@@ -292,13 +292,16 @@ impl Proxy {
             Ok(None) => default_limit(&cat.plan, cat.discovery.limit),
             Err(e) => return Ok(tool_error(e)),
         };
-        let (matches, best, threshold) = {
+        let (matches, best, threshold, announce) = {
             let mut st = lock(&inner.state);
-            // The query is a user message of the session.
-            st.client.user_intent_keywords = cat.plan.analyzer.extract(&query);
-            st.call_keywords.clear();
+            // The query is the session's user message: its keywords replace
+            // the intent keywords; the rest of the context (stage, language,
+            // project, usage, recency) is the session's. What it finds joins
+            // the list as the found set (not as a standing intent, so that
+            // `limit` and the expiry decide what stays listed).
             let now = inner.now();
-            let ctx = st.effective_context(now);
+            let mut ctx = st.effective_context(now);
+            ctx.user_intent_keywords = cat.plan.analyzer.extract(&query);
             let act = cat.plan.evaluate(&ctx, &st.session.usage, now);
             let matches = best_matches(&act, limit, |i| !inner.is_withheld(&cat, i));
             let best = act.tools.iter().map(|t| t.score).fold(0.0, f64::max);
@@ -309,10 +312,20 @@ impl Proxy {
                     .collect(),
                 now,
             );
-            st.force_announce = true;
-            (matches, best, act.effective_threshold)
+            // Announce now, before the result: a client that lists as soon as
+            // it has the result (some SDKs do, for the output schema) must
+            // still get the notification.
+            let listed = inner.listed(&mut st, &cat);
+            let names = inner.listed_names(&cat, &listed);
+            let announce = st.announced.as_ref() != Some(&names);
+            st.announced = Some(names);
+            (matches, best, act.effective_threshold, announce)
         };
-        inner.dirty.notify_one();
+        if announce && inner.config.list_changed {
+            if let Err(e) = context.peer.notify_tool_list_changed().await {
+                tracing::warn!("cannot send tools/list_changed: {e}");
+            }
+        }
         let call_tool = inner
             .config
             .call_tool

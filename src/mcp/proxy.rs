@@ -461,7 +461,7 @@ impl Inner {
     }
 
     /// The exposed names a listing of `tools` shows, meta-tools included.
-    fn listed_names(&self, cat: &Catalog, tools: &[usize]) -> BTreeSet<String> {
+    pub(crate) fn listed_names(&self, cat: &Catalog, tools: &[usize]) -> BTreeSet<String> {
         self.meta_names()
             .into_iter()
             .chain(tools.iter().map(|&i| cat.exposed(i).to_string()))
@@ -487,11 +487,7 @@ impl Inner {
         let mut st = lock(&self.state);
         let tools = self.listed(&mut st, &cat);
         let set = self.listed_names(&cat, &tools);
-        let differs = match &st.announced {
-            Some(a) => *a != set,
-            None => st.force_announce,
-        };
-        st.force_announce = false;
+        let differs = st.announced.as_ref().is_some_and(|a| *a != set);
         if differs {
             st.announced = Some(set);
             return self.client.get().cloned();

@@ -37,8 +37,7 @@ pub(crate) struct Found {
 /// The session as the proxy keeps it.
 #[derive(Default)]
 pub(crate) struct SessionState {
-    /// Context given by the client in `_meta`, and by searches (a query is a
-    /// user message: its keywords replace the intent keywords).
+    /// Context given by the client in `_meta`.
     pub client: SessionContext,
     /// What the roots tell.
     pub project: ProjectInfo,
@@ -56,9 +55,6 @@ pub(crate) struct SessionState {
     /// The exposed names listed as of the last `notifications/tools/list_changed`
     /// (or of the first `tools/list` answer): a change from it is announced.
     pub announced: Option<BTreeSet<String>>,
-    /// Announce the next listing even without a baseline (a search happened
-    /// before the client ever listed).
-    pub force_announce: bool,
 }
 
 impl SessionState {
