@@ -374,7 +374,13 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             format,
         } => {
             let act = evaluate(&plan, &input).map_err(fail)?;
-            match act.plan.tool_index(&tool) {
+            // the catalog name, or the name MCP clients see through the proxy
+            let index = act.plan.tool_index(&tool).or_else(|| {
+                cli::report::proxy_names(&act.plan)
+                    .iter()
+                    .position(|n| n.as_deref() == Some(tool.as_str()))
+            });
+            match index {
                 Some(i) => print_explain(o, &act, i, format),
                 None => {
                     let hint = toolgate::diag::did_you_mean(

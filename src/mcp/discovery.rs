@@ -240,6 +240,30 @@ pub fn find_result(
     r
 }
 
+/// One search over catalog `cat` (the work of `find_tools` between reading
+/// its arguments and answering): `context` is the session's context with the
+/// query's keywords (the policy's `[keywords]` extraction) as the intent;
+/// the plan is evaluated at session time `now` with `usage`, and the best
+/// `limit` tools for which `keep` holds are returned with the result to send.
+#[allow(clippy::too_many_arguments)]
+pub fn search(
+    cat: &Catalog,
+    mut context: crate::SessionContext,
+    usage: &crate::UsageStats,
+    now: f64,
+    query: &str,
+    limit: Option<usize>,
+    keep: impl Fn(usize) -> bool,
+    call_tool: Option<&str>,
+) -> (CallToolResult, Vec<Match>) {
+    context.user_intent_keywords = cat.plan.analyzer.extract(query);
+    let act = cat.plan.evaluate(&context, usage, now);
+    let matches = best_matches(&act, limit, keep);
+    let best = act.tools.iter().map(|t| t.score).fold(0.0, f64::max);
+    let result = find_result(cat, &matches, query, best, act.effective_threshold, call_tool);
+    (result, matches)
+}
+
 /// Reads `limit`: a positive integer (an integral number or a numeric string
 /// is accepted too).
 fn read_limit(v: Option<&Value>) -> Result<Option<usize>, String> {
@@ -292,7 +316,12 @@ impl Proxy {
             Ok(None) => default_limit(&cat.plan, cat.discovery.limit),
             Err(e) => return Ok(tool_error(e)),
         };
-        let (matches, best, threshold, announce) = {
+        let call_tool = inner
+            .config
+            .call_tool
+            .enabled
+            .then_some(inner.config.call_tool.name.as_str());
+        let (result, matches, announce) = {
             let mut st = lock(&inner.state);
             // The query is the session's user message: its keywords replace
             // the intent keywords; the rest of the context (stage, language,
@@ -300,11 +329,17 @@ impl Proxy {
             // the list as the found set (not as a standing intent, so that
             // `limit` and the expiry decide what stays listed).
             let now = inner.now();
-            let mut ctx = st.effective_context(now);
-            ctx.user_intent_keywords = cat.plan.analyzer.extract(&query);
-            let act = cat.plan.evaluate(&ctx, &st.session.usage, now);
-            let matches = best_matches(&act, limit, |i| !inner.is_withheld(&cat, i));
-            let best = act.tools.iter().map(|t| t.score).fold(0.0, f64::max);
+            let ctx = st.effective_context(now);
+            let (result, matches) = search(
+                &cat,
+                ctx,
+                &st.session.usage,
+                now,
+                &query,
+                limit,
+                |i| !inner.is_withheld(&cat, i),
+                call_tool,
+            );
             st.set_found(
                 matches
                     .iter()
@@ -319,19 +354,13 @@ impl Proxy {
             let names = inner.listed_names(&cat, &listed);
             let announce = st.announced.as_ref() != Some(&names);
             st.announced = Some(names);
-            (matches, best, act.effective_threshold, announce)
+            (result, matches, announce)
         };
         if announce && inner.config.list_changed {
             if let Err(e) = context.peer.notify_tool_list_changed().await {
                 tracing::warn!("cannot send tools/list_changed: {e}");
             }
         }
-        let call_tool = inner
-            .config
-            .call_tool
-            .enabled
-            .then_some(inner.config.call_tool.name.as_str());
-        let result = find_result(&cat, &matches, &query, best, threshold, call_tool);
         let found: Vec<&str> = matches.iter().map(|m| cat.catalog_name(m.tool)).collect();
         inner.record(AuditRecord {
             time: arrived,
