@@ -62,11 +62,11 @@ fn bench(c: &mut Criterion) {
         (direct, proxied)
     });
     let tz = json!({"timezone": "UTC"});
-    let plain = |name: &str| {
-        CallToolRequestParams::new(name.to_string()).with_arguments(args(tz.clone()))
-    };
-    let through = CallToolRequestParams::new("toolgate__call_tool")
-        .with_arguments(args(json!({"name": "time__get_current_time", "arguments": tz})));
+    let plain =
+        |name: &str| CallToolRequestParams::new(name.to_string()).with_arguments(args(tz.clone()));
+    let through = CallToolRequestParams::new("toolgate__call_tool").with_arguments(args(
+        json!({"name": "time__get_current_time", "arguments": tz}),
+    ));
     let find = CallToolRequestParams::new("toolgate__find_tools")
         .with_arguments(args(json!({"query": "what time is it in Tokyo"})));
     for (svc, p) in [
@@ -80,7 +80,10 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("mcp_call_latency");
     g.sample_size(200);
     g.bench_function("direct", |b| {
-        b.iter(|| rt.block_on(direct.call_tool_once(plain("get_current_time"))).unwrap())
+        b.iter(|| {
+            rt.block_on(direct.call_tool_once(plain("get_current_time")))
+                .unwrap()
+        })
     });
     g.bench_function("proxy_tools_call", |b| {
         b.iter(|| {
@@ -89,7 +92,10 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.bench_function("proxy_call_tool", |b| {
-        b.iter(|| rt.block_on(proxied.call_tool_once(through.clone())).unwrap())
+        b.iter(|| {
+            rt.block_on(proxied.call_tool_once(through.clone()))
+                .unwrap()
+        })
     });
     g.bench_function("proxy_find_tools", |b| {
         b.iter(|| rt.block_on(proxied.call_tool_once(find.clone())).unwrap())

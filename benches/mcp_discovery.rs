@@ -28,12 +28,56 @@ use toolgate::mcp::source::PlanInputs;
 use toolgate::{SessionContext, UsageStats};
 
 const WORDS: &[&str] = &[
-    "read", "write", "file", "query", "table", "user", "account", "weather", "forecast", "city",
-    "stock", "price", "order", "invoice", "email", "message", "calendar", "event", "flight",
-    "hotel", "booking", "search", "web", "image", "resize", "convert", "currency", "translate",
-    "text", "summary", "repository", "commit", "branch", "issue", "ticket", "deploy", "server",
-    "log", "metric", "alert", "payment", "customer", "product", "inventory", "shipment", "route",
-    "map", "distance", "time", "zone",
+    "read",
+    "write",
+    "file",
+    "query",
+    "table",
+    "user",
+    "account",
+    "weather",
+    "forecast",
+    "city",
+    "stock",
+    "price",
+    "order",
+    "invoice",
+    "email",
+    "message",
+    "calendar",
+    "event",
+    "flight",
+    "hotel",
+    "booking",
+    "search",
+    "web",
+    "image",
+    "resize",
+    "convert",
+    "currency",
+    "translate",
+    "text",
+    "summary",
+    "repository",
+    "commit",
+    "branch",
+    "issue",
+    "ticket",
+    "deploy",
+    "server",
+    "log",
+    "metric",
+    "alert",
+    "payment",
+    "customer",
+    "product",
+    "inventory",
+    "shipment",
+    "route",
+    "map",
+    "distance",
+    "time",
+    "zone",
 ];
 
 struct Rng(u64);
@@ -80,10 +124,8 @@ fn servers(n: usize) -> Vec<ServerTools> {
 }
 
 fn bench(c: &mut Criterion) {
-    let policy = toolgate::load::load_policy(Some(std::path::Path::new(
-        "policies/selection.toml",
-    )))
-    .unwrap();
+    let policy =
+        toolgate::load::load_policy(Some(std::path::Path::new("policies/selection.toml"))).unwrap();
     let inputs = PlanInputs {
         policy,
         tags: Vec::new(),
@@ -120,8 +162,10 @@ fn bench(c: &mut Criterion) {
             |_| true,
             Some("toolgate__call_tool"),
         );
-        let out = serde_json::to_vec(&serde_json::json!({"jsonrpc": "2.0", "id": v["id"], "result": result}))
-            .unwrap();
+        let out = serde_json::to_vec(
+            &serde_json::json!({"jsonrpc": "2.0", "id": v["id"], "result": result}),
+        )
+        .unwrap();
         (out, matches)
     };
     let (bytes, matches) = round_trip();
@@ -137,13 +181,13 @@ fn bench(c: &mut Criterion) {
     assert!(!matches.is_empty());
 
     let mut g = c.benchmark_group("mcp_discovery_1000_tools");
-    g.bench_function("find_tools_round_trip", |b| b.iter(|| black_box(round_trip())));
+    g.bench_function("find_tools_round_trip", |b| {
+        b.iter(|| black_box(round_trip()))
+    });
     let found: Vec<usize> = matches.iter().map(|m| m.tool).collect();
     g.bench_function("tools_list_after_find", |b| {
         b.iter(|| {
-            let act = cat
-                .plan
-                .evaluate(&SessionContext::default(), &usage, 10.0);
+            let act = cat.plan.evaluate(&SessionContext::default(), &usage, 10.0);
             let mut tools: Vec<Tool> = Vec::new();
             for t in &act.tools {
                 if t.active || found.contains(&t.tool) {

@@ -115,7 +115,11 @@ fn main() {
         }
     }
     for limit in limits {
-        for (split, pick) in [("all", None), ("train", Some(false)), ("held-out", Some(true))] {
+        for (split, pick) in [
+            ("all", None),
+            ("train", Some(false)),
+            ("held-out", Some(true)),
+        ] {
             let mut n = 0;
             let mut hit = 0;
             let mut sizes = Vec::new();

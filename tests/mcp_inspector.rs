@@ -13,7 +13,9 @@ use std::process::Command;
 #[test]
 fn mcp_proxy_with_mcp_inspector_as_the_client() {
     if std::env::var_os("TOOLGATE_SKIP_INSPECTOR").is_some_and(|v| v == "1") {
-        eprintln!("SKIPPED ON PURPOSE (TOOLGATE_SKIP_INSPECTOR=1): the MCP Inspector flows did not run");
+        eprintln!(
+            "SKIPPED ON PURPOSE (TOOLGATE_SKIP_INSPECTOR=1): the MCP Inspector flows did not run"
+        );
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -25,7 +27,10 @@ fn mcp_proxy_with_mcp_inspector_as_the_client() {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join(".mcp-inspector"))
         .join("node_modules/.bin/mcp-inspector");
-    for (what, p) in [("the MCP test virtualenv", &python), ("MCP Inspector", &inspector)] {
+    for (what, p) in [
+        ("the MCP test virtualenv", &python),
+        ("MCP Inspector", &inspector),
+    ] {
         assert!(
             p.exists(),
             "{what} is missing ({}): run .ci/run to install it, or set TOOLGATE_SKIP_INSPECTOR=1 to skip the Inspector flows on purpose",
@@ -46,5 +51,8 @@ fn mcp_proxy_with_mcp_inspector_as_the_client() {
         .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
         .status()
         .expect("cannot run pytest");
-    assert!(status.success(), "tests/mcp/test_inspector.py failed ({status})");
+    assert!(
+        status.success(),
+        "tests/mcp/test_inspector.py failed ({status})"
+    );
 }

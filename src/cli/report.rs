@@ -213,7 +213,8 @@ fn short(f: &str) -> &str {
 /// for catalog names of the form `server.tool`; `None` for the others.
 pub fn proxy_names(plan: &toolgate::Plan) -> Vec<Option<String>> {
     use toolgate::mcp::names::{NameFormat, assign};
-    let split: Vec<Option<(&str, &str)>> = plan.tools.iter().map(|t| t.name.split_once('.')).collect();
+    let split: Vec<Option<(&str, &str)>> =
+        plan.tools.iter().map(|t| t.name.split_once('.')).collect();
     let pairs: Vec<(&str, &str)> = split.iter().flatten().copied().collect();
     let d = toolgate::mcp::ProxyConfig::default();
     let reserved = [d.find_tools.name.as_str(), d.call_tool.name.as_str()];
@@ -247,7 +248,10 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
         threshold_text(act)
     );
     if let Some(n) = exposed {
-        w!(o, "MCP clients see it as `{n}` (toolgate mcp-proxy, default name format)");
+        w!(
+            o,
+            "MCP clients see it as `{n}` (toolgate mcp-proxy, default name format)"
+        );
     }
     w!(o);
     w!(

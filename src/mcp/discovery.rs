@@ -260,7 +260,14 @@ pub fn search(
     let act = cat.plan.evaluate(&context, usage, now);
     let matches = best_matches(&act, limit, keep);
     let best = act.tools.iter().map(|t| t.score).fold(0.0, f64::max);
-    let result = find_result(cat, &matches, query, best, act.effective_threshold, call_tool);
+    let result = find_result(
+        cat,
+        &matches,
+        query,
+        best,
+        act.effective_threshold,
+        call_tool,
+    );
     (result, matches)
 }
 
@@ -356,10 +363,11 @@ impl Proxy {
             st.announced = Some(names);
             (result, matches, announce)
         };
-        if announce && inner.config.list_changed {
-            if let Err(e) = context.peer.notify_tool_list_changed().await {
-                tracing::warn!("cannot send tools/list_changed: {e}");
-            }
+        if announce
+            && inner.config.list_changed
+            && let Err(e) = context.peer.notify_tool_list_changed().await
+        {
+            tracing::warn!("cannot send tools/list_changed: {e}");
         }
         let found: Vec<&str> = matches.iter().map(|m| cat.catalog_name(m.tool)).collect();
         inner.record(AuditRecord {

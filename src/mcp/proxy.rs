@@ -470,6 +470,9 @@ impl Inner {
 
     /// Seconds until the next found tool expires by time.
     fn next_expiry(&self) -> Option<Duration> {
+        if !self.config.list_changed {
+            return None; // nothing to announce; expiry applies at the next listing
+        }
         let cat = self.catalog.load_full()?;
         let st = lock(&self.state);
         st.next_expiry(&cat.discovery, self.now())

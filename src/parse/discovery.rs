@@ -86,7 +86,7 @@ pub fn read_discovery(t: Option<Table<'_, '_>>) -> DiscoveryParams {
         }
     }
     if let Some((x, span)) = t.f64("expiry_seconds") {
-        if !(x >= 0.0) {
+        if x.is_nan() || x < 0.0 {
             r.error(
                 ErrorKind::OutOfRange,
                 span,
@@ -145,7 +145,7 @@ mod tests {
             .next()
             .unwrap();
         let text = format!("{base}\n{section}\n");
-        parse_policy(SourceFile::new("p.toml", &text))
+        parse_policy(SourceFile::new("p.toml", text.as_str()))
             .map(|p| p.discovery)
             .map_err(|e| e.to_string())
     }
