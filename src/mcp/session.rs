@@ -169,12 +169,15 @@ mod tests {
             ..Default::default()
         };
         st.set_found(vec!["a.x".into(), "a.y".into()], 0.0);
-        st.record_call("a.x", 1.0, 5);
-        st.record_call("a.z", 2.0, 5);
-        assert!(!st.expire(&by_calls, 3.0));
+        st.record_call("a.z", 1.0, 5);
+        assert!(!st.expire(&by_calls, 1.5), "one call of another tool");
+        st.record_call("a.x", 2.0, 5); // a.x used: its count restarts
+        assert!(st.expire(&by_calls, 2.5), "a.y: two calls of other tools");
+        assert_eq!(st.found.len(), 1);
         st.record_call("a.z", 3.0, 5);
-        assert!(st.expire(&by_calls, 4.0));
-        assert_eq!(st.found.len(), 0, "a.y after 3 calls, a.x after 2");
+        st.record_call("a.z", 4.0, 5);
+        assert!(st.expire(&by_calls, 5.0));
+        assert_eq!(st.found.len(), 0, "a.x after two calls since it was used");
         assert!(!st.expire(&DiscoveryParams::default(), 1e9));
     }
 

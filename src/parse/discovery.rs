@@ -139,9 +139,10 @@ mod tests {
     use crate::parse::policy::parse_policy;
 
     fn with(section: &str) -> Result<super::DiscoveryParams, String> {
+        // the shipped policy up to its own [discovery]
         let base = crate::load::DEFAULT_POLICY
             .1
-            .split("[[examples]]")
+            .split("[discovery]")
             .next()
             .unwrap();
         let text = format!("{base}\n{section}\n");
