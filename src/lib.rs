@@ -52,6 +52,7 @@
 #![warn(missing_docs)]
 
 pub mod compile;
+pub mod context;
 pub mod diag;
 pub mod eval;
 #[cfg(feature = "proptest")]
@@ -69,8 +70,9 @@ pub mod reload;
 pub mod replay;
 #[cfg(feature = "proptest")]
 pub mod strategies;
+pub mod text;
 
+pub use context::{Session, SessionContext, UsageStats};
 pub use diag::{Diagnostic, ErrorKind, LoadError};
-pub use eval::context::{Session, SessionContext, UsageStats};
 pub use eval::{Activation, ActivationDiff, Reason, TermExplanation, ToolScore};
 pub use plan::{FEATURES, Plan};

@@ -11,10 +11,10 @@ use serde_json::Value;
 
 use crate::compile::condition::CompiledCondition;
 use crate::compile::formula::Formula;
-use crate::eval::bm25::Bm25Index;
-use crate::eval::keywords::Analyzer;
 use crate::parse::policy::FeatureParams;
 use crate::parse::tags::GateTags;
+use crate::text::bm25::Bm25Index;
+use crate::text::keywords::Analyzer;
 
 /// A map keyed by tool names or keyword terms (FxHash: these keys are not
 /// attacker-chosen in a way that matters for a per-process plan, and lookups sit
@@ -26,7 +26,7 @@ pub type NameMap<V> = rustc_hash::FxHashMap<String, V>;
 /// | feature | value |
 /// | --- | --- |
 /// | `domain_match` | share of the context's inferred domain weight that falls on the tool's domains, \[0,1\] (seed 000 `_domain_match`) |
-/// | `keyword_match` | Jaccard (or containment) of trigger and intent keywords, or BM25 over the tool's text divided by the best tool's ([`crate::eval::bm25`]), \[0,1\] |
+/// | `keyword_match` | Jaccard (or containment) of trigger and intent keywords, or BM25 over the tool's text divided by the best tool's ([`crate::text::bm25`]), \[0,1\] |
 /// | `stage_match` | `stage_match.hit` when the stage is preferred, else `.miss` |
 /// | `usage_bonus` | `min(normalised usage * multiplier, cap)` |
 /// | `priority_bonus` | the tool's `base_priority`, \[0,1\] |

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 use proptest::prelude::*;
 
-use crate::eval::context::{SessionContext, UsageStats};
+use crate::context::{SessionContext, UsageStats};
 use crate::plan::Plan;
 
 fn words(plan: &Plan) -> Vec<String> {

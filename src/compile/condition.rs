@@ -18,10 +18,10 @@
 
 use evalexpr::{ContextWithMutableVariables, HashMapContext, Node, Value};
 
-use crate::eval::context::{SessionContext, UsageStats};
-use crate::eval::keywords::Analyzer;
+use crate::context::{SessionContext, UsageStats};
 use crate::parse::policy::Condition;
 use crate::plan::NameMap;
+use crate::text::keywords::Analyzer;
 
 /// Variables an `expr` may read.
 pub const EXPR_VARIABLES: &[&str] = &[

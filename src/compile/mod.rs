@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink};
-use crate::eval::bm25::{Bm25Index, ToolText};
-use crate::eval::keywords::Analyzer;
 use crate::parse::policy::{AutoComplexity, PolicySource, Sp};
 use crate::parse::tags::ToolSpec;
 use crate::plan::{CompiledRule, CompiledTool, FEATURES, Plan};
+use crate::text::bm25::{Bm25Index, ToolText};
+use crate::text::keywords::Analyzer;
 
 use condition::{CompiledCondition, EXPR_FUNCTIONS, EXPR_VARIABLES, ExprError};
 use formula::FormulaError;

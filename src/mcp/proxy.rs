@@ -21,8 +21,8 @@ use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc, watch};
 
+use crate::context::{Session, SessionContext};
 use crate::eval::Activation;
-use crate::eval::context::{Session, SessionContext};
 use crate::plan::Plan;
 
 use super::audit::{AuditRecord, AuditSink, Outcome};

@@ -47,7 +47,7 @@ pub enum KeywordMethod {
     Containment,
     /// BM25 of the intent keywords over each tool's name, description,
     /// parameters and keywords, divided by the best tool's score
-    /// ([`crate::eval::bm25`]); parameters in [`FeatureParams::bm25`].
+    /// ([`crate::text::bm25`]); parameters in [`FeatureParams::bm25`].
     Bm25,
 }
 

@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::context::Session;
 use crate::eval::Activation;
-use crate::eval::context::Session;
 use crate::parse::policy::UsageNormalization;
 use crate::plan::Plan;
 use crate::replay::trace::{Event, Trace, TraceError, TraceLine};
