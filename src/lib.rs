@@ -53,6 +53,7 @@
 
 pub mod compile;
 pub mod context;
+pub mod defaults;
 pub mod diag;
 pub mod eval;
 #[cfg(feature = "proptest")]

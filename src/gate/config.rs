@@ -280,7 +280,7 @@ pub fn shipped() -> &'static GateConfig {
     }
     SHIPPED.get_or_init(|| {
         BUILDING.with(|b| b.set(true));
-        let parsed = toml::from_str::<Wrapper>(crate::load::DEFAULT_POLICY.1);
+        let parsed = toml::from_str::<Wrapper>(crate::defaults::DEFAULT_POLICY.1);
         BUILDING.with(|b| b.set(false));
         match parsed {
             Ok(Wrapper { gate: Some(g) }) => g,
