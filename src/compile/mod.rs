@@ -19,7 +19,8 @@ use crate::plan::{CompiledRule, CompiledTool, FEATURES, Plan};
 use crate::text::bm25::{Bm25Index, ToolText};
 use crate::text::keywords::Analyzer;
 
-use condition::{CompiledCondition, EXPR_FUNCTIONS, EXPR_VARIABLES, ExprError};
+use crate::plan::condition::CompiledCondition;
+use condition::{EXPR_FUNCTIONS, EXPR_VARIABLES, ExprError};
 use formula::FormulaError;
 
 fn fnv1a(hash: &mut u64, bytes: &[u8]) {

@@ -1,20 +1,29 @@
 //! The compiled, immutable evaluation plan.
 //!
-//! A [`Plan`] is what [`crate::compile::compile`] makes of a policy and a tool
-//! catalog: every name resolved to an index, every constant of the formula
+//! A [`Plan`] is what compile (`compile::compile`) makes of a policy and a
+//! tool catalog: every name resolved to an index, every constant of the formula
 //! folded in, per-tool constants (priority, complexity penalty, keyword term
-//! ids, domain ids, stage mask) precomputed. Evaluation
-//! ([`Plan::evaluate`](crate::Plan::evaluate)) only reads it, so one plan can
-//! serve many threads, and a reload swaps in a new one.
+//! ids, domain ids, stage mask) precomputed. The runtimes only read it
+//! (evaluate: `Plan::evaluate`; the call gate), so one plan can serve many
+//! threads, and a reload swaps in a new one.
+//!
+//! This module holds data types only, with the submodules for the lowered
+//! formula ([`formula`]), the rules' conditions ([`condition`]) and, with the
+//! `gate` feature, the call gate's compiled configuration ([`gate`]). It
+//! knows nothing of how plans are built, loaded or run.
+
+pub mod condition;
+pub mod formula;
 
 use serde_json::Value;
 
-use crate::compile::condition::CompiledCondition;
-use crate::compile::formula::Formula;
 use crate::parse::policy::FeatureParams;
 use crate::parse::tags::GateTags;
+
 use crate::text::bm25::Bm25Index;
 use crate::text::keywords::Analyzer;
+use condition::CompiledCondition;
+use formula::Formula;
 
 /// A map keyed by tool names or keyword terms (FxHash: these keys are not
 /// attacker-chosen in a way that matters for a per-process plan, and lookups sit
@@ -171,8 +180,8 @@ impl NameIndex {
     }
 }
 
-/// The compiled plan. Build it with [`crate::compile::compile`] or
-/// [`crate::load::load_plan`].
+/// The compiled plan. Built by `compile::compile` (or `load::load_plan`,
+/// which reads the files first).
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// `[policy] name`.
