@@ -8,6 +8,8 @@
 
 pub mod condition;
 pub mod formula;
+#[cfg(feature = "gate")]
+pub mod gate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -341,7 +343,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     #[cfg(feature = "gate")]
     let mut schemas = Vec::with_capacity(tools.len());
     #[cfg(feature = "gate")]
-    let mut schema_cache = crate::gate::SchemaCache::default();
+    let mut schema_cache = gate::SchemaCache::default();
     for t in tools {
         if let Some(f) = &t.file {
             fnv1a(&mut hash, f.name.as_bytes());
@@ -468,11 +470,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             continue;
         }
         #[cfg(feature = "gate")]
-        schemas.push(crate::gate::compile_tool_schema(
-            &t,
-            &mut schema_cache,
-            &mut sink,
-        ));
+        schemas.push(gate::compile_tool_schema(&t, &mut schema_cache, &mut sink));
         let mut ids: Vec<u32> = Vec::new();
         for k in &keywords {
             for term in analyzer.expand_keyword(k) {
@@ -524,7 +522,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     }
 
     #[cfg(feature = "gate")]
-    let gate = crate::gate::build_gate(policy, &compiled, schemas, &domains, &mut sink);
+    let gate = gate::build_gate(policy, &compiled, schemas, &domains, &mut sink);
 
     if !sink.is_empty() {
         return Err(LoadError {

@@ -14,6 +14,8 @@
 
 pub mod condition;
 pub mod formula;
+#[cfg(feature = "gate")]
+pub mod gate;
 
 use serde_json::Value;
 
@@ -241,9 +243,9 @@ pub struct Plan {
     /// Number of policy examples that were checked and held.
     pub examples_checked: usize,
     /// The call gate: `[gate]` read and compiled, with each tool's schema
-    /// (see [`crate::gate`]). `None` only for plans built by hand.
+    /// (see [`gate`]). `None` only for plans built by hand.
     #[cfg(feature = "gate")]
-    pub gate: Option<std::sync::Arc<crate::gate::CompiledGate>>,
+    pub gate: Option<std::sync::Arc<gate::CompiledGate>>,
 }
 
 impl Plan {
