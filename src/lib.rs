@@ -69,11 +69,11 @@ pub mod plan;
 #[cfg(feature = "reload")]
 pub mod reload;
 pub mod replay;
-#[cfg(feature = "proptest")]
-pub mod strategies;
 pub mod text;
 
 pub use context::{Session, SessionContext, UsageStats};
 pub use diag::{Diagnostic, ErrorKind, LoadError};
 pub use eval::{Activation, ActivationDiff, Reason, TermExplanation, ToolScore};
+#[cfg(feature = "proptest")]
+pub use fuzz::strategies;
 pub use plan::{FEATURES, Plan};
