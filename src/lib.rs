@@ -12,13 +12,19 @@
 //!        │  parse      (parse::policy, parse::tags; TOML with spans → sources)
 //!        ▼
 //!   PolicySource + ToolSpec
-//!        │  compile    (compile: validate, lower the formula, intern keywords)
-//!        ▼
-//!      Plan            (plan: immutable, shared behind Arc)
+//!        │  compile    (compile: validate, lower the formula, intern keywords,
+//!        ▼              compile [gate]; then check the policy's examples)
+//!      Plan            (plan: immutable data, shared behind Arc)
 //!        │  evaluate   (eval: SessionContext + UsageStats + now → Activation)
 //!        ▼
 //!   Activation         (scores, active set, explanations, diffs)
 //! ```
+//!
+//! Below the stages sit [`diag`] (diagnostics), [`defaults`] (the embedded
+//! policy and tags), [`context`] (what a session knows) and [`text`] (keyword
+//! analysis, BM25). Module dependencies point one way, from policy text to
+//! the edges; `docs/architecture.md` lists the order and `tests/layering.rs`
+//! enforces it.
 //!
 //! [`replay`] replays recorded sessions (JSON Lines traces) against plans,
 //! compares two policies on them and fits a policy's weights.

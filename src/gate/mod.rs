@@ -21,7 +21,10 @@
 //! event per verdict and per execution.
 //!
 //! Everything is compiled into the [`Plan`] (`plan.gate`) when the policy
-//! loads: the configuration, the pattern set and each tool's schema.
+//! loads: the configuration, the pattern set and each tool's schema. Their
+//! types live with the plan ([`crate::plan::gate`]) and are re-exported here
+//! under their usual names ([`config`], [`GateConfig`], [`PatternSet`], ...);
+//! this module is the runtime that reads them.
 //!
 //! ```
 //! use std::sync::Arc;
