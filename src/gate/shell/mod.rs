@@ -14,12 +14,12 @@
 //!
 //! The analysis runs in four stages, one module each:
 //!
-//! 1. [`parse`]: tokenize and parse a line (or embedded code) into an AST;
-//! 2. [`normalize`]: words after quote removal and expansion, options and
+//! 1. `parse`: tokenize and parse a line (or embedded code) into an AST;
+//! 2. `normalize`: words after quote removal and expansion, options and
 //!    operands as the command reads them;
-//! 3. [`effects`]: walk the AST and follow each command through wrappers,
+//! 3. `effects`: walk the AST and follow each command through wrappers,
 //!    `find` and interpreters, with the structural checks;
-//! 4. [`rules`]: match normalised commands and redirections against the
+//! 4. `rules`: match normalised commands and redirections against the
 //!    configured rules.
 //!
 //! The configuration types live with the plan ([`crate::plan::gate::shell`])
