@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::eval::context::{SessionContext, UsageStats};
+use crate::context::{SessionContext, UsageStats};
 use crate::parse::tags::InlineTool;
 use crate::plan::Plan;
 

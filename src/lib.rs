@@ -12,13 +12,19 @@
 //!        │  parse      (parse::policy, parse::tags; TOML with spans → sources)
 //!        ▼
 //!   PolicySource + ToolSpec
-//!        │  compile    (compile: validate, lower the formula, intern keywords)
-//!        ▼
-//!      Plan            (plan: immutable, shared behind Arc)
+//!        │  compile    (compile: validate, lower the formula, intern keywords,
+//!        ▼              compile [gate]; then check the policy's examples)
+//!      Plan            (plan: immutable data, shared behind Arc)
 //!        │  evaluate   (eval: SessionContext + UsageStats + now → Activation)
 //!        ▼
 //!   Activation         (scores, active set, explanations, diffs)
 //! ```
+//!
+//! Below the stages sit [`diag`] (diagnostics), [`defaults`] (the embedded
+//! policy and tags), [`context`] (what a session knows) and [`text`] (keyword
+//! analysis, BM25). Module dependencies point one way, from policy text to
+//! the edges; `docs/architecture.md` lists the order and `tests/layering.rs`
+//! enforces it.
 //!
 //! [`replay`] replays recorded sessions (JSON Lines traces) against plans,
 //! compares two policies on them and fits a policy's weights.
@@ -52,6 +58,8 @@
 #![warn(missing_docs)]
 
 pub mod compile;
+pub mod context;
+pub mod defaults;
 pub mod diag;
 pub mod eval;
 #[cfg(feature = "proptest")]
@@ -67,10 +75,11 @@ pub mod plan;
 #[cfg(feature = "reload")]
 pub mod reload;
 pub mod replay;
-#[cfg(feature = "proptest")]
-pub mod strategies;
+pub mod text;
 
+pub use context::{Session, SessionContext, UsageStats};
 pub use diag::{Diagnostic, ErrorKind, LoadError};
-pub use eval::context::{Session, SessionContext, UsageStats};
 pub use eval::{Activation, ActivationDiff, Reason, TermExplanation, ToolScore};
+#[cfg(feature = "proptest")]
+pub use fuzz::strategies;
 pub use plan::{FEATURES, Plan};

@@ -64,9 +64,9 @@ use notify_debouncer_full::{
     DebounceEventResult, DebouncedEvent, Debouncer, NoCache, RecommendedCache, new_debouncer_opt,
 };
 
+use crate::context::{SessionContext, UsageStats};
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::eval::ActivationDiff;
-use crate::eval::context::{SessionContext, UsageStats};
 use crate::load::{DEFAULT_POLICY, DEFAULT_TAGS, Sources};
 use crate::parse::policy::{PolicySource, ReloadParams, parse_policy};
 use crate::parse::tags::{ToolSpec, import_tools_json, parse_tag_file};

@@ -1,8 +1,9 @@
 //! `[gate]` in a policy: the shipped section loads, keys left out take the
 //! shipped values, and every problem is an error at its file:line:column.
 
+use toolgate::compile::gate::load_gate_config;
 use toolgate::diag::{ErrorKind, SourceFile};
-use toolgate::gate::config::{load_gate_config, shipped};
+use toolgate::gate::config::shipped;
 use toolgate::gate::{Action, PatternScope, PatternSet, Severity};
 use toolgate::load::DEFAULT_POLICY;
 use toolgate::parse::policy::parse_policy;

@@ -23,79 +23,20 @@
 
 use evalexpr::{Node, Operator, Value};
 
-/// One instruction of a term's postfix program.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Op {
-    /// Push a constant.
-    Const(f64),
-    /// Push feature number `n` (an index into [`crate::compile::FEATURES`]).
-    Feature(u8),
-    /// Pop b, pop a, push a + b.
-    Add,
-    /// Pop b, pop a, push a - b.
-    Sub,
-    /// Pop b, pop a, push a * b.
-    Mul,
-    /// Pop b, pop a, push a / b.
-    Div,
-    /// Pop b, pop a, push a.powf(b).
-    Pow,
-    /// Negate the top.
-    Neg,
-    /// Pop n values, push their minimum (folded from +inf and bounded by
-    /// `i64::MAX`, exactly as evalexpr 11 does).
-    Min(u8),
-    /// Pop n values, push their maximum (folded from -inf, bounded by `i64::MIN`).
-    Max(u8),
-    /// Unary math function applied to the top.
-    Func(MathFn),
-}
+use crate::plan::formula::{Formula, MAX_STACK, MathFn, Op, Term};
 
-/// The unary functions of the policy language.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MathFn {
-    /// `floor`
-    Floor,
-    /// `ceil`
-    Ceil,
-    /// `round` (half away from zero)
-    Round,
-    /// `math::abs`
-    Abs,
-    /// `math::sqrt`
-    Sqrt,
-    /// `math::ln`
-    Ln,
-    /// `math::exp`
-    Exp,
-}
-
-impl MathFn {
-    fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "floor" => MathFn::Floor,
-            "ceil" => MathFn::Ceil,
-            "round" => MathFn::Round,
-            "math::abs" => MathFn::Abs,
-            "math::sqrt" => MathFn::Sqrt,
-            "math::ln" => MathFn::Ln,
-            "math::exp" => MathFn::Exp,
-            _ => return None,
-        })
-    }
-
-    #[inline]
-    fn apply(self, x: f64) -> f64 {
-        match self {
-            MathFn::Floor => x.floor(),
-            MathFn::Ceil => x.ceil(),
-            MathFn::Round => x.round(),
-            MathFn::Abs => x.abs(),
-            MathFn::Sqrt => x.sqrt(),
-            MathFn::Ln => x.ln(),
-            MathFn::Exp => x.exp(),
-        }
-    }
+/// The unary function called `name` in the policy language.
+fn math_fn(name: &str) -> Option<MathFn> {
+    Some(match name {
+        "floor" => MathFn::Floor,
+        "ceil" => MathFn::Ceil,
+        "round" => MathFn::Round,
+        "math::abs" => MathFn::Abs,
+        "math::sqrt" => MathFn::Sqrt,
+        "math::ln" => MathFn::Ln,
+        "math::exp" => MathFn::Exp,
+        _ => return None,
+    })
 }
 
 /// The names of the functions a formula may call.
@@ -116,38 +57,6 @@ pub const FUNCTIONS: &[&str] = &[
 /// stack limit of any thread (a reload runs on its own thread), whatever the
 /// formula's shape.
 pub const MAX_EXPRESSION_LEN: usize = 2000;
-
-/// Maximum stack depth of a term program; deeper formulas are rejected.
-pub const MAX_STACK: usize = 64;
-
-/// One additive term of the formula.
-#[derive(Debug, Clone)]
-pub struct Term {
-    /// The term's source text as evalexpr prints it (`w_domain * domain_match`).
-    pub text: String,
-    /// +1.0 or -1.0: whether the term is added or subtracted.
-    pub sign: f64,
-    /// The postfix program computing the term's (unsigned) value.
-    pub program: Vec<Op>,
-    /// When the term is `weight * feature` (either order), a lone feature or a
-    /// constant times a feature: the feature and its constant weight.
-    pub linear: Option<(u8, f64)>,
-    /// Features the term reads.
-    pub features: Vec<u8>,
-}
-
-/// A lowered formula: the terms of its top-level sum.
-#[derive(Debug, Clone)]
-pub struct Formula {
-    /// Source text.
-    pub source: String,
-    /// Terms in evaluation order.
-    pub terms: Vec<Term>,
-    /// When every term is `weight * feature` (or a lone feature): (feature, signed
-    /// weight) per term, for a branch-free sum. `(-w) * f` equals `-(w * f)`
-    /// exactly in IEEE arithmetic, so this computes the same bits as the terms.
-    pub linear: Option<Vec<(u8, f64)>>,
-}
 
 /// Why a formula was rejected.
 #[derive(Debug, Clone, PartialEq)]
@@ -424,7 +333,7 @@ fn emit(
                     Ok(())
                 }
                 name => {
-                    let f = MathFn::from_name(name)
+                    let f = math_fn(name)
                         .ok_or_else(|| FormulaError::UnknownFunction(name.to_string()))?;
                     if args.len() != 1 {
                         return Err(FormulaError::Unsupported(format!(
@@ -455,98 +364,6 @@ fn max_depth(program: &[Op]) -> usize {
         max = max.max(depth);
     }
     max
-}
-
-/// Runs a term program on the feature values. The program was checked at
-/// compile time (stack depth ≤ [`MAX_STACK`], balanced), so this cannot fail.
-#[inline]
-pub fn run(program: &[Op], features: &[f64]) -> f64 {
-    // Fast paths for the shapes of the seed's formula.
-    match program {
-        [Op::Const(w), Op::Feature(f), Op::Mul] => return *w * features[*f as usize],
-        [Op::Feature(f), Op::Const(w), Op::Mul] => return features[*f as usize] * *w,
-        [Op::Feature(f)] => return features[*f as usize],
-        _ => {}
-    }
-    let mut stack = [0.0f64; MAX_STACK];
-    let mut sp = 0usize;
-    for op in program {
-        match *op {
-            Op::Const(x) => {
-                stack[sp] = x;
-                sp += 1;
-            }
-            Op::Feature(f) => {
-                stack[sp] = features[f as usize];
-                sp += 1;
-            }
-            Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Pow => {
-                sp -= 1;
-                let b = stack[sp];
-                let a = stack[sp - 1];
-                stack[sp - 1] = match op {
-                    Op::Add => a + b,
-                    Op::Sub => a - b,
-                    Op::Mul => a * b,
-                    Op::Div => a / b,
-                    _ => a.powf(b),
-                };
-            }
-            Op::Neg => stack[sp - 1] = -stack[sp - 1],
-            Op::Min(n) | Op::Max(n) => {
-                let n = n as usize;
-                let is_min = matches!(op, Op::Min(_));
-                let mut acc = if is_min {
-                    f64::INFINITY
-                } else {
-                    f64::NEG_INFINITY
-                };
-                for &x in &stack[sp - n..sp] {
-                    acc = if is_min { acc.min(x) } else { acc.max(x) };
-                }
-                // evalexpr 11 folds integers separately from i64::MAX / i64::MIN and
-                // returns that bound when it beats the float result (all-NaN or
-                // huge arguments); keep its answer exactly.
-                if is_min && (i64::MAX as f64) < acc {
-                    acc = i64::MAX as f64;
-                } else if !is_min && (i64::MIN as f64) > acc {
-                    acc = i64::MIN as f64;
-                }
-                sp -= n;
-                stack[sp] = acc;
-                sp += 1;
-            }
-            Op::Func(f) => stack[sp - 1] = f.apply(stack[sp - 1]),
-        }
-    }
-    stack[0]
-}
-
-impl Formula {
-    /// The unclamped score: the terms summed in evalexpr's order. `contributions`
-    /// receives each term's signed contribution when given.
-    #[inline]
-    pub fn eval(&self, features: &[f64], mut contributions: Option<&mut Vec<f64>>) -> f64 {
-        if let (Some(lin), None) = (&self.linear, &contributions)
-            && let Some((&(f0, w0), rest)) = lin.split_first()
-        {
-            let mut sum = w0 * features[f0 as usize];
-            for &(f, w) in rest {
-                sum += w * features[f as usize];
-            }
-            return sum;
-        }
-        let mut sum = 0.0;
-        for (i, t) in self.terms.iter().enumerate() {
-            let v = run(&t.program, features);
-            let c = if t.sign < 0.0 { -v } else { v };
-            if let Some(out) = contributions.as_deref_mut() {
-                out.push(c);
-            }
-            sum = if i == 0 { c } else { sum + c };
-        }
-        sum
-    }
 }
 
 /// Evaluates `source` through evalexpr itself, with every integer literal read as

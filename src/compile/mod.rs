@@ -5,21 +5,32 @@
 //! tools, complexity ranges, pinned tools, and finally the policy's own
 //! examples, which are evaluated against the new plan. Every problem is
 //! reported, each with its file:line:column; nothing is compiled half-way.
+//!
+//! The parts: [`formula`] lowers the score formula, [`condition`] the domain
+//! rules' conditions, [`gate`] (feature `gate`) reads `[gate]` and compiles
+//! the danger patterns and each tool's schema; `examples` runs the policy's
+//! `[[examples]]` on the new plan with evaluate and the call gate, so compile
+//! sits above both runtimes (they only read a plan; nothing below compile
+//! knows how plans are made).
 
 pub mod condition;
+mod examples;
 pub mod formula;
+#[cfg(feature = "gate")]
+pub mod gate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink};
-use crate::eval::bm25::{Bm25Index, ToolText};
-use crate::eval::keywords::Analyzer;
 use crate::parse::policy::{AutoComplexity, PolicySource, Sp};
 use crate::parse::tags::ToolSpec;
 use crate::plan::{CompiledRule, CompiledTool, FEATURES, Plan};
+use crate::text::bm25::{Bm25Index, ToolText};
+use crate::text::keywords::Analyzer;
 
-use condition::{CompiledCondition, EXPR_FUNCTIONS, EXPR_VARIABLES, ExprError};
+use crate::plan::condition::CompiledCondition;
+use condition::{EXPR_FUNCTIONS, EXPR_VARIABLES, ExprError};
 use formula::FormulaError;
 
 fn fnv1a(hash: &mut u64, bytes: &[u8]) {
@@ -340,7 +351,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     #[cfg(feature = "gate")]
     let mut schemas = Vec::with_capacity(tools.len());
     #[cfg(feature = "gate")]
-    let mut schema_cache = crate::gate::SchemaCache::default();
+    let mut schema_cache = gate::SchemaCache::default();
     for t in tools {
         if let Some(f) = &t.file {
             fnv1a(&mut hash, f.name.as_bytes());
@@ -467,11 +478,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             continue;
         }
         #[cfg(feature = "gate")]
-        schemas.push(crate::gate::compile_tool_schema(
-            &t,
-            &mut schema_cache,
-            &mut sink,
-        ));
+        schemas.push(gate::compile_tool_schema(&t, &mut schema_cache, &mut sink));
         let mut ids: Vec<u32> = Vec::new();
         for k in &keywords {
             for term in analyzer.expand_keyword(k) {
@@ -523,7 +530,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     }
 
     #[cfg(feature = "gate")]
-    let gate = crate::gate::build_gate(policy, &compiled, schemas, &domains, &mut sink);
+    let gate = gate::build_gate(policy, &compiled, schemas, &domains, &mut sink);
 
     if !sink.is_empty() {
         return Err(LoadError {
@@ -612,7 +619,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         #[cfg(feature = "gate")]
         gate,
     };
-    let plan = check_examples(policy, plan)?;
+    let plan = examples::check_examples(policy, plan)?;
     tracing::info!(
         policy = %plan.policy_name,
         tools = plan.tools.len(),
@@ -623,150 +630,4 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         "compiled plan"
     );
     Ok(plan)
-}
-
-/// Runs the policy's `[[examples]]` against `plan`. An example naming a tool
-/// that is not in the catalog is skipped with a warning (the same policy can be
-/// used with other catalogs); a failing expectation is an error.
-fn check_examples(policy: &PolicySource, mut plan: Plan) -> Result<Plan, LoadError> {
-    let mut sink = Sink::default();
-    let mut checked = 0;
-    let mut warnings = Vec::new();
-    let shared = Arc::new(plan.clone());
-    for ex in &policy.examples {
-        let names: Vec<&Sp<String>> = ex.active.iter().chain(ex.inactive.iter()).collect();
-        let mut typo = false;
-        for n in &names {
-            if shared.tool_index(&n.value).is_none() {
-                let close = shared
-                    .by_name
-                    .keys()
-                    .filter(|k| strsim::levenshtein(k, &n.value) <= 2)
-                    .min_by_key(|k| strsim::levenshtein(k, &n.value));
-                if let Some(close) = close {
-                    // a near miss is a typo, not a tool of another catalog
-                    sink.push(
-                        at(
-                            policy,
-                            ErrorKind::ExampleFailed,
-                            n.span.clone(),
-                            format!(
-                                "example `{}`: tool `{}` is not in the catalog",
-                                ex.name, n.value
-                            ),
-                        )
-                        .with_help(format!("did you mean `{close}`?")),
-                    );
-                    typo = true;
-                }
-            }
-        }
-        if typo {
-            continue;
-        }
-        let missing: Vec<&str> = names
-            .iter()
-            .filter(|n| shared.tool_index(&n.value).is_none())
-            .map(|n| n.value.as_str())
-            .collect();
-        if !missing.is_empty() {
-            warnings.push(format!(
-                "example `{}` skipped: tool(s) {} not in the catalog",
-                ex.name,
-                missing.join(", ")
-            ));
-            continue;
-        }
-        let input = match crate::input::EvalInput::from_json(&ex.input) {
-            Ok(i) => i,
-            Err(e) => {
-                sink.push(at(
-                    policy,
-                    ErrorKind::InvalidValue,
-                    ex.span.clone(),
-                    format!("example `{}`: {e}", ex.name),
-                ));
-                continue;
-            }
-        };
-        let (ctx, usage, now) = match input.resolve(&shared) {
-            Ok(x) => x,
-            Err(e) => {
-                sink.push(at(
-                    policy,
-                    ErrorKind::InvalidValue,
-                    ex.span.clone(),
-                    format!("example `{}`: {e}", ex.name),
-                ));
-                continue;
-            }
-        };
-        let act = shared.evaluate(&ctx, &usage, now);
-        for n in &ex.active {
-            let s = act.get(&n.value).expect("checked above");
-            if !s.active {
-                sink.push(at(policy, ErrorKind::ExampleFailed, n.span.clone(), format!("example `{}`: `{}` must be active but is not (score {:.4} < effective threshold {:.4})", ex.name, n.value, s.score, act.effective_threshold)));
-            }
-        }
-        for n in &ex.inactive {
-            let s = act.get(&n.value).expect("checked above");
-            if s.active {
-                sink.push(at(policy, ErrorKind::ExampleFailed, n.span.clone(), format!("example `{}`: `{}` must be inactive but is active (score {:.4}, effective threshold {:.4})", ex.name, n.value, s.score, act.effective_threshold)));
-            }
-        }
-        for call in &ex.calls {
-            check_example_call(policy, &shared, &ex.name, call, &mut sink, &mut warnings);
-        }
-        checked += 1;
-    }
-    plan.examples_checked = checked;
-    if plan.tools.is_empty() {
-        warnings.push("the catalog is empty: no tool can be active".to_string());
-    }
-    plan.warnings.extend(warnings);
-    sink.finish(plan)
-}
-
-/// Checks one `[[examples.calls]]` entry against the plan's call gate. A call
-/// expected to be allowed or asked for a tool missing from the catalog is
-/// skipped with a warning, like activation examples.
-fn check_example_call(
-    policy: &PolicySource,
-    plan: &Plan,
-    example: &str,
-    call: &crate::parse::policy::ExampleCall,
-    sink: &mut Sink,
-    warnings: &mut Vec<String>,
-) {
-    if plan.tool_index(&call.tool.value).is_none() && call.decision.value != "deny" {
-        warnings.push(format!(
-            "example `{example}`: call to `{}` skipped: tool not in the catalog",
-            call.tool.value
-        ));
-        return;
-    }
-    #[cfg(feature = "gate")]
-    {
-        let Some(expected) = crate::gate::Action::parse(&call.decision.value) else {
-            return;
-        };
-        if let Err(m) =
-            crate::gate::check_example_call(plan, &call.tool.value, &call.arguments, expected)
-        {
-            sink.push(at(
-                policy,
-                ErrorKind::ExampleFailed,
-                call.span.clone(),
-                format!("example `{example}`: {m}"),
-            ));
-        }
-    }
-    #[cfg(not(feature = "gate"))]
-    {
-        let _ = (policy, sink);
-        warnings.push(format!(
-            "example `{example}`: call to `{}` skipped: built without the `gate` feature",
-            call.tool.value
-        ));
-    }
 }

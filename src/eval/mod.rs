@@ -6,22 +6,21 @@
 //! resolved to tool indices. Then each tool costs a handful of array reads and
 //! the lowered formula. Time is an input (`now`), never read here.
 
-pub mod bm25;
-pub mod context;
-pub mod keywords;
+pub mod condition;
+pub mod formula;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::compile::condition::Facts;
 use crate::parse::policy::{KeywordMethod, UsageNormalization};
 use crate::plan::{
     F_COMPLEXITY, F_DOMAIN, F_KEYWORD, F_PRIORITY, F_RECENCY, F_STAGE, F_USAGE, FEATURES, Plan,
 };
 
-use context::{SessionContext, UsageStats};
+use crate::context::{SessionContext, UsageStats};
+use condition::Facts;
 
 /// Why a tool is (or is not) in the active set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -21,7 +21,10 @@
 //! event per verdict and per execution.
 //!
 //! Everything is compiled into the [`Plan`] (`plan.gate`) when the policy
-//! loads: the configuration, the pattern set and each tool's schema.
+//! loads: the configuration, the pattern set and each tool's schema. Their
+//! types live with the plan ([`crate::plan::gate`]) and are re-exported here
+//! under their usual names ([`config`], [`GateConfig`], [`PatternSet`], ...);
+//! this module is the runtime that reads them.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -36,7 +39,6 @@
 //! ```
 
 pub mod audit;
-pub mod config;
 pub mod exec;
 pub mod path;
 pub mod patterns;
@@ -52,6 +54,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::plan::gate::config;
+pub use crate::plan::gate::{CompiledGate, GateTool};
 pub use audit::{AuditRecord, AuditSink, JsonlSink};
 pub use config::GateConfig;
 pub use exec::{ExecError, ExecSettings, Execution, ToolError};
@@ -61,208 +65,8 @@ pub use shell::{ShellConfig, ShellInput, analyze_shell};
 pub use sql::{SqlConfig, analyze_sql};
 pub use types::{Action, Check, Finding, FindingKind, Severity, decide};
 
-use crate::diag::{Diagnostic, ErrorKind, Sink};
-use crate::parse::policy::PolicySource;
-use crate::parse::tags::{ArgRole, RiskLevel, ToolSpec};
-use crate::plan::{CompiledTool, Plan};
-use config::JsonType;
-use schema::ToolSchema;
-
-/// What the gate knows of one tool, compiled with the plan.
-#[derive(Debug, Clone)]
-pub struct GateTool {
-    /// The compiled input schema.
-    pub schema: ToolSchema,
-    /// Top-level argument name → role (declared in the tags, or inferred).
-    pub roles: Vec<(String, ArgRole)>,
-    /// Whether the roles were inferred by `[[gate.infer]]`.
-    pub roles_inferred: bool,
-    /// Risk level (the policy's default when the tags say nothing).
-    pub risk_level: RiskLevel,
-    /// The user must confirm every call.
-    pub requires_confirmation: bool,
-    /// Read-only: SQL must be one read statement, paths are read.
-    pub read_only: bool,
-    /// SQL dialect tag (empty: the policy's default).
-    pub sql_dialect: String,
-}
-
-impl GateTool {
-    /// The role of top-level argument `name`, if any.
-    pub fn role_of(&self, name: &str) -> Option<ArgRole> {
-        self.roles.iter().find(|(n, _)| n == name).map(|(_, r)| *r)
-    }
-}
-
-/// The gate part of a plan: configuration, compiled patterns and per-tool data.
-#[derive(Debug, Clone)]
-pub struct CompiledGate {
-    /// `[gate]` as read (shipped defaults filled in).
-    pub config: GateConfig,
-    /// `[[gate.patterns]]` as one `RegexSet`.
-    pub patterns: PatternSet,
-    /// Per tool, in the order of [`Plan::tools`].
-    pub tools: Vec<GateTool>,
-}
-
-/// Compiled schemas of one plan build, by schema text: catalogs repeat
-/// schemas (every argument-less tool has the same one), and compiling is the
-/// costly part.
-pub type SchemaCache = std::collections::HashMap<String, ToolSchema>;
-
-/// Compiles `spec`'s input schema (once per distinct schema in `cache`); an
-/// invalid schema is a load error at the tool's location.
-pub fn compile_tool_schema(
-    spec: &ToolSpec,
-    cache: &mut SchemaCache,
-    sink: &mut Sink,
-) -> Option<ToolSchema> {
-    let key = spec.input_schema.to_string();
-    if let Some(s) = cache.get(&key) {
-        return Some(s.clone());
-    }
-    match ToolSchema::compile(&spec.input_schema) {
-        Ok(s) => {
-            cache.insert(key, s.clone());
-            Some(s)
-        }
-        Err(e) => {
-            sink.push(spec.diag(
-                ErrorKind::InvalidValue,
-                spec.name.span.clone(),
-                format!(
-                    "tool `{}`: input_schema is not a valid JSON Schema: {e}",
-                    spec.name.value
-                ),
-            ));
-            None
-        }
-    }
-}
-
-fn infer_roles(
-    cfg: &GateConfig,
-    tool: &CompiledTool,
-    domains: &[String],
-) -> Vec<(String, ArgRole)> {
-    let Some(props) = tool
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object)
-    else {
-        return Vec::new();
-    };
-    let tool_domains: Vec<&str> = tool
-        .domains
-        .iter()
-        .filter_map(|d| domains.get(*d as usize).map(String::as_str))
-        .collect();
-    let category = tool
-        .gate
-        .category
-        .clone()
-        .or_else(|| tool.name.split_once('.').map(|(ns, _)| ns.to_string()));
-    let mut out = Vec::new();
-    for (name, prop) in props {
-        let ty = prop.get("type").and_then(Value::as_str);
-        for rule in &cfg.infer {
-            let type_ok = match rule.json_type {
-                JsonType::String => ty == Some("string"),
-                JsonType::Array => ty == Some("array"),
-            };
-            let scope_ok = (rule.domains.is_empty() && rule.categories.is_empty())
-                || rule
-                    .domains
-                    .iter()
-                    .any(|d| tool_domains.contains(&d.as_str()))
-                || category
-                    .as_deref()
-                    .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)));
-            if type_ok && scope_ok && rule.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-                out.push((name.clone(), rule.role));
-                break;
-            }
-        }
-    }
-    out
-}
-
-/// `[gate]` read and its patterns compiled, for the policy texts seen last:
-/// reading a policy's `[gate]` (TOML, some fifty regexes) costs more than
-/// the rest of a compile, and the same text always gives the same result, so
-/// reloads and repeated compiles of one policy reuse it.
-fn cached_config(
-    policy: &PolicySource,
-) -> Result<(GateConfig, PatternSet), crate::diag::LoadError> {
-    type Entry = (Arc<str>, Arc<(GateConfig, PatternSet)>);
-    static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
-    const KEEP: usize = 8;
-    let text = &policy.file.text;
-    if let Ok(cache) = CACHE.lock()
-        && let Some((_, hit)) = cache.iter().find(|(t, _)| t == text)
-    {
-        return Ok((hit.0.clone(), hit.1.clone()));
-    }
-    let config = config::load_gate_config(policy)?;
-    let patterns = PatternSet::compile(&config.patterns).map_err(|e| {
-        Diagnostic::at(
-            ErrorKind::InvalidValue,
-            &policy.file,
-            policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0),
-            e.to_string(),
-        )
-    })?;
-    if let Ok(mut cache) = CACHE.lock() {
-        if cache.len() >= KEEP {
-            cache.remove(0);
-        }
-        cache.push((text.clone(), Arc::new((config.clone(), patterns.clone()))));
-    }
-    Ok((config, patterns))
-}
-
-/// Builds the gate of a plan: reads `[gate]`, compiles the patterns and
-/// pairs each compiled tool with its schema. Problems go to `sink`.
-pub fn build_gate(
-    policy: &PolicySource,
-    tools: &[CompiledTool],
-    schemas: Vec<Option<ToolSchema>>,
-    domains: &[String],
-    sink: &mut Sink,
-) -> Option<Arc<CompiledGate>> {
-    let (config, patterns) = match cached_config(policy) {
-        Ok(c) => c,
-        Err(e) => {
-            for d in e.diagnostics {
-                sink.push(d);
-            }
-            return None;
-        }
-    };
-    let mut out = Vec::with_capacity(tools.len());
-    for (t, s) in tools.iter().zip(schemas) {
-        let schema = s?;
-        let (roles, inferred) = if t.gate.arguments.is_empty() {
-            (infer_roles(&config, t, domains), true)
-        } else {
-            (t.gate.arguments.clone(), false)
-        };
-        out.push(GateTool {
-            schema,
-            roles,
-            roles_inferred: inferred,
-            risk_level: t.gate.risk_level.unwrap_or(config.risk.default_risk_level),
-            requires_confirmation: t.gate.requires_confirmation,
-            read_only: t.gate.read_only,
-            sql_dialect: t.gate.sql_dialect.clone().unwrap_or_default(),
-        });
-    }
-    Some(Arc::new(CompiledGate {
-        config,
-        patterns,
-        tools: out,
-    }))
-}
+use crate::parse::tags::ArgRole;
+use crate::plan::Plan;
 
 /// The gate's answer for one call.
 #[derive(Debug, Clone, Serialize)]

@@ -10,68 +10,9 @@ use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use serde::Deserialize;
+use super::types::{Finding, FindingKind};
 
-use super::types::{Check, ConfigRegex, Finding, FindingKind};
-
-/// `[gate.paths]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PathConfig {
-    /// Directories the tools may touch. Relative argument paths resolve
-    /// against the first.
-    #[serde(default = "crate::gate::config::d::paths_roots")]
-    pub roots: Vec<String>,
-    /// Most symlinks followed while resolving one path.
-    #[serde(default = "crate::gate::config::d::paths_max_symlinks")]
-    pub max_symlinks: usize,
-    /// Characters that are flagged wherever they appear (invisible,
-    /// bidirectional controls, other control characters).
-    #[serde(default = "crate::gate::config::d::paths_suspicious_chars")]
-    pub suspicious_chars: ConfigRegex,
-    /// Windows path syntax (drive letters, UNC prefixes, backslashes).
-    #[serde(default = "crate::gate::config::d::paths_windows_syntax")]
-    pub windows_syntax: ConfigRegex,
-    /// A leading `~`, which no shell expands in a tool argument.
-    #[serde(default = "crate::gate::config::d::paths_tilde")]
-    pub tilde: ConfigRegex,
-    /// Outcome of each check.
-    #[serde(default = "crate::gate::config::d::paths_checks")]
-    pub checks: PathChecks,
-}
-
-/// `[gate.paths.checks]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PathChecks {
-    /// A NUL byte in the path.
-    #[serde(default = "crate::gate::config::d::paths_checks_nul_byte")]
-    pub nul_byte: Check,
-    /// A character matched by `suspicious_chars`.
-    #[serde(default = "crate::gate::config::d::paths_checks_suspicious_chars")]
-    pub suspicious_chars: Check,
-    /// A match of `windows_syntax`.
-    #[serde(default = "crate::gate::config::d::paths_checks_windows_syntax")]
-    pub windows_syntax: Check,
-    /// A match of `tilde`.
-    #[serde(default = "crate::gate::config::d::paths_checks_tilde")]
-    pub tilde: Check,
-    /// No root is configured: nothing can be contained.
-    #[serde(default = "crate::gate::config::d::paths_checks_no_roots")]
-    pub no_roots: Check,
-    /// A read outside every root.
-    #[serde(default = "crate::gate::config::d::paths_checks_outside_read")]
-    pub outside_read: Check,
-    /// A write outside every root.
-    #[serde(default = "crate::gate::config::d::paths_checks_outside_write")]
-    pub outside_write: Check,
-    /// Lexically inside a root, but a symlink leads outside.
-    #[serde(default = "crate::gate::config::d::paths_checks_symlink_escape")]
-    pub symlink_escape: Check,
-    /// Too many symlinks to resolve (a loop).
-    #[serde(default = "crate::gate::config::d::paths_checks_unresolvable")]
-    pub unresolvable: Check,
-}
+pub use crate::plan::gate::path::{PathChecks, PathConfig};
 
 /// Analyzes a path argument at JSON pointer `path_ptr`; `write` tells
 /// whether the tool writes to it. Relative paths resolve against the first

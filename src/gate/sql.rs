@@ -7,114 +7,16 @@
 //! operations by their `AlterTableOperation` variant (`DropColumn`...).
 //! SQL that does not parse yields a `Parse` finding (fail closed).
 
-use std::collections::BTreeMap;
 use std::fmt::{self, Debug, Write as _};
 
-use serde::Deserialize;
 use sqlparser::ast::{BinaryOperator, Expr, Query, SetExpr, Statement, UnaryOperator, Value};
 use sqlparser::dialect::{Dialect, dialect_from_str};
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
-use super::types::{Action, Check, Finding, FindingKind, Severity, fill};
+use super::types::{Action, Check, Finding, FindingKind, fill};
 
-/// `[gate.sql]`: everything the SQL analyzer knows.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SqlConfig {
-    /// Dialect used when the tool gives none (a `sqlparser` dialect name).
-    #[serde(default = "crate::gate::config::d::sql_default_dialect")]
-    pub default_dialect: String,
-    /// Tool dialect tag (lowercase) -> `sqlparser` dialect name
-    /// (`generic`, `sqlite`, `postgresql`, `mysql`, `mssql`...). A tag not
-    /// listed is tried as a `sqlparser` name.
-    #[serde(default = "crate::gate::config::d::sql_dialects")]
-    pub dialects: BTreeMap<String, String>,
-    /// Longest SQL text analyzed, in bytes.
-    #[serde(default = "crate::gate::config::d::sql_max_input_bytes")]
-    pub max_input_bytes: usize,
-    /// Parser recursion limit (nesting of expressions and subqueries).
-    #[serde(default = "crate::gate::config::d::sql_max_nesting")]
-    pub max_nesting: usize,
-    /// A `WHERE` that is constant true (`1=1`, `true`, `x OR 1=1`) counts
-    /// as no `WHERE`.
-    #[serde(default = "crate::gate::config::d::sql_tautology_is_no_where")]
-    pub tautology_is_no_where: bool,
-    /// Actions of the structural checks.
-    #[serde(default = "crate::gate::config::d::sql_checks")]
-    pub checks: SqlChecks,
-    /// Statement variant name -> rule (`Drop`, `Truncate`, `Grant`...).
-    #[serde(default = "crate::gate::config::d::sql_statements")]
-    pub statements: BTreeMap<String, Check>,
-    /// `ALTER TABLE` operation variant name -> rule (`DropColumn`...).
-    #[serde(default = "crate::gate::config::d::sql_alter_operations")]
-    pub alter_operations: BTreeMap<String, Check>,
-    /// Functions whose call is flagged wherever it appears.
-    #[serde(default = "crate::gate::config::d::sql_functions")]
-    pub functions: Vec<FunctionRule>,
-    /// Block comments starting with one of these are run by some servers
-    /// (MySQL's `/*! ... */`): flagged by `checks.executable_comment`
-    /// whatever the dialect.
-    #[serde(default = "crate::gate::config::d::sql_executable_comment_prefixes")]
-    pub executable_comment_prefixes: Vec<String>,
-    /// What a read-only tool accepts.
-    #[serde(default = "crate::gate::config::d::sql_read_only")]
-    pub read_only: ReadOnlySpec,
-}
-
-/// `[gate.sql.checks]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SqlChecks {
-    /// The SQL does not parse, is too long, or names an unknown dialect.
-    #[serde(default = "crate::gate::config::d::sql_checks_parse_error")]
-    pub parse_error: Check,
-    /// No statement at all (only comments or whitespace).
-    #[serde(default = "crate::gate::config::d::sql_checks_empty")]
-    pub empty: Check,
-    /// `DELETE` without `WHERE`.
-    #[serde(default = "crate::gate::config::d::sql_checks_delete_without_where")]
-    pub delete_without_where: Check,
-    /// `UPDATE` without `WHERE`.
-    #[serde(default = "crate::gate::config::d::sql_checks_update_without_where")]
-    pub update_without_where: Check,
-    /// Several statements, one of which was flagged.
-    #[serde(default = "crate::gate::config::d::sql_checks_stacked")]
-    pub stacked: Check,
-    /// A read-only tool got something other than exactly one read statement.
-    #[serde(default = "crate::gate::config::d::sql_checks_not_read_only")]
-    pub not_read_only: Check,
-    /// A comment that some servers execute.
-    #[serde(default = "crate::gate::config::d::sql_checks_executable_comment")]
-    pub executable_comment: Check,
-}
-
-/// `[gate.sql.read_only]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReadOnlySpec {
-    /// Statement variant names that can be read statements (`Query`,
-    /// `Explain`...). A `Query` must also have no write in its body or
-    /// CTEs, no `SELECT INTO` and no locking clause; an `Explain` must
-    /// explain a read statement.
-    pub statements: Vec<String>,
-}
-
-/// A rule on function calls (`[[gate.sql.functions]]`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FunctionRule {
-    /// Rule id reported in findings.
-    pub id: String,
-    /// Function names, matched case-insensitively.
-    pub names: Vec<String>,
-    /// Severity reported in findings.
-    pub severity: Severity,
-    /// Action reported in findings.
-    pub action: Action,
-    /// Message for the model; `{detail}` becomes the function name.
-    pub message: String,
-}
+pub use crate::plan::gate::sql::{FunctionRule, ReadOnlySpec, SqlChecks, SqlConfig};
 
 /// Analyzes SQL text, the argument at JSON pointer `path`, parsed in
 /// `dialect` (a tag from the tool, mapped by `[gate.sql.dialects]`; empty

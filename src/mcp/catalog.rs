@@ -242,7 +242,7 @@ pub fn tools_from_json(v: &Value) -> Result<Vec<Tool>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{SessionContext, UsageStats};
+    use crate::context::{SessionContext, UsageStats};
 
     fn inputs() -> PlanInputs {
         let policy = crate::load::load_policy(None).unwrap();

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::eval::context::SessionContext;
+use crate::context::SessionContext;
 use crate::plan::Plan;
 
 /// The `_meta` key holding a context update.

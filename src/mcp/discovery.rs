@@ -248,8 +248,8 @@ pub fn find_result(
 #[allow(clippy::too_many_arguments)]
 pub fn search(
     cat: &Catalog,
-    mut context: crate::SessionContext,
-    usage: &crate::UsageStats,
+    mut context: crate::context::SessionContext,
+    usage: &crate::context::UsageStats,
     now: f64,
     query: &str,
     limit: Option<usize>,

@@ -3,7 +3,7 @@
 //! Toward the client the proxy is an MCP server (stdio); toward each
 //! downstream server it is an MCP client over the stdio of a child process.
 //! It lists every server's tools, names them `server.tool`, merges them with
-//! the tool tags into a [`Plan`](crate::Plan) ([`catalog`]), and answers
+//! the tool tags into a [`Plan`](crate::plan::Plan) ([`catalog`]), and answers
 //! `tools/list` with the active tools only. Context comes from `_meta`
 //! (`toolgate/context`, see [`context`]), from the client's roots, and from
 //! the calls it forwards. When the active set changes it sends

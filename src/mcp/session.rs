@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::eval::Activation;
-use crate::eval::context::{Session, SessionContext};
+use crate::context::{Session, SessionContext};
 use crate::parse::discovery::DiscoveryParams;
 
 use super::context::ProjectInfo;

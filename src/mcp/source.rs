@@ -1,7 +1,7 @@
 //! The plan-source seam: where the proxy gets the policy and the tool tags,
 //! and how it learns that they changed.
 //!
-//! The proxy compiles its own [`Plan`](crate::Plan) from these inputs plus
+//! The proxy compiles its own [`Plan`](crate::plan::Plan) from these inputs plus
 //! the tools it discovered downstream, so a source hands out the *parsed*
 //! inputs ([`PlanInputs`]), checked by a trial compile, and a change counter
 //! to [`subscribe`](PlanSource::subscribe) to. [`ReloadingPlanSource`] gets

@@ -140,7 +140,7 @@ mod tests {
 
     fn with(section: &str) -> Result<super::DiscoveryParams, String> {
         // the shipped policy up to its own [discovery]
-        let base = crate::load::DEFAULT_POLICY
+        let base = crate::defaults::DEFAULT_POLICY
             .1
             .split("[discovery]")
             .next()

@@ -2,7 +2,8 @@
 //!
 //! This stage only checks what one file can check by itself: TOML syntax, key
 //! names, value types, finiteness and simple ranges. Cross-references (formula
-//! names, domains named by rules, examples) are checked by [`crate::compile`].
+//! names, domains named by rules, examples) are checked when the policy is
+//! compiled.
 //! The keys are documented in `docs/policy-reference.md`.
 
 use std::ops::Range;
@@ -47,7 +48,7 @@ pub enum KeywordMethod {
     Containment,
     /// BM25 of the intent keywords over each tool's name, description,
     /// parameters and keywords, divided by the best tool's score
-    /// ([`crate::eval::bm25`]); parameters in [`FeatureParams::bm25`].
+    /// (the `text::bm25` index); parameters in [`FeatureParams::bm25`].
     Bm25,
 }
 

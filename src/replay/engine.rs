@@ -10,7 +10,7 @@
 //! * `tool_call`: the plan is evaluated at the call's time `t` (session
 //!   duration = `t` − the session's first time; hysteresis against the
 //!   previous evaluation of the session) — that is the step — and then the
-//!   call is recorded ([`crate::Session::record_call`]: usage counts, last-call
+//!   call is recorded ([`crate::context::Session::record_call`]: usage counts, last-call
 //!   time, recent calls; usage frequencies = count / total for policies with
 //!   `normalization = "frequency"`).
 //! * A user message answered by no call (the next message or the end of the
@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::context::Session;
 use crate::eval::Activation;
-use crate::eval::context::Session;
 use crate::parse::policy::UsageNormalization;
 use crate::plan::Plan;
 use crate::replay::trace::{Event, Trace, TraceError, TraceLine};

@@ -2,7 +2,7 @@
 //!
 //! Field names follow seed 000's `SessionContext` dataclass. Time is always an
 //! input: usage holds the times of the last calls on the caller's clock (seconds),
-//! and [`crate::Plan::evaluate`] takes `now` on the same clock.
+//! and `Plan::evaluate` takes `now` on the same clock.
 
 use std::collections::{HashMap, VecDeque};
 

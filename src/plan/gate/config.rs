@@ -22,8 +22,6 @@ use super::shell::{
 };
 use super::sql::{FunctionRule, ReadOnlySpec, SqlChecks, SqlConfig};
 use super::types::{Action, Check, ConfigRegex, Severity};
-use crate::diag::{Diagnostic, ErrorKind, LoadError};
-use crate::parse::policy::PolicySource;
 use crate::parse::tags::{ArgRole, RiskLevel};
 
 /// The `[gate]` table of a policy.
@@ -259,10 +257,12 @@ pub struct AuditConfig {
     pub max_preview_bytes: usize,
 }
 
+/// A policy document seen only for its `[gate]` table.
 #[derive(Deserialize)]
-struct Wrapper {
+pub(crate) struct Wrapper {
+    /// `[gate]`, when present.
     #[serde(default)]
-    gate: Option<GateConfig>,
+    pub(crate) gate: Option<GateConfig>,
 }
 
 thread_local! {
@@ -280,7 +280,7 @@ pub fn shipped() -> &'static GateConfig {
     }
     SHIPPED.get_or_init(|| {
         BUILDING.with(|b| b.set(true));
-        let parsed = toml::from_str::<Wrapper>(crate::load::DEFAULT_POLICY.1);
+        let parsed = toml::from_str::<Wrapper>(crate::defaults::DEFAULT_POLICY.1);
         BUILDING.with(|b| b.set(false));
         match parsed {
             Ok(Wrapper { gate: Some(g) }) => g,
@@ -288,81 +288,6 @@ pub fn shipped() -> &'static GateConfig {
             Err(e) => panic!("policies/default.toml [gate] does not load: {e}"),
         }
     })
-}
-
-fn error_kind(msg: &str) -> ErrorKind {
-    if msg.starts_with("unknown field") {
-        ErrorKind::UnknownKey
-    } else if msg.starts_with("invalid type") {
-        ErrorKind::WrongType
-    } else if msg.starts_with("missing field") {
-        ErrorKind::MissingKey
-    } else {
-        ErrorKind::InvalidValue
-    }
-}
-
-/// Reads the `[gate]` section of `policy` (the shipped gate when absent).
-pub fn load_gate_config(policy: &PolicySource) -> Result<GateConfig, LoadError> {
-    if policy.gate.is_none() {
-        return Ok(shipped().clone());
-    }
-    let cfg = match toml::from_str::<Wrapper>(&policy.file.text) {
-        Ok(Wrapper { gate: Some(g) }) => g,
-        Ok(Wrapper { gate: None }) => shipped().clone(),
-        Err(e) => {
-            let msg = e.message().trim().to_string();
-            let span = e
-                .span()
-                .or_else(|| policy.gate.as_ref().map(|g| g.span.clone()))
-                .unwrap_or(0..0);
-            return Err(Diagnostic::at(
-                error_kind(&msg),
-                &policy.file,
-                span,
-                format!("[gate]: {msg}"),
-            )
-            .into());
-        }
-    };
-    validate(&cfg, policy)?;
-    Ok(cfg)
-}
-
-fn validate(cfg: &GateConfig, policy: &PolicySource) -> Result<(), LoadError> {
-    let span = policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0);
-    let mut problems = Vec::new();
-    let e = &cfg.execution;
-    if !(e.timeout_seconds.is_finite() && e.timeout_seconds > 0.0) {
-        problems.push("`gate.execution.timeout_seconds` must be a positive number".to_string());
-    }
-    if !(e.backoff_factor.is_finite() && e.backoff_factor >= 1.0) {
-        problems.push("`gate.execution.backoff_factor` must be at least 1".to_string());
-    }
-    let c = &cfg.coercion;
-    for t in &c.true_values {
-        if c.false_values
-            .iter()
-            .any(|f| f.trim().eq_ignore_ascii_case(t.trim()))
-        {
-            problems.push(format!(
-                "`gate.coercion`: \"{t}\" is both a true and a false spelling"
-            ));
-        }
-    }
-    if cfg.limits.max_depth == 0 || cfg.limits.max_argument_bytes == 0 {
-        problems.push("`gate.limits` values must be positive".to_string());
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(LoadError {
-            diagnostics: problems
-                .into_iter()
-                .map(|m| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, span.clone(), m))
-                .collect(),
-        })
-    }
 }
 
 /// Field defaults: the shipped value of each key.

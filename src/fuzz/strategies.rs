@@ -4,7 +4,7 @@
 //! The strategies draw contexts and usage from what a plan declares (its stages,
 //! keyword vocabulary, tool names, the languages its rules test) mixed with
 //! arbitrary strings, so that rules fire and miss. `toolgate check --fuzz N` runs
-//! [`crate::fuzz::fuzz`] on them; Rust users can run their own properties:
+//! [`fuzz`](super::fuzz) on them; Rust users can run their own properties:
 //!
 //! ```
 //! use std::sync::Arc;
@@ -25,7 +25,7 @@ use std::collections::HashMap;
 
 use proptest::prelude::*;
 
-use crate::eval::context::{SessionContext, UsageStats};
+use crate::context::{SessionContext, UsageStats};
 use crate::plan::Plan;
 
 fn words(plan: &Plan) -> Vec<String> {

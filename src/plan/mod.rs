@@ -1,20 +1,31 @@
 //! The compiled, immutable evaluation plan.
 //!
-//! A [`Plan`] is what [`crate::compile::compile`] makes of a policy and a tool
-//! catalog: every name resolved to an index, every constant of the formula
+//! A [`Plan`] is what compile (`compile::compile`) makes of a policy and a
+//! tool catalog: every name resolved to an index, every constant of the formula
 //! folded in, per-tool constants (priority, complexity penalty, keyword term
-//! ids, domain ids, stage mask) precomputed. Evaluation
-//! ([`Plan::evaluate`](crate::Plan::evaluate)) only reads it, so one plan can
-//! serve many threads, and a reload swaps in a new one.
+//! ids, domain ids, stage mask) precomputed. The runtimes only read it
+//! (evaluate: `Plan::evaluate`; the call gate), so one plan can serve many
+//! threads, and a reload swaps in a new one.
+//!
+//! This module holds data types only, with the submodules for the lowered
+//! formula ([`formula`]), the rules' conditions ([`condition`]) and, with the
+//! `gate` feature, the call gate's compiled configuration ([`gate`]). It
+//! knows nothing of how plans are built, loaded or run.
+
+pub mod condition;
+pub mod formula;
+#[cfg(feature = "gate")]
+pub mod gate;
 
 use serde_json::Value;
 
-use crate::compile::condition::CompiledCondition;
-use crate::compile::formula::Formula;
-use crate::eval::bm25::Bm25Index;
-use crate::eval::keywords::Analyzer;
 use crate::parse::policy::FeatureParams;
 use crate::parse::tags::GateTags;
+
+use crate::text::bm25::Bm25Index;
+use crate::text::keywords::Analyzer;
+use condition::CompiledCondition;
+use formula::Formula;
 
 /// A map keyed by tool names or keyword terms (FxHash: these keys are not
 /// attacker-chosen in a way that matters for a per-process plan, and lookups sit
@@ -26,7 +37,7 @@ pub type NameMap<V> = rustc_hash::FxHashMap<String, V>;
 /// | feature | value |
 /// | --- | --- |
 /// | `domain_match` | share of the context's inferred domain weight that falls on the tool's domains, \[0,1\] (seed 000 `_domain_match`) |
-/// | `keyword_match` | Jaccard (or containment) of trigger and intent keywords, or BM25 over the tool's text divided by the best tool's ([`crate::eval::bm25`]), \[0,1\] |
+/// | `keyword_match` | Jaccard (or containment) of trigger and intent keywords, or BM25 over the tool's text divided by the best tool's ([`crate::text::bm25`]), \[0,1\] |
 /// | `stage_match` | `stage_match.hit` when the stage is preferred, else `.miss` |
 /// | `usage_bonus` | `min(normalised usage * multiplier, cap)` |
 /// | `priority_bonus` | the tool's `base_priority`, \[0,1\] |
@@ -171,8 +182,8 @@ impl NameIndex {
     }
 }
 
-/// The compiled plan. Build it with [`crate::compile::compile`] or
-/// [`crate::load::load_plan`].
+/// The compiled plan. Built by `compile::compile` (or `load::load_plan`,
+/// which reads the files first).
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// `[policy] name`.
@@ -232,9 +243,9 @@ pub struct Plan {
     /// Number of policy examples that were checked and held.
     pub examples_checked: usize,
     /// The call gate: `[gate]` read and compiled, with each tool's schema
-    /// (see [`crate::gate`]). `None` only for plans built by hand.
+    /// (see [`gate`]). `None` only for plans built by hand.
     #[cfg(feature = "gate")]
-    pub gate: Option<std::sync::Arc<crate::gate::CompiledGate>>,
+    pub gate: Option<std::sync::Arc<gate::CompiledGate>>,
 }
 
 impl Plan {

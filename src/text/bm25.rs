@@ -34,8 +34,8 @@ use std::collections::{HashMap, HashSet};
 use rust_stemmers::Stemmer;
 use serde_json::Value;
 
-use crate::eval::keywords::{Analyzer, is_cjk};
 use crate::parse::policy::Bm25Params;
+use crate::text::keywords::{Analyzer, is_cjk};
 
 /// The text of one tool, split into the fields BM25 indexes.
 #[derive(Debug, Clone, Default)]

@@ -5,6 +5,11 @@
 //! bounds and is not NaN; the term contributions add up to the raw score;
 //! the active set respects `min_active` (when the catalog is large enough),
 //! `max_active` and the pinned tools.
+//!
+//! The random sessions come from [`strategies`], which Rust users can also
+//! use for their own properties (re-exported as `toolgate::strategies`).
+
+pub mod strategies;
 
 use std::sync::Arc;
 
@@ -33,7 +38,7 @@ pub fn fuzz(plan: &Arc<Plan>, samples: usize, seed: u64) -> Vec<Violation> {
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
     let mut runner = TestRunner::new_with_rng(Config::default(), rng);
-    let strategy = crate::strategies::session(plan);
+    let strategy = strategies::session(plan);
     let (lo, hi) = plan.clamp;
     let mut out = Vec::new();
     for sample in 0..samples {

@@ -1,0 +1,158 @@
+//! The policy's own `[[examples]]`, run on the plan just compiled: each
+//! example's input is evaluated (activation expectations) and each of its
+//! calls goes through the call gate (decision expectations). This is the
+//! one part of compile that runs the runtimes, which is why compile sits
+//! above eval and gate in the layering.
+
+use std::sync::Arc;
+
+use super::at;
+use crate::diag::{ErrorKind, LoadError, Sink};
+use crate::parse::policy::{PolicySource, Sp};
+use crate::plan::Plan;
+
+/// Runs the policy's `[[examples]]` against `plan`. An example naming a tool
+/// that is not in the catalog is skipped with a warning (the same policy can be
+/// used with other catalogs); a failing expectation is an error.
+pub(super) fn check_examples(policy: &PolicySource, mut plan: Plan) -> Result<Plan, LoadError> {
+    let mut sink = Sink::default();
+    let mut checked = 0;
+    let mut warnings = Vec::new();
+    let shared = Arc::new(plan.clone());
+    for ex in &policy.examples {
+        let names: Vec<&Sp<String>> = ex.active.iter().chain(ex.inactive.iter()).collect();
+        let mut typo = false;
+        for n in &names {
+            if shared.tool_index(&n.value).is_none() {
+                let close = shared
+                    .by_name
+                    .keys()
+                    .filter(|k| strsim::levenshtein(k, &n.value) <= 2)
+                    .min_by_key(|k| strsim::levenshtein(k, &n.value));
+                if let Some(close) = close {
+                    // a near miss is a typo, not a tool of another catalog
+                    sink.push(
+                        at(
+                            policy,
+                            ErrorKind::ExampleFailed,
+                            n.span.clone(),
+                            format!(
+                                "example `{}`: tool `{}` is not in the catalog",
+                                ex.name, n.value
+                            ),
+                        )
+                        .with_help(format!("did you mean `{close}`?")),
+                    );
+                    typo = true;
+                }
+            }
+        }
+        if typo {
+            continue;
+        }
+        let missing: Vec<&str> = names
+            .iter()
+            .filter(|n| shared.tool_index(&n.value).is_none())
+            .map(|n| n.value.as_str())
+            .collect();
+        if !missing.is_empty() {
+            warnings.push(format!(
+                "example `{}` skipped: tool(s) {} not in the catalog",
+                ex.name,
+                missing.join(", ")
+            ));
+            continue;
+        }
+        let input = match crate::input::EvalInput::from_json(&ex.input) {
+            Ok(i) => i,
+            Err(e) => {
+                sink.push(at(
+                    policy,
+                    ErrorKind::InvalidValue,
+                    ex.span.clone(),
+                    format!("example `{}`: {e}", ex.name),
+                ));
+                continue;
+            }
+        };
+        let (ctx, usage, now) = match input.resolve(&shared) {
+            Ok(x) => x,
+            Err(e) => {
+                sink.push(at(
+                    policy,
+                    ErrorKind::InvalidValue,
+                    ex.span.clone(),
+                    format!("example `{}`: {e}", ex.name),
+                ));
+                continue;
+            }
+        };
+        let act = shared.evaluate(&ctx, &usage, now);
+        for n in &ex.active {
+            let s = act.get(&n.value).expect("checked above");
+            if !s.active {
+                sink.push(at(policy, ErrorKind::ExampleFailed, n.span.clone(), format!("example `{}`: `{}` must be active but is not (score {:.4} < effective threshold {:.4})", ex.name, n.value, s.score, act.effective_threshold)));
+            }
+        }
+        for n in &ex.inactive {
+            let s = act.get(&n.value).expect("checked above");
+            if s.active {
+                sink.push(at(policy, ErrorKind::ExampleFailed, n.span.clone(), format!("example `{}`: `{}` must be inactive but is active (score {:.4}, effective threshold {:.4})", ex.name, n.value, s.score, act.effective_threshold)));
+            }
+        }
+        for call in &ex.calls {
+            check_example_call(policy, &shared, &ex.name, call, &mut sink, &mut warnings);
+        }
+        checked += 1;
+    }
+    plan.examples_checked = checked;
+    if plan.tools.is_empty() {
+        warnings.push("the catalog is empty: no tool can be active".to_string());
+    }
+    plan.warnings.extend(warnings);
+    sink.finish(plan)
+}
+
+/// Checks one `[[examples.calls]]` entry against the plan's call gate. A call
+/// expected to be allowed or asked for a tool missing from the catalog is
+/// skipped with a warning, like activation examples.
+fn check_example_call(
+    policy: &PolicySource,
+    plan: &Plan,
+    example: &str,
+    call: &crate::parse::policy::ExampleCall,
+    sink: &mut Sink,
+    warnings: &mut Vec<String>,
+) {
+    if plan.tool_index(&call.tool.value).is_none() && call.decision.value != "deny" {
+        warnings.push(format!(
+            "example `{example}`: call to `{}` skipped: tool not in the catalog",
+            call.tool.value
+        ));
+        return;
+    }
+    #[cfg(feature = "gate")]
+    {
+        let Some(expected) = crate::gate::Action::parse(&call.decision.value) else {
+            return;
+        };
+        if let Err(m) =
+            crate::gate::check_example_call(plan, &call.tool.value, &call.arguments, expected)
+        {
+            sink.push(at(
+                policy,
+                ErrorKind::ExampleFailed,
+                call.span.clone(),
+                format!("example `{example}`: {m}"),
+            ));
+        }
+    }
+    #[cfg(not(feature = "gate"))]
+    {
+        let _ = (policy, sink);
+        warnings.push(format!(
+            "example `{example}`: call to `{}` skipped: built without the `gate` feature",
+            call.tool.value
+        ));
+    }
+}

@@ -1,0 +1,249 @@
+//! Compiling the call gate's part of a plan (feature `gate`): reading a
+//! policy's `[gate]` (serde, with the shipped value of every key left out),
+//! compiling its danger patterns, each tool's input schema, and the argument
+//! roles `[[gate.infer]]` gives tools whose tags declare none.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink};
+use crate::parse::policy::PolicySource;
+use crate::parse::tags::{ArgRole, ToolSpec};
+use crate::plan::CompiledTool;
+use crate::plan::gate::config::{GateConfig, JsonType, Wrapper, shipped};
+use crate::plan::gate::patterns::PatternSet;
+use crate::plan::gate::schema::ToolSchema;
+use crate::plan::gate::{CompiledGate, GateTool};
+
+fn error_kind(msg: &str) -> ErrorKind {
+    if msg.starts_with("unknown field") {
+        ErrorKind::UnknownKey
+    } else if msg.starts_with("invalid type") {
+        ErrorKind::WrongType
+    } else if msg.starts_with("missing field") {
+        ErrorKind::MissingKey
+    } else {
+        ErrorKind::InvalidValue
+    }
+}
+
+/// Reads the `[gate]` section of `policy` (the shipped gate when absent).
+pub fn load_gate_config(policy: &PolicySource) -> Result<GateConfig, LoadError> {
+    if policy.gate.is_none() {
+        return Ok(shipped().clone());
+    }
+    let cfg = match toml::from_str::<Wrapper>(&policy.file.text) {
+        Ok(Wrapper { gate: Some(g) }) => g,
+        Ok(Wrapper { gate: None }) => shipped().clone(),
+        Err(e) => {
+            let msg = e.message().trim().to_string();
+            let span = e
+                .span()
+                .or_else(|| policy.gate.as_ref().map(|g| g.span.clone()))
+                .unwrap_or(0..0);
+            return Err(Diagnostic::at(
+                error_kind(&msg),
+                &policy.file,
+                span,
+                format!("[gate]: {msg}"),
+            )
+            .into());
+        }
+    };
+    validate(&cfg, policy)?;
+    Ok(cfg)
+}
+
+fn validate(cfg: &GateConfig, policy: &PolicySource) -> Result<(), LoadError> {
+    let span = policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0);
+    let mut problems = Vec::new();
+    let e = &cfg.execution;
+    if !(e.timeout_seconds.is_finite() && e.timeout_seconds > 0.0) {
+        problems.push("`gate.execution.timeout_seconds` must be a positive number".to_string());
+    }
+    if !(e.backoff_factor.is_finite() && e.backoff_factor >= 1.0) {
+        problems.push("`gate.execution.backoff_factor` must be at least 1".to_string());
+    }
+    let c = &cfg.coercion;
+    for t in &c.true_values {
+        if c.false_values
+            .iter()
+            .any(|f| f.trim().eq_ignore_ascii_case(t.trim()))
+        {
+            problems.push(format!(
+                "`gate.coercion`: \"{t}\" is both a true and a false spelling"
+            ));
+        }
+    }
+    if cfg.limits.max_depth == 0 || cfg.limits.max_argument_bytes == 0 {
+        problems.push("`gate.limits` values must be positive".to_string());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(LoadError {
+            diagnostics: problems
+                .into_iter()
+                .map(|m| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, span.clone(), m))
+                .collect(),
+        })
+    }
+}
+
+/// Compiled schemas of one plan build, by schema text: catalogs repeat
+/// schemas (every argument-less tool has the same one), and compiling is the
+/// costly part.
+pub type SchemaCache = std::collections::HashMap<String, ToolSchema>;
+
+/// Compiles `spec`'s input schema (once per distinct schema in `cache`); an
+/// invalid schema is a load error at the tool's location.
+pub fn compile_tool_schema(
+    spec: &ToolSpec,
+    cache: &mut SchemaCache,
+    sink: &mut Sink,
+) -> Option<ToolSchema> {
+    let key = spec.input_schema.to_string();
+    if let Some(s) = cache.get(&key) {
+        return Some(s.clone());
+    }
+    match ToolSchema::compile(&spec.input_schema) {
+        Ok(s) => {
+            cache.insert(key, s.clone());
+            Some(s)
+        }
+        Err(e) => {
+            sink.push(spec.diag(
+                ErrorKind::InvalidValue,
+                spec.name.span.clone(),
+                format!(
+                    "tool `{}`: input_schema is not a valid JSON Schema: {e}",
+                    spec.name.value
+                ),
+            ));
+            None
+        }
+    }
+}
+
+fn infer_roles(
+    cfg: &GateConfig,
+    tool: &CompiledTool,
+    domains: &[String],
+) -> Vec<(String, ArgRole)> {
+    let Some(props) = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    let tool_domains: Vec<&str> = tool
+        .domains
+        .iter()
+        .filter_map(|d| domains.get(*d as usize).map(String::as_str))
+        .collect();
+    let category = tool
+        .gate
+        .category
+        .clone()
+        .or_else(|| tool.name.split_once('.').map(|(ns, _)| ns.to_string()));
+    let mut out = Vec::new();
+    for (name, prop) in props {
+        let ty = prop.get("type").and_then(Value::as_str);
+        for rule in &cfg.infer {
+            let type_ok = match rule.json_type {
+                JsonType::String => ty == Some("string"),
+                JsonType::Array => ty == Some("array"),
+            };
+            let scope_ok = (rule.domains.is_empty() && rule.categories.is_empty())
+                || rule
+                    .domains
+                    .iter()
+                    .any(|d| tool_domains.contains(&d.as_str()))
+                || category
+                    .as_deref()
+                    .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)));
+            if type_ok && scope_ok && rule.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                out.push((name.clone(), rule.role));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// `[gate]` read and its patterns compiled, for the policy texts seen last:
+/// reading a policy's `[gate]` (TOML, some fifty regexes) costs more than
+/// the rest of a compile, and the same text always gives the same result, so
+/// reloads and repeated compiles of one policy reuse it.
+fn cached_config(policy: &PolicySource) -> Result<(GateConfig, PatternSet), LoadError> {
+    type Entry = (Arc<str>, Arc<(GateConfig, PatternSet)>);
+    static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
+    const KEEP: usize = 8;
+    let text = &policy.file.text;
+    if let Ok(cache) = CACHE.lock()
+        && let Some((_, hit)) = cache.iter().find(|(t, _)| t == text)
+    {
+        return Ok((hit.0.clone(), hit.1.clone()));
+    }
+    let config = load_gate_config(policy)?;
+    let patterns = PatternSet::compile(&config.patterns).map_err(|e| {
+        Diagnostic::at(
+            ErrorKind::InvalidValue,
+            &policy.file,
+            policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0),
+            e.to_string(),
+        )
+    })?;
+    if let Ok(mut cache) = CACHE.lock() {
+        if cache.len() >= KEEP {
+            cache.remove(0);
+        }
+        cache.push((text.clone(), Arc::new((config.clone(), patterns.clone()))));
+    }
+    Ok((config, patterns))
+}
+
+/// Builds the gate of a plan: reads `[gate]`, compiles the patterns and
+/// pairs each compiled tool with its schema. Problems go to `sink`.
+pub fn build_gate(
+    policy: &PolicySource,
+    tools: &[CompiledTool],
+    schemas: Vec<Option<ToolSchema>>,
+    domains: &[String],
+    sink: &mut Sink,
+) -> Option<Arc<CompiledGate>> {
+    let (config, patterns) = match cached_config(policy) {
+        Ok(c) => c,
+        Err(e) => {
+            for d in e.diagnostics {
+                sink.push(d);
+            }
+            return None;
+        }
+    };
+    let mut out = Vec::with_capacity(tools.len());
+    for (t, s) in tools.iter().zip(schemas) {
+        let schema = s?;
+        let (roles, inferred) = if t.gate.arguments.is_empty() {
+            (infer_roles(&config, t, domains), true)
+        } else {
+            (t.gate.arguments.clone(), false)
+        };
+        out.push(GateTool {
+            schema,
+            roles,
+            roles_inferred: inferred,
+            risk_level: t.gate.risk_level.unwrap_or(config.risk.default_risk_level),
+            requires_confirmation: t.gate.requires_confirmation,
+            read_only: t.gate.read_only,
+            sql_dialect: t.gate.sql_dialect.clone().unwrap_or_default(),
+        });
+    }
+    Some(Arc::new(CompiledGate {
+        config,
+        patterns,
+        tools: out,
+    }))
+}

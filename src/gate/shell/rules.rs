@@ -1,0 +1,122 @@
+//! Stage 4, rules: a normalised command against `[[gate.shell.rules]]`
+//! (name or name regex, required flags, operand regexes and positions,
+//! dynamic operands) and a redirection target against
+//! `[[gate.shell.redirect_rules]]`; each hit is a finding whose message
+//! shows the command as normalised.
+
+use super::normalize::normalize_operand;
+use super::{Arg, OperandPosition, Parsed, RedirectMode, Walker, excerpt};
+use crate::gate::types::{Finding, FindingKind, fill};
+
+impl Walker<'_> {
+    pub(super) fn redirect_rules(&mut self, mode: RedirectMode, target: &Arg) {
+        let norm = normalize_operand(&target.text);
+        for rule in &self.cfg.redirect_rules {
+            if rule.modes.contains(&mode) && rule.target.is_match(&norm) {
+                let op = match mode {
+                    RedirectMode::Read => "<",
+                    RedirectMode::Write => ">",
+                    RedirectMode::Append => ">>",
+                    RedirectMode::ReadWrite => "<>",
+                    RedirectMode::Clobber => ">|",
+                };
+                self.findings.push(Finding {
+                    rule_id: rule.id.clone(),
+                    kind: FindingKind::Shell,
+                    path: self.path.to_owned(),
+                    severity: rule.severity,
+                    action: rule.action,
+                    message: fill(&rule.message, &format!("`{op} {norm}`")),
+                });
+            }
+        }
+    }
+
+    pub(super) fn rules(&mut self, name: &str, parsed: &Parsed, args: &[Arg]) {
+        let mut hits = Vec::new();
+        for rule in &self.cfg.rules {
+            let named = rule.commands.iter().any(|c| c == name)
+                || rule
+                    .command_regex
+                    .as_ref()
+                    .is_some_and(|r| r.is_match(name));
+            if !named {
+                continue;
+            }
+            let flags_present = rule.flags_all.iter().all(|f| parsed.flags.contains(f))
+                && (rule.flags_any.is_empty()
+                    || rule.flags_any.iter().any(|f| parsed.flags.contains(f)));
+            let n = parsed.operands.len();
+            let selected: Vec<&Arg> = parsed
+                .operands
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| match rule.operand_position {
+                    OperandPosition::Any => true,
+                    OperandPosition::First => *k == 0,
+                    OperandPosition::Last => *k + 1 == n,
+                    OperandPosition::NotLast => *k + 1 < n,
+                })
+                .map(|(_, a)| a)
+                .collect();
+            let needs_operand = rule.operand.is_some() || rule.operand_dynamic;
+            let operand_hit = |a: &&Arg| {
+                (!rule.operand_dynamic || a.dynamic)
+                    && rule
+                        .operand
+                        .as_ref()
+                        .is_none_or(|r| r.is_match(&normalize_operand(&a.text)))
+            };
+            let matched = if needs_operand {
+                let hit = selected.iter().any(operand_hit);
+                // An argument from an expansion may hold the required flags:
+                // a dangerous static target is enough then.
+                let static_hit = !rule.operand_dynamic
+                    && selected.iter().filter(|a| !a.dynamic).any(operand_hit);
+                hit && (flags_present || (parsed.unknown_flags && static_hit))
+            } else {
+                flags_present
+            };
+            if matched {
+                hits.push(Finding {
+                    rule_id: rule.id.clone(),
+                    kind: FindingKind::Shell,
+                    path: self.path.to_owned(),
+                    severity: rule.severity,
+                    action: rule.action,
+                    message: fill(
+                        &rule.message,
+                        &format!("`{}`", display_normalized(name, parsed, args)),
+                    ),
+                });
+            }
+        }
+        self.findings.extend(hits);
+    }
+}
+
+pub(super) fn display(args: &[Arg]) -> String {
+    excerpt(
+        &args
+            .iter()
+            .map(|a| a.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+fn display_normalized(name: &str, p: &Parsed, args: &[Arg]) -> String {
+    let mut out = String::from(name);
+    for f in &p.flags {
+        out.push(' ');
+        out.push_str(f);
+    }
+    for o in &p.operands {
+        out.push(' ');
+        out.push_str(&normalize_operand(&o.text));
+    }
+    if p.flags.is_empty() && p.operands.is_empty() && args.len() > 1 {
+        return display(args);
+    }
+    excerpt(&out)
+}

@@ -1,0 +1,60 @@
+//! The call gate's part of a plan (feature `gate`): the `[gate]`
+//! configuration as read, the danger patterns compiled into one `RegexSet`,
+//! and each tool's compiled input schema with its argument roles and risk.
+//!
+//! These are data: compile builds them (`compile::gate`), the gate reads
+//! them (`gate::check_call`). Each layer's configuration has its module:
+//! [`config`] (the whole `[gate]` table and its shipped defaults), [`shell`],
+//! [`sql`], [`path`], [`patterns`], [`schema`], with the shared vocabulary
+//! in [`types`].
+
+pub mod config;
+pub mod path;
+pub mod patterns;
+pub mod schema;
+pub mod shell;
+pub mod sql;
+pub mod types;
+
+use crate::parse::tags::{ArgRole, RiskLevel};
+
+use config::GateConfig;
+use patterns::PatternSet;
+use schema::ToolSchema;
+
+/// What the gate knows of one tool, compiled with the plan.
+#[derive(Debug, Clone)]
+pub struct GateTool {
+    /// The compiled input schema.
+    pub schema: ToolSchema,
+    /// Top-level argument name → role (declared in the tags, or inferred).
+    pub roles: Vec<(String, ArgRole)>,
+    /// Whether the roles were inferred by `[[gate.infer]]`.
+    pub roles_inferred: bool,
+    /// Risk level (the policy's default when the tags say nothing).
+    pub risk_level: RiskLevel,
+    /// The user must confirm every call.
+    pub requires_confirmation: bool,
+    /// Read-only: SQL must be one read statement, paths are read.
+    pub read_only: bool,
+    /// SQL dialect tag (empty: the policy's default).
+    pub sql_dialect: String,
+}
+
+impl GateTool {
+    /// The role of top-level argument `name`, if any.
+    pub fn role_of(&self, name: &str) -> Option<ArgRole> {
+        self.roles.iter().find(|(n, _)| n == name).map(|(_, r)| *r)
+    }
+}
+
+/// The gate part of a plan: configuration, compiled patterns and per-tool data.
+#[derive(Debug, Clone)]
+pub struct CompiledGate {
+    /// `[gate]` as read (shipped defaults filled in).
+    pub config: GateConfig,
+    /// `[[gate.patterns]]` as one `RegexSet`.
+    pub patterns: PatternSet,
+    /// Per tool, in the order of [`Plan::tools`](super::Plan::tools).
+    pub tools: Vec<GateTool>,
+}
