@@ -9,7 +9,7 @@ use toolgate::mcp::{BuildError, ProxyConfig, ServerSpec, build_proxy, serve_stdi
 /// Options of `toolgate mcp-proxy`; each overrides the `--config` file's value.
 #[derive(Args, Clone)]
 pub struct McpProxyArgs {
-    /// A downstream server, `NAME=COMMAND [ARGS]` (repeatable); its tools are named `NAME.tool`.
+    /// A downstream server, `NAME=COMMAND [ARGS]` (repeatable); its tools are `NAME.tool` in policies and the audit, `NAME__tool` for clients.
     #[arg(long = "server", value_name = "NAME=COMMAND")]
     pub servers: Vec<String>,
     /// A TOML file with `[[server]]` entries and the options below (see docs/mcp-proxy.md).

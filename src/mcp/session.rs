@@ -17,8 +17,8 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use crate::eval::Activation;
 use crate::context::{Session, SessionContext};
+use crate::eval::Activation;
 use crate::parse::discovery::DiscoveryParams;
 
 use super::context::ProjectInfo;
