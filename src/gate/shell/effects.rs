@@ -283,27 +283,33 @@ impl Walker<'_> {
                 let mut known = f.values.is_some();
                 for w in f.values.iter().flatten() {
                     for a in self.expand_word(&w.value, scope) {
-                        known &= !a.dynamic && !a.glob;
+                        known &= !a.dynamic;
                         values.push(a);
                     }
                 }
                 let name = f.variable_name.clone();
                 if known && values.len() <= 4 {
-                    // Each value in turn, in order.
+                    // Each value in turn, in order; a glob stands for the
+                    // names it matches (maybe none).
                     let start = self.st.clone();
+                    let globbed = values.iter().any(|v| v.glob);
                     for v in &values {
-                        self.st.vars.insert(
-                            name.clone(),
+                        let var = if v.glob {
+                            Var::Pattern(v.text.clone())
+                        } else {
                             Var::Known {
                                 value: v.text.clone(),
                                 exported: false,
-                            },
-                        );
+                            }
+                        };
+                        self.st.vars.insert(name.clone(), var);
                         let g = self.compound_list(&f.body.list, scope);
                         self.settle(&g);
                     }
                     if values.is_empty() {
                         self.st = start;
+                    } else if globbed {
+                        self.st = self.st.merge(&start, max);
                     }
                     Flow::both(self.st.clone())
                 } else {

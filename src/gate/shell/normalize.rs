@@ -140,6 +140,10 @@ impl Walker<'_> {
                     }
                     match self.parameter_value(expr, scope) {
                         Some(Value::Text(v)) => f.value(&v, quoted),
+                        Some(Value::Pattern(v)) => {
+                            f.value(&v, quoted);
+                            f.cur.glob = true;
+                        }
                         Some(Value::Word(w)) => {
                             // A default or alternative word, expanded in the
                             // same quoting.
@@ -184,6 +188,7 @@ impl Walker<'_> {
                 indirect: false,
             } => match var(parameter)? {
                 Var::Known { value, .. } => Some(Value::Text(value.clone())),
+                Var::Pattern(p) => Some(Value::Pattern(p.clone())),
                 Var::Unset => Some(Value::Text(String::new())),
                 Var::Unknown => None,
             },
@@ -194,7 +199,7 @@ impl Walker<'_> {
                 default_value,
             } => {
                 let use_default = match (var(parameter)?, test_type) {
-                    (Var::Unknown, _) => return None,
+                    (Var::Unknown | Var::Pattern(_), _) => return None,
                     (Var::Unset, _) => true,
                     (Var::Known { value, .. }, T::UnsetOrNull) => value.is_empty(),
                     (Var::Known { .. }, T::Unset) => false,
@@ -215,7 +220,7 @@ impl Walker<'_> {
                 alternative_value,
             } => {
                 let set = match (var(parameter)?, test_type) {
-                    (Var::Unknown, _) => return None,
+                    (Var::Unknown | Var::Pattern(_), _) => return None,
                     (Var::Unset, _) => false,
                     (Var::Known { value, .. }, T::UnsetOrNull) => !value.is_empty(),
                     (Var::Known { .. }, T::Unset) => true,
@@ -299,6 +304,8 @@ impl Walker<'_> {
 enum Value {
     /// This text.
     Text(String),
+    /// A file name this glob pattern matches.
+    Pattern(String),
     /// This word, to be expanded (a `${x:-default}` default).
     Word(String),
 }

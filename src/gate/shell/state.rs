@@ -138,6 +138,9 @@ pub enum Var {
         /// Exported to the commands the shell runs.
         exported: bool,
     },
+    /// One of the file names a glob matches (`for d in crates/*`): the
+    /// pattern stands for it (where it lands, but not its exact text).
+    Pattern(String),
     /// Unset in the line (`unset X`): expands to nothing.
     Unset,
     /// Anything (assigned from a substitution, read, changed in a loop).
