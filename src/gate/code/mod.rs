@@ -23,9 +23,18 @@ pub use sed::ScriptEffect;
 /// Checks `code` with the parser `rules.parser` names (`python`,
 /// `javascript`); any other parser is [`CodeProblem::NoParser`].
 pub fn check(rules: &CodeRules, code: &str) -> Result<(), CodeProblem> {
-    // The parsers recurse on nested code: grow the stack rather than
-    // overflow it (the code is bounded by `max_bytes`).
-    stacker::maybe_grow(256 * 1024, 4 * 1024 * 1024, || match rules.parser.as_str() {
+    if code.len() > rules.max_bytes {
+        return Err(CodeProblem::TooComplex(format!(
+            "{} bytes of code, over the limit of {}",
+            code.len(),
+            rules.max_bytes
+        )));
+    }
+    // The parsers recurse once per nesting level (`not not ... x`), and
+    // code within `max_bytes` may nest that deep: they run on a stack sized
+    // for the worst case of this input (reserved, touched only as used).
+    let stack = 1024 * 1024 + code.len() * 8 * 1024;
+    stacker::grow(stack, || match rules.parser.as_str() {
         "python" => python::check(rules, code),
         "javascript" => javascript::check(rules, code),
         other => Err(CodeProblem::NoParser(other.to_string())),
