@@ -58,7 +58,9 @@ fn guard_prints_the_effects_it_found() {
     let v = json_out(&o);
     let effects = v["effects"].as_array().unwrap();
     assert!(
-        effects.iter().any(|e| e["kind"] == "delete" && e["operand"] == "*" && e["resolved"] == "/*"),
+        effects
+            .iter()
+            .any(|e| e["kind"] == "delete" && e["operand"] == "*" && e["resolved"] == "/*"),
         "{v}"
     );
     for e in effects {

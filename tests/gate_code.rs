@@ -135,7 +135,10 @@ fn problems_say_what_the_code_uses() {
     assert!(matches!(check(&r, &deep), Err(CodeProblem::TooComplex(_))));
     let mut none = r.clone();
     none.parser = "perl".into();
-    assert!(matches!(check(&none, "print 1"), Err(CodeProblem::NoParser(_))));
+    assert!(matches!(
+        check(&none, "print 1"),
+        Err(CodeProblem::NoParser(_))
+    ));
 }
 
 #[test]

@@ -294,9 +294,17 @@ fn the_working_directory_changed_in_the_line_is_tracked() {
     ]);
     // `cd / && rm -rf *` is a recursive delete of `/*`.
     let v = line("cd / && rm -rf *");
-    assert!(v.rule_ids().contains(&"shell.rm.recursive-root"), "{}", explain(&v));
+    assert!(
+        v.rule_ids().contains(&"shell.rm.recursive-root"),
+        "{}",
+        explain(&v)
+    );
     let v = line("cd /etc && rm -rf *");
-    assert!(v.rule_ids().contains(&"shell.rm.recursive-system"), "{}", explain(&v));
+    assert!(
+        v.rule_ids().contains(&"shell.rm.recursive-system"),
+        "{}",
+        explain(&v)
+    );
 }
 
 #[test]
@@ -447,7 +455,13 @@ fn unknown_programs_ask() {
 
 #[test]
 fn system_changes_ask_and_mass_kills_are_denied() {
-    denied(&["kill -9 -1", "kill -KILL -1", "kill -s KILL -1", "kill -9 1", "kill -- -1"]);
+    denied(&[
+        "kill -9 -1",
+        "kill -KILL -1",
+        "kill -s KILL -1",
+        "kill -9 1",
+        "kill -- -1",
+    ]);
     not_allowed(&[
         "kill 1234",
         "pkill -9 -u root",
@@ -589,12 +603,16 @@ fn guard_lists_the_effects_it_found() {
     );
     let v = line("git -c core.fsmonitor='touch /tmp/m' status");
     assert!(
-        v.effects.iter().any(|e| e.kind == "exec" && e.operand.contains("touch /tmp/m")),
+        v.effects
+            .iter()
+            .any(|e| e.kind == "exec" && e.operand.contains("touch /tmp/m")),
         "{:?}",
         v.effects
     );
     assert!(
-        v.effects.iter().any(|e| e.kind == "write" && e.resolved == "/tmp/m"),
+        v.effects
+            .iter()
+            .any(|e| e.kind == "write" && e.resolved == "/tmp/m"),
         "{:?}",
         v.effects
     );

@@ -274,7 +274,11 @@ fn mistakes_in_the_effect_model_are_errors_at_their_location() {
     let err = load(&text).unwrap_err();
     let d = &err.diagnostics[0];
     assert!(d.to_string().contains("unknown effect `writ`"), "{err}");
-    assert_eq!(d.line_col().unwrap().0, line_of(&text, "operands = \"writ\""), "{err}");
+    assert_eq!(
+        d.line_col().unwrap().0,
+        line_of(&text, "operands = \"writ\""),
+        "{err}"
+    );
     // A command described twice.
     let text = format!(
         "{}\n[[gate.shell.extra_commands]]\nnames = [\"mytool\"]\n\n[[gate.shell.extra_commands]]\nnames = [\"mytool\"]\n",
@@ -282,7 +286,10 @@ fn mistakes_in_the_effect_model_are_errors_at_their_location() {
     );
     let err = load(&text).unwrap_err();
     let d = &err.diagnostics[0];
-    assert!(d.to_string().contains("`mytool` is described twice"), "{err}");
+    assert!(
+        d.to_string().contains("`mytool` is described twice"),
+        "{err}"
+    );
     let second = text.rfind("names = [\"mytool\"]").unwrap();
     let line = text[..second].matches('\n').count() + 1;
     assert_eq!(d.line_col().unwrap().0, line, "{err}");
@@ -294,5 +301,9 @@ fn mistakes_in_the_effect_model_are_errors_at_their_location() {
     let err = load(&text).unwrap_err();
     let d = &err.diagnostics[0];
     assert!(d.to_string().contains("`config:nope`"), "{err}");
-    assert_eq!(d.line_col().unwrap().0, line_of(&text, "config:nope"), "{err}");
+    assert_eq!(
+        d.line_col().unwrap().0,
+        line_of(&text, "config:nope"),
+        "{err}"
+    );
 }

@@ -392,13 +392,22 @@ fn argv_is_checked_like_a_parsed_command() {
 #[test]
 fn findings_carry_pointer_rule_and_message() {
     let cfg = common::config();
-    let f = analyze_shell(&cfg.shell, &cfg.paths, "/cmd", ShellInput::Line("sudo rm -rf /"));
+    let f = analyze_shell(
+        &cfg.shell,
+        &cfg.paths,
+        "/cmd",
+        ShellInput::Line("sudo rm -rf /"),
+    );
     // The rule, and the effects: sudo changes the system, and `/` is
     // deleted outside the roots.
     let ids: Vec<&str> = f.iter().map(|f| f.rule_id.as_str()).collect();
     assert_eq!(
         ids,
-        ["shell.system-change", "shell.rm.recursive-root", "shell.delete-outside"],
+        [
+            "shell.system-change",
+            "shell.rm.recursive-root",
+            "shell.delete-outside"
+        ],
         "{f:?}"
     );
     let rule = &f[1];

@@ -77,9 +77,12 @@ fn the_gate_infers_what_bash_runs() {
         let mut used = vec![false; inferred.len()];
         let mut problems = Vec::new();
         for Run { prog, argv, cwd } in &ran {
-            let hit = inferred.iter().enumerate().position(|(k, (p, a, c, dynamic))| {
-                !used[k] && p == prog && a == argv && !dynamic && c.contains(cwd)
-            });
+            let hit = inferred
+                .iter()
+                .enumerate()
+                .position(|(k, (p, a, c, dynamic))| {
+                    !used[k] && p == prog && a == argv && !dynamic && c.contains(cwd)
+                });
             match hit {
                 Some(k) => {
                     used[k] = true;
@@ -88,23 +91,36 @@ fn the_gate_infers_what_bash_runs() {
                         single_cwd += 1;
                     }
                 }
-                None => problems.push(format!("bash ran {prog} {argv:?} in {cwd}, the gate did not infer it")),
+                None => problems.push(format!(
+                    "bash ran {prog} {argv:?} in {cwd}, the gate did not infer it"
+                )),
             }
         }
         for (k, (p, a, c, _)) in inferred.iter().enumerate() {
             if !used[k] {
-                problems.push(format!("the gate inferred {p} {a:?} in {c:?}, bash did not run it"));
+                problems.push(format!(
+                    "the gate inferred {p} {a:?} in {c:?}, bash did not run it"
+                ));
             }
         }
         if !problems.is_empty() {
-            failures.push(format!("line {i}: {:?}\n    {}", line.text, problems.join("\n    ")));
+            failures.push(format!(
+                "line {i}: {:?}\n    {}",
+                line.text,
+                problems.join("\n    ")
+            ));
         }
     }
     assert!(
         failures.is_empty(),
         "{} of {LINES} lines differ:\n{}",
         failures.len(),
-        failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        failures
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     // Precision of the working directories, not only soundness: the gate
     // knows one directory for nearly every run (it cannot know whether a
@@ -114,5 +130,8 @@ fn the_gate_infers_what_bash_runs() {
         "{LINES} lines, {runs_total} runs compared; {single_cwd} ({:.1}%) with one known directory",
         100.0 * single_cwd as f64 / runs_total as f64
     );
-    assert!(single_cwd * 100 >= runs_total * 95, "{single_cwd} of {runs_total} with one directory");
+    assert!(
+        single_cwd * 100 >= runs_total * 95,
+        "{single_cwd} of {runs_total} with one directory"
+    );
 }

@@ -162,13 +162,34 @@ fn the_shared_everyday_commands_are_all_allowed() {
 /// The everyday commands that ask, each with the reason: the price of
 /// failing closed, reported in docs/gate.md ("Everyday commands").
 const ASKING: &[(&str, &str)] = &[
-    ("npx tsc --noEmit", "npx runs a package binary and downloads the package when it is not installed"),
-    ("npm install --save-dev typescript", "installs a package named in the line (its install scripts run)"),
-    ("pip install requests", "installs a package named in the line (its install scripts run)"),
-    ("docker build -t app .", "docker reaches the container daemon, which can change the host (system)"),
-    ("docker compose up -d", "docker reaches the container daemon, which can change the host (system)"),
-    ("perl -pi -e 's/\\r$//' scripts/run.sh", "inline Perl: no maintained Perl parser on crates.io, so the code cannot be checked"),
-    ("git worktree add ../wt-feature feature", "writes `../wt-feature`, outside the project root"),
+    (
+        "npx tsc --noEmit",
+        "npx runs a package binary and downloads the package when it is not installed",
+    ),
+    (
+        "npm install --save-dev typescript",
+        "installs a package named in the line (its install scripts run)",
+    ),
+    (
+        "pip install requests",
+        "installs a package named in the line (its install scripts run)",
+    ),
+    (
+        "docker build -t app .",
+        "docker reaches the container daemon, which can change the host (system)",
+    ),
+    (
+        "docker compose up -d",
+        "docker reaches the container daemon, which can change the host (system)",
+    ),
+    (
+        "perl -pi -e 's/\\r$//' scripts/run.sh",
+        "inline Perl: no maintained Perl parser on crates.io, so the code cannot be checked",
+    ),
+    (
+        "git worktree add ../wt-feature feature",
+        "writes `../wt-feature`, outside the project root",
+    ),
 ];
 
 #[test]
@@ -181,9 +202,19 @@ fn everyday_commands_are_allowed_or_ask_for_a_listed_reason() {
         for c in cases(file) {
             total += 1;
             let v = check_case(&gate, &c);
-            assert_ne!(v.decision, Action::Deny, "{}: {} -> {}", c.id, c.value, v.message);
+            assert_ne!(
+                v.decision,
+                Action::Deny,
+                "{}: {} -> {}",
+                c.id,
+                c.value,
+                v.message
+            );
             if v.decision != Action::Allow {
-                asking.push((c.value.as_str().unwrap_or("").to_string(), v.message.clone()));
+                asking.push((
+                    c.value.as_str().unwrap_or("").to_string(),
+                    v.message.clone(),
+                ));
             }
         }
     }
@@ -200,7 +231,10 @@ fn everyday_commands_are_allowed_or_ask_for_a_listed_reason() {
     assert!(share >= 0.95, "{allowed} of {total} allowed");
     let listed: Vec<&str> = ASKING.iter().map(|(c, _)| *c).collect();
     let got: Vec<&str> = asking.iter().map(|(c, _)| c.as_str()).collect();
-    assert_eq!(got, listed, "the commands that ask changed: update ASKING and docs/gate.md");
+    assert_eq!(
+        got, listed,
+        "the commands that ask changed: update ASKING and docs/gate.md"
+    );
 }
 
 #[test]
@@ -242,7 +276,14 @@ fn held_out_everyday_commands_are_mostly_allowed() {
     let mut asking = Vec::new();
     for c in &all {
         let v = check_case(&gate, c);
-        assert_ne!(v.decision, Action::Deny, "{}: {} -> {}", c.id, c.value, v.message);
+        assert_ne!(
+            v.decision,
+            Action::Deny,
+            "{}: {} -> {}",
+            c.id,
+            c.value,
+            v.message
+        );
         if v.decision != Action::Allow {
             asking.push(format!("{}: {}\n        {}", c.id, c.value, v.message));
         }

@@ -127,7 +127,10 @@ fn validate_shell(
     use crate::plan::gate::effect::Effect;
     let mut out = Vec::new();
     let sh = &cfg.shell;
-    for (list, label) in [(&sh.commands, "commands"), (&sh.extra_commands, "extra_commands")] {
+    for (list, label) in [
+        (&sh.commands, "commands"),
+        (&sh.extra_commands, "extra_commands"),
+    ] {
         let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for c in list.iter() {
             for n in &c.names {
@@ -155,12 +158,23 @@ fn validate_shell(
         }
     }
     for c in sh.commands.iter().chain(&sh.extra_commands) {
-        for e in c.options.values().chain(c.effects.iter()).chain(c.operand_keys.values()) {
+        for e in c
+            .options
+            .values()
+            .chain(c.effects.iter())
+            .chain(c.operand_keys.values())
+        {
             note(e, &mut configs);
         }
-        for e in [&c.first_operand, &c.last_operand, &c.program_operand, &c.plus_operands, &c.after_dashdash]
-            .into_iter()
-            .flatten()
+        for e in [
+            &c.first_operand,
+            &c.last_operand,
+            &c.program_operand,
+            &c.plus_operands,
+            &c.after_dashdash,
+        ]
+        .into_iter()
+        .flatten()
         {
             note(e, &mut configs);
         }

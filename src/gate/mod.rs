@@ -309,7 +309,12 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
     let mut findings = schema_findings;
     // Arguments no rule can see: on a tool with a shell, SQL or path role,
     // an argument the schema does not declare is refused.
-    if let Some(f) = undeclared(&cfg.checks.undeclared_argument, gt, &plan.tools[idx].input_schema, &args) {
+    if let Some(f) = undeclared(
+        &cfg.checks.undeclared_argument,
+        gt,
+        &plan.tools[idx].input_schema,
+        &args,
+    ) {
         return finish(name, args, vec![f], Action::Deny, None);
     }
     // Layer 2: danger analysis.
@@ -439,14 +444,12 @@ fn analyze(
             .and_then(Value::as_str)
             .filter(|_| gt.role_of(n) == Some(ArgRole::Path))
     });
-    let shell = |input: ShellInput,
-                 ptr: &str,
-                 out: &mut Vec<Finding>,
-                 effects: &mut Vec<EffectFound>| {
-        let a = shell::analyze_shell_full(&cfg.shell, &cfg.paths, ptr, input, start);
-        out.extend(a.findings);
-        effects.extend(a.effects);
-    };
+    let shell =
+        |input: ShellInput, ptr: &str, out: &mut Vec<Finding>, effects: &mut Vec<EffectFound>| {
+            let a = shell::analyze_shell_full(&cfg.shell, &cfg.paths, ptr, input, start);
+            out.extend(a.findings);
+            effects.extend(a.effects);
+        };
     for (key, value) in map {
         let ptr = format!("/{}", escape_ptr(key));
         match (gt.role_of(key), value) {
@@ -511,7 +514,9 @@ fn path_effect(gt: &GateTool, s: &str) -> EffectFound {
     EffectFound {
         kind: if gt.read_only { "read" } else { "write" }.to_string(),
         operand: s.to_string(),
-        resolved: path::normalize(std::path::Path::new(s)).display().to_string(),
+        resolved: path::normalize(std::path::Path::new(s))
+            .display()
+            .to_string(),
     }
 }
 

@@ -217,7 +217,14 @@ impl Analyzer<'_> {
         names.sort();
         names.dedup();
         for n in names {
-            if !n.is_empty() && !self.cfg.read_only.functions.iter().any(|f| f.eq_ignore_ascii_case(&n)) {
+            if !n.is_empty()
+                && !self
+                    .cfg
+                    .read_only
+                    .functions
+                    .iter()
+                    .any(|f| f.eq_ignore_ascii_case(&n))
+            {
                 let d = format!("`{n}()`");
                 out.push(self.cfg.checks.unlisted_function.finding(
                     FindingKind::Sql,
@@ -305,7 +312,9 @@ impl Visitor for Calls {
     fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
         match t {
             TableFactor::Table {
-                name, args: Some(_), ..
+                name,
+                args: Some(_),
+                ..
             }
             | TableFactor::Function { name, .. } => self.0.push(last_part(name)),
             _ => {}

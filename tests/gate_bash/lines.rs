@@ -80,11 +80,38 @@ pub const WRAPPERS: &[(&str, &str)] = &[
 
 const VAR_NAMES: &[&str] = &["V", "W", "DIR", "name", "OUT", "x1"];
 const VALUES: &[&str] = &[
-    "src", "a.txt", "hello world", "x y  z", "", "--flag", "a/x", "3", "it's", "tab\there",
+    "src",
+    "a.txt",
+    "hello world",
+    "x y  z",
+    "",
+    "--flag",
+    "a/x",
+    "3",
+    "it's",
+    "tab\there",
 ];
 const PLAIN: &[&str] = &[
-    "-l", "-n", "5", "src", "README.md", "--all", "--name=x", "a.txt", "x=1", "HEAD~1", "foo,bar",
-    "%s", "a:b", "-rf", "build/out", "./x", "..", "@", "+x", "-",
+    "-l",
+    "-n",
+    "5",
+    "src",
+    "README.md",
+    "--all",
+    "--name=x",
+    "a.txt",
+    "x=1",
+    "HEAD~1",
+    "foo,bar",
+    "%s",
+    "a:b",
+    "-rf",
+    "build/out",
+    "./x",
+    "..",
+    "@",
+    "+x",
+    "-",
 ];
 
 #[derive(Clone, Default)]
@@ -170,7 +197,8 @@ fn sh_double(s: &str) -> String {
 fn quote_word(rng: &mut Rng, s: &str, no_single: bool) -> String {
     let plain = !s.is_empty()
         && s.chars().all(|c| {
-            c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | ',' | ':' | '=' | '+' | '@' | '%')
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '.' | '/' | ',' | ':' | '=' | '+' | '@' | '%')
         })
         && !s.starts_with('=');
     match rng.below(4) {
@@ -180,7 +208,9 @@ fn quote_word(rng: &mut Rng, s: &str, no_single: bool) -> String {
             // Backslash-escape every special character.
             let mut out = String::new();
             for c in s.chars() {
-                if !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | ',' | ':' | '+' | '@' | '%')) {
+                if !(c.is_ascii_alphanumeric()
+                    || matches!(c, '-' | '_' | '.' | '/' | ',' | ':' | '+' | '@' | '%'))
+                {
                     out.push('\\');
                 }
                 out.push(c);
@@ -390,8 +420,14 @@ impl Gen {
         let (code, ok) = self.list(&mut child, runs, inner_ctx, n);
         let code = code.replace('\n', "; ");
         // `sh` is dash here: only POSIX code goes to it.
-        let posix = !["$'", "pushd", "popd", "{", "&>", "-dflt}"].iter().any(|x| code.contains(x));
-        let sh = if posix && self.rng.pct(50) { "sh" } else { "bash" };
+        let posix = !["$'", "pushd", "popd", "{", "&>", "-dflt}"]
+            .iter()
+            .any(|x| code.contains(x));
+        let sh = if posix && self.rng.pct(50) {
+            "sh"
+        } else {
+            "bash"
+        };
         (format!("{sh} -c '{code}'"), ok)
     }
 
@@ -459,7 +495,10 @@ impl Gen {
             0 | 1 if !kids.is_empty() => {
                 let k = self.rng.pick(&kids).clone();
                 st.cwd.push(k.clone());
-                format!("cd {}", quote_word(&mut self.rng, &k, false).replace('\'', "\""))
+                format!(
+                    "cd {}",
+                    quote_word(&mut self.rng, &k, false).replace('\'', "\"")
+                )
             }
             2 if !st.cwd.is_empty() => {
                 st.cwd.pop();
@@ -545,7 +584,11 @@ impl Gen {
     /// One argument: its text and the fields it expands to.
     fn word(&mut self, st: &St, ctx: Ctx) -> (String, Vec<String>) {
         let ns = ctx.no_single_quotes;
-        let vars: Vec<(String, String)> = st.vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let vars: Vec<(String, String)> = st
+            .vars
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         match self.rng.below(12) {
             0..=2 => {
                 let w = self.rng.pick(PLAIN).to_string();
@@ -565,7 +608,10 @@ impl Gen {
             }
             5 if !vars.is_empty() => {
                 let (k, v) = self.rng.pick(&vars).clone();
-                (format!("\"pre ${{{k}}} post\""), vec![format!("pre {v} post")])
+                (
+                    format!("\"pre ${{{k}}} post\""),
+                    vec![format!("pre {v} post")],
+                )
             }
             6 if !vars.is_empty() => {
                 let (k, v) = self.rng.pick(&vars).clone();
@@ -574,7 +620,11 @@ impl Gen {
             7 if !vars.is_empty() => {
                 let (k, v) = self.rng.pick(&vars).clone();
                 if self.rng.pct(50) {
-                    let f = if v.is_empty() { vec!["dflt".to_string()] } else { split_fields(&v) };
+                    let f = if v.is_empty() {
+                        vec!["dflt".to_string()]
+                    } else {
+                        split_fields(&v)
+                    };
                     (format!("${{{k}:-dflt}}"), f)
                 } else {
                     (format!("\"${{{k}-dflt}}\""), vec![v])
@@ -591,7 +641,10 @@ impl Gen {
             9 => {
                 let a = self.rng.pick(&["x", "src", "a"]).to_string();
                 let b = self.rng.pick(&["1", "2", "b"]).to_string();
-                (format!("pre{{{a},{b}}}.txt"), vec![format!("pre{a}.txt"), format!("pre{b}.txt")])
+                (
+                    format!("pre{{{a},{b}}}.txt"),
+                    vec![format!("pre{a}.txt"), format!("pre{b}.txt")],
+                )
             }
             10 => {
                 // Concatenated quoting styles.
@@ -657,7 +710,17 @@ impl Gen {
             argv.push("--fail".into());
         }
         if self.rng.pct(15) {
-            words.push(self.rng.pick(&["> out.txt", "2>/dev/null", ">> log.txt", "< /dev/null", "&>/dev/null"]).to_string());
+            words.push(
+                self.rng
+                    .pick(&[
+                        "> out.txt",
+                        "2>/dev/null",
+                        ">> log.txt",
+                        "< /dev/null",
+                        "&>/dev/null",
+                    ])
+                    .to_string(),
+            );
         }
         runs.push(Run {
             prog,
@@ -685,7 +748,10 @@ impl Gen {
                 _ => ("command", vec![]),
             };
             let mut t = vec![name.to_string()];
-            t.extend(args.iter().map(|a| quote_word(&mut self.rng, a, ctx.no_single_quotes)));
+            t.extend(
+                args.iter()
+                    .map(|a| quote_word(&mut self.rng, a, ctx.no_single_quotes)),
+            );
             prefix.push(t.join(" "));
             logged.push((name.to_string(), args));
         }

@@ -103,7 +103,9 @@ fn tokens(src: &str) -> Result<Vec<Tok>, String> {
                 }
                 out.push(Tok::At(c[start..i].iter().collect()));
             }
-            _ if ch.is_ascii_digit() || (ch == '.' && c.get(i + 1).is_some_and(|d| d.is_ascii_digit())) => {
+            _ if ch.is_ascii_digit()
+                || (ch == '.' && c.get(i + 1).is_some_and(|d| d.is_ascii_digit())) =>
+            {
                 while i < c.len() && (c[i].is_ascii_alphanumeric() || c[i] == '.') {
                     i += 1;
                 }
@@ -194,7 +196,9 @@ pub fn effects(program: &str) -> Vec<ScriptEffect> {
                     // "cmd" | getline
                     out.push(match literal(k.checked_sub(1).and_then(|j| toks.get(j))) {
                         Some(c) => ScriptEffect::Exec(Some(c)),
-                        None => ScriptEffect::Unknown("a command piped into `getline` is computed".into()),
+                        None => ScriptEffect::Unknown(
+                            "a command piped into `getline` is computed".into(),
+                        ),
                     });
                 } else {
                     out.push(match literal(toks.get(k + 1)) {
@@ -207,7 +211,9 @@ pub fn effects(program: &str) -> Vec<ScriptEffect> {
                 match literal(toks.get(k + 1)) {
                     Some(f) if f == "/dev/stdout" || f == "/dev/stderr" || f == "-" => {}
                     Some(f) => out.push(ScriptEffect::Write(f)),
-                    None => out.push(ScriptEffect::Unknown("output to a file named at run time".into())),
+                    None => out.push(ScriptEffect::Unknown(
+                        "output to a file named at run time".into(),
+                    )),
                 }
             }
             Tok::Op("<")
@@ -222,11 +228,13 @@ pub fn effects(program: &str) -> Vec<ScriptEffect> {
             }
             Tok::At(w) if w == "include" => match literal(toks.get(k + 1)) {
                 Some(f) => out.push(ScriptEffect::Script(f)),
-                None => out.push(ScriptEffect::Unknown("`@include` of a computed file".into())),
+                None => out.push(ScriptEffect::Unknown(
+                    "`@include` of a computed file".into(),
+                )),
             },
-            Tok::At(w) if w == "load" => {
-                out.push(ScriptEffect::Unknown("`@load` loads a compiled extension".into()))
-            }
+            Tok::At(w) if w == "load" => out.push(ScriptEffect::Unknown(
+                "`@load` loads a compiled extension".into(),
+            )),
             Tok::At(w) if w == "namespace" => {}
             Tok::At(w) => out.push(ScriptEffect::Unknown(format!("`@{w}`"))),
             _ => {}
@@ -267,17 +275,38 @@ mod tests {
 
     #[test]
     fn programs_that_run_write_or_read() {
-        assert_eq!(effects("BEGIN{system(\"rm -rf ~\")}"), vec![Exec(Some("rm -rf ~".into()))]);
+        assert_eq!(
+            effects("BEGIN{system(\"rm -rf ~\")}"),
+            vec![Exec(Some("rm -rf ~".into()))]
+        );
         assert!(matches!(effects("{system($0)}")[..], [Unknown(_)]));
-        assert_eq!(effects("BEGIN { \"date\" | getline d; print d }"), vec![Exec(Some("date".into()))]);
+        assert_eq!(
+            effects("BEGIN { \"date\" | getline d; print d }"),
+            vec![Exec(Some("date".into()))]
+        );
         assert_eq!(effects("{ print | \"sh\" }"), vec![Exec(Some("sh".into()))]);
-        assert_eq!(effects("{ print $1 > \"out.txt\" }"), vec![Write("out.txt".into())]);
-        assert_eq!(effects("{ print >> \"/etc/passwd\" }"), vec![Write("/etc/passwd".into())]);
+        assert_eq!(
+            effects("{ print $1 > \"out.txt\" }"),
+            vec![Write("out.txt".into())]
+        );
+        assert_eq!(
+            effects("{ print >> \"/etc/passwd\" }"),
+            vec![Write("/etc/passwd".into())]
+        );
         assert!(matches!(effects("{ print > $2 }")[..], [Unknown(_)]));
-        assert_eq!(effects("BEGIN { while ((getline l < \"/etc/shadow\") > 0) print l }"), vec![Read("/etc/shadow".into())]);
-        assert_eq!(effects("@include \"lib.awk\"\n{print}"), vec![Script("lib.awk".into())]);
+        assert_eq!(
+            effects("BEGIN { while ((getline l < \"/etc/shadow\") > 0) print l }"),
+            vec![Read("/etc/shadow".into())]
+        );
+        assert_eq!(
+            effects("@include \"lib.awk\"\n{print}"),
+            vec![Script("lib.awk".into())]
+        );
         assert!(matches!(effects("@load \"filefuncs\"")[..], [Unknown(_)]));
-        assert_eq!(effects("{ print |& \"cat\" }"), vec![Exec(Some("cat".into()))]);
+        assert_eq!(
+            effects("{ print |& \"cat\" }"),
+            vec![Exec(Some("cat".into()))]
+        );
         assert!(matches!(effects("{ print \"x")[..], [Unknown(_)]));
     }
 }

@@ -159,7 +159,11 @@ impl<'a> Visit<'a> for Binder {
                 let m = required_module(init).unwrap_or_default();
                 for prop in &o.properties {
                     match (&prop.key, &prop.value, prop.computed) {
-                        (PropertyKey::StaticIdentifier(k), BindingPattern::BindingIdentifier(b), false) => {
+                        (
+                            PropertyKey::StaticIdentifier(k),
+                            BindingPattern::BindingIdentifier(b),
+                            false,
+                        ) => {
                             self.bind(&b.name, Binding::Module(format!("{m}.{}", k.name)));
                         }
                         (_, v, _) => self.bind_pattern_values(v),
@@ -279,7 +283,9 @@ impl Checker<'_> {
                 None => self.rules.functions.iter().any(|f| f == id.name.as_str()),
             },
             Expression::StaticMemberExpression(s) => match self.qualified(&s.object) {
-                Some(b) => self.rules.attribute_allowed(&format!("{b}.{}", s.property.name)),
+                Some(b) => self
+                    .rules
+                    .attribute_allowed(&format!("{b}.{}", s.property.name)),
                 None => self.method_ok(s.property.name.as_str()),
             },
             Expression::ComputedMemberExpression(c) => match &c.expression {
@@ -374,14 +380,12 @@ impl<'a> Visit<'a> for Checker<'_> {
 
     fn visit_identifier_reference(&mut self, it: &IdentifierReference<'a>) {
         let name = it.name.as_str();
-        if self.rules.internal_name(name) {
-            self.flag(format!("`{name}`"));
-        } else if !self.bindings.contains_key(name)
+        let unbound = !self.bindings.contains_key(name)
             && !self.rules.functions.iter().any(|f| f == name)
             && !self.rules.globals.iter().any(|f| f == name)
             && !self.rules.names.iter().any(|f| f == name)
-            && name != "require"
-        {
+            && name != "require";
+        if self.rules.internal_name(name) || unbound {
             self.flag(format!("`{name}`"));
         }
     }

@@ -32,8 +32,8 @@ pub fn check(rules: &CodeRules, code: &str) -> Result<(), CodeProblem> {
             rules.max_bytes
         )));
     }
-    let parsed = ruff_python_parser::parse_module(code)
-        .map_err(|e| CodeProblem::Parse(e.to_string()))?;
+    let parsed =
+        ruff_python_parser::parse_module(code).map_err(|e| CodeProblem::Parse(e.to_string()))?;
     let body = &parsed.syntax().body;
     let mut binder = Binder {
         rules,
@@ -95,9 +95,7 @@ impl<'a> Visitor<'a> for Binder<'_> {
         match stmt {
             Stmt::FunctionDef(f) => self.bind(f.name.id.as_str(), Binding::Callable),
             Stmt::ClassDef(c) => self.bind(c.name.id.as_str(), Binding::Callable),
-            Stmt::Assign(a)
-                if a.targets.len() == 1 && matches!(*a.value, Expr::Lambda(_)) =>
-            {
+            Stmt::Assign(a) if a.targets.len() == 1 && matches!(*a.value, Expr::Lambda(_)) => {
                 if let Expr::Name(n) = &a.targets[0] {
                     self.bind(n.id.as_str(), Binding::Callable);
                     visitor::walk_expr(self, &a.value);
@@ -322,7 +320,10 @@ impl<'a> Visitor<'a> for Checker<'_> {
             Stmt::ImportFrom(i) => {
                 let module = i.module.as_ref().map(|m| m.id.as_str()).unwrap_or("");
                 if i.level > 0 || !self.rules.module_allowed(module) {
-                    self.flag(format!("`from {}{module} import ...`", ".".repeat(i.level as usize)));
+                    self.flag(format!(
+                        "`from {}{module} import ...`",
+                        ".".repeat(i.level as usize)
+                    ));
                 } else {
                     for alias in &i.names {
                         let q = format!("{module}.{}", alias.name.id.as_str());
@@ -335,16 +336,17 @@ impl<'a> Visitor<'a> for Checker<'_> {
                     }
                 }
             }
-            Stmt::FunctionDef(f) => {
-                if self.rules.internal_name(f.name.id.as_str()) {
-                    self.flag(format!("`{}`", f.name.id.as_str()));
-                }
+            Stmt::FunctionDef(f) if self.rules.internal_name(f.name.id.as_str()) => {
+                self.flag(format!("`{}`", f.name.id.as_str()));
             }
             Stmt::ClassDef(c) => {
                 if let Some(args) = &c.arguments
                     && !args.keywords.is_empty()
                 {
-                    self.flag(format!("class `{}` with keywords (metaclass)", c.name.id.as_str()));
+                    self.flag(format!(
+                        "class `{}` with keywords (metaclass)",
+                        c.name.id.as_str()
+                    ));
                 }
             }
             _ => {}
@@ -372,13 +374,11 @@ impl<'a> Visitor<'a> for Checker<'_> {
         match expr {
             Expr::Name(n) => {
                 let id = n.id.as_str();
-                if self.rules.internal_name(id) {
-                    self.flag(format!("`{id}`"));
-                } else if matches!(n.ctx, ExprContext::Load)
+                let unbound = matches!(n.ctx, ExprContext::Load)
                     && !self.bindings.contains_key(id)
                     && !self.rules.functions.iter().any(|f| f == id)
-                    && !self.rules.names.iter().any(|f| f == id)
-                {
+                    && !self.rules.names.iter().any(|f| f == id);
+                if self.rules.internal_name(id) || unbound {
                     self.flag(format!("`{id}`"));
                 }
             }

@@ -274,8 +274,14 @@ mod tests {
         assert_eq!(effects("s/x/y/w out.txt"), vec![Write("out.txt".into())]);
         assert_eq!(effects("w /etc/passwd"), vec![Write("/etc/passwd".into())]);
         assert_eq!(effects("1r /etc/shadow"), vec![Read("/etc/shadow".into())]);
-        assert_eq!(effects("/x/{e touch y\n}"), vec![Exec(Some("touch y".into()))]);
-        assert_eq!(effects("$!{s/a/b/;e rm -rf /\n}"), vec![Exec(Some("rm -rf /".into()))]);
+        assert_eq!(
+            effects("/x/{e touch y\n}"),
+            vec![Exec(Some("touch y".into()))]
+        );
+        assert_eq!(
+            effects("$!{s/a/b/;e rm -rf /\n}"),
+            vec![Exec(Some("rm -rf /".into()))]
+        );
         assert_eq!(effects("s/a/b/gew x"), vec![Exec(None), Write("x".into())]);
         assert!(matches!(effects("s/a/b")[..], [Unknown(_)]));
         assert!(matches!(effects("k")[..], [Unknown(_)]));

@@ -9,12 +9,12 @@
 use brush_parser::ast;
 
 use super::effects::Flow;
+use super::excerpt;
 use super::model::{Source, read_args};
 use super::normalize::{basename, flags_of, option_value};
 use super::rules::display;
 use super::state::{Cwd, Dir, Var};
 use super::{Arg, CodeOperands, InterpreterSpec, Run, RunVia, Scope, Stdin, Walker, WrapperSpec};
-use super::excerpt;
 use crate::gate::types::FindingKind;
 use crate::plan::gate::effect::Effect;
 
@@ -182,11 +182,9 @@ impl Walker<'_> {
         let dir = text.trim_end_matches('/');
         let dir = dir.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
         let dir = if dir.is_empty() { "/" } else { dir };
-        let system = self
-            .cfg
-            .system_bin_dirs
-            .iter()
-            .any(|d| d.trim_end_matches('/') == dir.trim_end_matches('/') || (d == "/" && dir == "/"));
+        let system = self.cfg.system_bin_dirs.iter().any(|d| {
+            d.trim_end_matches('/') == dir.trim_end_matches('/') || (d == "/" && dir == "/")
+        });
         if system {
             return Some(base);
         }
@@ -245,7 +243,10 @@ impl Walker<'_> {
                 Cwd::Known(dirs) => {
                     // The first alternative that is not the start shows
                     // the change; every alternative is checked by targets.
-                    let d = dirs.iter().find(|d| **d != Dir::start()).unwrap_or(&dirs[0]);
+                    let d = dirs
+                        .iter()
+                        .find(|d| **d != Dir::start())
+                        .unwrap_or(&dirs[0]);
                     a.text = d.join(&a.text).render();
                 }
                 Cwd::Unknown => a.dynamic = true,
@@ -295,7 +296,11 @@ impl Walker<'_> {
                 }
                 self.st.oldpwd = Some(self.st.cwd.clone());
                 self.st.cwd = new.merge(&new, max);
-                let shown = rest.iter().map(|a| a.text.as_str()).collect::<Vec<_>>().join(" ");
+                let shown = rest
+                    .iter()
+                    .map(|a| a.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let resolved = self.cwd_texts().join(" | ");
                 self.effect("chdir", &shown, &resolved);
                 // Into a directory that exists, `cd` does not fail.
@@ -323,9 +328,9 @@ impl Walker<'_> {
                     || rest.iter().any(|a| {
                         a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('x')
                     });
-                let array = rest
-                    .iter()
-                    .any(|a| a.text.starts_with('-') && (a.text.contains('a') || a.text.contains('A')));
+                let array = rest.iter().any(|a| {
+                    a.text.starts_with('-') && (a.text.contains('a') || a.text.contains('A'))
+                });
                 let functions = rest.iter().any(|a| a.text == "-f" || a.text == "-F");
                 for a in operands {
                     if functions {
@@ -342,7 +347,8 @@ impl Walker<'_> {
                         None if is_name(&a.text) => {
                             // `export X`: marks X for export.
                             if export
-                                && let Some(Var::Known { value, .. }) = self.st.vars.get(&a.text).cloned()
+                                && let Some(Var::Known { value, .. }) =
+                                    self.st.vars.get(&a.text).cloned()
                             {
                                 let v = Arg::literal(&value);
                                 self.env_assignment(&a.text, &v);
@@ -467,7 +473,9 @@ impl Walker<'_> {
                         Cwd::Unknown
                     } else {
                         match base {
-                            Cwd::Known(d) => Cwd::Known(d.iter().map(|d| d.join(&v.text)).collect()),
+                            Cwd::Known(d) => {
+                                Cwd::Known(d.iter().map(|d| d.join(&v.text)).collect())
+                            }
                             Cwd::Unknown => Cwd::Unknown,
                         }
                     });
@@ -810,7 +818,9 @@ impl Walker<'_> {
                         Cwd::Unknown
                     } else {
                         match base {
-                            Cwd::Known(d) => Cwd::Known(d.iter().map(|d| d.join(&a.text)).collect()),
+                            Cwd::Known(d) => {
+                                Cwd::Known(d.iter().map(|d| d.join(&a.text)).collect())
+                            }
                             Cwd::Unknown if a.text.starts_with('/') => {
                                 Cwd::Known(vec![Dir::start().join(&a.text)])
                             }
@@ -820,7 +830,9 @@ impl Walker<'_> {
                 }
             }
             for o in &reading.unknown_options {
-                self.unknown(&format!("`{full} {o}` (an option the policy does not list)"));
+                self.unknown(&format!(
+                    "`{full} {o}` (an option the policy does not list)"
+                ));
             }
             self.check_targets(&full, rest, &reading, &ctx, scope);
             for e in &reading.effects {

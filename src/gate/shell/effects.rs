@@ -523,7 +523,13 @@ impl Walker<'_> {
 
     /// Sets a shell variable from an assignment; `exported` when the line
     /// marks it (`export`, `declare -x`); `None` keeps what it was.
-    pub(super) fn set_var(&mut self, name: &str, value: &Arg, append: bool, exported: Option<bool>) {
+    pub(super) fn set_var(
+        &mut self,
+        name: &str,
+        value: &Arg,
+        append: bool,
+        exported: Option<bool>,
+    ) {
         let was_exported = matches!(
             self.st.vars.get(name),
             Some(Var::Known { exported: true, .. })

@@ -72,15 +72,20 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
     let mut operands: Vec<(usize, bool)> = Vec::new(); // (index, after --)
     let mut clear = false;
     let mut seen_options: Vec<String> = Vec::new();
-    let canon = |f: &str| spec.flag_aliases.get(f).cloned().unwrap_or_else(|| f.to_string());
+    let canon = |f: &str| {
+        spec.flag_aliases
+            .get(f)
+            .cloned()
+            .unwrap_or_else(|| f.to_string())
+    };
     let mut i = 0;
     let mut after_dashdash = false;
     // Applies a flag's effects.
     let flag = |f: &str,
-                    r: &mut Reading,
-                    operand_effect: &mut Effect,
-                    clear: &mut bool,
-                    seen: &mut Vec<String>|
+                r: &mut Reading,
+                operand_effect: &mut Effect,
+                clear: &mut bool,
+                seen: &mut Vec<String>|
      -> bool {
         let c = canon(f);
         seen.push(c.clone());
@@ -103,8 +108,7 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         true
     };
     let takes_value = |f: &str| {
-        spec.value_flags.iter().any(|v| v == f)
-            || spec.value_flags.iter().any(|v| *v == canon(f))
+        spec.value_flags.iter().any(|v| v == f) || spec.value_flags.iter().any(|v| *v == canon(f))
     };
     // Old-style first argument: `tar xzf archive.tar`.
     if spec.old_style_flags
@@ -130,7 +134,13 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 i += 1;
                 r.flags.push(canon(&f));
             } else {
-                flag(&f, &mut r, &mut operand_effect, &mut clear, &mut seen_options);
+                flag(
+                    &f,
+                    &mut r,
+                    &mut operand_effect,
+                    &mut clear,
+                    &mut seen_options,
+                );
             }
         }
     }
@@ -192,10 +202,21 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 if attached.is_none() {
                     i += 1;
                 }
-            } else if spec.optional_value_flags.iter().any(|v| *v == name) {
-                flag(&name, &mut r, &mut operand_effect, &mut clear, &mut seen_options);
-            } else if !flag(&name, &mut r, &mut operand_effect, &mut clear, &mut seen_options)
-                && spec.strict_options
+            } else if spec.optional_value_flags.contains(&name) {
+                flag(
+                    &name,
+                    &mut r,
+                    &mut operand_effect,
+                    &mut clear,
+                    &mut seen_options,
+                );
+            } else if !flag(
+                &name,
+                &mut r,
+                &mut operand_effect,
+                &mut clear,
+                &mut seen_options,
+            ) && spec.strict_options
                 && !spec.flag_aliases.contains_key(&name)
             {
                 r.unknown_options.push(name);
@@ -224,7 +245,13 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 continue;
             }
             if spec.flags.contains_key(t) {
-                flag(t, &mut r, &mut operand_effect, &mut clear, &mut seen_options);
+                flag(
+                    t,
+                    &mut r,
+                    &mut operand_effect,
+                    &mut clear,
+                    &mut seen_options,
+                );
                 i += 1;
                 continue;
             }
@@ -263,12 +290,23 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 }
                 break;
             }
-            if spec.optional_value_flags.iter().any(|v| *v == f) {
-                flag(&f, &mut r, &mut operand_effect, &mut clear, &mut seen_options);
+            if spec.optional_value_flags.contains(&f) {
+                flag(
+                    &f,
+                    &mut r,
+                    &mut operand_effect,
+                    &mut clear,
+                    &mut seen_options,
+                );
                 break;
             }
-            if !flag(&f, &mut r, &mut operand_effect, &mut clear, &mut seen_options)
-                && spec.strict_options
+            if !flag(
+                &f,
+                &mut r,
+                &mut operand_effect,
+                &mut clear,
+                &mut seen_options,
+            ) && spec.strict_options
                 && !spec.flag_aliases.contains_key(&f)
             {
                 r.unknown_options.push(f);
@@ -277,21 +315,25 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         i += if consumed_next { 2 } else { 1 };
     }
     if !clear {
-        r.effects.extend(spec.effects.iter().filter_map(|e| match e {
-            Effect::Fixed(k, p) => {
-                r.targets.push(Target {
-                    effect: (**k).clone(),
-                    source: Source::Fixed(p.clone()),
-                });
-                None
-            }
-            other => Some(other.clone()),
-        }));
+        r.effects
+            .extend(spec.effects.iter().filter_map(|e| match e {
+                Effect::Fixed(k, p) => {
+                    r.targets.push(Target {
+                        effect: (**k).clone(),
+                        source: Source::Fixed(p.clone()),
+                    });
+                    None
+                }
+                other => Some(other.clone()),
+            }));
     }
     // The program operand (sed's script, grep's pattern).
     let mut rest: Vec<(usize, bool)> = operands;
     if let Some(pe) = &spec.program_operand
-        && !spec.program_unless.iter().any(|u| seen_options.iter().any(|s| s == u) || r.flags.iter().any(|s| s == u))
+        && !spec
+            .program_unless
+            .iter()
+            .any(|u| seen_options.iter().any(|s| s == u) || r.flags.iter().any(|s| s == u))
         && let Some(pos) = rest.iter().position(|(_, dd)| !dd)
     {
         let (idx, _) = rest.remove(pos);
@@ -316,7 +358,9 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         r.operands.push(*idx);
         let text = args[*idx].text();
         let mut effect = if *dd {
-            spec.after_dashdash.clone().unwrap_or_else(|| operand_effect.clone())
+            spec.after_dashdash
+                .clone()
+                .unwrap_or_else(|| operand_effect.clone())
         } else {
             operand_effect.clone()
         };
@@ -396,67 +440,109 @@ mod tests {
 
     #[test]
     fn reads_sed() {
-        let s = spec(r#"names = ["sed"]
+        let s = spec(
+            r#"names = ["sed"]
 operands = "read"
 program_operand = "code:sed"
 program_unless = ["-e", "--expression", "-f", "--file"]
 value_flags = ["-l"]
 optional_value_flags = ["-i", "--in-place"]
 options = { "-e" = "code:sed", "--expression" = "code:sed", "-f" = "script" }
-flags = { "-i" = "operands:write", "--in-place" = "operands:write" }"#);
+flags = { "-i" = "operands:write", "--in-place" = "operands:write" }"#,
+        );
         let a = ["-n", "1e id", "notes.txt"];
-        assert_eq!(texts(&read_args(&s, &a), &a), ["code:sed=1e id", "read=notes.txt"]);
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["code:sed=1e id", "read=notes.txt"]
+        );
         let a = ["-i.bak", "s/a/b/", "f1", "f2"];
-        assert_eq!(texts(&read_args(&s, &a), &a), ["code:sed=s/a/b/", "write=f1", "write=f2"]);
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["code:sed=s/a/b/", "write=f1", "write=f2"]
+        );
         let a = ["-e", "s/a/b/", "-e", "p", "f"];
-        assert_eq!(texts(&read_args(&s, &a), &a), ["code:sed=s/a/b/", "code:sed=p", "read=f"]);
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["code:sed=s/a/b/", "code:sed=p", "read=f"]
+        );
         let a = ["-es/a/b/", "--in-place", "f"];
-        assert_eq!(texts(&read_args(&s, &a), &a), ["code:sed=s/a/b/", "write=f"]);
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["code:sed=s/a/b/", "write=f"]
+        );
     }
 
     #[test]
     fn reads_tar_old_style_and_subcommands() {
-        let s = spec(r#"names = ["tar"]
+        let s = spec(
+            r#"names = ["tar"]
 old_style_flags = true
 options = { "-f" = "write", "-C" = "chdir", "--to-command" = "exec", "-I" = "exec" }
-flags = { "-x" = ["operands:none", "write:."] }"#);
+flags = { "-x" = ["operands:none", "write:."] }"#,
+        );
         let a = ["xzf", "a.tgz", "-C", "vendor"];
-        assert_eq!(texts(&read_args(&s, &a), &a), ["write=.", "write=a.tgz", "chdir=vendor"]);
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["write=.", "write=a.tgz", "chdir=vendor"]
+        );
         let a = ["-cf", "out.tar", "--to-command=sh x", "src"];
-        assert_eq!(texts(&read_args(&s, &a), &a), ["write=out.tar", "exec=sh x", "read=src"]);
-        let g = spec(r#"names = ["git"]
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["write=out.tar", "exec=sh x", "read=src"]
+        );
+        let g = spec(
+            r#"names = ["git"]
 subcommands = true
 operands = "none"
 options = { "-C" = "chdir", "-c" = "config:git" }
-flags = { "-p" = "exec" }"#);
+flags = { "-p" = "exec" }"#,
+        );
         let a = ["-C", "repo", "-c", "core.pager=less", "log", "-p"];
         let r = read_args(&g, &a);
         assert_eq!(r.subcommand, Some(4));
         assert_eq!(texts(&r, &a), ["chdir=repo", "config:git=core.pager=less"]);
         let a = ["-ccore.fsmonitor=x", "status"];
-        assert_eq!(texts(&read_args(&g, &a), &a), ["config:git=core.fsmonitor=x"]);
+        assert_eq!(
+            texts(&read_args(&g, &a), &a),
+            ["config:git=core.fsmonitor=x"]
+        );
     }
 
     #[test]
     fn reads_cp_dd_scp() {
-        let s = spec(r#"names = ["cp"]
+        let s = spec(
+            r#"names = ["cp"]
 operands = "read"
 last_operand = "write"
-options = { "-t" = "write" }"#);
+options = { "-t" = "write" }"#,
+        );
         let a = ["-r", "a", "b", "dest/"];
-        assert_eq!(texts(&read_args(&s, &a), &a), ["read=a", "read=b", "write=dest/"]);
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["read=a", "read=b", "write=dest/"]
+        );
         let a = ["one"];
         assert_eq!(texts(&read_args(&s, &a), &a), ["read=one"]);
-        let d = spec(r#"names = ["dd"]
+        let d = spec(
+            r#"names = ["dd"]
 operands = "none"
-operand_keys = { if = "read", of = "write" }"#);
+operand_keys = { if = "read", of = "write" }"#,
+        );
         let a = ["if=/dev/zero", "of=disk.img", "bs=1M"];
-        assert_eq!(texts(&read_args(&d, &a), &a), ["read=/dev/zero", "write=disk.img"]);
-        let c = spec(r#"names = ["scp"]
+        assert_eq!(
+            texts(&read_args(&d, &a), &a),
+            ["read=/dev/zero", "write=disk.img"]
+        );
+        let c = spec(
+            r#"names = ["scp"]
 operands = "read"
 last_operand = "write"
-remote_operands = true"#);
+remote_operands = true"#,
+        );
         let a = ["-r", "build/", "user@host:/srv/app"];
-        assert_eq!(texts(&read_args(&c, &a), &a), ["read=build/", "url=user@host:/srv/app"]);
+        assert_eq!(
+            texts(&read_args(&c, &a), &a),
+            ["read=build/", "url=user@host:/srv/app"]
+        );
     }
 }

@@ -36,7 +36,10 @@ impl Dir {
         let (mut base, rest) = if let Some(r) = path.strip_prefix('/') {
             (Dir::Abs(Vec::new()), r)
         } else if path == "~" || path.starts_with("~/") {
-            (Dir::Home(String::new(), Vec::new()), path.get(2..).unwrap_or(""))
+            (
+                Dir::Home(String::new(), Vec::new()),
+                path.get(2..).unwrap_or(""),
+            )
         } else if let Some(t) = path.strip_prefix('~') {
             let (user, r) = t.split_once('/').unwrap_or((t, ""));
             (Dir::Home(user.to_string(), Vec::new()), r)
@@ -120,7 +123,11 @@ impl Cwd {
                 let mut v: Vec<Dir> = a.iter().chain(b).cloned().collect();
                 v.sort();
                 v.dedup();
-                if v.len() > max { Cwd::Unknown } else { Cwd::Known(v) }
+                if v.len() > max {
+                    Cwd::Unknown
+                } else {
+                    Cwd::Known(v)
+                }
             }
             _ => Cwd::Unknown,
         }
@@ -280,7 +287,10 @@ mod tests {
     fn merges() {
         let a = Cwd::Known(vec![Dir::start()]);
         let b = Cwd::Known(vec![Dir::start().join("x")]);
-        assert_eq!(a.merge(&b, 4), Cwd::Known(vec![Dir::start(), Dir::start().join("x")]));
+        assert_eq!(
+            a.merge(&b, 4),
+            Cwd::Known(vec![Dir::start(), Dir::start().join("x")])
+        );
         assert_eq!(a.merge(&a, 4), a);
         assert_eq!(a.merge(&b, 1), Cwd::Unknown);
     }

@@ -414,7 +414,11 @@ impl Walker<'_> {
             None => Some(code::CodeProblem::NoParser(lang.to_string())),
         };
         if let Some(p) = problem {
-            let lang_shown = if lang.is_empty() { "this language" } else { lang };
+            let lang_shown = if lang.is_empty() {
+                "this language"
+            } else {
+                lang
+            };
             let d = match &p {
                 code::CodeProblem::NoParser(_) => {
                     format!("{what}: no parser checks {lang_shown} code")
@@ -436,14 +440,20 @@ impl Walker<'_> {
             // `ssh -o 'ProxyCommand sh -c x'`
             text.split_once(char::is_whitespace)
         });
-        let what = format!("`{cmd}` setting `{}`", excerpt(split.map(|(k, _)| k).unwrap_or(text)));
+        let what = format!(
+            "`{cmd}` setting `{}`",
+            excerpt(split.map(|(k, _)| k).unwrap_or(text))
+        );
         match split {
             Some((key, value)) => {
                 let key = key.trim();
                 if rules.exec_keys.as_ref().is_some_and(|r| r.is_match(key)) {
                     self.exec_target(value, a.dynamic, &what, scope, ctx);
                 } else if let Some(v) = value.strip_prefix('!')
-                    && rules.shell_alias_keys.as_ref().is_some_and(|r| r.is_match(key))
+                    && rules
+                        .shell_alias_keys
+                        .as_ref()
+                        .is_some_and(|r| r.is_match(key))
                 {
                     self.exec_target(v, a.dynamic, &what, scope, ctx);
                 }

@@ -65,8 +65,7 @@ impl CodeRules {
         self.attributes.iter().any(|a| {
             if let Some(prefix) = a.strip_suffix(".*") {
                 q == prefix
-                    || q
-                        .strip_prefix(prefix)
+                    || q.strip_prefix(prefix)
                         .and_then(|rest| rest.strip_prefix('.'))
                         .is_some_and(|member| !member.is_empty() && !member.contains('.'))
             } else {

@@ -14,9 +14,9 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use super::code::CodeRules;
 use super::path::{PathChecks, PathConfig};
 use super::patterns::PatternRule;
-use super::code::CodeRules;
 use super::shell::{
     CommandSpec, ConfigKeys, EffectChecks, EnvSpec, FindSpec, InterpreterSpec, RedirectRule,
     ShellChecks, ShellConfig, ShellLimits, ShellRule, WrapperSpec,

@@ -80,7 +80,10 @@ impl Effect {
 
     /// Whether the effect applies to a path.
     pub fn is_path(&self) -> bool {
-        matches!(self, Effect::Read | Effect::Write | Effect::Delete | Effect::Chdir | Effect::Script)
+        matches!(
+            self,
+            Effect::Read | Effect::Write | Effect::Delete | Effect::Chdir | Effect::Script
+        )
     }
 
     /// Parses a policy string.
@@ -120,7 +123,10 @@ impl Effect {
             "config" => Ok(Effect::Config(arg.to_string())),
             "operands" => {
                 let inner = Effect::parse(arg)?;
-                if matches!(inner, Effect::Operands(_) | Effect::Fixed(..) | Effect::Clear) {
+                if matches!(
+                    inner,
+                    Effect::Operands(_) | Effect::Fixed(..) | Effect::Clear
+                ) {
                     return Err(format!("`{s}`: operands cannot become `{arg}`"));
                 }
                 Ok(Effect::Operands(Box::new(inner)))
@@ -166,9 +172,14 @@ impl<'de> Deserialize<'de> for Effects {
                 f.write_str("an effect string or a list of them")
             }
             fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Effects, E> {
-                Effect::parse(s).map(|e| Effects(vec![e])).map_err(E::custom)
+                Effect::parse(s)
+                    .map(|e| Effects(vec![e]))
+                    .map_err(E::custom)
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Effects, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Effects, A::Error> {
                 let mut v = Vec::new();
                 while let Some(e) = a.next_element::<Effect>()? {
                     v.push(e);
