@@ -258,6 +258,8 @@ impl Walker<'_> {
     /// Builtins that change the shell's state, and the ones that cannot
     /// fail or never return. `None`: not one of them.
     fn builtin(&mut self, name: &str, args: &[Arg], scope: &Scope, ctx: &Ctx) -> Option<Flow> {
+        use crate::plan::gate::shell::BuiltinRole as B;
+        let role = *self.cfg.builtins.get(name)?;
         let max = self.cfg.limits.max_cwds.max(1);
         let before = self.st.clone();
         let rest = &args[1..];
@@ -265,13 +267,13 @@ impl Walker<'_> {
             .iter()
             .filter(|a| !(a.text.starts_with('-') && a.text.len() > 1) || a.dynamic)
             .collect();
-        match name {
-            "cd" | "chdir" | "pushd" | "popd" => {
+        match role {
+            B::Chdir | B::Pushd | B::Popd => {
                 if ctx.via != RunVia::Shell {
                     return Some(Flow::both(before));
                 }
-                let new = match (name, operands.first()) {
-                    ("popd", _) => match self.st.stack.pop() {
+                let new = match (role, operands.first()) {
+                    (B::Popd, _) => match self.st.stack.pop() {
                         Some(c) => c,
                         None => return Some(Flow::both(before)),
                     },
@@ -291,7 +293,7 @@ impl Walker<'_> {
                         Cwd::Unknown => Cwd::Unknown,
                     },
                 };
-                if name == "pushd" {
+                if role == B::Pushd {
                     self.st.stack.push(self.st.cwd.clone());
                 }
                 self.st.oldpwd = Some(self.st.cwd.clone());
@@ -314,17 +316,17 @@ impl Walker<'_> {
                     fail,
                 })
             }
-            "true" | ":" => Some(Flow::ok(before)),
-            "false" => Some(Flow {
+            B::Succeed => Some(Flow::ok(before)),
+            B::Fail => Some(Flow {
                 ok: None,
                 fail: Some(before),
             }),
-            "exit" | "return" | "logout" if ctx.via == RunVia::Shell => Some(Flow {
+            B::Exit if ctx.via == RunVia::Shell => Some(Flow {
                 ok: None,
                 fail: None,
             }),
-            "export" | "declare" | "typeset" | "local" | "readonly" => {
-                let export = name == "export"
+            B::Export | B::Assign => {
+                let export = role == B::Export
                     || rest.iter().any(|a| {
                         a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('x')
                     });
@@ -360,7 +362,7 @@ impl Walker<'_> {
                 }
                 Some(Flow::ok(self.st.clone()))
             }
-            "unset" => {
+            B::Unset => {
                 let functions = rest.iter().any(|a| a.text == "-f");
                 for a in operands {
                     if functions {
@@ -376,7 +378,7 @@ impl Walker<'_> {
                 }
                 Some(Flow::both(self.st.clone()))
             }
-            "read" | "mapfile" | "readarray" | "getopts" | "let" => {
+            B::ReadVars => {
                 for a in operands {
                     let n = a.text.split_once('=').map(|(n, _)| n).unwrap_or(&a.text);
                     if is_name(n) {
@@ -385,7 +387,7 @@ impl Walker<'_> {
                 }
                 Some(Flow::both(self.st.clone()))
             }
-            "printf" => {
+            B::PrintfVar => {
                 // `printf -v VAR ...` assigns.
                 if let Some(k) = rest.iter().position(|a| a.text == "-v")
                     && let Some(v) = rest.get(k + 1)
@@ -394,7 +396,7 @@ impl Walker<'_> {
                 }
                 None
             }
-            "alias" => {
+            B::Alias => {
                 for a in operands {
                     if let Some((n, v)) = a.text.split_once('=') {
                         if !self.st.aliases.iter().any(|x| x == n) {

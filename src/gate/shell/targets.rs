@@ -82,7 +82,7 @@ impl Walker<'_> {
                 Effect::Code(lang) => self.script_code(lang, &a, cmd, ctx, scope),
                 Effect::Config(name) => self.config_target(name, &a, cmd, ctx, scope),
                 Effect::Install => {
-                    if looks_like_path(&a.text) {
+                    if self.cfg.package_files.is_match(&a.text) {
                         self.path_target(Effect::Script, &a.text, a.dynamic, ctx);
                     } else {
                         self.effect("install", &a.text, cmd);
@@ -479,12 +479,12 @@ impl Walker<'_> {
         }
     }
 
-    /// A network address: `ext::` and `fd::` transports run commands,
-    /// `file://` reads a path; any other contacts the network.
+    /// A network address: one matching `command_urls` (git's `ext::`) runs
+    /// a command, `file://` reads a path; any other contacts the network.
     fn url_target(&mut self, a: &Arg, cmd: &str, ctx: &Ctx) {
         let t = a.text.as_str();
-        if let Some(c) = t.strip_prefix("ext::") {
-            let d = format!("`{cmd}` transport `ext::` runs `{}`", excerpt(c));
+        if self.cfg.command_urls.is_match(t) {
+            let d = format!("`{cmd}` address `{}` runs a command", excerpt(t));
             self.effect("exec", t, cmd);
             self.effect_check(|e| &e.exec, &d);
             return;
@@ -583,15 +583,4 @@ impl Walker<'_> {
             }
         }
     }
-}
-
-/// A package operand that is a local path (`.`, `./pkg`, a wheel file).
-fn looks_like_path(t: &str) -> bool {
-    t.starts_with('.')
-        || t.starts_with('/')
-        || t.starts_with('~')
-        || (t.contains('/') && !t.starts_with('@') && !t.contains("://") && !t.contains('@'))
-        || [".whl", ".tar.gz", ".tgz", ".zip"]
-            .iter()
-            .any(|s| t.ends_with(s))
 }

@@ -18,8 +18,8 @@ use super::code::CodeRules;
 use super::path::{PathChecks, PathConfig};
 use super::patterns::PatternRule;
 use super::shell::{
-    CommandSpec, ConfigKeys, EffectChecks, EnvSpec, FindSpec, InterpreterSpec, RedirectRule,
-    ShellChecks, ShellConfig, ShellLimits, ShellRule, WrapperSpec,
+    BuiltinRole, CommandSpec, ConfigKeys, EffectChecks, EnvSpec, FindSpec, InterpreterSpec,
+    RedirectRule, ShellChecks, ShellConfig, ShellLimits, ShellRule, WrapperSpec,
 };
 use super::sql::{FunctionRule, ReadOnlySpec, SqlChecks, SqlConfig};
 use super::types::{Action, Check, ConfigRegex, Severity};
@@ -373,6 +373,9 @@ pub(crate) mod d {
         shell_env: Vec<EnvSpec> = shell.env;
         shell_config: BTreeMap<String, ConfigKeys> = shell.config;
         shell_code: BTreeMap<String, CodeRules> = shell.code;
+        shell_builtins: BTreeMap<String, BuiltinRole> = shell.builtins;
+        shell_package_files: ConfigRegex = shell.package_files;
+        shell_command_urls: ConfigRegex = shell.command_urls;
         shell_checks_unknown_command: Check = shell.checks.unknown_command;
         shell_checks_suspicious_chars: Check = shell.checks.suspicious_chars;
         shell_checks_alias: Check = shell.checks.alias;

@@ -87,6 +87,16 @@ pub struct ShellConfig {
     /// Inline code rules, by language (`python`, `javascript`).
     #[serde(default = "crate::plan::gate::config::d::shell_code")]
     pub code: BTreeMap<String, CodeRules>,
+    /// Shell builtins that change the shell's state, by name, and how.
+    #[serde(default = "crate::plan::gate::config::d::shell_builtins")]
+    pub builtins: BTreeMap<String, BuiltinRole>,
+    /// Package operands that are local files (`./pkg`, a wheel), run as
+    /// project code rather than installed from a registry.
+    #[serde(default = "crate::plan::gate::config::d::shell_package_files")]
+    pub package_files: ConfigRegex,
+    /// Network addresses that run a command (git's `ext::` transport).
+    #[serde(default = "crate::plan::gate::config::d::shell_command_urls")]
+    pub command_urls: ConfigRegex,
     /// More known commands, added to `commands`; an entry here replaces a
     /// shipped entry of the same name.
     #[serde(default)]
@@ -271,6 +281,37 @@ pub struct EffectChecks {
     /// Runs project code without being a trusted project command.
     #[serde(default = "crate::plan::gate::config::d::shell_effects_project")]
     pub project: Check,
+}
+
+/// What a shell builtin does to the shell's state (`[gate.shell.builtins]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BuiltinRole {
+    /// Changes the working directory (`cd`).
+    Chdir,
+    /// Pushes the directory and changes to another (`pushd`).
+    Pushd,
+    /// Pops the directory stack (`popd`).
+    Popd,
+    /// Always succeeds (`true`, `:`).
+    Succeed,
+    /// Always fails (`false`).
+    Fail,
+    /// Ends the shell or function (`exit`, `return`).
+    Exit,
+    /// Assigns its `NAME=VALUE` operands (`declare`, `local`, `readonly`);
+    /// with an `x` option they are exported.
+    Assign,
+    /// Assigns and exports (`export`).
+    Export,
+    /// Unsets variables (`-f`: functions).
+    Unset,
+    /// Sets its operands to values read at run time (`read`, `mapfile`).
+    ReadVars,
+    /// `-v NAME` sets NAME to a value built at run time (`printf -v`).
+    PrintfVar,
+    /// Defines aliases (`alias NAME=VALUE`).
+    Alias,
 }
 
 /// How an environment variable's value is read (`[[gate.shell.env]]`).
