@@ -95,6 +95,7 @@ fn gate<M: Measurement + 'static>(c: &mut Criterion<M>, clock: &str) {
             b.iter(|| {
                 toolgate::gate::analyze_shell(
                     &cfg.shell,
+                    &cfg.paths,
                     "/command",
                     toolgate::gate::ShellInput::Line(black_box(&cmd)),
                 )
@@ -107,6 +108,7 @@ fn gate<M: Measurement + 'static>(c: &mut Criterion<M>, clock: &str) {
             b.iter(|| {
                 toolgate::gate::analyze_shell(
                     &cfg.shell,
+                    &cfg.paths,
                     "/command",
                     toolgate::gate::ShellInput::Line(black_box("git status")),
                 )

@@ -42,9 +42,47 @@ fn deny_prints_the_verdict_and_exits_7() {
         v["message"].as_str().unwrap().contains("Delete only"),
         "{v}"
     );
-    for key in ["decision", "arguments", "findings", "message"] {
+    for key in ["decision", "arguments", "findings", "message", "effects"] {
         assert!(v.get(key).is_some(), "{key}");
     }
+}
+
+#[test]
+fn guard_prints_the_effects_it_found() {
+    let o = guard(
+        "shell.run_command",
+        r#"{"command": "cd / && rm -rf *"}"#,
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(7));
+    let v = json_out(&o);
+    let effects = v["effects"].as_array().unwrap();
+    assert!(
+        effects
+            .iter()
+            .any(|e| e["kind"] == "delete" && e["operand"] == "*" && e["resolved"] == "/*"),
+        "{v}"
+    );
+    for e in effects {
+        for key in ["kind", "operand", "resolved"] {
+            assert!(e.get(key).is_some_and(|x| x.is_string()), "{key}: {e}");
+        }
+    }
+    let o = toolgate(
+        &[
+            "guard",
+            "--tool",
+            "shell.run_command",
+            "--args",
+            r#"{"command": "git -c core.fsmonitor='touch /tmp/marker' status"}"#,
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(6));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("effects:"), "{out}");
+    assert!(out.contains("exec touch /tmp/marker -> touch"), "{out}");
+    assert!(out.contains("write /tmp/marker"), "{out}");
 }
 
 #[test]
@@ -168,17 +206,19 @@ fn audit_log_and_summary() {
     for (tool, args) in [
         ("sqlite.read_query", r#"{"query": "SELECT 1"}"#),
         ("sqlite.read_query", r#"{"query": "SELECT 2"}"#),
+        // `token` is not declared by the tool: refused as invalid input.
         (
             "shell.run_command",
             r#"{"command": "rm -rf /", "token": "abc"}"#,
         ),
+        ("shell.run_command", r#"{"command": "rm -rf /"}"#),
         ("shell.run_command", r#"{"command": "eval \"$X\""}"#),
         ("nope", "{}"),
     ] {
         guard(tool, args, &["--audit", l, "--session", "s-1"]);
     }
     let text = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(text.lines().count(), 5);
+    assert_eq!(text.lines().count(), 6);
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     for key in [
         "time",
@@ -199,18 +239,20 @@ fn audit_log_and_summary() {
     let o = toolgate(&["audit", "summary", l, "--format", "json"], None);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = json_out(&o);
-    assert_eq!(s["total_calls"], 5);
-    assert_eq!(s["success_rate"], 40.0);
+    assert_eq!(s["total_calls"], 6);
+    let rate = s["success_rate"].as_f64().unwrap();
+    assert!((rate - 100.0 / 3.0).abs() < 0.01, "{rate}");
     assert!(s["latency_p50_ms"].as_f64().unwrap() > 0.0);
     assert!(s["latency_p95_ms"].as_f64().unwrap() >= s["latency_p50_ms"].as_f64().unwrap());
     assert_eq!(s["error_breakdown"]["unknown_tool"], 1);
     assert_eq!(s["error_breakdown"]["confirmation_required"], 1);
     assert_eq!(s["error_breakdown"]["dangerous_blocked"], 1);
+    assert_eq!(s["error_breakdown"]["validation_error"], 1);
 
     let o = toolgate(&["audit", "summary", l], None);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("total calls: 5"), "{out}");
-    assert!(out.contains("success rate: 40.0%"), "{out}");
+    assert!(out.contains("total calls: 6"), "{out}");
+    assert!(out.contains("success rate: 33.3%"), "{out}");
     assert!(out.contains("p95"), "{out}");
 
     let o = toolgate(&["audit", "summary", "/nonexistent/audit.jsonl"], None);

@@ -211,3 +211,99 @@ fn example_calls_are_checked_at_load_with_their_location() {
     let err = parse_policy(SourceFile::new("p.toml", text)).unwrap_err();
     assert!(err.has(ErrorKind::InvalidValue), "{err}");
 }
+
+/// The effect model is data: a deployment adds commands and trusted ones
+/// in its own policy, and mistakes in that data are errors at their place.
+#[test]
+fn a_deployment_extends_the_known_commands() {
+    let text = format!(
+        "{}\n{}",
+        DEFAULT_POLICY.1.replacen(
+            "[gate.shell]\n",
+            "[gate.shell]\nextra_trusted = [\"earthly\"]\n",
+            1
+        ),
+        r#"
+[[gate.shell.extra_commands]]
+names = ["mytool"]
+operands = "read"
+options = { "--out" = "write", "--hook" = "exec" }
+effects = ["network"]
+
+[[gate.shell.extra_commands]]
+names = ["earthly"]
+operands = "none"
+effects = ["project"]
+"#
+    );
+    let cfg = load(&text).unwrap();
+    let paths = &cfg.paths;
+    let act = |line: &str| {
+        toolgate::gate::decide(&toolgate::gate::analyze_shell(
+            &cfg.shell,
+            paths,
+            "/c",
+            toolgate::gate::ShellInput::Line(line),
+        ))
+    };
+    assert_eq!(act("mytool data.txt --out out.txt"), Action::Allow);
+    assert_eq!(act("mytool data.txt --out /etc/x"), Action::Ask);
+    assert_eq!(act("mytool --hook 'id' x"), Action::Ask);
+    assert_eq!(act("earthly +build"), Action::Allow);
+    // Without the extension both are unknown.
+    let shipped = shipped();
+    let before = |line: &str| {
+        toolgate::gate::decide(&toolgate::gate::analyze_shell(
+            &shipped.shell,
+            &shipped.paths,
+            "/c",
+            toolgate::gate::ShellInput::Line(line),
+        ))
+    };
+    assert_eq!(before("mytool data.txt"), Action::Ask);
+    assert_eq!(before("earthly +build"), Action::Ask);
+}
+
+#[test]
+fn mistakes_in_the_effect_model_are_errors_at_their_location() {
+    // An effect that does not exist.
+    let text = format!(
+        "{}\n[[gate.shell.extra_commands]]\nnames = [\"mytool\"]\noperands = \"writ\"\n",
+        DEFAULT_POLICY.1
+    );
+    let err = load(&text).unwrap_err();
+    let d = &err.diagnostics[0];
+    assert!(d.to_string().contains("unknown effect `writ`"), "{err}");
+    assert_eq!(
+        d.line_col().unwrap().0,
+        line_of(&text, "operands = \"writ\""),
+        "{err}"
+    );
+    // A command described twice.
+    let text = format!(
+        "{}\n[[gate.shell.extra_commands]]\nnames = [\"mytool\"]\n\n[[gate.shell.extra_commands]]\nnames = [\"mytool\"]\n",
+        DEFAULT_POLICY.1
+    );
+    let err = load(&text).unwrap_err();
+    let d = &err.diagnostics[0];
+    assert!(
+        d.to_string().contains("`mytool` is described twice"),
+        "{err}"
+    );
+    let second = text.rfind("names = [\"mytool\"]").unwrap();
+    let line = text[..second].matches('\n').count() + 1;
+    assert_eq!(d.line_col().unwrap().0, line, "{err}");
+    // A setting table that does not exist.
+    let text = format!(
+        "{}\n[[gate.shell.extra_commands]]\nnames = [\"mytool\"]\noptions = {{ \"-o\" = \"config:nope\" }}\n",
+        DEFAULT_POLICY.1
+    );
+    let err = load(&text).unwrap_err();
+    let d = &err.diagnostics[0];
+    assert!(d.to_string().contains("`config:nope`"), "{err}");
+    assert_eq!(
+        d.line_col().unwrap().0,
+        line_of(&text, "config:nope"),
+        "{err}"
+    );
+}

@@ -23,14 +23,14 @@ fn deepest_accepted_shell_nesting_fits_a_small_stack() {
         let max = cfg.shell.limits.max_nesting;
         for (open, close) in [("(", ")"), ("{ ", "; }"), ("$(", ")"), ("\"$(", ")\"")] {
             let line = format!("{}rm -rf /{}", open.repeat(max), close.repeat(max));
-            let f = analyze_shell(&cfg.shell, "/c", ShellInput::Line(&line));
+            let f = analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(&line));
             assert!(!f.is_empty(), "{open}: {f:?}");
         }
         let mut nested = "rm -rf /".to_string();
         for _ in 0..cfg.shell.limits.max_depth {
             nested = format!("bash -c '{}'", nested.replace('\'', "'\\''"));
         }
-        assert!(!analyze_shell(&cfg.shell, "/c", ShellInput::Line(&nested)).is_empty());
+        assert!(!analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(&nested)).is_empty());
     });
 }
 
@@ -65,10 +65,10 @@ proptest! {
     #[test]
     fn shell_never_panics(line in "\\PC{0,64}", ascii in SHELLISH) {
         let cfg = common::config();
-        analyze_shell(&cfg.shell, "/c", ShellInput::Line(&line));
-        analyze_shell(&cfg.shell, "/c", ShellInput::Line(&ascii));
+        analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(&line));
+        analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(&ascii));
         let argv: Vec<String> = ascii.split(' ').map(str::to_owned).collect();
-        analyze_shell(&cfg.shell, "/c", ShellInput::Argv(&argv));
+        analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Argv(&argv));
     }
 
     #[test]
@@ -88,9 +88,9 @@ proptest! {
     )) {
         let cfg = common::config();
         let line: String = parts.join(" ");
-        analyze_shell(&cfg.shell, "/c", ShellInput::Line(&line));
+        analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(&line));
         let tight: String = parts.concat();
-        analyze_shell(&cfg.shell, "/c", ShellInput::Line(&tight));
+        analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(&tight));
     }
 
     #[test]
@@ -133,7 +133,7 @@ fn work_is_bounded_whatever_the_shape() {
     let start = std::time::Instant::now();
     // Many substitutions: over the parse budget, so denied, and quick.
     let many = "echo $(true) ".repeat(2000);
-    let f = analyze_shell(&cfg.shell, "/c", ShellInput::Line(&many));
+    let f = analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(&many));
     assert_eq!(
         toolgate::gate::decide(&f),
         toolgate::gate::Action::Deny,
@@ -144,10 +144,10 @@ fn work_is_bounded_whatever_the_shape() {
     for _ in 0..cfg.shell.limits.max_depth {
         s = format!("echo {{1,2,3,4,5,6,7,8,9}}$({s})");
     }
-    analyze_shell(&cfg.shell, "/c", ShellInput::Line(&s));
+    analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(&s));
     // Nested `((` re-reading stays bounded.
     let parens = format!("{}x{}", "((".repeat(40), "))".repeat(40));
-    analyze_shell(&cfg.shell, "/c", ShellInput::Line(&parens));
+    analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(&parens));
     assert!(
         start.elapsed() < std::time::Duration::from_secs(20),
         "{:?}",

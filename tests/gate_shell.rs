@@ -206,7 +206,7 @@ fn unparseable_input_fails_closed() {
         "echo $(",
         "case",
     ] {
-        let f = analyze_shell(&cfg.shell, "/command", ShellInput::Line(line));
+        let f = analyze_shell(&cfg.shell, &cfg.paths, "/command", ShellInput::Line(line));
         assert_eq!(decide(&f), Action::Deny, "{line:?}: {f:?}");
         assert!(
             f.iter().any(|f| f.kind == FindingKind::Parse),
@@ -225,7 +225,7 @@ fn too_complex_input_fails_closed() {
     }
     let long = "echo a ".repeat(20000);
     for line in [deep.as_str(), nested.as_str(), long.as_str()] {
-        let f = analyze_shell(&cfg.shell, "/command", ShellInput::Line(line));
+        let f = analyze_shell(&cfg.shell, &cfg.paths, "/command", ShellInput::Line(line));
         assert_eq!(decide(&f), Action::Deny, "{f:?}");
     }
 }
@@ -290,11 +290,9 @@ fn data_is_not_a_command() {
             "echo x > /dev/null",
             "echo x 2>/dev/null",
             "ls > /dev/null 2>&1",
-            "cmd > out.txt",
             "rm -rf build/",
             "rm -rf ./target",
             "rm -rf node_modules dist",
-            "rm -f \"$TMPFILE\"",
             "chmod -R 755 dist",
             "chmod +x script.sh",
             "python3 script.py",
@@ -302,7 +300,6 @@ fn data_is_not_a_command() {
             "bash -n script.sh",
             "sh ./configure --prefix=/usr",
             "bash -c 'echo hi'",
-            "sudo apt-get install -y jq",
             "env FOO=1 cargo build",
             "timeout 10 cargo test",
             "xargs -n1 echo < f",
@@ -328,15 +325,32 @@ fn data_is_not_a_command() {
             "find . -name '*.rs' -exec grep -l foo {} +",
             "find . -type f | xargs wc -l",
             "python3 -m pytest -q",
-            "perl -e 'print 1'",
             "node -e 'console.log(1)'",
             "ls -- -rf",
             "echo rm -rf /",
-            "docker run --rm -it ubuntu bash",
-            "psql -c 'DROP TABLE users'",
         ],
         |a| a == Action::Allow,
         "allow",
+    );
+}
+
+/// Lines the deny-list gate allowed and the effect model asks about: an
+/// unknown program, a delete of a path only known at run time, a system
+/// change, code in a language without a parser, a database client that
+/// runs whatever SQL it is given.
+#[test]
+fn fail_closed_where_a_deny_list_allowed() {
+    check(
+        &[
+            "cmd > out.txt",
+            "rm -f \"$TMPFILE\"",
+            "sudo apt-get install -y jq",
+            "perl -e 'print 1'",
+            "docker run --rm -it ubuntu bash",
+            "psql -c 'DROP TABLE users'",
+        ],
+        |a| a == Action::Ask,
+        "ask",
     );
 }
 
@@ -378,13 +392,31 @@ fn argv_is_checked_like_a_parsed_command() {
 #[test]
 fn findings_carry_pointer_rule_and_message() {
     let cfg = common::config();
-    let f = analyze_shell(&cfg.shell, "/cmd", ShellInput::Line("sudo rm -rf /"));
-    assert_eq!(f.len(), 1, "{f:?}");
-    assert_eq!(f[0].path, "/cmd");
-    assert_eq!(f[0].rule_id, "shell.rm.recursive-root");
-    assert_eq!(f[0].kind, FindingKind::Shell);
-    assert!(f[0].message.contains("rm -f -r /"), "{}", f[0].message);
-    assert!(f[0].message.contains("Delete only"), "{}", f[0].message);
+    let f = analyze_shell(
+        &cfg.shell,
+        &cfg.paths,
+        "/cmd",
+        ShellInput::Line("sudo rm -rf /"),
+    );
+    // The rule, and the effects: sudo changes the system, and `/` is
+    // deleted outside the roots.
+    let ids: Vec<&str> = f.iter().map(|f| f.rule_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "shell.system-change",
+            "shell.rm.recursive-root",
+            "shell.delete-outside"
+        ],
+        "{f:?}"
+    );
+    let rule = &f[1];
+    assert_eq!(rule.path, "/cmd");
+    assert_eq!(rule.kind, FindingKind::Shell);
+    assert_eq!(rule.action, Action::Deny);
+    assert!(rule.message.contains("rm -f -r /"), "{}", rule.message);
+    assert!(rule.message.contains("Delete only"), "{}", rule.message);
+    assert!(f.iter().all(|x| x.path == "/cmd"));
 }
 
 #[test]

@@ -76,6 +76,16 @@ pub fn print_verdict(o: &mut String, v: &Verdict, format: Format) {
             );
         }
     }
+    if !v.effects.is_empty() {
+        w!(o, "effects:");
+        for e in &v.effects {
+            if e.resolved.is_empty() || e.resolved == e.operand {
+                w!(o, "  {} {}", e.kind, e.operand);
+            } else {
+                w!(o, "  {} {} -> {}", e.kind, e.operand, e.resolved);
+            }
+        }
+    }
     if v.decision == Action::Allow {
         w!(o, "arguments: {}", v.arguments);
     }

@@ -57,13 +57,15 @@ pub fn load_gate_config(policy: &PolicySource) -> Result<GateConfig, LoadError> 
 
 fn validate(cfg: &GateConfig, policy: &PolicySource) -> Result<(), LoadError> {
     let span = policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0);
-    let mut problems = Vec::new();
+    let text = &policy.file.text;
+    let mut problems: Vec<(String, std::ops::Range<usize>)> = Vec::new();
+    let mut at_gate = |m: String| problems.push((m, span.clone()));
     let e = &cfg.execution;
     if !(e.timeout_seconds.is_finite() && e.timeout_seconds > 0.0) {
-        problems.push("`gate.execution.timeout_seconds` must be a positive number".to_string());
+        at_gate("`gate.execution.timeout_seconds` must be a positive number".to_string());
     }
     if !(e.backoff_factor.is_finite() && e.backoff_factor >= 1.0) {
-        problems.push("`gate.execution.backoff_factor` must be at least 1".to_string());
+        at_gate("`gate.execution.backoff_factor` must be at least 1".to_string());
     }
     let c = &cfg.coercion;
     for t in &c.true_values {
@@ -71,24 +73,135 @@ fn validate(cfg: &GateConfig, policy: &PolicySource) -> Result<(), LoadError> {
             .iter()
             .any(|f| f.trim().eq_ignore_ascii_case(t.trim()))
         {
-            problems.push(format!(
+            at_gate(format!(
                 "`gate.coercion`: \"{t}\" is both a true and a false spelling"
             ));
         }
     }
     if cfg.limits.max_depth == 0 || cfg.limits.max_argument_bytes == 0 {
-        problems.push("`gate.limits` values must be positive".to_string());
+        at_gate("`gate.limits` values must be positive".to_string());
     }
+    problems.extend(validate_shell(cfg, text, &span));
     if problems.is_empty() {
         Ok(())
     } else {
         Err(LoadError {
             diagnostics: problems
                 .into_iter()
-                .map(|m| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, span.clone(), m))
+                .map(|(m, sp)| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, sp, m))
                 .collect(),
         })
     }
+}
+
+/// The span of the `n`-th (0-based) occurrence of `needle` in a line of
+/// `text` that starts with `key` (after blanks); `None` when not found.
+fn find_in_lines(text: &str, key: &str, needle: &str, n: usize) -> Option<std::ops::Range<usize>> {
+    let mut seen = 0;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_start().starts_with(key) {
+            let mut from = 0;
+            while let Some(i) = line[from..].find(needle) {
+                if seen == n {
+                    let start = offset + from + i;
+                    return Some(start..start + needle.len());
+                }
+                seen += 1;
+                from += i + needle.len();
+            }
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// The effect model's data: each command named once in `commands` (and
+/// once in `extra_commands`), every `config:NAME` effect names a
+/// `[gate.shell.config.NAME]`. Errors point at the offending text.
+fn validate_shell(
+    cfg: &GateConfig,
+    text: &str,
+    gate_span: &std::ops::Range<usize>,
+) -> Vec<(String, std::ops::Range<usize>)> {
+    use crate::plan::gate::effect::Effect;
+    let mut out = Vec::new();
+    let sh = &cfg.shell;
+    for (list, label) in [
+        (&sh.commands, "commands"),
+        (&sh.extra_commands, "extra_commands"),
+    ] {
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for c in list.iter() {
+            for n in &c.names {
+                let count = seen.entry(n.as_str()).or_insert(0);
+                *count += 1;
+                if *count == 2 {
+                    let sp = find_in_lines(text, "names", &format!("\"{n}\""), 1)
+                        .unwrap_or_else(|| gate_span.clone());
+                    out.push((
+                        format!("`gate.shell.{label}`: `{n}` is described twice; give each command one entry"),
+                        sp,
+                    ));
+                }
+            }
+        }
+    }
+    let mut configs: Vec<String> = Vec::new();
+    fn note(e: &Effect, configs: &mut Vec<String>) {
+        let e = match e {
+            Effect::Operands(inner) => inner,
+            other => other,
+        };
+        if let Effect::Config(n) = e {
+            configs.push(n.clone());
+        }
+    }
+    for c in sh.commands.iter().chain(&sh.extra_commands) {
+        for e in c
+            .options
+            .values()
+            .chain(c.effects.iter())
+            .chain(c.operand_keys.values())
+        {
+            note(e, &mut configs);
+        }
+        for e in [
+            &c.first_operand,
+            &c.last_operand,
+            &c.program_operand,
+            &c.plus_operands,
+            &c.after_dashdash,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            note(e, &mut configs);
+        }
+        note(&c.operands, &mut configs);
+        for effs in c.flags.values() {
+            for e in &effs.0 {
+                note(e, &mut configs);
+            }
+        }
+        if let Some(n) = &c.config_operands {
+            configs.push(n.clone());
+        }
+    }
+    configs.sort();
+    configs.dedup();
+    for n in configs {
+        if !sh.config.contains_key(&n) {
+            let sp = find_in_lines(text, "", &format!("config:{n}"), 0)
+                .or_else(|| find_in_lines(text, "config_operands", &format!("\"{n}\""), 0))
+                .unwrap_or_else(|| gate_span.clone());
+            out.push((
+                format!("`config:{n}` names no `[gate.shell.config.{n}]` table"),
+                sp,
+            ));
+        }
+    }
+    out
 }
 
 /// Compiled schemas of one plan build, by schema text: catalogs repeat

@@ -39,6 +39,7 @@
 //! ```
 
 pub mod audit;
+pub mod code;
 pub mod exec;
 pub mod path;
 pub mod patterns;
@@ -61,9 +62,9 @@ pub use config::GateConfig;
 pub use exec::{ExecError, ExecSettings, Execution, ToolError};
 pub use path::{PathConfig, analyze_path};
 pub use patterns::{PatternRule, PatternScope, PatternSet};
-pub use shell::{ShellConfig, ShellInput, analyze_shell};
+pub use shell::{ShellAnalysis, ShellConfig, ShellInput, analyze_shell, analyze_shell_full};
 pub use sql::{SqlConfig, analyze_sql};
-pub use types::{Action, Check, Finding, FindingKind, Severity, decide};
+pub use types::{Action, Check, EffectFound, Finding, FindingKind, Severity, decide};
 
 use crate::parse::tags::ArgRole;
 use crate::plan::Plan;
@@ -79,6 +80,10 @@ pub struct Verdict {
     pub findings: Vec<Finding>,
     /// For the model: what was found, which parameter, what to do instead.
     pub message: String,
+    /// The effects the analysis found (shell commands: paths read, written
+    /// and deleted where they land, code run, network, system changes;
+    /// path arguments: read or written), in order.
+    pub effects: Vec<EffectFound>,
     /// The tool's canonical name (the name as called when it is unknown).
     #[serde(skip)]
     pub tool: String,
@@ -302,8 +307,19 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
         return finish(name, args, schema_findings, Action::Deny, None);
     }
     let mut findings = schema_findings;
+    // Arguments no rule can see: on a tool with a shell, SQL or path role,
+    // an argument the schema does not declare is refused.
+    if let Some(f) = undeclared(
+        &cfg.checks.undeclared_argument,
+        gt,
+        &plan.tools[idx].input_schema,
+        &args,
+    ) {
+        return finish(name, args, vec![f], Action::Deny, None);
+    }
     // Layer 2: danger analysis.
-    analyze(&g, gt, &args, &mut findings);
+    let mut effects = Vec::new();
+    analyze(&g, gt, &args, &mut findings, &mut effects);
     // Layer 3: risk gates.
     let tr = risk::ToolRisk {
         risk_level: gt.risk_level,
@@ -334,6 +350,7 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
     }
     findings.truncate(cfg.limits.max_findings.max(1));
     let mut v = finish(name, args, findings, decision, rule.map(|r| r.name.clone()));
+    v.effects = effects;
     if let Some(r) = rule
         && decision < decide(&v.findings)
     {
@@ -368,16 +385,76 @@ fn kind_name(v: &Value) -> &'static str {
     }
 }
 
-fn analyze(g: &CompiledGate, gt: &GateTool, args: &Value, out: &mut Vec<Finding>) {
+/// An argument the schema does not declare, on a tool whose arguments are
+/// analysed by role: the finding, naming the declared ones.
+fn undeclared(check: &Check, gt: &GateTool, schema: &Value, args: &Value) -> Option<Finding> {
+    if gt.roles.is_empty() {
+        return None;
+    }
+    let Value::Object(map) = args else {
+        return None;
+    };
+    let declared: Vec<&str> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    let extra: Vec<&str> = map
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !declared.contains(k))
+        .collect();
+    if extra.is_empty() {
+        return None;
+    }
+    let list = |v: &[&str]| {
+        v.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let detail = format!(
+        "{} {} not declared by the tool's schema; the declared parameters are: {}",
+        list(&extra),
+        if extra.len() == 1 { "is" } else { "are" },
+        if declared.is_empty() {
+            "none".to_string()
+        } else {
+            list(&declared)
+        }
+    );
+    let ptr = format!("/{}", escape_ptr(extra[0]));
+    Some(check.finding(FindingKind::Schema, &ptr, &detail))
+}
+
+fn analyze(
+    g: &CompiledGate,
+    gt: &GateTool,
+    args: &Value,
+    out: &mut Vec<Finding>,
+    effects: &mut Vec<EffectFound>,
+) {
     let cfg = &g.config;
     let Value::Object(map) = args else {
         return;
     };
+    // The directory the command line runs in, when the tool takes one.
+    let start = cfg.shell.cwd_arguments.iter().find_map(|n| {
+        map.get(n)
+            .and_then(Value::as_str)
+            .filter(|_| gt.role_of(n) == Some(ArgRole::Path))
+    });
+    let shell =
+        |input: ShellInput, ptr: &str, out: &mut Vec<Finding>, effects: &mut Vec<EffectFound>| {
+            let a = shell::analyze_shell_full(&cfg.shell, &cfg.paths, ptr, input, start);
+            out.extend(a.findings);
+            effects.extend(a.effects);
+        };
     for (key, value) in map {
         let ptr = format!("/{}", escape_ptr(key));
         match (gt.role_of(key), value) {
-            (Some(ArgRole::Shell), Value::String(s)) => {
-                out.extend(shell::analyze_shell(&cfg.shell, &ptr, ShellInput::Line(s)));
+            (Some(ArgRole::Shell | ArgRole::ShellArgv), Value::String(s)) => {
+                shell(ShellInput::Line(s), &ptr, out, effects);
                 out.extend(g.patterns.scan_as(PatternScope::Shell, &ptr, s));
             }
             (Some(ArgRole::Shell | ArgRole::ShellArgv), Value::Array(items))
@@ -390,21 +467,13 @@ fn analyze(g: &CompiledGate, gt: &GateTool, args: &Value, out: &mut Vec<Finding>
                 if argv.is_empty() {
                     continue;
                 }
-                out.extend(shell::analyze_shell(
-                    &cfg.shell,
-                    &ptr,
-                    ShellInput::Argv(&argv),
-                ));
+                shell(ShellInput::Argv(&argv), &ptr, out, effects);
                 for (i, a) in argv.iter().enumerate() {
                     out.extend(
                         g.patterns
                             .scan_as(PatternScope::Shell, &format!("{ptr}/{i}"), a),
                     );
                 }
-            }
-            (Some(ArgRole::ShellArgv), Value::String(s)) => {
-                out.extend(shell::analyze_shell(&cfg.shell, &ptr, ShellInput::Line(s)));
-                out.extend(g.patterns.scan_as(PatternScope::Shell, &ptr, s));
             }
             (Some(ArgRole::Sql), Value::String(s)) => {
                 out.extend(sql::analyze_sql(
@@ -419,6 +488,7 @@ fn analyze(g: &CompiledGate, gt: &GateTool, args: &Value, out: &mut Vec<Finding>
             (Some(ArgRole::Path), Value::String(s)) => {
                 out.extend(path::analyze_path(&cfg.paths, &ptr, s, !gt.read_only));
                 out.extend(g.patterns.scan_as(PatternScope::Path, &ptr, s));
+                effects.push(path_effect(gt, s));
             }
             (Some(ArgRole::Path), Value::Array(items)) => {
                 for (i, x) in items.iter().enumerate() {
@@ -427,6 +497,7 @@ fn analyze(g: &CompiledGate, gt: &GateTool, args: &Value, out: &mut Vec<Finding>
                         Value::String(s) => {
                             out.extend(path::analyze_path(&cfg.paths, &p, s, !gt.read_only));
                             out.extend(g.patterns.scan_as(PatternScope::Path, &p, s));
+                            effects.push(path_effect(gt, s));
                         }
                         other => scan_text(g, other, &mut p.clone(), out),
                     }
@@ -434,6 +505,18 @@ fn analyze(g: &CompiledGate, gt: &GateTool, args: &Value, out: &mut Vec<Finding>
             }
             (_, other) => scan_text(g, other, &mut ptr.clone(), out),
         }
+    }
+}
+
+/// The effect of a path argument: read by a read-only tool, written
+/// otherwise.
+fn path_effect(gt: &GateTool, s: &str) -> EffectFound {
+    EffectFound {
+        kind: if gt.read_only { "read" } else { "write" }.to_string(),
+        operand: s.to_string(),
+        resolved: path::normalize(std::path::Path::new(s))
+            .display()
+            .to_string(),
     }
 }
 
@@ -488,6 +571,7 @@ fn finish(
         arguments,
         findings,
         message: message.trim_end().to_string(),
+        effects: Vec::new(),
         tool: tool.to_string(),
         risk_rule,
         latency: Duration::ZERO,

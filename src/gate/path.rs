@@ -137,9 +137,15 @@ fn lexical(p: &Path) -> PathBuf {
 /// one component at a time; the part that does not exist is appended
 /// lexically. `None` after `max_links` symlinks.
 fn resolve(p: &Path, max_links: usize) -> Option<PathBuf> {
-    let mut out = PathBuf::from("/");
+    resolve_under(PathBuf::from("/"), p, max_links)
+}
+
+/// [`resolve`] of `rest` under `base`, a path already resolved (no symlink
+/// in it): only the components of `rest` are looked at.
+fn resolve_under(base: PathBuf, rest: &Path, max_links: usize) -> Option<PathBuf> {
+    let mut out = base;
     let mut pending: VecDeque<OsString> = VecDeque::new();
-    push_components(&mut pending, p, false);
+    push_components(&mut pending, rest, false);
     let mut links = 0;
     let mut exists = true;
     while let Some(c) = pending.pop_front() {
@@ -191,6 +197,114 @@ fn push_components(pending: &mut VecDeque<OsString>, p: &Path, front: bool) {
     } else {
         pending.extend(comps);
     }
+}
+
+/// The allowed roots of a [`PathConfig`], made absolute against the
+/// process's working directory: lexically, and with symlinks resolved.
+#[derive(Debug, Clone)]
+pub struct Roots {
+    /// Roots as written, made absolute and normalised lexically; relative
+    /// paths start at the first.
+    pub lexical: Vec<PathBuf>,
+    /// The same through symlinks (`None` for a root that cannot be
+    /// resolved).
+    pub real: Vec<Option<PathBuf>>,
+    /// `max_symlinks` of the configuration.
+    pub max_symlinks: usize,
+}
+
+/// The roots of `cfg`, cached by roots and working directory: resolving a
+/// root costs a system call per component, and one command line may place
+/// many paths.
+pub fn roots(cfg: &PathConfig) -> std::sync::Arc<Roots> {
+    type Entry = (Vec<String>, usize, PathBuf, std::sync::Arc<Roots>);
+    static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    if let Ok(c) = CACHE.lock()
+        && let Some((.., hit)) = c
+            .iter()
+            .find(|(r, m, d, _)| *r == cfg.roots && *m == cfg.max_symlinks && *d == cwd)
+    {
+        return hit.clone();
+    }
+    let lexical: Vec<PathBuf> = cfg.roots.iter().map(|r| lexical(Path::new(r))).collect();
+    let real = lexical
+        .iter()
+        .map(|r| resolve(r, cfg.max_symlinks))
+        .collect();
+    let out = std::sync::Arc::new(Roots {
+        lexical,
+        real,
+        max_symlinks: cfg.max_symlinks,
+    });
+    if let Ok(mut c) = CACHE.lock() {
+        if c.len() >= 8 {
+            c.remove(0);
+        }
+        c.push((cfg.roots.clone(), cfg.max_symlinks, cwd, out.clone()));
+    }
+    out
+}
+
+/// Where a path lands relative to the roots ([`place`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// Inside a root.
+    Inside,
+    /// Outside every root.
+    Outside,
+    /// Inside a root by name, but a symlink leads outside, to this path.
+    SymlinkEscape(PathBuf),
+    /// More symlinks than `max_symlinks`.
+    Unresolvable,
+    /// No root is configured.
+    NoRoots,
+}
+
+/// Places the absolute path `abs` against `roots`. Containment compares
+/// whole components, lexically; with `follow`, a path inside is also
+/// resolved through symlinks (below the root only: the root's own real
+/// path is known), so a symlink inside a root that leads outside is found —
+/// for writes and deletes.
+pub fn place(roots: &Roots, abs: &Path, follow: bool) -> Placement {
+    if roots.lexical.is_empty() {
+        return Placement::NoRoots;
+    }
+    let abs = lexical(abs);
+    let mut base: Option<(PathBuf, PathBuf)> = None;
+    for (lex, real) in roots.lexical.iter().zip(&roots.real) {
+        let Some(real) = real else { continue };
+        if let Ok(rest) = abs.strip_prefix(lex) {
+            base = Some((real.clone(), rest.to_path_buf()));
+            break;
+        }
+        if let Ok(rest) = abs.strip_prefix(real) {
+            base = Some((real.clone(), rest.to_path_buf()));
+            break;
+        }
+    }
+    let Some((real_root, rest)) = base else {
+        return Placement::Outside;
+    };
+    if !follow {
+        return Placement::Inside;
+    }
+    match resolve_under(real_root, &rest, roots.max_symlinks) {
+        None => Placement::Unresolvable,
+        Some(real) => {
+            if roots.real.iter().flatten().any(|r| real.starts_with(r)) {
+                Placement::Inside
+            } else {
+                Placement::SymlinkEscape(real)
+            }
+        }
+    }
+}
+
+/// Lexical normalisation: `.` dropped, `..` pops (never above `/`), made
+/// absolute against the process's working directory if relative.
+pub fn normalize(p: &Path) -> PathBuf {
+    lexical(p)
 }
 
 #[cfg(test)]

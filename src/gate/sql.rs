@@ -9,7 +9,12 @@
 
 use std::fmt::{self, Debug, Write as _};
 
-use sqlparser::ast::{BinaryOperator, Expr, Query, SetExpr, Statement, UnaryOperator, Value};
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    BinaryOperator, Expr, ObjectName, ObjectNamePart, Query, SetExpr, Statement, TableFactor,
+    UnaryOperator, Value, Visit, Visitor,
+};
 use sqlparser::dialect::{Dialect, dialect_from_str};
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
@@ -82,6 +87,9 @@ pub fn analyze_sql(
         if read_only && !a.is_read(stmt) {
             let d = format!("{LABEL} is not a read statement");
             out.push(checks.not_read_only.finding(FindingKind::Sql, path, &d));
+        }
+        if read_only && !cfg.read_only.functions.is_empty() {
+            a.listed_functions(stmt, &mut out);
         }
         if out.len() > before {
             let label = if total > 1 {
@@ -200,6 +208,33 @@ impl Analyzer<'_> {
         }
     }
 
+    /// On a read-only tool with a function list: every function called
+    /// (scalar, aggregate, window or table function) must be listed.
+    fn listed_functions(&self, stmt: &Statement, out: &mut Vec<Finding>) {
+        let mut calls = Calls(Vec::new());
+        let _ = stmt.visit(&mut calls);
+        let mut names = calls.0;
+        names.sort();
+        names.dedup();
+        for n in names {
+            if !n.is_empty()
+                && !self
+                    .cfg
+                    .read_only
+                    .functions
+                    .iter()
+                    .any(|f| f.eq_ignore_ascii_case(&n))
+            {
+                let d = format!("`{n}()`");
+                out.push(self.cfg.checks.unlisted_function.finding(
+                    FindingKind::Sql,
+                    self.path,
+                    &d,
+                ));
+            }
+        }
+    }
+
     /// Flags calls of configured functions and executable comments, found
     /// on the token stream so that every position (select list, `WHERE`,
     /// `DEFAULT`...) is covered; string literals and comments are separate
@@ -231,7 +266,13 @@ impl Analyzer<'_> {
         for pair in significant.windows(2) {
             if let (Token::Word(w), Token::LParen) = (pair[0], pair[1]) {
                 for rule in &self.cfg.functions {
-                    if rule.names.iter().any(|n| n.eq_ignore_ascii_case(&w.value)) {
+                    let lower = w.value.to_ascii_lowercase();
+                    if rule.names.iter().any(|n| n.eq_ignore_ascii_case(&w.value))
+                        || rule
+                            .prefixes
+                            .iter()
+                            .any(|p| lower.starts_with(&p.to_ascii_lowercase()))
+                    {
                         let called = w.value.to_ascii_lowercase();
                         out.push(Finding {
                             rule_id: rule.id.clone(),
@@ -245,6 +286,40 @@ impl Analyzer<'_> {
                 }
             }
         }
+    }
+}
+
+/// The functions a statement calls (lowercase, last part of the name).
+struct Calls(Vec<String>);
+
+fn last_part(n: &ObjectName) -> String {
+    match n.0.last() {
+        Some(ObjectNamePart::Identifier(i)) => i.value.to_ascii_lowercase(),
+        _ => String::new(),
+    }
+}
+
+impl Visitor for Calls {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        if let Expr::Function(f) = e {
+            self.0.push(last_part(&f.name));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_table_factor(&mut self, t: &TableFactor) -> ControlFlow<()> {
+        match t {
+            TableFactor::Table {
+                name,
+                args: Some(_),
+                ..
+            }
+            | TableFactor::Function { name, .. } => self.0.push(last_part(name)),
+            _ => {}
+        }
+        ControlFlow::Continue(())
     }
 }
 

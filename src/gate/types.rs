@@ -30,6 +30,24 @@ pub enum FindingKind {
     Risk,
 }
 
+/// One effect the gate found a call has (`toolgate guard` lists them):
+/// a shell command reading, writing or deleting a path, running code,
+/// contacting the network, changing the system.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EffectFound {
+    /// `read`, `write`, `delete`, `chdir`, `script`, `exec`, `code`,
+    /// `install`, `url`, `network`, `system`, `remote`, `project`, `env`.
+    pub kind: String,
+    /// What the command names: the operand, option value or variable, as
+    /// written after quote removal.
+    pub operand: String,
+    /// For paths, where it lands: absolute (relative to the first root when
+    /// the line starts there), `~/...` under the home directory, or
+    /// `dynamic` when only known at run time; for code and commands, the
+    /// program or language; otherwise the operand.
+    pub resolved: String,
+}
+
 /// One thing the gate found in one call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {

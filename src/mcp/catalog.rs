@@ -257,7 +257,7 @@ mod tests {
     fn tool(name: &str, desc: &str) -> Tool {
         serde_json::from_value(serde_json::json!({
             "name": name, "description": desc,
-            "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}},
             "annotations": {"destructiveHint": true}
         }))
         .unwrap()

@@ -13,14 +13,14 @@ pub fn config() -> GateConfig {
 
 /// Everything the gate looks at for a shell command line.
 pub fn shell_line(cfg: &GateConfig, set: &PatternSet, line: &str) -> Vec<Finding> {
-    let mut f = analyze_shell(&cfg.shell, "/command", ShellInput::Line(line));
+    let mut f = analyze_shell(&cfg.shell, &cfg.paths, "/command", ShellInput::Line(line));
     f.extend(set.scan_as(ArgRole::Shell, "/command", line));
     f
 }
 
 /// Everything the gate looks at for a shell argv.
 pub fn shell_argv(cfg: &GateConfig, set: &PatternSet, argv: &[String]) -> Vec<Finding> {
-    let mut f = analyze_shell(&cfg.shell, "/command", ShellInput::Argv(argv));
+    let mut f = analyze_shell(&cfg.shell, &cfg.paths, "/command", ShellInput::Argv(argv));
     for (i, a) in argv.iter().enumerate() {
         f.extend(set.scan_as(ArgRole::Shell, &format!("/command/{i}"), a));
     }

@@ -1,50 +1,174 @@
-//! Stage 3, effects: what a command line runs. The AST walk (lists,
-//! pipelines, compound commands, function bodies, redirections, process and
-//! command substitutions) tracks what each command's standard input is and
-//! what runs concurrently; each simple command is then followed through
-//! wrappers (`sudo`, `env`, `xargs`...), `find -exec`/`-delete` and
-//! interpreters (`sh -c`, `eval`, `python -c`, code piped to a shell), and
-//! the structural checks fire (dynamic command or code, piped code, fork
-//! bombs). Commands a rule names go to [`super::rules`].
+//! Stage 3, effects: what a command line runs, and where. The AST walk
+//! (lists, pipelines, compound commands, function bodies, redirections,
+//! process and command substitutions) goes in execution order with the
+//! shell's [`super::state`]: each walk function starts from `self.st` and
+//! returns the [`Flow`] it leaves (the state after success and after
+//! failure), so `cd a && x` runs `x` in `a`, `cd a || x` runs `x` where the
+//! line was, and after `if`/`||` the states merge. Subshells, pipeline
+//! stages, background jobs and substitutions work on a copy. The walk also
+//! tracks what each command's standard input is and what runs
+//! concurrently. Each simple command then goes to [`super::commands`].
+
+use std::rc::Rc;
 
 use brush_parser::ast;
 
-use super::normalize::{basename, flags_of, has_substitution, option_value};
-use super::rules::display;
-use super::{
-    Arg, CodeOperands, InterpreterSpec, RedirectMode, Scope, Stdin, Walker, WrapperSpec, excerpt,
-};
+use super::normalize::has_substitution;
+use super::state::{Cwd, St, Var, merge_opt};
+use super::{Arg, RedirectMode, Scope, Stdin, Walker};
 use crate::gate::types::FindingKind;
 
+/// Where a command leaves the shell: the state after it succeeds and after
+/// it fails; `None` where that cannot happen (`true` never fails, `exit`
+/// never returns).
+#[derive(Debug, Clone)]
+pub(super) struct Flow {
+    pub(super) ok: Option<St>,
+    pub(super) fail: Option<St>,
+}
+
+impl Flow {
+    /// Either outcome, in the same state.
+    pub(super) fn both(s: St) -> Flow {
+        Flow {
+            ok: Some(s.clone()),
+            fail: Some(s),
+        }
+    }
+
+    /// Success only (`true`, an assignment, a definition).
+    pub(super) fn ok(s: St) -> Flow {
+        Flow {
+            ok: Some(s),
+            fail: None,
+        }
+    }
+
+    fn swap(self) -> Flow {
+        Flow {
+            ok: self.fail,
+            fail: self.ok,
+        }
+    }
+}
+
 impl Walker<'_> {
-    pub(super) fn compound_list(&mut self, list: &ast::CompoundList, scope: &Scope) {
+    fn max_cwds(&self) -> usize {
+        self.cfg.limits.max_cwds.max(1)
+    }
+
+    /// The state after `f`, whatever the outcome; the current state when
+    /// neither outcome can happen (the code after is unreachable, but still
+    /// checked).
+    fn settle(&mut self, f: &Flow) {
+        let max = self.max_cwds();
+        if let Some(s) = merge_opt(f.ok.clone(), f.fail.clone(), max) {
+            self.st = s;
+        }
+    }
+
+    /// Walks code that cannot run in this state (after `exit`, the branch
+    /// of `if false`): its findings count, its runs are not recorded, and
+    /// the state is left as it was.
+    fn unreachable(&mut self, from: St, walk: impl FnOnce(&mut Self)) {
+        let saved = std::mem::replace(&mut self.st, from);
+        let rec = std::mem::replace(&mut self.record, false);
+        walk(self);
+        self.record = rec;
+        self.st = saved;
+    }
+
+    pub(super) fn compound_list(&mut self, list: &ast::CompoundList, scope: &Scope) -> Flow {
+        // Deep nesting (within `max_nesting`) recurses through several
+        // frames per level: grow the stack instead of overflowing it.
+        stacker::maybe_grow(128 * 1024, 2 * 1024 * 1024, || {
+            self.compound_list_inner(list, scope)
+        })
+    }
+
+    fn compound_list_inner(&mut self, list: &ast::CompoundList, scope: &Scope) -> Flow {
+        let mut last = Flow::both(self.st.clone());
         for ast::CompoundListItem(and_or, sep) in &list.0 {
-            let mut s = scope.clone();
             if matches!(sep, ast::SeparatorOperator::Async) {
+                // A background job: a subshell, status 0.
+                let mut s = scope.clone();
                 s.concurrent = true;
+                let saved = self.st.clone();
+                self.and_or(and_or, &s);
+                self.st = saved;
+                last = Flow::ok(self.st.clone());
+                continue;
             }
-            self.pipeline(&and_or.first, &s);
-            for next in &and_or.additional {
-                match next {
-                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p, &s),
+            last = self.and_or(and_or, scope);
+            self.settle(&last);
+        }
+        last
+    }
+
+    fn and_or(&mut self, ao: &ast::AndOrList, scope: &Scope) -> Flow {
+        let max = self.max_cwds();
+        let mut f = self.pipeline(&ao.first, scope);
+        for next in &ao.additional {
+            match next {
+                ast::AndOr::And(p) => match f.ok.take() {
+                    Some(s) => {
+                        self.st = s;
+                        let g = self.pipeline(p, scope);
+                        f = Flow {
+                            ok: g.ok,
+                            fail: merge_opt(f.fail.take(), g.fail, max),
+                        };
+                    }
+                    None => {
+                        let from = f.fail.clone().unwrap_or_else(|| self.st.clone());
+                        self.unreachable(from, |w| {
+                            w.pipeline(p, scope);
+                        });
+                    }
+                },
+                ast::AndOr::Or(p) => match f.fail.take() {
+                    Some(s) => {
+                        self.st = s;
+                        let g = self.pipeline(p, scope);
+                        f = Flow {
+                            ok: merge_opt(f.ok.take(), g.ok, max),
+                            fail: g.fail,
+                        };
+                    }
+                    None => {
+                        let from = f.ok.clone().unwrap_or_else(|| self.st.clone());
+                        self.unreachable(from, |w| {
+                            w.pipeline(p, scope);
+                        });
+                    }
+                },
+            }
+        }
+        f
+    }
+
+    fn pipeline(&mut self, p: &ast::Pipeline, scope: &Scope) -> Flow {
+        let f = if p.seq.len() == 1 {
+            self.command_node(&p.seq[0], scope)
+        } else {
+            // Every stage runs in a subshell (bash without `lastpipe`).
+            let saved = self.st.clone();
+            for (i, cmd) in p.seq.iter().enumerate() {
+                let mut s = scope.clone();
+                s.concurrent = true;
+                if i > 0 {
+                    s.stdin = Stdin::Pipe;
                 }
+                self.st = saved.clone();
+                self.command_node(cmd, &s);
             }
-        }
+            self.st = saved.clone();
+            Flow::both(saved)
+        };
+        if p.bang { f.swap() } else { f }
     }
 
-    fn pipeline(&mut self, p: &ast::Pipeline, scope: &Scope) {
-        let many = p.seq.len() > 1;
-        for (i, cmd) in p.seq.iter().enumerate() {
-            let mut s = scope.clone();
-            s.concurrent |= many;
-            if i > 0 {
-                s.stdin = Stdin::Pipe;
-            }
-            self.command_node(cmd, &s);
-        }
-    }
-
-    fn command_node(&mut self, cmd: &ast::Command, scope: &Scope) {
+    fn command_node(&mut self, cmd: &ast::Command, scope: &Scope) -> Flow {
         match cmd {
             ast::Command::Simple(sc) => self.simple(sc, scope),
             ast::Command::Compound(cc, redirects) => {
@@ -52,19 +176,34 @@ impl Walker<'_> {
                 if let Some(r) = redirects {
                     self.redirects(&r.0, &mut s);
                 }
-                self.compound(cc, &s);
+                self.compound(cc, &s)
             }
             ast::Command::Function(def) => {
                 let name = self.word(&def.fname.value, scope).text;
+                self.st
+                    .functions
+                    .insert(name.clone(), Rc::new(def.body.clone()));
+                // The body is checked where it is defined too (a function
+                // never called in the line still shows what it would do,
+                // and a fork bomb is found here); its runs are recorded
+                // where it is called.
                 let mut s = scope.clone();
                 s.functions.push(name);
                 s.concurrent = false;
-                if let Some(r) = &def.body.1 {
-                    self.redirects(&r.0, &mut s);
-                }
-                self.compound(&def.body.0, &s);
+                let from = self.st.clone();
+                self.unreachable(from, |w| {
+                    let mut s = s;
+                    if let Some(r) = &def.body.1 {
+                        w.redirects(&r.0, &mut s);
+                    }
+                    w.compound(&def.body.0, &s);
+                });
+                Flow::ok(self.st.clone())
             }
-            ast::Command::ExtendedTest(t) => self.test_expr(&t.expr, scope),
+            ast::Command::ExtendedTest(t) => {
+                self.test_expr(&t.expr, scope);
+                Flow::both(self.st.clone())
+            }
         }
     }
 
@@ -86,14 +225,39 @@ impl Walker<'_> {
         }
     }
 
-    fn compound(&mut self, cc: &ast::CompoundCommand, scope: &Scope) {
+    /// A loop body that may run any number of times: walked once, and once
+    /// more from the merged state when the first pass changed the state
+    /// (a `cd` in a loop); the loop leaves the merge of all.
+    fn loop_body(&mut self, body: &ast::CompoundList, scope: &Scope) -> Flow {
+        let max = self.max_cwds();
+        let start = self.st.clone();
+        let f = self.compound_list(body, scope);
+        self.settle(&f);
+        let once = self.st.clone();
+        let mut merged = start.merge(&once, max);
+        if merged.cwd != start.cwd || merged.vars != start.vars {
+            self.st = merged.clone();
+            let g = self.compound_list(body, scope);
+            self.settle(&g);
+            merged = merged.merge(&self.st, max);
+        }
+        Flow::both(merged)
+    }
+
+    pub(super) fn compound(&mut self, cc: &ast::CompoundCommand, scope: &Scope) -> Flow {
         use ast::CompoundCommand as C;
+        let max = self.max_cwds();
         match cc {
             C::Arithmetic(a) => {
                 self.arithmetic(&a.expr.value, scope);
-                // Shells without `((`, and old bash, read `((cmd))` as
-                // nested subshells: check it as such if it parses.
+                // `( (cmd) )` reaches here too (the parser drops the blank
+                // that makes bash read nested subshells), and shells
+                // without `((` read `((cmd))` so: walk that reading as a
+                // subshell when it parses.
+                let saved = self.st.clone();
                 self.parse_quietly(&format!("({})", a.expr.value), &scope.deeper());
+                self.st = saved;
+                Flow::both(self.st.clone())
             }
             C::ArithmeticForClause(f) => {
                 for e in [&f.initializer, &f.condition, &f.updater]
@@ -102,40 +266,143 @@ impl Walker<'_> {
                 {
                     self.arithmetic(&e.value, scope);
                 }
-                self.compound_list(&f.body.list, scope);
+                self.loop_body(&f.body.list, scope)
             }
             C::BraceGroup(b) => self.compound_list(&b.list, scope),
-            C::Subshell(s) => self.compound_list(&s.list, scope),
-            C::ForClause(f) => {
-                for w in f.values.iter().flatten() {
-                    self.word(&w.value, scope);
+            C::Subshell(s) => {
+                let saved = self.st.clone();
+                let f = self.compound_list(&s.list, scope);
+                self.st = saved.clone();
+                Flow {
+                    ok: f.ok.map(|_| saved.clone()),
+                    fail: f.fail.map(|_| saved),
                 }
-                self.compound_list(&f.body.list, scope);
+            }
+            C::ForClause(f) => {
+                let mut values: Vec<Arg> = Vec::new();
+                let mut known = f.values.is_some();
+                for w in f.values.iter().flatten() {
+                    for a in self.expand_word(&w.value, scope) {
+                        known &= !a.dynamic;
+                        values.push(a);
+                    }
+                }
+                let name = f.variable_name.clone();
+                if known && values.len() <= 4 {
+                    // Each value in turn, in order; a glob stands for the
+                    // names it matches (maybe none).
+                    let start = self.st.clone();
+                    let globbed = values.iter().any(|v| v.glob);
+                    for v in &values {
+                        let var = if v.glob {
+                            Var::Pattern(v.text.clone())
+                        } else {
+                            Var::Known {
+                                value: v.text.clone(),
+                                exported: false,
+                            }
+                        };
+                        self.st.vars.insert(name.clone(), var);
+                        let g = self.compound_list(&f.body.list, scope);
+                        self.settle(&g);
+                    }
+                    if values.is_empty() {
+                        self.st = start;
+                    } else if globbed {
+                        self.st = self.st.merge(&start, max);
+                    }
+                    Flow::both(self.st.clone())
+                } else {
+                    self.st.vars.insert(name, Var::Unknown);
+                    self.loop_body(&f.body.list, scope)
+                }
             }
             C::CaseClause(c) => {
                 self.word(&c.value.value, scope);
+                let start = self.st.clone();
+                // No pattern may match: the state stays.
+                let mut out = Flow::ok(start.clone());
                 for item in &c.cases {
                     for p in &item.patterns {
                         self.word(&p.value, scope);
                     }
                     if let Some(cmd) = &item.cmd {
-                        self.compound_list(cmd, scope);
+                        self.st = start.clone();
+                        let g = self.compound_list(cmd, scope);
+                        out = Flow {
+                            ok: merge_opt(out.ok, g.ok, max),
+                            fail: merge_opt(out.fail, g.fail, max),
+                        };
                     }
                 }
+                self.settle(&out);
+                out
             }
             C::IfClause(i) => {
-                self.compound_list(&i.condition, scope);
-                self.compound_list(&i.then, scope);
-                for e in i.elses.iter().flatten() {
-                    if let Some(c) = &e.condition {
-                        self.compound_list(c, scope);
+                let c = self.compound_list(&i.condition, scope);
+                let mut results: Vec<Flow> = Vec::new();
+                match c.ok.clone() {
+                    Some(ok) => {
+                        self.st = ok;
+                        results.push(self.compound_list(&i.then, scope));
                     }
-                    self.compound_list(&e.body, scope);
+                    None => {
+                        let from = self.st.clone();
+                        self.unreachable(from, |w| {
+                            w.compound_list(&i.then, scope);
+                        });
+                    }
                 }
+                let mut pending = c.fail;
+                for e in i.elses.iter().flatten() {
+                    let Some(st) = pending.take() else {
+                        let from = self.st.clone();
+                        self.unreachable(from, |w| {
+                            if let Some(cond) = &e.condition {
+                                w.compound_list(cond, scope);
+                            }
+                            w.compound_list(&e.body, scope);
+                        });
+                        continue;
+                    };
+                    self.st = st;
+                    match &e.condition {
+                        Some(cond) => {
+                            let c2 = self.compound_list(cond, scope);
+                            if let Some(ok) = c2.ok {
+                                self.st = ok;
+                                results.push(self.compound_list(&e.body, scope));
+                            }
+                            pending = c2.fail;
+                        }
+                        None => results.push(self.compound_list(&e.body, scope)),
+                    }
+                }
+                // No branch taken: status 0.
+                if let Some(st) = pending {
+                    results.push(Flow::ok(st));
+                }
+                let mut out = Flow {
+                    ok: None,
+                    fail: None,
+                };
+                for r in results {
+                    out = Flow {
+                        ok: merge_opt(out.ok, r.ok, max),
+                        fail: merge_opt(out.fail, r.fail, max),
+                    };
+                }
+                self.settle(&out);
+                out
             }
             C::WhileClause(w) | C::UntilClause(w) => {
-                self.compound_list(&w.0, scope);
-                self.compound_list(&w.1.list, scope);
+                let start = self.st.clone();
+                let c = self.compound_list(&w.0, scope);
+                self.settle(&c);
+                let f = self.loop_body(&w.1.list, scope);
+                let after = merge_opt(Some(start), f.ok, max).unwrap_or_else(|| self.st.clone());
+                self.st = after.clone();
+                Flow::both(after)
             }
         }
     }
@@ -147,18 +414,33 @@ impl Walker<'_> {
         }
     }
 
-    fn simple(&mut self, sc: &ast::SimpleCommand, scope: &Scope) {
+    /// Code in a command substitution: a subshell, walked from the current
+    /// state and leaving it unchanged.
+    pub(super) fn subshell_code(&mut self, code: &str, scope: &Scope) {
+        let saved = self.st.clone();
+        self.parse_and_walk(code, scope);
+        self.st = saved;
+    }
+
+    fn simple(&mut self, sc: &ast::SimpleCommand, scope: &Scope) -> Flow {
         use ast::CommandPrefixOrSuffixItem as I;
         let mut s = scope.clone();
         let mut words: Vec<&str> = Vec::new();
         let mut procsubs: Vec<(usize, &ast::ProcessSubstitutionKind, &ast::SubshellCommand)> =
             Vec::new();
         let mut redirects: Vec<&ast::IoRedirect> = Vec::new();
+        // Assignments before the command: name, value.
+        let mut assigns: Vec<(String, Arg, bool)> = Vec::new();
         for item in sc.prefix.iter().flat_map(|p| p.0.iter()) {
             match item {
                 I::IoRedirect(r) => redirects.push(r),
-                // Prefix assignments are analyzed for substitutions only.
-                I::AssignmentWord(_, w) | I::Word(w) => {
+                I::AssignmentWord(a, w) => {
+                    let (name, value) = self.assignment(a, w, scope);
+                    if let Some(name) = name {
+                        assigns.push((name, value, a.append));
+                    }
+                }
+                I::Word(w) => {
                     self.word(&w.value, scope);
                 }
                 I::ProcessSubstitution(kind, sub) => {
@@ -180,6 +462,8 @@ impl Walker<'_> {
         let owned: Vec<ast::IoRedirect> = redirects.into_iter().cloned().collect();
         self.redirects(&owned, &mut s);
 
+        // The arguments see the variables as they were before this
+        // command's own prefix assignments.
         let mut args: Vec<Arg> = Vec::new();
         let mut pending = procsubs.into_iter().peekable();
         for (i, raw) in words.iter().enumerate() {
@@ -191,9 +475,90 @@ impl Walker<'_> {
         for (_, kind, sub) in pending {
             args.push(self.process_substitution(kind, sub, scope));
         }
-        if sc.word_or_name.is_some() {
-            self.command(args, &s, 0);
+        for a in &args {
+            self.suspicious(&a.text);
         }
+        for (name, value, _) in &assigns {
+            self.suspicious(&value.text);
+            self.env_assignment(name, value);
+        }
+        if sc.word_or_name.is_none() || args.is_empty() {
+            // Assignments alone set shell variables.
+            for (name, value, append) in assigns {
+                self.set_var(&name, &value, append, None);
+            }
+            return Flow::ok(self.st.clone());
+        }
+        self.command(args, &s, 0, None)
+    }
+
+    /// The name and value of an assignment word (`NAME=value`), the value
+    /// expanded without field splitting.
+    pub(super) fn assignment(
+        &mut self,
+        a: &ast::Assignment,
+        w: &ast::Word,
+        scope: &Scope,
+    ) -> (Option<String>, Arg) {
+        let name = match &a.name {
+            ast::AssignmentName::VariableName(n) => Some(n.clone()),
+            ast::AssignmentName::ArrayElementName(n, _) => Some(n.clone()),
+        };
+        let value = match &a.value {
+            ast::AssignmentValue::Scalar(v) => self.word(&v.value, scope),
+            ast::AssignmentValue::Array(items) => {
+                let mut out = Arg::literal("");
+                out.dynamic = true;
+                for (_, v) in items {
+                    let x = self.word(&v.value, scope);
+                    out.text.push_str(&x.text);
+                    out.text.push(' ');
+                }
+                out
+            }
+        };
+        let _ = w;
+        (name, value)
+    }
+
+    /// Sets a shell variable from an assignment; `exported` when the line
+    /// marks it (`export`, `declare -x`); `None` keeps what it was.
+    pub(super) fn set_var(
+        &mut self,
+        name: &str,
+        value: &Arg,
+        append: bool,
+        exported: Option<bool>,
+    ) {
+        let was_exported = matches!(
+            self.st.vars.get(name),
+            Some(Var::Known { exported: true, .. })
+        );
+        let exported = exported.unwrap_or(was_exported);
+        let v = if value.dynamic {
+            Var::Unknown
+        } else if append {
+            match self.st.vars.get(name) {
+                Some(Var::Known { value: old, .. }) => Var::Known {
+                    value: format!("{old}{}", value.text),
+                    exported,
+                },
+                Some(Var::Unset) => Var::Known {
+                    value: value.text.clone(),
+                    exported,
+                },
+                _ => Var::Unknown,
+            }
+        } else {
+            Var::Known {
+                value: value.text.clone(),
+                exported,
+            }
+        };
+        if name == "PWD" || name == "OLDPWD" {
+            // Assigning PWD does not move the shell.
+        }
+        self.st.vars.insert(name.to_string(), v);
     }
 
     fn process_substitution(
@@ -213,18 +578,21 @@ impl Walker<'_> {
             );
             self.check(|c| &c.too_complex, FindingKind::Shell, &d);
         } else {
+            let saved = self.st.clone();
             self.compound_list(&sub.list, &s);
+            self.st = saved;
         }
         Arg {
             text: "/dev/fd/63".into(),
             dynamic: true,
             procsub: true,
+            glob: false,
         }
     }
 
-    /// Walks redirections: applies redirect rules, walks substitutions, and
-    /// records what stdin becomes.
-    fn redirects(&mut self, list: &[ast::IoRedirect], scope: &mut Scope) {
+    /// Walks redirections: applies redirect rules, checks the files read
+    /// and written, walks substitutions, and records what stdin becomes.
+    pub(super) fn redirects(&mut self, list: &[ast::IoRedirect], scope: &mut Scope) {
         use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T, IoRedirect as R};
         for r in list {
             match r {
@@ -249,7 +617,9 @@ impl Walker<'_> {
                     match target {
                         T::Filename(w) => {
                             let arg = self.word(&w.value, scope);
+                            self.suspicious(&arg.text);
                             self.redirect_rules(mode, &arg);
+                            self.redirect_target(mode, &arg);
                             if is_stdin && !matches!(mode, RedirectMode::ReadWrite) {
                                 scope.stdin = if arg.procsub {
                                     Stdin::Pipe
@@ -289,12 +659,14 @@ impl Walker<'_> {
                 }
                 R::OutputAndError(w, append) => {
                     let arg = self.word(&w.value, scope);
+                    self.suspicious(&arg.text);
                     let mode = if *append {
                         RedirectMode::Append
                     } else {
                         RedirectMode::Write
                     };
                     self.redirect_rules(mode, &arg);
+                    self.redirect_target(mode, &arg);
                 }
             }
         }
@@ -312,335 +684,12 @@ impl Walker<'_> {
         arg
     }
 
-    /// Analyzes one command given as argv: unwraps wrappers, follows
-    /// interpreters and `find`, applies rules.
-    pub(super) fn command(&mut self, mut args: Vec<Arg>, scope: &Scope, mut wrapped: usize) {
-        loop {
-            let Some(first) = args.first() else { return };
-            if first.dynamic {
-                let d = format!("`{}`", display(&args));
-                self.check(|c| &c.dynamic_command, FindingKind::Shell, &d);
-                return;
-            }
-            let name = basename(&first.text).to_owned();
-            if scope.concurrent && scope.functions.contains(&name) {
-                let d = format!("function `{name}` starts itself concurrently");
-                self.check(|c| &c.fork_bomb, FindingKind::Shell, &d);
-            }
-            let cfg = self.cfg;
-            let index = cfg.index();
-            if index.rule_names.contains(name.as_str())
-                || cfg
-                    .rules
-                    .iter()
-                    .any(|r| r.command_regex.as_ref().is_some_and(|x| x.is_match(&name)))
-            {
-                let parsed = self.parse_args(&name, &args[1..]);
-                self.rules(&name, &parsed, &args);
-            }
-            if let Some(spec) = index.wrappers.get(name.as_str()).map(|i| &cfg.wrappers[*i]) {
-                if wrapped >= cfg.limits.max_wrappers {
-                    let d = format!("more than {} nested wrappers", cfg.limits.max_wrappers);
-                    self.check(|c| &c.too_complex, FindingKind::Shell, &d);
-                    return;
-                }
-                wrapped += 1;
-                match self.unwrap(spec, &args[1..], scope) {
-                    Some(inner) => {
-                        args = inner;
-                        continue;
-                    }
-                    None => return,
-                }
-            }
-            if cfg.find.names.contains(&name) {
-                self.find(&args[1..], scope, wrapped);
-                return;
-            }
-            if let Some(spec) = index
-                .interpreters
-                .get(name.as_str())
-                .map(|i| &cfg.interpreters[*i])
-            {
-                self.interpreter(spec, &name, &args[1..], scope);
-            }
-            return;
+    /// The working directories of the current state, as text (empty when
+    /// unknown).
+    pub(super) fn cwd_texts(&self) -> Vec<String> {
+        match &self.st.cwd {
+            Cwd::Known(v) => v.iter().map(|d| d.render()).collect(),
+            Cwd::Unknown => Vec::new(),
         }
-    }
-
-    /// Strips a wrapper's own options; returns the wrapped argv.
-    fn unwrap(&mut self, spec: &WrapperSpec, rest: &[Arg], scope: &Scope) -> Option<Vec<Arg>> {
-        let mut i = 0;
-        let mut positional_left = spec.positional;
-        while i < rest.len() {
-            let a = &rest[i];
-            if a.text == "--" {
-                i += 1 + positional_left;
-                break;
-            }
-            if spec.skip_assignments && is_assignment(&a.text) {
-                i += 1;
-                continue;
-            }
-            if !a.text.starts_with('-') || a.text == "-" {
-                if positional_left > 0 {
-                    positional_left -= 1;
-                    i += 1;
-                    continue;
-                }
-                break;
-            }
-            if spec.no_exec_flags.contains(&a.text) {
-                return None;
-            }
-            let (consumed, value) = option_value(&rest[i..], &spec.value_flags, &spec.code_flags);
-            if let Some((flag, v)) = value
-                && spec.code_flags.contains(&flag)
-            {
-                self.code(&v, true, &format!("`{flag}` code"), scope);
-            }
-            i += consumed;
-        }
-        let mut inner: Vec<Arg> = rest.get(i..).unwrap_or_default().to_vec();
-        if inner.is_empty() {
-            return None;
-        }
-        if spec.args_are_code {
-            let joined = join_args(&inner);
-            self.code(&joined, true, "command string", scope);
-            return None;
-        }
-        if let Some(extra) = &spec.appends_operand {
-            inner.push(Arg {
-                text: extra.clone(),
-                dynamic: true,
-                procsub: false,
-            });
-        }
-        Some(inner)
-    }
-
-    fn find(&mut self, rest: &[Arg], scope: &Scope, wrapped: usize) {
-        let cfg = self.cfg;
-        let spec = &cfg.find;
-        let mut i = 0;
-        // Leading options.
-        while i < rest.len() {
-            let t = &rest[i].text;
-            if spec.leading_value_flags.iter().any(|f| f == t) {
-                i += 2;
-            } else if (t.len() == 2 && t.starts_with('-') && t != "--")
-                || spec
-                    .leading_value_flags
-                    .iter()
-                    .any(|f| t.starts_with(f.as_str()))
-            {
-                i += 1;
-            } else {
-                break;
-            }
-        }
-        if rest.get(i).is_some_and(|a| a.text == "--") {
-            i += 1;
-        }
-        let mut starts: Vec<Arg> = Vec::new();
-        while let Some(a) = rest.get(i) {
-            if a.text.starts_with('-') || a.text == "(" || a.text == "!" || a.text == ")" {
-                break;
-            }
-            starts.push(a.clone());
-            i += 1;
-        }
-        if starts.is_empty() {
-            starts.push(Arg::literal(&spec.default_start));
-        }
-        let placeholder = &spec.placeholder;
-        let exec_actions = &spec.exec_actions;
-        let delete_actions = &spec.delete_actions;
-        let delete_as = &spec.delete_as;
-        while i < rest.len() {
-            let t = rest[i].text.as_str();
-            if exec_actions.iter().any(|e| e == t) {
-                let mut end = i + 1;
-                while end < rest.len() && rest[end].text != ";" && rest[end].text != "+" {
-                    end += 1;
-                }
-                let cmd = &rest[i + 1..end];
-                for start in &starts {
-                    let inner: Vec<Arg> = cmd
-                        .iter()
-                        .map(|a| {
-                            if a.text.contains(placeholder.as_str()) {
-                                Arg {
-                                    text: a.text.replace(placeholder.as_str(), &start.text),
-                                    dynamic: true,
-                                    procsub: false,
-                                }
-                            } else {
-                                a.clone()
-                            }
-                        })
-                        .collect();
-                    self.command(inner, scope, wrapped + 1);
-                }
-                i = end + 1;
-            } else {
-                if delete_actions.iter().any(|d| d == t) {
-                    for start in &starts {
-                        let mut inner: Vec<Arg> =
-                            delete_as.iter().map(|s| Arg::literal(s)).collect();
-                        inner.push(start.clone());
-                        self.command(inner, scope, wrapped + 1);
-                    }
-                }
-                i += 1;
-            }
-        }
-    }
-
-    fn interpreter(&mut self, spec: &InterpreterSpec, name: &str, rest: &[Arg], scope: &Scope) {
-        let value_flags: Vec<String> = if spec.code_flag_takes_value {
-            spec.value_flags
-                .iter()
-                .chain(spec.code_flags.iter())
-                .cloned()
-                .collect()
-        } else {
-            spec.value_flags.clone()
-        };
-        let mut operands: Vec<Arg> = Vec::new();
-        let mut code_flag_seen = false;
-        let mut stdin_flag_seen = false;
-        let mut i = 0;
-        while i < rest.len() {
-            let a = &rest[i];
-            if a.text == "--" {
-                operands.extend_from_slice(&rest[i + 1..]);
-                break;
-            }
-            let optionish =
-                (a.text.starts_with('-') || a.text.starts_with('+')) && a.text.len() > 1;
-            if !optionish {
-                if spec.permute {
-                    operands.push(a.clone());
-                    i += 1;
-                    continue;
-                }
-                operands.extend_from_slice(&rest[i..]);
-                break;
-            }
-            let (consumed, value) = option_value(&rest[i..], &value_flags, &[]);
-            if let Some((flag, v)) = &value
-                && spec.code_flag_takes_value
-                && spec.code_flags.contains(flag)
-            {
-                self.code(v, spec.shell, &format!("`{name} {flag}` code"), scope);
-                return;
-            }
-            if value.is_none() {
-                let flags = flags_of(&a.text);
-                if !spec.code_flag_takes_value && flags.iter().any(|f| spec.code_flags.contains(f))
-                {
-                    code_flag_seen = true;
-                }
-                if flags.iter().any(|f| spec.stdin_flags.contains(f)) {
-                    stdin_flag_seen = true;
-                }
-            }
-            i += consumed;
-        }
-        let operands = operands.as_slice();
-        if stdin_flag_seen && !code_flag_seen {
-            self.stdin_code(spec, name, scope);
-            return;
-        }
-        if code_flag_seen {
-            match operands.first() {
-                Some(code) => self.code(code, spec.shell, &format!("`{name} -c` code"), scope),
-                None => self.stdin_code(spec, name, scope),
-            }
-            return;
-        }
-        match spec.code_operands {
-            CodeOperands::All if !operands.is_empty() => {
-                let joined = join_args(operands);
-                self.code(&joined, spec.shell, &format!("`{name}` code"), scope);
-                return;
-            }
-            CodeOperands::First if !operands.is_empty() => {
-                self.code(&operands[0], spec.shell, &format!("`{name}` code"), scope);
-                return;
-            }
-            _ => {}
-        }
-        if spec.operands_are_scripts
-            && let Some(script) = operands.first()
-        {
-            if script.procsub {
-                let d = format!("`{name}` runs a script read from another command's output");
-                self.check(|c| &c.piped_code, FindingKind::Shell, &d);
-            } else if self.cfg.stdin_operands.is_match(&script.text) {
-                self.stdin_code(spec, name, scope);
-            }
-            return;
-        }
-        if spec.reads_stdin {
-            self.stdin_code(spec, name, scope);
-        }
-    }
-
-    /// The interpreter reads its program from stdin.
-    fn stdin_code(&mut self, spec: &InterpreterSpec, name: &str, scope: &Scope) {
-        match &scope.stdin {
-            Stdin::Pipe => {
-                let d = format!("output of another command is run by `{name}`");
-                self.check(|c| &c.piped_code, FindingKind::Shell, &d);
-            }
-            Stdin::Literal(code) => {
-                let code = code.clone();
-                self.code(&code, spec.shell, &format!("`{name}` here-document"), scope);
-            }
-            Stdin::Inherit | Stdin::File => {}
-        }
-    }
-
-    /// Code run by an interpreter: parsed if static shell, flagged if it
-    /// comes from an expansion.
-    fn code(&mut self, code: &Arg, shell: bool, what: &str, scope: &Scope) {
-        if code.procsub || code.dynamic {
-            let d = format!("{what} `{}` is built at run time", excerpt(&code.text));
-            self.check(|c| &c.dynamic_code, FindingKind::Shell, &d);
-            if code.procsub {
-                return;
-            }
-            // Best effort on the known part: expansions stay as `$NAME`,
-            // which the rules read like the shell would.
-        }
-        if shell {
-            self.parse_and_walk(&code.text, &scope.deeper());
-        }
-    }
-}
-
-fn is_assignment(s: &str) -> bool {
-    match s.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
-        None => false,
-    }
-}
-
-fn join_args(args: &[Arg]) -> Arg {
-    Arg {
-        text: args
-            .iter()
-            .map(|a| a.text.as_str())
-            .collect::<Vec<_>>()
-            .join(" "),
-        dynamic: args.iter().any(|a| a.dynamic),
-        procsub: args.iter().any(|a| a.procsub),
     }
 }

@@ -12,31 +12,54 @@
 //! bombs) take their action from the configuration. A line the parser cannot
 //! read yields a `Parse` finding (fail closed).
 //!
+//! Beyond the rules, every command is checked by its **effects** (the
+//! policy's effect model, `[[gate.shell.commands]]`): what it reads,
+//! writes and deletes (resolved against the working directory the line
+//! has at that point and checked against `[gate.paths]` roots), the code
+//! it runs through its own options, scripts or environment, inline
+//! interpreter code (parsed, [`crate::gate::code`]), the network, system
+//! changes and package installs. A program the policy does not know asks
+//! (fail closed, `unknown_command`).
+//!
 //! The analysis runs in four stages, one module each:
 //!
 //! 1. `parse`: tokenize and parse a line (or embedded code) into an AST;
-//! 2. `normalize`: words after quote removal and expansion, options and
-//!    operands as the command reads them;
-//! 3. `effects`: walk the AST and follow each command through wrappers,
-//!    `find` and interpreters, with the structural checks;
+//! 2. `normalize`: words after quote removal and expansion (variables the
+//!    line assigned substituted), options and operands as the command
+//!    reads them;
+//! 3. `effects`: walk the AST in execution order with the shell's
+//!    [`state`] (working directory, variables, functions), follow each
+//!    command (`commands`: builtins, functions, wrappers, `find`,
+//!    interpreters, known commands), read its arguments with its entry
+//!    (`model`) and check each effect (`targets`);
 //! 4. `rules`: match normalised commands and redirections against the
 //!    configured rules.
 //!
 //! The configuration types live with the plan ([`crate::plan::gate::shell`])
 //! and are re-exported here.
 
+mod commands;
 mod effects;
+mod model;
 mod normalize;
 mod parse;
 mod rules;
+pub mod state;
+mod targets;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
-use super::types::{Check, Finding, FindingKind};
+use serde::Serialize;
+
+use super::path::{PathConfig, Roots};
+use super::types::{Check, EffectFound, Finding, FindingKind};
+use state::{Cwd, Dir, St};
 
 pub use crate::plan::gate::shell::{
-    CodeOperands, CommandSpec, FindSpec, InterpreterSpec, OperandPosition, RedirectMode,
-    RedirectRule, ShellChecks, ShellConfig, ShellLimits, ShellRule, WrapperSpec,
+    CodeOperands, CommandSpec, ConfigKeys, EffectChecks, EnvSpec, EnvValue, FindSpec,
+    InterpreterSpec, OperandPosition, RedirectMode, RedirectRule, ShellChecks, ShellConfig,
+    ShellLimits, ShellRule, WrapperSpec,
 };
 
 /// The value of a shell-running tool's command argument.
@@ -50,34 +73,109 @@ pub enum ShellInput<'a> {
 }
 
 /// Analyzes a shell command line or argv, the argument at JSON pointer
-/// `path`, and returns one finding per rule or check that fires.
-pub fn analyze_shell(cfg: &ShellConfig, path: &str, input: ShellInput) -> Vec<Finding> {
+/// `path`, and returns one finding per rule, check or effect that fires.
+/// Paths are checked against `paths`' roots; the line starts in the first.
+pub fn analyze_shell(
+    cfg: &ShellConfig,
+    paths: &PathConfig,
+    path: &str,
+    input: ShellInput,
+) -> Vec<Finding> {
+    analyze_shell_full(cfg, paths, path, input, None).findings
+}
+
+/// What the analysis of one command line found.
+#[derive(Debug, Clone, Default)]
+pub struct ShellAnalysis {
+    /// Findings, one per rule, check or effect that fires (deduplicated).
+    pub findings: Vec<Finding>,
+    /// Every effect found, in the order of the line (deduplicated).
+    pub effects: Vec<EffectFound>,
+    /// The programs the line runs, as far as the analysis can tell.
+    pub runs: Vec<Run>,
+}
+
+/// How a program starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunVia {
+    /// Run by the shell (a simple command, in any list, pipeline, subshell,
+    /// function or `bash -c` string).
+    Shell,
+    /// Run by a wrapper program (`env`, `nice`, `timeout`, `sudo`...).
+    Wrapper,
+    /// Run by a program for data it finds at run time (`find -exec`,
+    /// `xargs`): its arguments are only partly known.
+    Derived,
+}
+
+/// A program the line runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Run {
+    /// Program and arguments after quote removal and expansion; a part
+    /// only known at run time is rendered (`$NAME`, `$(...)`).
+    pub argv: Vec<String>,
+    /// Some argument is only known at run time.
+    pub dynamic: bool,
+    /// The working directories it may run in (`.` is where the line starts,
+    /// `a/b` below it, `/etc` absolute, `~/x` under home); empty when
+    /// unknown.
+    pub cwd: Vec<String>,
+    /// How it starts.
+    pub via: RunVia,
+}
+
+/// Analyzes `input` in full: findings, effects and the programs it runs.
+/// `start` is the directory the line starts in (a tool's `cwd` argument);
+/// `None` is the first root.
+pub fn analyze_shell_full(
+    cfg: &ShellConfig,
+    paths: &PathConfig,
+    path: &str,
+    input: ShellInput,
+    start: Option<&str>,
+) -> ShellAnalysis {
+    let cwd = match start {
+        None => Cwd::start(),
+        Some(s) if s.contains('$') || s.contains('`') => Cwd::Unknown,
+        Some(s) => Cwd::Known(vec![Dir::start().join(s)]),
+    };
     let mut w = Walker {
         cfg,
+        roots: super::path::roots(paths),
         path,
         findings: Vec::new(),
+        effects: Vec::new(),
+        runs: Vec::new(),
         opts: brush_parser::ParserOptions::default(),
         parses: 0,
+        st: St::new(cwd),
+        calls: 0,
+        call_stack: Vec::new(),
+        record: true,
     };
     let scope = Scope::default();
     match input {
         ShellInput::Line(line) => w.parse_and_walk(line, &scope),
         ShellInput::Argv(argv) => {
-            let args = argv
-                .iter()
-                .map(|a| Arg {
-                    text: a.clone(),
-                    dynamic: false,
-                    procsub: false,
-                })
-                .collect();
-            w.command(args, &scope, 0);
+            let args: Vec<Arg> = argv.iter().map(|a| Arg::literal(a)).collect();
+            for a in &args {
+                w.suspicious(&a.text);
+            }
+            w.command(args, &scope, 0, None);
         }
     }
     let mut seen = BTreeSet::new();
     w.findings
         .retain(|f| seen.insert((f.rule_id.clone(), f.message.clone())));
-    w.findings
+    let mut seen = BTreeSet::new();
+    w.effects
+        .retain(|e| seen.insert((e.kind.clone(), e.operand.clone(), e.resolved.clone())));
+    ShellAnalysis {
+        findings: w.findings,
+        effects: w.effects,
+        runs: w.runs,
+    }
 }
 
 /// One argument after quote removal.
@@ -90,6 +188,8 @@ struct Arg {
     dynamic: bool,
     /// A process substitution (`<(...)`): a pipe from another command.
     procsub: bool,
+    /// Holds unquoted glob characters: the shell expands it to file names.
+    glob: bool,
 }
 
 impl Arg {
@@ -98,7 +198,14 @@ impl Arg {
             text: text.to_owned(),
             dynamic: false,
             procsub: false,
+            glob: false,
         }
+    }
+}
+
+impl model::ArgText for Arg {
+    fn text(&self) -> &str {
+        &self.text
     }
 }
 
@@ -139,11 +246,24 @@ impl Scope {
 
 struct Walker<'c> {
     cfg: &'c ShellConfig,
+    roots: Arc<Roots>,
     path: &'c str,
     findings: Vec<Finding>,
+    effects: Vec<EffectFound>,
+    runs: Vec<Run>,
     opts: brush_parser::ParserOptions,
     /// Parser runs so far.
     parses: usize,
+    /// The shell's state where the walk is (each walk function starts from
+    /// it; see [`effects`]).
+    st: St,
+    /// Function calls followed so far.
+    calls: usize,
+    /// Functions being followed (no recursion).
+    call_stack: Vec<String>,
+    /// Runs are recorded (not while a function body is checked where it is
+    /// defined, before any call).
+    record: bool,
 }
 
 /// Parsed options and operands of a command.
@@ -158,6 +278,38 @@ impl Walker<'_> {
     fn check(&mut self, pick: impl Fn(&ShellChecks) -> &Check, kind: FindingKind, detail: &str) {
         let f = pick(&self.cfg.checks).finding(kind, self.path, detail);
         self.findings.push(f);
+    }
+
+    /// Flags invisible, bidirectional and control characters in a word.
+    fn suspicious(&mut self, text: &str) {
+        if !self.cfg.suspicious_chars.is_match(text) {
+            return;
+        }
+        let odd: Vec<String> = self
+            .cfg
+            .suspicious_chars
+            .0
+            .find_iter(text)
+            .flat_map(|m| m.as_str().chars())
+            .map(|ch| format!("U+{:04X}", ch as u32))
+            .collect();
+        let d = format!(
+            "word `{}` contains invisible or control characters {}",
+            excerpt(&text.escape_debug().to_string()),
+            odd.join(", ")
+        );
+        self.check(|c| &c.suspicious_chars, FindingKind::Shell, &d);
+    }
+
+    /// Records an effect for `toolgate guard`.
+    fn effect(&mut self, kind: &str, operand: &str, resolved: &str) {
+        if self.effects.len() < 256 {
+            self.effects.push(EffectFound {
+                kind: kind.to_string(),
+                operand: excerpt(operand),
+                resolved: excerpt(resolved),
+            });
+        }
     }
 }
 

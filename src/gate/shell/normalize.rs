@@ -13,11 +13,16 @@ use brush_parser::word::{
     WordPiece, WordPieceWithSource,
 };
 
+use super::state::Var;
 use super::{Arg, Parsed, Scope, Walker, excerpt};
 use crate::gate::types::FindingKind;
 
 impl Walker<'_> {
-    /// Brace-expands a raw word, then renders each result.
+    /// Expands a raw word as the shell does in the current state: brace
+    /// expansion, then quote removal, known variables substituted (an
+    /// unquoted value split into fields on blanks, as bash does with the
+    /// default IFS), unknown expansions rendered `$NAME`/`$(...)` and
+    /// marked dynamic. One word may give several arguments, or none.
     pub(super) fn expand_word(&mut self, raw: &str, scope: &Scope) -> Vec<Arg> {
         // A word holding code is not multiplied: its code is walked once.
         if raw.contains('{')
@@ -27,7 +32,10 @@ impl Walker<'_> {
             let mut out = vec![String::new()];
             let cap = self.cfg.limits.max_brace_expansion;
             if brace_product(&pieces, &mut out, cap) {
-                return out.iter().map(|w| self.word(w, scope)).collect();
+                return out
+                    .iter()
+                    .flat_map(|w| self.fields(w, scope, true))
+                    .collect();
             }
             let d = format!(
                 "brace expansion of `{}` gives over {cap} words",
@@ -35,26 +43,43 @@ impl Walker<'_> {
             );
             self.check(|c| &c.too_complex, FindingKind::Shell, &d);
         }
-        vec![self.word(raw, scope)]
+        self.fields(raw, scope, true)
     }
 
-    /// Renders a raw word as the shell would after quote removal, walking
-    /// any command substitution inside it.
+    /// A word as one argument, without field splitting (assignment values,
+    /// redirection targets, here-strings, `case` words), walking any
+    /// command substitution inside it.
     pub(super) fn word(&mut self, raw: &str, scope: &Scope) -> Arg {
+        let mut f = self.fields(raw, scope, false);
+        match f.len() {
+            1 => f.remove(0),
+            0 => Arg::literal(""),
+            _ => {
+                let mut a = f.remove(0);
+                for x in f {
+                    a.text.push(' ');
+                    a.text.push_str(&x.text);
+                    a.dynamic |= x.dynamic;
+                    a.glob |= x.glob;
+                }
+                a
+            }
+        }
+    }
+
+    fn fields(&mut self, raw: &str, scope: &Scope, split: bool) -> Vec<Arg> {
         // A word of plain characters (or one simple double-quoted string) is
         // its own text: no quoting, escape, expansion or tilde to resolve.
         if let Some(text) = plain_word(raw) {
-            return Arg::literal(text);
+            let mut a = Arg::literal(text);
+            a.glob = !raw.starts_with('"') && has_glob(text);
+            return vec![a];
         }
-        let mut arg = Arg {
-            text: String::new(),
-            dynamic: false,
-            procsub: false,
-        };
+        let mut f = Fields::new(split);
         match word::parse(raw, &self.opts) {
             Ok(pieces) => {
                 let mut unquoted = String::new();
-                self.pieces(&pieces, raw, scope, &mut arg, &mut unquoted);
+                self.pieces(&pieces, raw, scope, &mut f, &mut unquoted, false);
                 if unquoted.contains("$[") || unquoted.contains("$(") || unquoted.contains("${") {
                     let d = format!("unsupported expansion syntax in `{}`", excerpt(raw));
                     self.check(|c| &c.parse_error, FindingKind::Parse, &d);
@@ -63,11 +88,10 @@ impl Walker<'_> {
             Err(e) => {
                 let d = format!("`{}`: {e}", excerpt(raw));
                 self.check(|c| &c.parse_error, FindingKind::Parse, &d);
-                arg.text = raw.to_owned();
-                arg.dynamic = true;
+                f.dynamic(raw);
             }
         }
-        arg
+        f.finish()
     }
 
     fn pieces(
@@ -75,75 +99,155 @@ impl Walker<'_> {
         pieces: &[WordPieceWithSource],
         raw: &str,
         scope: &Scope,
-        arg: &mut Arg,
+        f: &mut Fields,
         unquoted: &mut String,
+        quoted: bool,
     ) {
         for p in pieces {
             match &p.piece {
                 WordPiece::Text(t) => {
-                    arg.text.push_str(t);
-                    unquoted.push_str(t);
+                    f.lit(t, !quoted);
+                    if !quoted {
+                        unquoted.push_str(t);
+                    }
                 }
-                WordPiece::SingleQuotedText(t) => arg.text.push_str(t),
-                WordPiece::AnsiCQuotedText(t) => arg.text.push_str(&ansi_c(t)),
+                WordPiece::SingleQuotedText(t) => f.lit(t, false),
+                WordPiece::AnsiCQuotedText(t) => f.lit(&ansi_c(t), false),
                 WordPiece::DoubleQuotedSequence(inner)
                 | WordPiece::GettextDoubleQuotedSequence(inner) => {
-                    self.pieces(inner, raw, scope, arg, unquoted);
+                    f.touch();
+                    self.pieces(inner, raw, scope, f, unquoted, true);
                 }
                 WordPiece::TildePrefix(user) => {
-                    arg.text.push('~');
-                    arg.text.push_str(user);
+                    f.lit("~", false);
+                    f.lit(user, false);
                 }
                 WordPiece::EscapeSequence(e) => {
                     let rest = e.strip_prefix('\\').unwrap_or(e);
                     if rest != "\n" {
-                        arg.text.push_str(rest);
+                        f.lit(rest, false);
                     }
                 }
                 WordPiece::ParameterExpansion(expr) => {
-                    arg.dynamic = true;
                     let src = raw.get(p.start_index..p.end_index).unwrap_or("${?}");
-                    arg.text.push_str(&render_parameter(expr, src));
                     // Operands of `${x:-...}` etc. may hold substitutions.
                     if let Some(inner) = src.strip_prefix("${").and_then(|s| s.strip_suffix('}'))
                         && has_substitution(inner)
                     {
                         self.word(&format!("\"{inner}\""), scope);
+                        f.dynamic(&render_parameter(expr, src));
+                        continue;
+                    }
+                    match self.parameter_value(expr, scope) {
+                        Some(Value::Text(v)) => f.value(&v, quoted),
+                        Some(Value::Pattern(v)) => {
+                            f.value(&v, quoted);
+                            f.cur.glob = true;
+                        }
+                        Some(Value::Word(w)) => {
+                            // A default or alternative word, expanded in the
+                            // same quoting.
+                            match word::parse(&w, &self.opts) {
+                                Ok(inner) => {
+                                    let mut ignored = String::new();
+                                    self.pieces(&inner, &w, scope, f, &mut ignored, quoted)
+                                }
+                                Err(_) => f.dynamic(&render_parameter(expr, src)),
+                            }
+                        }
+                        None => f.dynamic(&render_parameter(expr, src)),
                     }
                 }
                 WordPiece::CommandSubstitution(code) => {
-                    arg.dynamic = true;
-                    arg.text.push_str("$(...)");
-                    self.parse_and_walk(code, &scope.deeper());
+                    f.dynamic("$(...)");
+                    self.subshell_code(code, &scope.deeper());
                 }
                 WordPiece::BackquotedCommandSubstitution(code) => {
-                    arg.dynamic = true;
-                    arg.text.push_str("$(...)");
-                    self.parse_and_walk(&unescape_backquoted(code), &scope.deeper());
+                    f.dynamic("$(...)");
+                    self.subshell_code(&unescape_backquoted(code), &scope.deeper());
                 }
                 WordPiece::ArithmeticExpression(e) => {
-                    arg.dynamic = true;
-                    arg.text.push_str("$((...))");
+                    f.dynamic("$((...))");
                     self.arithmetic(&e.value, &scope.deeper());
                 }
             }
         }
     }
 
+    /// The value of a parameter expansion when the state knows it: the
+    /// variable's text, or the default/alternative word to expand.
+    fn parameter_value(&self, expr: &ParameterExpr, _scope: &Scope) -> Option<Value> {
+        use brush_parser::word::ParameterTestType as T;
+        let var = |p: &Parameter| match p {
+            Parameter::Named(n) => self.st.vars.get(n.as_str()),
+            _ => None,
+        };
+        match expr {
+            ParameterExpr::Parameter {
+                parameter,
+                indirect: false,
+            } => match var(parameter)? {
+                Var::Known { value, .. } => Some(Value::Text(value.clone())),
+                Var::Pattern(p) => Some(Value::Pattern(p.clone())),
+                Var::Unset => Some(Value::Text(String::new())),
+                Var::Unknown => None,
+            },
+            ParameterExpr::UseDefaultValues {
+                parameter,
+                indirect: false,
+                test_type,
+                default_value,
+            } => {
+                let use_default = match (var(parameter)?, test_type) {
+                    (Var::Unknown | Var::Pattern(_), _) => return None,
+                    (Var::Unset, _) => true,
+                    (Var::Known { value, .. }, T::UnsetOrNull) => value.is_empty(),
+                    (Var::Known { .. }, T::Unset) => false,
+                };
+                if use_default {
+                    Some(Value::Word(default_value.clone().unwrap_or_default()))
+                } else {
+                    match var(parameter)? {
+                        Var::Known { value, .. } => Some(Value::Text(value.clone())),
+                        _ => None,
+                    }
+                }
+            }
+            ParameterExpr::UseAlternativeValue {
+                parameter,
+                indirect: false,
+                test_type,
+                alternative_value,
+            } => {
+                let set = match (var(parameter)?, test_type) {
+                    (Var::Unknown | Var::Pattern(_), _) => return None,
+                    (Var::Unset, _) => false,
+                    (Var::Known { value, .. }, T::UnsetOrNull) => !value.is_empty(),
+                    (Var::Known { .. }, T::Unset) => true,
+                };
+                if set {
+                    Some(Value::Word(alternative_value.clone().unwrap_or_default()))
+                } else {
+                    Some(Value::Text(String::new()))
+                }
+            }
+            _ => None,
+        }
+    }
+
     pub(super) fn parse_args(&self, name: &str, rest: &[Arg]) -> Parsed {
-        let spec = self
-            .cfg
-            .index()
-            .commands
-            .get(name)
-            .map(|i| &self.cfg.commands[*i]);
+        let spec = self.cfg.command(name);
         let alias = |f: &str| -> String {
             spec.and_then(|s| s.flag_aliases.get(f))
                 .cloned()
                 .unwrap_or_else(|| f.to_owned())
         };
         let takes_value = |f: &str, canon: &str| -> bool {
-            spec.is_some_and(|s| s.value_flags.iter().any(|v| v == f || v == canon))
+            spec.is_some_and(|s| {
+                s.value_flags.iter().any(|v| v == f || v == canon)
+                    || s.options.contains_key(f)
+                    || s.options.contains_key(canon)
+            })
         };
         let mut p = Parsed {
             flags: BTreeSet::new(),
@@ -193,6 +297,89 @@ impl Walker<'_> {
             }
         }
         p
+    }
+}
+
+/// What a parameter expansion gives, when known.
+enum Value {
+    /// This text.
+    Text(String),
+    /// A file name this glob pattern matches.
+    Pattern(String),
+    /// This word, to be expanded (a `${x:-default}` default).
+    Word(String),
+}
+
+/// Builds the fields (arguments) one word expands to.
+struct Fields {
+    out: Vec<Arg>,
+    cur: Arg,
+    /// The current field exists even if empty (quotes were seen).
+    started: bool,
+    /// Unquoted expansions are split into fields.
+    split: bool,
+}
+
+impl Fields {
+    fn new(split: bool) -> Fields {
+        Fields {
+            out: Vec::new(),
+            cur: Arg::literal(""),
+            started: false,
+            split,
+        }
+    }
+
+    /// Marks the field as present (an empty quoted string is one field).
+    fn touch(&mut self) {
+        self.started = true;
+    }
+
+    /// Literal text; `unquoted` text may hold glob characters.
+    fn lit(&mut self, t: &str, unquoted: bool) {
+        self.cur.text.push_str(t);
+        if unquoted && has_glob(t) {
+            self.cur.glob = true;
+        }
+        self.started = true;
+    }
+
+    /// A variable's value: kept whole in quotes, split on blanks outside.
+    fn value(&mut self, v: &str, quoted: bool) {
+        if quoted || !self.split {
+            self.cur.text.push_str(v);
+            self.started = true;
+            return;
+        }
+        for c in v.chars() {
+            if matches!(c, ' ' | '\t' | '\n') {
+                if self.started {
+                    let done = std::mem::replace(&mut self.cur, Arg::literal(""));
+                    self.out.push(done);
+                    self.started = false;
+                }
+            } else {
+                self.cur.text.push(c);
+                if matches!(c, '*' | '?') || (c == ']' && self.cur.text.contains('[')) {
+                    self.cur.glob = true;
+                }
+                self.started = true;
+            }
+        }
+    }
+
+    /// An expansion only known at run time, rendered.
+    fn dynamic(&mut self, render: &str) {
+        self.cur.text.push_str(render);
+        self.cur.dynamic = true;
+        self.started = true;
+    }
+
+    fn finish(mut self) -> Vec<Arg> {
+        if self.started {
+            self.out.push(self.cur);
+        }
+        self.out
     }
 }
 
@@ -289,6 +476,11 @@ fn plain_word(raw: &str) -> Option<&str> {
         return Some(inner);
     }
     None
+}
+
+/// Whether text holds a glob pattern: `*`, `?`, or a `[...]` class.
+pub(super) fn has_glob(t: &str) -> bool {
+    t.contains(['*', '?']) || t.find('[').is_some_and(|i| t[i + 1..].contains(']'))
 }
 
 pub(super) fn basename(s: &str) -> &str {

@@ -14,11 +14,12 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use super::code::CodeRules;
 use super::path::{PathChecks, PathConfig};
 use super::patterns::PatternRule;
 use super::shell::{
-    CommandSpec, FindSpec, InterpreterSpec, RedirectRule, ShellChecks, ShellConfig, ShellLimits,
-    ShellRule, WrapperSpec,
+    BuiltinRole, CommandSpec, ConfigKeys, EffectChecks, EnvSpec, FindSpec, InterpreterSpec,
+    RedirectRule, ShellChecks, ShellConfig, ShellLimits, ShellRule, WrapperSpec,
 };
 use super::sql::{FunctionRule, ReadOnlySpec, SqlChecks, SqlConfig};
 use super::types::{Action, Check, ConfigRegex, Severity};
@@ -107,6 +108,10 @@ pub struct CallChecks {
     /// Schema violations; the id is a prefix (`schema.required`, `schema.type`, ...).
     #[serde(default = "d::checks_invalid_arguments")]
     pub invalid_arguments: Check,
+    /// An argument the schema does not declare, on a tool with a shell,
+    /// SQL or path role (no rule would see it).
+    #[serde(default = "d::checks_undeclared_argument")]
+    pub undeclared_argument: Check,
 }
 
 /// `[gate.coercion]`: coercion toward the declared type only.
@@ -321,6 +326,7 @@ pub(crate) mod d {
         checks_invalid_json: Check = checks.invalid_json;
         checks_too_large: Check = checks.too_large;
         checks_invalid_arguments: Check = checks.invalid_arguments;
+        checks_undeclared_argument: Check = checks.undeclared_argument;
         coercion_numeric_strings: bool = coercion.numeric_strings;
         coercion_boolean_strings: bool = coercion.boolean_strings;
         coercion_json_strings: bool = coercion.json_strings;
@@ -353,6 +359,41 @@ pub(crate) mod d {
         shell_limits_max_brace_expansion: usize = shell.limits.max_brace_expansion;
         shell_limits_max_wrappers: usize = shell.limits.max_wrappers;
         shell_limits_max_parses: usize = shell.limits.max_parses;
+        shell_limits_max_cwds: usize = shell.limits.max_cwds;
+        shell_limits_max_function_calls: usize = shell.limits.max_function_calls;
+        shell_unknown_command: Action = shell.unknown_command;
+        shell_suspicious_chars: ConfigRegex = shell.suspicious_chars;
+        shell_system_bin_dirs: Vec<String> = shell.system_bin_dirs;
+        shell_harmless_programs: Vec<String> = shell.harmless_programs;
+        shell_harmless_redirects: ConfigRegex = shell.harmless_redirects;
+        shell_sensitive_reads: ConfigRegex = shell.sensitive_reads;
+        shell_trusted: Vec<String> = shell.trusted;
+        shell_cwd_arguments: Vec<String> = shell.cwd_arguments;
+        shell_effects: EffectChecks = shell.effects;
+        shell_env: Vec<EnvSpec> = shell.env;
+        shell_config: BTreeMap<String, ConfigKeys> = shell.config;
+        shell_code: BTreeMap<String, CodeRules> = shell.code;
+        shell_builtins: BTreeMap<String, BuiltinRole> = shell.builtins;
+        shell_package_files: ConfigRegex = shell.package_files;
+        shell_command_urls: ConfigRegex = shell.command_urls;
+        shell_checks_unknown_command: Check = shell.checks.unknown_command;
+        shell_checks_suspicious_chars: Check = shell.checks.suspicious_chars;
+        shell_checks_alias: Check = shell.checks.alias;
+        shell_effects_write_outside: Check = shell.effects.write_outside;
+        shell_effects_delete_outside: Check = shell.effects.delete_outside;
+        shell_effects_read_outside: Check = shell.effects.read_outside;
+        shell_effects_read_sensitive: Check = shell.effects.read_sensitive;
+        shell_effects_dynamic_path: Check = shell.effects.dynamic_path;
+        shell_effects_symlink_escape: Check = shell.effects.symlink_escape;
+        shell_effects_exec: Check = shell.effects.exec;
+        shell_effects_code: Check = shell.effects.code;
+        shell_effects_script_outside: Check = shell.effects.script_outside;
+        shell_effects_env_code: Check = shell.effects.env_code;
+        shell_effects_network: Check = shell.effects.network;
+        shell_effects_system: Check = shell.effects.system;
+        shell_effects_remote: Check = shell.effects.remote;
+        shell_effects_install: Check = shell.effects.install;
+        shell_effects_project: Check = shell.effects.project;
         shell_checks_parse_error: Check = shell.checks.parse_error;
         shell_checks_too_complex: Check = shell.checks.too_complex;
         shell_checks_dynamic_command: Check = shell.checks.dynamic_command;
@@ -377,6 +418,7 @@ pub(crate) mod d {
         sql_checks_stacked: Check = sql.checks.stacked;
         sql_checks_not_read_only: Check = sql.checks.not_read_only;
         sql_checks_executable_comment: Check = sql.checks.executable_comment;
+        sql_checks_unlisted_function: Check = sql.checks.unlisted_function;
         paths_roots: Vec<String> = paths.roots;
         paths_max_symlinks: usize = paths.max_symlinks;
         paths_suspicious_chars: ConfigRegex = paths.suspicious_chars;

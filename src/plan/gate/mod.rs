@@ -4,11 +4,15 @@
 //!
 //! These are data: compile builds them (`compile::gate`), the gate reads
 //! them (`gate::check_call`). Each layer's configuration has its module:
-//! [`config`] (the whole `[gate]` table and its shipped defaults), [`shell`],
+//! [`config`] (the whole `[gate]` table and its shipped defaults), [`shell`]
+//! (with the effect vocabulary in [`effect`] and inline code rules in
+//! [`code`]),
 //! [`sql`], [`path`], [`patterns`], [`schema`], with the shared vocabulary
 //! in [`types`].
 
+pub mod code;
 pub mod config;
+pub mod effect;
 pub mod path;
 pub mod patterns;
 pub mod schema;

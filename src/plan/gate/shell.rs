@@ -1,8 +1,15 @@
-//! `[gate.shell]`: wrappers, interpreters, `find`, option syntax, and the
-//! rules on normalised commands and redirections.
+//! `[gate.shell]`: the effect model (what each known command does with its
+//! operands and options, environment variables and settings that run code,
+//! inline code rules, trusted project commands, the outcome of each
+//! effect), wrappers, interpreters, `find`, and the rules on normalised
+//! commands and redirections.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Deserialize;
 
+use super::code::CodeRules;
+use super::effect::{Effect, Effects};
 use super::types::{Action, Check, ConfigRegex, Severity};
 
 /// `[gate.shell]`: everything the shell analyzer knows.
@@ -37,6 +44,63 @@ pub struct ShellConfig {
     /// Rules on redirection targets.
     #[serde(default = "crate::plan::gate::config::d::shell_redirect_rules")]
     pub redirect_rules: Vec<RedirectRule>,
+    /// What a program the policy does not know gets (fail closed: `ask`).
+    #[serde(default = "crate::plan::gate::config::d::shell_unknown_command")]
+    pub unknown_command: Action,
+    /// Invisible, bidirectional and control characters flagged in any word.
+    #[serde(default = "crate::plan::gate::config::d::shell_suspicious_chars")]
+    pub suspicious_chars: ConfigRegex,
+    /// Directories from which a program named by its path runs as the
+    /// command of its basename (`/usr/bin/git` is `git`).
+    #[serde(default = "crate::plan::gate::config::d::shell_system_bin_dirs")]
+    pub system_bin_dirs: Vec<String>,
+    /// Programs that an option, script or environment variable may name
+    /// without an `exec` finding (`PAGER=cat`), alone or with options.
+    #[serde(default = "crate::plan::gate::config::d::shell_harmless_programs")]
+    pub harmless_programs: Vec<String>,
+    /// Redirection targets that are not files (`/dev/null`, `/dev/stderr`).
+    #[serde(default = "crate::plan::gate::config::d::shell_harmless_redirects")]
+    pub harmless_redirects: ConfigRegex,
+    /// Reads of these paths (after resolution) get `effects.read_sensitive`.
+    #[serde(default = "crate::plan::gate::config::d::shell_sensitive_reads")]
+    pub sensitive_reads: ConfigRegex,
+    /// Trusted project commands (`NAME` or `NAME SUB`): the `project`
+    /// effect of these adds no finding.
+    #[serde(default = "crate::plan::gate::config::d::shell_trusted")]
+    pub trusted: Vec<String>,
+    /// More trusted commands, added to `trusted` (for a deployment that
+    /// keeps the shipped list).
+    #[serde(default)]
+    pub extra_trusted: Vec<String>,
+    /// Tool arguments that name the directory the command line runs in.
+    #[serde(default = "crate::plan::gate::config::d::shell_cwd_arguments")]
+    pub cwd_arguments: Vec<String>,
+    /// The outcome of each effect.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects")]
+    pub effects: EffectChecks,
+    /// Environment variables that load or run code.
+    #[serde(default = "crate::plan::gate::config::d::shell_env")]
+    pub env: Vec<EnvSpec>,
+    /// Settings whose values are commands (`git -c`, `ssh -o`), by name.
+    #[serde(default = "crate::plan::gate::config::d::shell_config")]
+    pub config: BTreeMap<String, ConfigKeys>,
+    /// Inline code rules, by language (`python`, `javascript`).
+    #[serde(default = "crate::plan::gate::config::d::shell_code")]
+    pub code: BTreeMap<String, CodeRules>,
+    /// Shell builtins that change the shell's state, by name, and how.
+    #[serde(default = "crate::plan::gate::config::d::shell_builtins")]
+    pub builtins: BTreeMap<String, BuiltinRole>,
+    /// Package operands that are local files (`./pkg`, a wheel), run as
+    /// project code rather than installed from a registry.
+    #[serde(default = "crate::plan::gate::config::d::shell_package_files")]
+    pub package_files: ConfigRegex,
+    /// Network addresses that run a command (git's `ext::` transport).
+    #[serde(default = "crate::plan::gate::config::d::shell_command_urls")]
+    pub command_urls: ConfigRegex,
+    /// More known commands, added to `commands`; an entry here replaces a
+    /// shipped entry of the same name.
+    #[serde(default)]
+    pub extra_commands: Vec<CommandSpec>,
     /// Name lookups, built on first use (not configuration).
     #[serde(skip)]
     index: IndexCell,
@@ -45,10 +109,18 @@ pub struct ShellConfig {
 /// Name → entry lookups over a [`ShellConfig`]'s lists.
 #[derive(Debug, Default)]
 pub(crate) struct ShellIndex {
-    pub(crate) rule_names: std::collections::HashSet<String>,
-    pub(crate) wrappers: std::collections::HashMap<String, usize>,
-    pub(crate) interpreters: std::collections::HashMap<String, usize>,
-    pub(crate) commands: std::collections::HashMap<String, usize>,
+    pub(crate) rule_names: HashSet<String>,
+    pub(crate) wrappers: HashMap<String, usize>,
+    pub(crate) interpreters: HashMap<String, usize>,
+    /// Name (`git`, `git log`) → entry: `(true, i)` in `extra_commands`,
+    /// `(false, i)` in `commands`.
+    pub(crate) commands: HashMap<String, (bool, usize)>,
+    /// Trusted command names (`cargo build`, `make`).
+    pub(crate) trusted: HashSet<String>,
+    /// Environment variable names (exact) → entry; prefixes (`GIT_CONFIG_`)
+    /// are tried in order.
+    pub(crate) env: HashMap<String, usize>,
+    pub(crate) env_prefixes: Vec<(String, usize)>,
 }
 
 /// A lazily built [`ShellIndex`]; a clone starts empty, so a configuration
@@ -82,12 +154,216 @@ impl ShellConfig {
             for (i, w) in self.interpreters.iter().enumerate() {
                 first(&mut ix.interpreters, &w.names, i);
             }
-            for (i, w) in self.commands.iter().enumerate() {
-                first(&mut ix.commands, &w.names, i);
+            for (i, c) in self.commands.iter().enumerate() {
+                for n in &c.names {
+                    ix.commands.entry(n.clone()).or_insert((false, i));
+                }
+            }
+            for (i, c) in self.extra_commands.iter().enumerate() {
+                for n in &c.names {
+                    ix.commands.insert(n.clone(), (true, i));
+                }
+            }
+            ix.trusted = self
+                .trusted
+                .iter()
+                .chain(&self.extra_trusted)
+                .cloned()
+                .collect();
+            for (i, e) in self.env.iter().enumerate() {
+                for n in &e.names {
+                    match n.strip_suffix('*') {
+                        Some(p) => ix.env_prefixes.push((p.to_string(), i)),
+                        None => {
+                            ix.env.entry(n.clone()).or_insert(i);
+                        }
+                    }
+                }
             }
             ix
         })
     }
+
+    /// The entry describing command `name` (`git` or `git log`).
+    pub fn command(&self, name: &str) -> Option<&CommandSpec> {
+        self.index().commands.get(name).map(|(extra, i)| {
+            if *extra {
+                &self.extra_commands[*i]
+            } else {
+                &self.commands[*i]
+            }
+        })
+    }
+
+    /// Whether `name` (`cargo build`) or a prefix of it (`yarn`) is a
+    /// trusted project command.
+    pub fn trusted(&self, name: &str) -> bool {
+        let t = &self.index().trusted;
+        if t.contains(name) {
+            return true;
+        }
+        let mut cut = name;
+        while let Some((head, _)) = cut.rsplit_once(' ') {
+            if t.contains(head) {
+                return true;
+            }
+            cut = head;
+        }
+        false
+    }
+
+    /// The entry for environment variable `name`, if it loads or runs code.
+    pub fn env_spec(&self, name: &str) -> Option<&EnvSpec> {
+        let ix = self.index();
+        ix.env
+            .get(name)
+            .or_else(|| {
+                ix.env_prefixes
+                    .iter()
+                    .find(|(p, _)| name.starts_with(p.as_str()))
+                    .map(|(_, i)| i)
+            })
+            .map(|i| &self.env[*i])
+    }
+}
+
+/// `[gate.shell.effects]`: the outcome of each effect. A check whose action
+/// is `allow` adds no finding (the effect is still listed by `guard`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EffectChecks {
+    /// A path written outside every root.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_write_outside")]
+    pub write_outside: Check,
+    /// A path deleted outside every root.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_delete_outside")]
+    pub delete_outside: Check,
+    /// A path read outside every root.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_read_outside")]
+    pub read_outside: Check,
+    /// A path read that matches `sensitive_reads`.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_read_sensitive")]
+    pub read_sensitive: Check,
+    /// A path written or deleted that is only known at run time.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_dynamic_path")]
+    pub dynamic_path: Check,
+    /// Written or deleted inside the roots by name, outside through a
+    /// symlink.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_symlink_escape")]
+    pub symlink_escape: Check,
+    /// A command line run through another command's options, script or
+    /// environment.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_exec")]
+    pub exec: Check,
+    /// Inline interpreter code outside the harmless subset, or in a
+    /// language without a parser.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_code")]
+    pub code: Check,
+    /// A script or code file from outside the roots (or only known at run
+    /// time).
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_script_outside")]
+    pub script_outside: Check,
+    /// An environment variable that loads or runs code.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_env_code")]
+    pub env_code: Check,
+    /// Contacts the network.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_network")]
+    pub network: Check,
+    /// Changes the system.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_system")]
+    pub system: Check,
+    /// Acts on another machine or service.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_remote")]
+    pub remote: Check,
+    /// Installs packages named in the line.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_install")]
+    pub install: Check,
+    /// Runs project code without being a trusted project command.
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_project")]
+    pub project: Check,
+}
+
+/// What a shell builtin does to the shell's state (`[gate.shell.builtins]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BuiltinRole {
+    /// Changes the working directory (`cd`).
+    Chdir,
+    /// Pushes the directory and changes to another (`pushd`).
+    Pushd,
+    /// Pops the directory stack (`popd`).
+    Popd,
+    /// Always succeeds (`true`, `:`).
+    Succeed,
+    /// Always fails (`false`).
+    Fail,
+    /// Ends the shell or function (`exit`, `return`).
+    Exit,
+    /// Assigns its `NAME=VALUE` operands (`declare`, `local`, `readonly`);
+    /// with an `x` option they are exported.
+    Assign,
+    /// Assigns and exports (`export`).
+    Export,
+    /// Unsets variables (`-f`: functions).
+    Unset,
+    /// Sets its operands to values read at run time (`read`, `mapfile`).
+    ReadVars,
+    /// `-v NAME` sets NAME to a value built at run time (`printf -v`).
+    PrintfVar,
+    /// Defines aliases (`alias NAME=VALUE`).
+    Alias,
+}
+
+/// How an environment variable's value is read (`[[gate.shell.env]]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvValue {
+    /// Files loaded as code, separated by `:` or blanks.
+    Files,
+    /// Directories searched for code or programs, separated by `:`.
+    Dirs,
+    /// A command line run later.
+    Command,
+    /// Interpreter options; those in `code_options` load code.
+    Options,
+    /// Always code (or changes how commands are read).
+    Code,
+}
+
+/// An environment variable that loads or runs code (`[[gate.shell.env]]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvSpec {
+    /// Variable names; a trailing `*` matches a prefix.
+    pub names: Vec<String>,
+    /// How the value is read.
+    pub value: EnvValue,
+    /// With `value = "options"`: the options that load code.
+    #[serde(default)]
+    pub code_options: Vec<String>,
+    /// Why it matters, for the message (default: it loads or runs code).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Settings whose values run programs (`[gate.shell.config.NAME]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigKeys {
+    /// Keys (case-insensitive regex) whose value is a command line.
+    #[serde(default)]
+    pub exec_keys: Option<ConfigRegex>,
+    /// Keys whose value is a command line when it starts with `!`.
+    #[serde(default)]
+    pub shell_alias_keys: Option<ConfigRegex>,
+    /// Values (the whole `KEY=VALUE` text) naming a file that is read: the
+    /// regex's first capture group is the path (`curl -d @file`).
+    #[serde(default)]
+    pub read_values: Option<ConfigRegex>,
+    /// The effect on a value without `KEY=` (`cargo --config FILE`:
+    /// `script`); such a value is otherwise a key without a value.
+    #[serde(default)]
+    pub bare_values: Option<Effect>,
 }
 
 /// `[gate.shell.limits]`.
@@ -113,6 +389,13 @@ pub struct ShellLimits {
     /// for one input: bounds the work whatever the shape of the input.
     #[serde(default = "crate::plan::gate::config::d::shell_limits_max_parses")]
     pub max_parses: usize,
+    /// Most working directories tracked at once (`cd a || cd b`); more is
+    /// unknown.
+    #[serde(default = "crate::plan::gate::config::d::shell_limits_max_cwds")]
+    pub max_cwds: usize,
+    /// Most calls of functions defined in the line that are followed.
+    #[serde(default = "crate::plan::gate::config::d::shell_limits_max_function_calls")]
+    pub max_function_calls: usize,
 }
 
 /// `[gate.shell.checks]`: outcome of each structural check.
@@ -139,6 +422,16 @@ pub struct ShellChecks {
     /// A function that starts itself concurrently (`:(){ :|:& };:`).
     #[serde(default = "crate::plan::gate::config::d::shell_checks_fork_bomb")]
     pub fork_bomb: Check,
+    /// A program the policy does not know; the action comes from
+    /// [`ShellConfig::unknown_command`].
+    #[serde(default = "crate::plan::gate::config::d::shell_checks_unknown_command")]
+    pub unknown_command: Check,
+    /// Invisible or control characters in a word.
+    #[serde(default = "crate::plan::gate::config::d::shell_checks_suspicious_chars")]
+    pub suspicious_chars: Check,
+    /// An alias defined in the line and used.
+    #[serde(default = "crate::plan::gate::config::d::shell_checks_alias")]
+    pub alias: Check,
 }
 
 /// A command that runs another command (`[[gate.shell.wrappers]]`).
@@ -170,6 +463,9 @@ pub struct WrapperSpec {
     /// Options that make the wrapper not run anything (`command -v`).
     #[serde(default)]
     pub no_exec_flags: Vec<String>,
+    /// Options whose value is the directory the command runs in (`env -C`).
+    #[serde(default)]
+    pub chdir_flags: Vec<String>,
 }
 
 /// Where an interpreter finds code without a code flag.
@@ -219,6 +515,21 @@ pub struct InterpreterSpec {
     /// Options may follow operands (GNU argument permutation, as in `su`).
     #[serde(default)]
     pub permute: bool,
+    /// The language of non-shell code: its rules in `[gate.shell.code]`
+    /// (no rules there: the code asks).
+    #[serde(default)]
+    pub language: Option<String>,
+    /// Options whose value names a module run as a program (`python -m`).
+    #[serde(default)]
+    pub module_flags: Vec<String>,
+    /// Modules run with a module flag that are checked as the command of
+    /// the same name (`python -m pytest` is `pytest`); others are unknown.
+    #[serde(default)]
+    pub modules: Vec<String>,
+    /// The code runs in the current shell (`eval`, `source`): its changes
+    /// to the working directory and variables remain.
+    #[serde(default)]
+    pub in_shell: bool,
 }
 
 /// `[gate.shell.find]`: how `find` runs commands.
@@ -243,18 +554,77 @@ pub struct FindSpec {
     pub default_start: String,
 }
 
-/// Option syntax of one or more commands (`[[gate.shell.commands]]`).
+fn read() -> Effect {
+    Effect::Read
+}
+
+/// What one command or subcommand does with its operands and options
+/// (`[[gate.shell.commands]]`), and its option syntax.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommandSpec {
-    /// Command basenames.
+    /// Command basenames; `NAME SUB` names a subcommand of `NAME`.
     pub names: Vec<String>,
-    /// Flag spelling -> canonical flag (`"--recursive" = "-r"`).
+    /// The first operand names a subcommand (a `NAME SUB` entry).
     #[serde(default)]
-    pub flag_aliases: std::collections::BTreeMap<String, String>,
-    /// Flags (canonical or not) that take a value.
+    pub subcommands: bool,
+    /// Effect on each operand.
+    #[serde(default = "read")]
+    pub operands: Effect,
+    /// Effect on the first operand instead.
+    #[serde(default)]
+    pub first_operand: Option<Effect>,
+    /// Effect on the last operand instead, when there are two or more.
+    #[serde(default)]
+    pub last_operand: Option<Effect>,
+    /// The first operand is a program (`code:sed`) or data (`none`: grep's
+    /// pattern), unless one of `program_unless` is given.
+    #[serde(default)]
+    pub program_operand: Option<Effect>,
+    /// Options that supply the program instead of the first operand.
+    #[serde(default)]
+    pub program_unless: Vec<String>,
+    /// Effect on `+WORD` operands (`less +cmd`, `cargo +nightly`).
+    #[serde(default)]
+    pub plus_operands: Option<Effect>,
+    /// Effect on the operands after `--`.
+    #[serde(default)]
+    pub after_dashdash: Option<Effect>,
+    /// `KEY=VALUE` operands: effect on VALUE by KEY (`dd of=FILE`).
+    #[serde(default)]
+    pub operand_keys: BTreeMap<String, Effect>,
+    /// The first two operands are a setting `KEY VALUE` of these config
+    /// rules (`git config core.pager less`).
+    #[serde(default)]
+    pub config_operands: Option<String>,
+    /// Options that take a value, and the effect on the value.
+    #[serde(default)]
+    pub options: BTreeMap<String, Effect>,
+    /// Options without a value and their effects (`operands:EFFECT`
+    /// changes the operands' effect; `clear` drops `effects`).
+    #[serde(default)]
+    pub flags: BTreeMap<String, Effects>,
+    /// Effects of every run (`network`, `system`, `write:~/.gitconfig`).
+    #[serde(default)]
+    pub effects: Vec<Effect>,
+    /// Other options that take a value (next argument, or attached).
     #[serde(default)]
     pub value_flags: Vec<String>,
+    /// Options whose value can only be attached (`-i.bak`, `--in-place=x`).
+    #[serde(default)]
+    pub optional_value_flags: Vec<String>,
+    /// Flag spelling -> canonical flag (`"--recursive" = "-r"`), for rules.
+    #[serde(default)]
+    pub flag_aliases: BTreeMap<String, String>,
+    /// The first argument is a flag cluster without `-` (`tar xzf`).
+    #[serde(default)]
+    pub old_style_flags: bool,
+    /// An option this entry does not list makes the command unknown.
+    #[serde(default)]
+    pub strict_options: bool,
+    /// `HOST:PATH` operands are remote (network), not local paths.
+    #[serde(default)]
+    pub remote_operands: bool,
 }
 
 /// Which operands a rule looks at.

@@ -75,6 +75,10 @@ pub struct SqlChecks {
     /// A comment that some servers execute.
     #[serde(default = "crate::plan::gate::config::d::sql_checks_executable_comment")]
     pub executable_comment: Check,
+    /// A read-only tool calls a function `read_only.functions` does not
+    /// list.
+    #[serde(default = "crate::plan::gate::config::d::sql_checks_unlisted_function")]
+    pub unlisted_function: Check,
 }
 
 /// `[gate.sql.read_only]`.
@@ -86,6 +90,11 @@ pub struct ReadOnlySpec {
     /// CTEs, no `SELECT INTO` and no locking clause; an `Explain` must
     /// explain a read statement.
     pub statements: Vec<String>,
+    /// The functions a read-only tool may call (lowercase names, the last
+    /// part of a qualified name; table functions included). Empty: any
+    /// function not flagged by `[[gate.sql.functions]]`.
+    #[serde(default)]
+    pub functions: Vec<String>,
 }
 
 /// A rule on function calls (`[[gate.sql.functions]]`).
@@ -96,6 +105,9 @@ pub struct FunctionRule {
     pub id: String,
     /// Function names, matched case-insensitively.
     pub names: Vec<String>,
+    /// Name prefixes, matched case-insensitively (`system$`).
+    #[serde(default)]
+    pub prefixes: Vec<String>,
     /// Severity reported in findings.
     pub severity: Severity,
     /// Action reported in findings.

@@ -1,0 +1,548 @@
+//! A command's arguments read with its `[[gate.shell.commands]]` entry:
+//! which argument is an option and which option takes a value, which
+//! operand is the program (sed's script), a subcommand, a setting, a path,
+//! and the effect on each ([`Target`]), with the effects of the run itself.
+//! Pure: what the targets mean is [`super::targets`]'s business.
+
+use crate::plan::gate::effect::Effect;
+use crate::plan::gate::shell::CommandSpec;
+
+/// An argument as the shell passes it.
+pub trait ArgText {
+    /// Text after quote removal.
+    fn text(&self) -> &str;
+}
+
+impl ArgText for String {
+    fn text(&self) -> &str {
+        self
+    }
+}
+
+impl ArgText for &str {
+    fn text(&self) -> &str {
+        self
+    }
+}
+
+/// Where a target's text comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Argument `i`, whole.
+    Arg(usize),
+    /// Argument `i` from byte `offset` (an attached value, `KEY=VALUE`).
+    Part(usize, usize),
+    /// A fixed path from the policy.
+    Fixed(String),
+    /// Arguments `k` and `v` as one setting `K=V` (`git config K V`).
+    Pair(usize, usize),
+}
+
+/// One effect on one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The effect.
+    pub effect: Effect,
+    /// Where its text is.
+    pub source: Source,
+}
+
+/// The arguments of one command read with its entry.
+#[derive(Debug, Clone, Default)]
+pub struct Reading {
+    /// Effects with a target, in argument order.
+    pub targets: Vec<Target>,
+    /// Effects without a target (`network`, `system`, ...).
+    pub effects: Vec<Effect>,
+    /// Canonical flags present (for the rules).
+    pub flags: Vec<String>,
+    /// Indices of the operands (for the rules).
+    pub operands: Vec<usize>,
+    /// The subcommand: its argument index (the rest is read with the
+    /// `NAME SUB` entry).
+    pub subcommand: Option<usize>,
+    /// Options the entry does not know, with `strict_options`.
+    pub unknown_options: Vec<String>,
+}
+
+/// Reads `args` (the arguments after the command name) with `spec`.
+pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
+    let mut r = Reading::default();
+    let mut operand_effect = spec.operands.clone();
+    let mut operands: Vec<(usize, bool)> = Vec::new(); // (index, after --)
+    let mut clear = false;
+    let mut seen_options: Vec<String> = Vec::new();
+    let canon = |f: &str| {
+        spec.flag_aliases
+            .get(f)
+            .cloned()
+            .unwrap_or_else(|| f.to_string())
+    };
+    let mut i = 0;
+    let mut after_dashdash = false;
+    // Applies a flag's effects.
+    let flag = |f: &str,
+                r: &mut Reading,
+                operand_effect: &mut Effect,
+                clear: &mut bool,
+                seen: &mut Vec<String>|
+     -> bool {
+        let c = canon(f);
+        seen.push(c.clone());
+        r.flags.push(c.clone());
+        let Some(effs) = spec.flags.get(f).or_else(|| spec.flags.get(&c)) else {
+            return false;
+        };
+        for e in &effs.0 {
+            match e {
+                Effect::Operands(x) => *operand_effect = (**x).clone(),
+                Effect::Clear => *clear = true,
+                Effect::Fixed(k, p) => r.targets.push(Target {
+                    effect: (**k).clone(),
+                    source: Source::Fixed(p.clone()),
+                }),
+                Effect::None => {}
+                other => r.effects.push(other.clone()),
+            }
+        }
+        true
+    };
+    let takes_value = |f: &str| {
+        spec.value_flags.iter().any(|v| v == f) || spec.value_flags.iter().any(|v| *v == canon(f))
+    };
+    // Old-style first argument: `tar xzf archive.tar`.
+    if spec.old_style_flags
+        && let Some(first) = args.first()
+        && !first.text().starts_with('-')
+        && !first.text().is_empty()
+    {
+        let letters: Vec<char> = first.text().chars().collect();
+        i = 1;
+        for c in letters {
+            let f = format!("-{c}");
+            if let Some(e) = spec.options.get(&f) {
+                if i < args.len() {
+                    r.targets.push(Target {
+                        effect: e.clone(),
+                        source: Source::Arg(i),
+                    });
+                    i += 1;
+                }
+                seen_options.push(f.clone());
+                r.flags.push(canon(&f));
+            } else if takes_value(&f) {
+                i += 1;
+                r.flags.push(canon(&f));
+            } else {
+                flag(
+                    &f,
+                    &mut r,
+                    &mut operand_effect,
+                    &mut clear,
+                    &mut seen_options,
+                );
+            }
+        }
+    }
+    while i < args.len() {
+        let t = args[i].text();
+        if after_dashdash || t == "-" || !t.starts_with('-') || t.len() == 1 {
+            if !after_dashdash
+                && let Some(e) = &spec.plus_operands
+                && t.starts_with('+')
+                && t.len() > 1
+            {
+                if *e != Effect::None {
+                    r.targets.push(Target {
+                        effect: e.clone(),
+                        source: Source::Part(i, 1),
+                    });
+                }
+                i += 1;
+                continue;
+            }
+            if spec.subcommands && r.subcommand.is_none() && !after_dashdash {
+                r.subcommand = Some(i);
+                break;
+            }
+            operands.push((i, after_dashdash));
+            i += 1;
+            continue;
+        }
+        if t == "--" {
+            after_dashdash = true;
+            i += 1;
+            continue;
+        }
+        // `--name=value` and `--name value`.
+        if let Some(long) = t.strip_prefix("--") {
+            let (name, attached) = match long.split_once('=') {
+                Some((n, _)) => (format!("--{n}"), Some(n.len() + 3)),
+                None => (t.to_string(), None),
+            };
+            if let Some(e) = spec.options.get(&name) {
+                seen_options.push(name.clone());
+                r.flags.push(canon(&name));
+                let src = match attached {
+                    Some(off) => Some(Source::Part(i, off)),
+                    None if i + 1 < args.len() => {
+                        i += 1;
+                        Some(Source::Arg(i))
+                    }
+                    None => None,
+                };
+                if let Some(source) = src {
+                    r.targets.push(Target {
+                        effect: e.clone(),
+                        source,
+                    });
+                }
+            } else if takes_value(&name) {
+                r.flags.push(canon(&name));
+                if attached.is_none() {
+                    i += 1;
+                }
+            } else if spec.optional_value_flags.contains(&name) {
+                flag(
+                    &name,
+                    &mut r,
+                    &mut operand_effect,
+                    &mut clear,
+                    &mut seen_options,
+                );
+            } else if !flag(
+                &name,
+                &mut r,
+                &mut operand_effect,
+                &mut clear,
+                &mut seen_options,
+            ) && spec.strict_options
+                && !spec.flag_aliases.contains_key(&name)
+            {
+                r.unknown_options.push(name);
+            }
+            i += 1;
+            continue;
+        }
+        // A whole-word option: `-exec`, `-name`, `-jar`, `-fprint`.
+        if t.len() > 2 {
+            if let Some(e) = spec.options.get(t) {
+                seen_options.push(t.to_string());
+                r.flags.push(canon(t));
+                if i + 1 < args.len() {
+                    i += 1;
+                    r.targets.push(Target {
+                        effect: e.clone(),
+                        source: Source::Arg(i),
+                    });
+                }
+                i += 1;
+                continue;
+            }
+            if takes_value(t) {
+                r.flags.push(canon(t));
+                i += 2;
+                continue;
+            }
+            if spec.flags.contains_key(t) {
+                flag(
+                    t,
+                    &mut r,
+                    &mut operand_effect,
+                    &mut clear,
+                    &mut seen_options,
+                );
+                i += 1;
+                continue;
+            }
+        }
+        // A cluster of single-letter options: `-rf`, `-n5`, `-ofile`.
+        let sign = &t[..1];
+        let body: Vec<(usize, char)> = t[1..].char_indices().collect();
+        let mut consumed_next = false;
+        for (k, (off, c)) in body.iter().enumerate() {
+            let f = format!("{sign}{c}");
+            let rest_off = 1 + off + c.len_utf8();
+            let has_rest = k + 1 < body.len();
+            if let Some(e) = spec.options.get(&f) {
+                seen_options.push(f.clone());
+                r.flags.push(canon(&f));
+                let src = if has_rest {
+                    Some(Source::Part(i, rest_off))
+                } else if i + 1 < args.len() {
+                    consumed_next = true;
+                    Some(Source::Arg(i + 1))
+                } else {
+                    None
+                };
+                if let Some(source) = src {
+                    r.targets.push(Target {
+                        effect: e.clone(),
+                        source,
+                    });
+                }
+                break;
+            }
+            if takes_value(&f) {
+                r.flags.push(canon(&f));
+                if !has_rest {
+                    consumed_next = true;
+                }
+                break;
+            }
+            if spec.optional_value_flags.contains(&f) {
+                flag(
+                    &f,
+                    &mut r,
+                    &mut operand_effect,
+                    &mut clear,
+                    &mut seen_options,
+                );
+                break;
+            }
+            if !flag(
+                &f,
+                &mut r,
+                &mut operand_effect,
+                &mut clear,
+                &mut seen_options,
+            ) && spec.strict_options
+                && !spec.flag_aliases.contains_key(&f)
+            {
+                r.unknown_options.push(f);
+            }
+        }
+        i += if consumed_next { 2 } else { 1 };
+    }
+    if !clear {
+        r.effects
+            .extend(spec.effects.iter().filter_map(|e| match e {
+                Effect::Fixed(k, p) => {
+                    r.targets.push(Target {
+                        effect: (**k).clone(),
+                        source: Source::Fixed(p.clone()),
+                    });
+                    None
+                }
+                other => Some(other.clone()),
+            }));
+    }
+    // The program operand (sed's script, grep's pattern).
+    let mut rest: Vec<(usize, bool)> = operands;
+    if let Some(pe) = &spec.program_operand
+        && !spec
+            .program_unless
+            .iter()
+            .any(|u| seen_options.iter().any(|s| s == u) || r.flags.iter().any(|s| s == u))
+        && let Some(pos) = rest.iter().position(|(_, dd)| !dd)
+    {
+        let (idx, _) = rest.remove(pos);
+        r.targets.push(Target {
+            effect: pe.clone(),
+            source: Source::Arg(idx),
+        });
+    }
+    // A setting given as two operands (`git config KEY VALUE`).
+    if let Some(name) = &spec.config_operands
+        && rest.len() >= 2
+    {
+        let (k, _) = rest.remove(0);
+        let (v, _) = rest.remove(0);
+        r.targets.push(Target {
+            effect: Effect::Config(name.clone()),
+            source: Source::Pair(k, v),
+        });
+    }
+    let n = rest.len();
+    for (pos, (idx, dd)) in rest.iter().enumerate() {
+        r.operands.push(*idx);
+        let text = args[*idx].text();
+        let mut effect = if *dd {
+            spec.after_dashdash
+                .clone()
+                .unwrap_or_else(|| operand_effect.clone())
+        } else {
+            operand_effect.clone()
+        };
+        if pos == 0
+            && let Some(f) = &spec.first_operand
+            && !*dd
+        {
+            effect = f.clone();
+        }
+        if n >= 2
+            && pos + 1 == n
+            && let Some(l) = &spec.last_operand
+        {
+            effect = l.clone();
+        }
+        if let Some((k, _)) = text.split_once('=')
+            && let Some(e) = spec.operand_keys.get(k)
+        {
+            r.targets.push(Target {
+                effect: e.clone(),
+                source: Source::Part(*idx, k.len() + 1),
+            });
+            continue;
+        }
+        if spec.remote_operands && is_remote(text) {
+            r.targets.push(Target {
+                effect: Effect::Url,
+                source: Source::Arg(*idx),
+            });
+            continue;
+        }
+        if effect != Effect::None {
+            r.targets.push(Target {
+                effect,
+                source: Source::Arg(*idx),
+            });
+        }
+    }
+    r
+}
+
+/// `host:path` or `user@host:path` (a `:` before any `/`), not `./a:b`.
+fn is_remote(s: &str) -> bool {
+    match (s.find(':'), s.find('/')) {
+        (Some(c), Some(sl)) => c < sl && c > 0,
+        (Some(c), None) => c > 0,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(t: &str) -> CommandSpec {
+        #[derive(serde::Deserialize)]
+        struct W {
+            c: CommandSpec,
+        }
+        toml::from_str::<W>(&format!("[c]\n{t}")).unwrap().c
+    }
+
+    fn texts(r: &Reading, args: &[&str]) -> Vec<String> {
+        r.targets
+            .iter()
+            .map(|t| {
+                let v = match &t.source {
+                    Source::Arg(i) => args[*i].to_string(),
+                    Source::Part(i, o) => args[*i][*o..].to_string(),
+                    Source::Fixed(p) => p.clone(),
+                    Source::Pair(k, v) => format!("{}={}", args[*k], args[*v]),
+                };
+                format!("{}={v}", t.effect)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reads_sed() {
+        let s = spec(
+            r#"names = ["sed"]
+operands = "read"
+program_operand = "code:sed"
+program_unless = ["-e", "--expression", "-f", "--file"]
+value_flags = ["-l"]
+optional_value_flags = ["-i", "--in-place"]
+options = { "-e" = "code:sed", "--expression" = "code:sed", "-f" = "script" }
+flags = { "-i" = "operands:write", "--in-place" = "operands:write" }"#,
+        );
+        let a = ["-n", "1e id", "notes.txt"];
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["code:sed=1e id", "read=notes.txt"]
+        );
+        let a = ["-i.bak", "s/a/b/", "f1", "f2"];
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["code:sed=s/a/b/", "write=f1", "write=f2"]
+        );
+        let a = ["-e", "s/a/b/", "-e", "p", "f"];
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["code:sed=s/a/b/", "code:sed=p", "read=f"]
+        );
+        let a = ["-es/a/b/", "--in-place", "f"];
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["code:sed=s/a/b/", "write=f"]
+        );
+    }
+
+    #[test]
+    fn reads_tar_old_style_and_subcommands() {
+        let s = spec(
+            r#"names = ["tar"]
+old_style_flags = true
+options = { "-f" = "write", "-C" = "chdir", "--to-command" = "exec", "-I" = "exec" }
+flags = { "-x" = ["operands:none", "write:."] }"#,
+        );
+        let a = ["xzf", "a.tgz", "-C", "vendor"];
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["write=.", "write=a.tgz", "chdir=vendor"]
+        );
+        let a = ["-cf", "out.tar", "--to-command=sh x", "src"];
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["write=out.tar", "exec=sh x", "read=src"]
+        );
+        let g = spec(
+            r#"names = ["git"]
+subcommands = true
+operands = "none"
+options = { "-C" = "chdir", "-c" = "config:git" }
+flags = { "-p" = "exec" }"#,
+        );
+        let a = ["-C", "repo", "-c", "core.pager=less", "log", "-p"];
+        let r = read_args(&g, &a);
+        assert_eq!(r.subcommand, Some(4));
+        assert_eq!(texts(&r, &a), ["chdir=repo", "config:git=core.pager=less"]);
+        let a = ["-ccore.fsmonitor=x", "status"];
+        assert_eq!(
+            texts(&read_args(&g, &a), &a),
+            ["config:git=core.fsmonitor=x"]
+        );
+    }
+
+    #[test]
+    fn reads_cp_dd_scp() {
+        let s = spec(
+            r#"names = ["cp"]
+operands = "read"
+last_operand = "write"
+options = { "-t" = "write" }"#,
+        );
+        let a = ["-r", "a", "b", "dest/"];
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["read=a", "read=b", "write=dest/"]
+        );
+        let a = ["one"];
+        assert_eq!(texts(&read_args(&s, &a), &a), ["read=one"]);
+        let d = spec(
+            r#"names = ["dd"]
+operands = "none"
+operand_keys = { if = "read", of = "write" }"#,
+        );
+        let a = ["if=/dev/zero", "of=disk.img", "bs=1M"];
+        assert_eq!(
+            texts(&read_args(&d, &a), &a),
+            ["read=/dev/zero", "write=disk.img"]
+        );
+        let c = spec(
+            r#"names = ["scp"]
+operands = "read"
+last_operand = "write"
+remote_operands = true"#,
+        );
+        let a = ["-r", "build/", "user@host:/srv/app"];
+        assert_eq!(
+            texts(&read_args(&c, &a), &a),
+            ["read=build/", "url=user@host:/srv/app"]
+        );
+    }
+}

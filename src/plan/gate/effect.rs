@@ -1,0 +1,192 @@
+//! The effect model's vocabulary, as written in the policy.
+//!
+//! An effect string is `KIND` or `KIND:ARG`:
+//! `none`, `read`, `write`, `delete`, `chdir`, `script`, `exec`, `install`,
+//! `url`, `network`, `system`, `remote`, `project`, `clear`,
+//! `code:LANG`, `config:NAME`, `operands:KIND` (flags only: the operands'
+//! effect becomes KIND), and `read:PATH` / `write:PATH` / `delete:PATH`
+//! (a fixed target, in `effects` and `flags`).
+
+use serde::Deserialize;
+use std::fmt;
+
+/// What a command does with one target.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Effect {
+    /// Data: nothing is done with it.
+    None,
+    /// The path is read.
+    Read,
+    /// The path is created or changed.
+    Write,
+    /// The path is removed.
+    Delete,
+    /// The command works in this directory.
+    Chdir,
+    /// The file is run as code (a script, a config that holds commands).
+    Script,
+    /// The value is a command line some program runs.
+    Exec,
+    /// The value names a package to install.
+    Install,
+    /// The value is a network address.
+    Url,
+    /// The value is code in a language (`shell`, `sed`, `awk`, `python`,
+    /// `javascript`, ...).
+    Code(String),
+    /// The value is a `KEY=VALUE` setting read by `[gate.shell.config.NAME]`.
+    Config(String),
+    /// Contacts the network.
+    Network,
+    /// Changes the system: processes, services, scheduled jobs, users,
+    /// packages, privileges.
+    System,
+    /// Acts on another machine or service beyond fetching from it.
+    Remote,
+    /// Runs code the project defines.
+    Project,
+    /// Flags only: the run has none of the entry's `effects`.
+    Clear,
+    /// Flags only: the operands' effect becomes this one.
+    Operands(Box<Effect>),
+    /// A fixed target: `write:~/.gitconfig`.
+    Fixed(Box<Effect>, String),
+}
+
+impl Effect {
+    /// The kind's name, as written in the policy and in `toolgate guard`.
+    pub fn kind(&self) -> &str {
+        match self {
+            Effect::None => "none",
+            Effect::Read => "read",
+            Effect::Write => "write",
+            Effect::Delete => "delete",
+            Effect::Chdir => "chdir",
+            Effect::Script => "script",
+            Effect::Exec => "exec",
+            Effect::Install => "install",
+            Effect::Url => "url",
+            Effect::Code(_) => "code",
+            Effect::Config(_) => "config",
+            Effect::Network => "network",
+            Effect::System => "system",
+            Effect::Remote => "remote",
+            Effect::Project => "project",
+            Effect::Clear => "clear",
+            Effect::Operands(_) => "operands",
+            Effect::Fixed(e, _) => e.kind(),
+        }
+    }
+
+    /// Whether the effect applies to a path.
+    pub fn is_path(&self) -> bool {
+        matches!(
+            self,
+            Effect::Read | Effect::Write | Effect::Delete | Effect::Chdir | Effect::Script
+        )
+    }
+
+    /// Parses a policy string.
+    pub fn parse(s: &str) -> Result<Effect, String> {
+        let simple = |k: &str| -> Option<Effect> {
+            Some(match k {
+                "none" => Effect::None,
+                "read" => Effect::Read,
+                "write" => Effect::Write,
+                "delete" => Effect::Delete,
+                "chdir" => Effect::Chdir,
+                "script" => Effect::Script,
+                "exec" => Effect::Exec,
+                "install" => Effect::Install,
+                "url" => Effect::Url,
+                "network" => Effect::Network,
+                "system" => Effect::System,
+                "remote" => Effect::Remote,
+                "project" => Effect::Project,
+                "clear" => Effect::Clear,
+                _ => return None,
+            })
+        };
+        if let Some(e) = simple(s) {
+            return Ok(e);
+        }
+        let Some((k, arg)) = s.split_once(':') else {
+            return Err(format!(
+                "unknown effect `{s}`: expected none, read, write, delete, chdir, script, exec, install, url, network, system, remote, project, clear, code:LANG, config:NAME, operands:EFFECT or read|write|delete:PATH"
+            ));
+        };
+        if arg.is_empty() {
+            return Err(format!("effect `{s}` lacks its argument after `:`"));
+        }
+        match k {
+            "code" => Ok(Effect::Code(arg.to_string())),
+            "config" => Ok(Effect::Config(arg.to_string())),
+            "operands" => {
+                let inner = Effect::parse(arg)?;
+                if matches!(
+                    inner,
+                    Effect::Operands(_) | Effect::Fixed(..) | Effect::Clear
+                ) {
+                    return Err(format!("`{s}`: operands cannot become `{arg}`"));
+                }
+                Ok(Effect::Operands(Box::new(inner)))
+            }
+            "read" | "write" | "delete" => Ok(Effect::Fixed(
+                Box::new(simple(k).unwrap_or(Effect::None)),
+                arg.to_string(),
+            )),
+            _ => Err(format!("unknown effect `{s}`")),
+        }
+    }
+}
+
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Effect::Code(l) => write!(f, "code:{l}"),
+            Effect::Config(n) => write!(f, "config:{n}"),
+            Effect::Operands(e) => write!(f, "operands:{e}"),
+            Effect::Fixed(e, p) => write!(f, "{e}:{p}"),
+            other => f.write_str(other.kind()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Effect {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Effect::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One effect or a list of them (`flags = { "-x" = ["operands:none", "write:."] }`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effects(pub Vec<Effect>);
+
+impl<'de> Deserialize<'de> for Effects {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Effects;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an effect string or a list of them")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Effects, E> {
+                Effect::parse(s)
+                    .map(|e| Effects(vec![e]))
+                    .map_err(E::custom)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Effects, A::Error> {
+                let mut v = Vec::new();
+                while let Some(e) = a.next_element::<Effect>()? {
+                    v.push(e);
+                }
+                Ok(Effects(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
