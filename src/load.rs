@@ -28,7 +28,10 @@ pub struct Sources {
 pub fn load_policy(path: Option<&Path>) -> Result<PolicySource, LoadError> {
     let file = match path {
         Some(p) => read_source(p)?,
-        None => SourceFile::new(DEFAULT_POLICY.0, DEFAULT_POLICY.1),
+        None => SourceFile::new(
+            crate::defaults::embedded_name(DEFAULT_POLICY.0),
+            DEFAULT_POLICY.1,
+        ),
     };
     parse_policy(file)
 }
@@ -44,7 +47,7 @@ pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
         },
         None => {
             for (name, text) in DEFAULT_TAGS {
-                match parse_tag_file(SourceFile::new(*name, *text)) {
+                match parse_tag_file(SourceFile::new(crate::defaults::embedded_name(name), *text)) {
                     Ok(t) => tools.extend(t),
                     Err(e) => diags.extend(e.diagnostics),
                 }

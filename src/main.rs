@@ -276,7 +276,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             } else {
                 w!(
                     o,
-                    "{}: policy `{}` ({})",
+                    "{}: policy `{}` from {}",
                     if violations.as_ref().is_some_and(|v| !v.is_empty()) {
                         "FAILED"
                     } else {
@@ -285,12 +285,19 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                     p.policy_name,
                     p.sources.first().map(String::as_str).unwrap_or("")
                 );
+                let files = &p.sources[1.min(p.sources.len())..];
+                let embedded = files.iter().filter(|f| f.ends_with(" (embedded)")).count();
                 w!(
                     o,
-                    "  tools: {} ({} auto-tagged) from {} file(s)",
+                    "  tools: {} ({} auto-tagged) from {} file(s){}",
                     p.tools.len(),
                     p.tools.iter().filter(|t| t.auto_tagged).count(),
-                    p.sources.len().saturating_sub(1)
+                    files.len(),
+                    match embedded {
+                        0 => String::new(),
+                        n if n == files.len() => " (embedded tool-tags/)".to_string(),
+                        n => format!(" ({n} of them the embedded tool-tags/)"),
+                    }
                 );
                 w!(
                     o,

@@ -756,7 +756,10 @@ fn to_source(path: &Path, content: &Content) -> Result<Arc<SourceFile>, LoadErro
 /// problems together.
 fn build(snap: &Snapshot) -> Result<(Plan, ReloadParams), LoadError> {
     let policy = match &snap.policy {
-        None => parse_policy(SourceFile::new(DEFAULT_POLICY.0, DEFAULT_POLICY.1)),
+        None => parse_policy(SourceFile::new(
+            crate::defaults::embedded_name(DEFAULT_POLICY.0),
+            DEFAULT_POLICY.1,
+        )),
         Some((p, c)) => to_source(p, c).and_then(parse_policy),
     };
     let mut tools: Vec<ToolSpec> = Vec::new();
@@ -768,7 +771,10 @@ fn build(snap: &Snapshot) -> Result<(Plan, ReloadParams), LoadError> {
     match &snap.tags {
         None => {
             for (name, text) in DEFAULT_TAGS {
-                add(parse_tag_file(SourceFile::new(*name, *text)));
+                add(parse_tag_file(SourceFile::new(
+                    crate::defaults::embedded_name(name),
+                    *text,
+                )));
             }
         }
         Some((_, Listing::Files(files))) => {
