@@ -154,6 +154,10 @@ enum Command {
         /// Keep at most N not-called tools per call (all by default).
         #[arg(long, value_name = "N")]
         negatives: Option<usize>,
+        /// Remove the policy's [[examples]] that fail under the fitted weights from the
+        /// written policy (without it, such a fit is reported and nothing is written).
+        #[arg(long)]
+        drop_failing_examples: bool,
         #[arg(long)]
         skip_invalid: bool,
         #[arg(long, value_enum, default_value = "text")]
@@ -441,6 +445,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             l2,
             max_iterations,
             negatives,
+            drop_failing_examples,
             skip_invalid,
             format,
         } => {
@@ -460,6 +465,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 max_iterations,
                 negatives,
                 skip_invalid,
+                drop_failing_examples,
             };
             cli::fit::run_fit(o, &plan, &trace, &opts, out.as_ref(), format).map_err(fail)?;
         }

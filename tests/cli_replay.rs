@@ -183,6 +183,72 @@ fn fit_writes_a_policy_that_loads() {
     assert_eq!(fitted.lines().count(), original.lines().count());
 }
 
+/// The README's fit on the shipped sample trace: the default policy's
+/// examples fail under the fitted weights, so nothing is written unless they
+/// are dropped; three sessions are too few to hold any out.
+#[test]
+fn fit_never_writes_a_policy_that_does_not_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("fitted.toml");
+    let o = out.display().to_string();
+    let args = [
+        "fit",
+        "--trace",
+        "examples/sessions.jsonl",
+        "--policy",
+        "policies/default.toml",
+        "--target-recall",
+        "0.95",
+        "--out",
+        &o,
+    ];
+    let r = toolgate(&args);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr),
+    );
+    assert_eq!(r.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(!out.exists(), "a policy that does not load was written");
+    assert!(
+        stderr.contains("the fitted policy was not written")
+            && stderr.contains("--drop-failing-examples"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("examples that fail under the fitted weights (1):")
+            && stdout.contains("`SQL exploration exposes the read query tool, not the clock`"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the trace is too small to check the fit out of sample"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("0/0"), "{stdout}");
+
+    let mut dropping = args.to_vec();
+    dropping.push("--drop-failing-examples");
+    let text = ok(&dropping);
+    assert!(
+        text.contains("dropped from the fitted policy") && text.contains("wrote"),
+        "{text}"
+    );
+    let check = ok(&["check", "--policy", &o]);
+    assert!(check.contains("examples: 2 checked, all hold"), "{check}");
+    let fitted = std::fs::read_to_string(&out).unwrap();
+    assert!(!fitted.contains("SQL exploration exposes"), "{fitted}");
+    assert!(fitted.contains("Chinese database request"));
+
+    // JSON: no held-out quality, the failing example, what was written.
+    let mut json = dropping.clone();
+    json.extend(["--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&json)).unwrap();
+    assert!(v["test"].is_null(), "{v}");
+    assert_eq!(v["sessions"], 3);
+    assert_eq!(v["failing_examples"][0]["line"], 123);
+    assert_eq!(v["examples_dropped"], true);
+    assert_eq!(v["written"], o.as_str());
+}
+
 #[test]
 fn bad_trace_lines_are_named_or_skipped() {
     let tmp = tempfile::tempdir().unwrap();
