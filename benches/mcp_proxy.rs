@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use toolgate::mcp::catalog::{ServerTools, build_catalog, tools_from_json};
+use toolgate::mcp::catalog::{Naming, ServerTools, build_catalog, tools_from_json};
 use toolgate::mcp::source::PlanInputs;
 use toolgate::{SessionContext, UsageStats};
 
@@ -54,7 +54,7 @@ fn inputs() -> PlanInputs {
 fn bench(c: &mut Criterion) {
     let inputs = inputs();
     let servers = servers();
-    let catalog = build_catalog(&inputs, &servers).unwrap();
+    let catalog = build_catalog(&inputs, &servers, &Naming::default()).unwrap();
     let plan = catalog.plan.clone();
     assert_eq!(plan.tools.len(), 64);
 
@@ -113,7 +113,7 @@ fn bench(c: &mut Criterion) {
     g.finish();
 
     c.bench_function("mcp_catalog_compile_64_tools", |b| {
-        b.iter(|| black_box(build_catalog(&inputs, &servers).unwrap()))
+        b.iter(|| black_box(build_catalog(&inputs, &servers, &Naming::default()).unwrap()))
     });
 }
 

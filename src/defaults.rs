@@ -18,6 +18,14 @@ pub const DEFAULT_POLICY: (&str, &str) = (
     include_str!("../policies/default.toml"),
 );
 
+/// The shipped selection policy (`policies/selection.toml`), embedded: the
+/// MCP proxy's default (BM25 keyword match relative to the best tool; its
+/// `[gate]` is the default policy's, see `docs/selection.md`).
+pub const SELECTION_POLICY: (&str, &str) = (
+    "policies/selection.toml",
+    include_str!("../policies/selection.toml"),
+);
+
 /// The shipped tool tags (`tool-tags/*.toml`), embedded, sorted by file name.
 pub const DEFAULT_TAGS: &[(&str, &str)] = &[
     (

@@ -11,7 +11,7 @@ use crate::parse::policy::{PolicySource, parse_policy};
 use crate::parse::tags::{ToolSpec, import_tools_json, load_tag_dir, parse_tag_file, read_source};
 use crate::plan::Plan;
 
-pub use crate::defaults::{DEFAULT_POLICY, DEFAULT_TAGS};
+pub use crate::defaults::{DEFAULT_POLICY, DEFAULT_TAGS, SELECTION_POLICY};
 
 /// Where a plan's inputs come from.
 #[derive(Debug, Clone, Default)]

@@ -183,6 +183,11 @@ enum Command {
         debounce: Option<u64>,
     },
     /// Run as an MCP server (stdio) in front of MCP servers: list only the active tools, gate every call.
+    ///
+    /// Clients see the servers' tools under client-safe names ({server}__{tool}) plus two tools of
+    /// the proxy: toolgate__find_tools (search; the matches join the list) and toolgate__call_tool
+    /// (call any tool by name). Without --policy the proxy uses the shipped policies/selection.toml,
+    /// which finds the needed tool on real catalogs, with the call gate of policies/default.toml.
     McpProxy(cli::mcp_proxy::McpProxyArgs),
     /// Check one tool call with the call gate: allow (with coerced arguments), ask or deny.
     Guard {
@@ -380,7 +385,13 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             format,
         } => {
             let act = evaluate(&plan, &input).map_err(fail)?;
-            match act.plan.tool_index(&tool) {
+            // the catalog name, or the name MCP clients see through the proxy
+            let index = act.plan.tool_index(&tool).or_else(|| {
+                cli::report::proxy_names(&act.plan)
+                    .iter()
+                    .position(|n| n.as_deref() == Some(tool.as_str()))
+            });
+            match index {
                 Some(i) => print_explain(o, &act, i, format),
                 None => {
                     let hint = toolgate::diag::did_you_mean(

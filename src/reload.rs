@@ -68,7 +68,7 @@ use crate::context::{SessionContext, UsageStats};
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::eval::ActivationDiff;
 use crate::load::{DEFAULT_POLICY, DEFAULT_TAGS, Sources};
-use crate::parse::policy::{ReloadParams, parse_policy};
+use crate::parse::policy::{PolicySource, ReloadParams, parse_policy};
 use crate::parse::tags::{ToolSpec, import_tools_json, parse_tag_file};
 use crate::plan::Plan;
 
@@ -107,6 +107,19 @@ pub struct ReloadOptions {
     pub settle: Option<Duration>,
     /// Reads before giving up on content that keeps changing (at least 2; default [`DEFAULT_MAX_READS`]).
     pub max_reads: u32,
+    /// The embedded policy `(name, text)` served when `sources.policy` is
+    /// `None` (default: [`DEFAULT_POLICY`]).
+    pub default_policy: (&'static str, &'static str),
+}
+
+/// The parsed inputs of the plan being served (the MCP proxy compiles them
+/// again with the tools it discovers).
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// The policy.
+    pub policy: PolicySource,
+    /// The tool tags, in load order.
+    pub tags: Vec<ToolSpec>,
 }
 
 impl ReloadOptions {
@@ -118,6 +131,7 @@ impl ReloadOptions {
             poll_interval: None,
             settle: None,
             max_reads: DEFAULT_MAX_READS,
+            default_policy: DEFAULT_POLICY,
         }
     }
 }
@@ -222,6 +236,7 @@ impl std::fmt::Debug for Reloader {
 struct Inner {
     options: ReloadOptions,
     plan: Arc<ArcSwap<Plan>>,
+    inputs: ArcSwap<Inputs>,
     /// Held for the whole of a reload: reloads are serialised.
     state: Mutex<State>,
     status: Mutex<Status>,
@@ -262,8 +277,8 @@ impl Reloader {
     pub fn new(options: ReloadOptions) -> Result<Reloader, LoadError> {
         let settle = options.settle.unwrap_or(DEFAULT_SETTLE);
         let (snap, stable) = stable_snapshot(&options.sources, settle, options.max_reads);
-        let (plan, params) = if stable || snap.incomplete() {
-            build(&snap)?
+        let (plan, params, inputs) = if stable || snap.incomplete() {
+            build(&snap, options.default_policy)?
         } else {
             return Err(unstable_error(&options.sources, options.max_reads));
         };
@@ -288,6 +303,7 @@ impl Reloader {
             inner: Arc::new(Inner {
                 options,
                 plan: Arc::new(ArcSwap::from_pointee(plan)),
+                inputs: ArcSwap::from_pointee(inputs),
                 state: Mutex::new(State {
                     version: 1,
                     last_attempt: stable.then_some(snap),
@@ -303,6 +319,11 @@ impl Reloader {
     /// as the caller holds it, across any number of reloads).
     pub fn plan(&self) -> Arc<Plan> {
         self.inner.plan.load_full()
+    }
+
+    /// The parsed policy and tags of the plan being served.
+    pub fn inputs(&self) -> Arc<Inputs> {
+        self.inner.inputs.load_full()
     }
 
     /// The shared cell the plan is served from, for embedders that want to
@@ -490,7 +511,7 @@ impl Inner {
 
     fn load(&self, st: &mut State, snap: Snapshot, stable: bool) -> Result<ReloadEvent, Rejection> {
         let result = if stable || snap.incomplete() {
-            build(&snap)
+            build(&snap, self.options.default_policy)
         } else {
             Err(unstable_error(
                 &self.options.sources,
@@ -506,12 +527,13 @@ impl Inner {
     fn apply(
         &self,
         st: &mut State,
-        result: Result<(Plan, ReloadParams), LoadError>,
+        result: Result<(Plan, ReloadParams, Inputs), LoadError>,
     ) -> Result<ReloadEvent, Rejection> {
         let now = SystemTime::now();
         match result {
-            Ok((plan, params)) => {
+            Ok((plan, params, inputs)) => {
                 let plan = Arc::new(plan);
+                self.inputs.store(Arc::new(inputs));
                 let previous = self.plan.swap(plan.clone());
                 let previous_version = st.version;
                 st.version += 1;
@@ -754,11 +776,14 @@ fn to_source(path: &Path, content: &Content) -> Result<Arc<SourceFile>, LoadErro
 /// Parses and compiles exactly the bytes of `snap` (as
 /// [`crate::load::load_plan`] would the files), reporting policy and catalog
 /// problems together.
-fn build(snap: &Snapshot) -> Result<(Plan, ReloadParams), LoadError> {
+fn build(
+    snap: &Snapshot,
+    default_policy: (&'static str, &'static str),
+) -> Result<(Plan, ReloadParams, Inputs), LoadError> {
     let policy = match &snap.policy {
         None => parse_policy(SourceFile::new(
-            crate::defaults::embedded_name(DEFAULT_POLICY.0),
-            DEFAULT_POLICY.1,
+            crate::defaults::embedded_name(default_policy.0),
+            default_policy.1,
         )),
         Some((p, c)) => to_source(p, c).and_then(parse_policy),
     };
@@ -798,9 +823,17 @@ fn build(snap: &Snapshot) -> Result<(Plan, ReloadParams), LoadError> {
         add(to_source(p, c).and_then(|f| import_tools_json(&f.name, &f.text)));
     }
     match policy {
-        Ok(p) if diags.is_empty() => {
-            crate::compile::compile(&p, tools).map(|plan| (plan, p.reload))
-        }
+        Ok(p) if diags.is_empty() => crate::compile::compile(&p, tools.clone()).map(|plan| {
+            let reload = p.reload;
+            (
+                plan,
+                reload,
+                Inputs {
+                    policy: p,
+                    tags: tools,
+                },
+            )
+        }),
         Ok(_) => Err(LoadError { diagnostics: diags }),
         Err(mut e) => {
             e.diagnostics.extend(diags);

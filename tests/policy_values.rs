@@ -248,7 +248,10 @@ fn every_value_of_the_policy_has_an_effect() {
 }
 
 /// Keys whose effect needs more than one edit to show; each has its own test below.
-const COVERED_ELSEWHERE: &[&str] = &["neutral"];
+// `[discovery]` expiries do not enter the evaluation: the MCP proxy applies
+// them to found tools (src/mcp/session.rs unit tests; tests/mcp/test_discovery.py
+// changes `expiry_calls` and checks the list).
+const COVERED_ELSEWHERE: &[&str] = &["neutral", "expiry_seconds", "expiry_calls"];
 
 #[test]
 fn neutral_domain_match_comes_from_the_policy() {

@@ -9,13 +9,17 @@ use toolgate::mcp::{BuildError, ProxyConfig, ServerSpec, build_proxy, serve_stdi
 /// Options of `toolgate mcp-proxy`; each overrides the `--config` file's value.
 #[derive(Args, Clone)]
 pub struct McpProxyArgs {
-    /// A downstream server, `NAME=COMMAND [ARGS]` (repeatable); its tools are named `NAME.tool`.
+    /// A downstream server, `NAME=COMMAND [ARGS]` (repeatable); its tools are `NAME.tool` in policies and the audit, `NAME__tool` for clients.
     #[arg(long = "server", value_name = "NAME=COMMAND")]
     pub servers: Vec<String>,
     /// A TOML file with `[[server]]` entries and the options below (see docs/mcp-proxy.md).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Policy file (default: the shipped policies/default.toml, embedded); reloaded when it changes.
+    /// Policy file; reloaded when it changes. Default: the shipped
+    /// policies/selection.toml (embedded), which finds the needed tool on real
+    /// catalogs (BM25 over names, descriptions and parameters; docs/selection.md),
+    /// with the call gate of policies/default.toml. The seed presets stay
+    /// selectable: `--policy policies/default.toml` (seed 000 exactly).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// Tool-tags directory (default: the shipped tool-tags/, embedded); reloaded when a file changes.
@@ -24,7 +28,10 @@ pub struct McpProxyArgs {
     /// Append one JSON line per tools/call to FILE.
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
-    /// How often the policy and tags are checked for changes, in milliseconds (default 1000).
+    /// Tool-definition pin file (default: <audit stem>.pins.json beside the audit file; in memory without one).
+    #[arg(long, value_name = "FILE")]
+    pub pins: Option<PathBuf>,
+    /// Poll the policy and tags for changes every MS milliseconds instead of watching file-system events.
     #[arg(long, value_name = "MS")]
     pub poll_ms: Option<u64>,
     /// Debounce of notifications/tools/list_changed, in milliseconds (default 50).
@@ -33,6 +40,16 @@ pub struct McpProxyArgs {
     /// Neither advertise tools.listChanged nor send notifications/tools/list_changed.
     #[arg(long)]
     pub no_list_changed: bool,
+    /// Format of the tool names clients see: {server} and {tool}, made safe
+    /// (^[a-zA-Z0-9_-]{1,64}$). Default: {server}__{tool}.
+    #[arg(long, value_name = "FORMAT")]
+    pub name_format: Option<String>,
+    /// Do not offer the search tool (toolgate__find_tools).
+    #[arg(long)]
+    pub no_find_tools: bool,
+    /// Do not offer the call-through tool (toolgate__call_tool).
+    #[arg(long)]
+    pub no_call_tool: bool,
 }
 
 /// Why the proxy stopped with an error.
@@ -62,8 +79,20 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     if args.audit.is_some() {
         c.audit = args.audit.clone();
     }
+    if args.pins.is_some() {
+        c.pins = args.pins.clone();
+    }
     if let Some(ms) = args.poll_ms {
-        c.poll_interval = Duration::from_millis(ms);
+        c.poll_interval = Some(Duration::from_millis(ms));
+    }
+    if let Some(f) = &args.name_format {
+        c.name_format = toolgate::mcp::NameFormat::new(f, c.name_format.max_len())?;
+    }
+    if args.no_find_tools {
+        c.find_tools.enabled = false;
+    }
+    if args.no_call_tool {
+        c.call_tool.enabled = false;
     }
     if let Some(ms) = args.debounce_ms {
         c.debounce = Duration::from_millis(ms);

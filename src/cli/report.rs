@@ -218,13 +218,33 @@ fn short(f: &str) -> &str {
     }
 }
 
+/// The names `toolgate mcp-proxy` gives the plan's tools under the default
+/// name format (`{server}__{tool}`, made client-safe, collisions resolved),
+/// for catalog names of the form `server.tool`; `None` for the others.
+pub fn proxy_names(plan: &toolgate::Plan) -> Vec<Option<String>> {
+    use toolgate::mcp::names::{NameFormat, assign};
+    let split: Vec<Option<(&str, &str)>> =
+        plan.tools.iter().map(|t| t.name.split_once('.')).collect();
+    let pairs: Vec<(&str, &str)> = split.iter().flatten().copied().collect();
+    let d = toolgate::mcp::ProxyConfig::default();
+    let reserved = [d.find_tools.name.as_str(), d.call_tool.name.as_str()];
+    let (names, _) = assign(&NameFormat::default(), &pairs, &reserved);
+    let mut names = names.into_iter();
+    split.iter().map(|p| p.and_then(|_| names.next())).collect()
+}
+
 pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format) {
     let plan = &act.plan;
     let s = &act.tools[i];
     let t = &plan.tools[i];
+    let exposed = proxy_names(plan).swap_remove(i);
     if format == Format::Json {
         let mut m = header_json(act);
-        m.insert("tool".into(), tool_json(act, i));
+        let mut tool = tool_json(act, i);
+        if let serde_json::Value::Object(obj) = &mut tool {
+            obj.insert("exposed_name".into(), serde_json::json!(exposed));
+        }
+        m.insert("tool".into(), tool);
         w!(o, "{}", serde_json::Value::Object(m));
         return;
     }
@@ -237,6 +257,12 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
         s.score,
         threshold_text(act)
     );
+    if let Some(n) = exposed {
+        w!(
+            o,
+            "MCP clients see it as `{n}` (toolgate mcp-proxy, default name format)"
+        );
+    }
     w!(o);
     w!(
         o,

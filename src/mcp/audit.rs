@@ -3,8 +3,9 @@
 //! [`JsonlAudit`] appends one JSON object per line to a file:
 //!
 //! ```json
-//! {"time":1764412345.123,"session":"6f2a-1c","tool":"sqlite.read_query","server":"sqlite",
-//!  "decision":"allow","confirmed":null,"latency_ms":3.41,"outcome":"ok","attempts":1,"detail":null}
+//! {"time":1764412345.123,"session":"6f2a-1c","tool":"sqlite.read_query","name":"sqlite__read_query",
+//!  "server":"sqlite","via":null,"decision":"allow","confirmed":null,"latency_ms":3.41,"outcome":"ok",
+//!  "attempts":1,"detail":null}
 //! ```
 
 use std::io::Write;
@@ -37,6 +38,12 @@ pub enum Outcome {
     Inactive,
     /// The client cancelled the request.
     Cancelled,
+    /// Not a call: a downstream tool's definition (description or
+    /// `inputSchema`) differs from its pin; `decision` is the policy's
+    /// `[discovery] on_definition_change`.
+    DefinitionChanged,
+    /// Not a call: the user confirmed a changed definition (it is the new pin).
+    DefinitionAccepted,
 }
 
 /// One audited call.
@@ -46,10 +53,15 @@ pub struct AuditRecord {
     pub time: f64,
     /// The proxy session (one per client connection).
     pub session: String,
-    /// The tool name as called (`server.tool`).
+    /// The tool's catalog name (`server.tool`, as policies, tags and traces
+    /// name it); the name as called when it names no tool.
     pub tool: String,
+    /// The name the client sees and calls (the exposed, client-safe name).
+    pub name: Option<String>,
     /// The server it routes to, when known.
     pub server: Option<String>,
+    /// The proxy tool the call came through (`toolgate__call_tool`), if any.
+    pub via: Option<String>,
     /// The decision: `allow`, `ask` or `deny` (the gate's, or `deny` for an
     /// inactive tool the policy forbids), `none` when the call ended before
     /// the gate was asked (malformed `_meta`, server not available).
@@ -130,7 +142,9 @@ mod tests {
             time: 1.5,
             session: "s".into(),
             tool: "time.get_current_time".into(),
+            name: Some("time__get_current_time".into()),
             server: Some("time".into()),
+            via: None,
             decision: "allow",
             confirmed: None,
             latency_ms: 0.25,

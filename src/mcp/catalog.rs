@@ -20,7 +20,10 @@ use crate::parse::policy::Sp;
 use crate::parse::tags::{GateTags, RiskLevel, ToolSpec};
 use crate::plan::Plan;
 
+use super::names::{NameFormat, assign};
+use super::pins::definition_hash;
 use super::source::PlanInputs;
+use crate::parse::discovery::DiscoveryParams;
 
 /// The tools one server offered at its last listing.
 #[derive(Debug, Clone)]
@@ -42,16 +45,34 @@ pub struct Route {
     pub name: String,
 }
 
+/// How exposed names are made: the format, and the names the proxy keeps
+/// for its own tools.
+#[derive(Debug, Clone, Default)]
+pub struct Naming {
+    /// The name format.
+    pub format: NameFormat,
+    /// Names no downstream tool may take (the proxy's own tools).
+    pub reserved: Vec<String>,
+}
+
 /// A compiled catalog: the plan plus, per plan tool, the MCP tool to list and
 /// the route to call it.
 #[derive(Debug, Clone)]
 pub struct Catalog {
-    /// The plan (tools in server order, then listing order).
+    /// The plan (tools in server order, then listing order; catalog names
+    /// `server.tool`).
     pub plan: Arc<Plan>,
-    /// Per plan tool index: the tool as listed to the client (`server.tool`).
+    /// Per plan tool index: the tool as listed to the client, under its
+    /// exposed (client-safe) name.
     pub tools: Vec<Tool>,
     /// Per plan tool index: where to call it.
     pub routes: Vec<Route>,
+    /// Per plan tool index: SHA-256 of its definition ([`super::pins::definition_hash`]).
+    pub hashes: Vec<String>,
+    /// Exposed name → plan tool index.
+    pub by_name: rustc_hash::FxHashMap<String, usize>,
+    /// The policy's `[discovery]`.
+    pub discovery: DiscoveryParams,
     /// Per server: the listing version compiled in.
     pub server_versions: Vec<u64>,
     /// The inputs' version compiled in.
@@ -78,9 +99,14 @@ fn auto_spec(full: String, tool: &Tool) -> ToolSpec {
 }
 
 /// Compiles the catalog of `servers` (in the proxy's server order) with
-/// `inputs`. Fails with the compile's diagnostics (e.g. a pinned tool that no
-/// server offers).
-pub fn build_catalog(inputs: &PlanInputs, servers: &[ServerTools]) -> Result<Catalog, LoadError> {
+/// `inputs`, naming the tools for clients with `naming` (collisions are
+/// logged as warnings). Fails with the compile's diagnostics (e.g. a pinned
+/// tool that no server offers).
+pub fn build_catalog(
+    inputs: &PlanInputs,
+    servers: &[ServerTools],
+    naming: &Naming,
+) -> Result<Catalog, LoadError> {
     let tagged: rustc_hash::FxHashMap<&str, &ToolSpec> = inputs
         .tags
         .iter()
@@ -107,10 +133,8 @@ pub fn build_catalog(inputs: &PlanInputs, servers: &[ServerTools]) -> Result<Cat
                 None => auto_spec(full.clone(), t),
             };
             specs.push(spec);
-            let mut out = t.clone();
-            out.name = full.into();
             listed.push((
-                out,
+                t.clone(),
                 Route {
                     server: si,
                     name: t.name.to_string(),
@@ -118,19 +142,46 @@ pub fn build_catalog(inputs: &PlanInputs, servers: &[ServerTools]) -> Result<Cat
             ));
         }
     }
-    let plan = crate::compile::compile(&inputs.policy, specs)?;
+    // The policy's [[examples]] were checked when it loaded (against the
+    // tags); a live catalog of a few servers ranks differently (BM25's idf,
+    // relative scores), so they are not run again here.
+    let mut policy = inputs.policy.clone();
+    policy.examples.clear();
+    let plan = crate::compile::compile(&policy, specs)?;
     // compile keeps the order of the specs; check it rather than assume it.
     debug_assert!(
         plan.tools
             .iter()
             .zip(&listed)
-            .all(|(c, (t, _))| c.name == t.name)
+            .all(|(c, (t, r))| c.name == format!("{}.{}", servers[r.server].server, t.name))
     );
-    let (tools, routes) = listed.into_iter().unzip();
+    let (mut tools, routes): (Vec<Tool>, Vec<Route>) = listed.into_iter().unzip();
+    let pairs: Vec<(&str, &str)> = routes
+        .iter()
+        .map(|r| (servers[r.server].server.as_str(), r.name.as_str()))
+        .collect();
+    let reserved: Vec<&str> = naming.reserved.iter().map(String::as_str).collect();
+    let (names, warnings) = assign(&naming.format, &pairs, &reserved);
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    let mut by_name = rustc_hash::FxHashMap::default();
+    let mut hashes = Vec::with_capacity(tools.len());
+    for (i, (t, n)) in tools.iter_mut().zip(names).enumerate() {
+        hashes.push(definition_hash(
+            t.description.as_deref().unwrap_or_default(),
+            &Value::Object((*t.input_schema).clone()),
+        ));
+        by_name.insert(n.clone(), i);
+        t.name = n.into();
+    }
     Ok(Catalog {
         plan: Arc::new(plan),
         tools,
         routes,
+        hashes,
+        by_name,
+        discovery: inputs.policy.discovery.clone(),
         server_versions: servers.iter().map(|s| s.version).collect(),
         inputs_version: inputs.version,
     })
@@ -138,7 +189,7 @@ pub fn build_catalog(inputs: &PlanInputs, servers: &[ServerTools]) -> Result<Cat
 
 impl Catalog {
     /// The listed tools of the active set of `activation` (which must come
-    /// from this catalog's plan), in catalog order.
+    /// from this catalog's plan), in catalog order, under their exposed names.
     pub fn active_tools(&self, activation: &Activation) -> Vec<Tool> {
         activation
             .tools
@@ -153,9 +204,28 @@ impl Catalog {
         rmcp::model::ListToolsResult::with_all_items(self.active_tools(activation))
     }
 
-    /// The route of the tool called `name`.
+    /// The plan index of the tool called `name`: its exposed name, else its
+    /// catalog name (`server.tool`), which clients may also use.
+    pub fn resolve(&self, name: &str) -> Option<usize> {
+        self.by_name
+            .get(name)
+            .copied()
+            .or_else(|| self.plan.tool_index(name))
+    }
+
+    /// The route of the tool called `name` (see [`Catalog::resolve`]).
     pub fn route(&self, name: &str) -> Option<(usize, &Route)> {
-        self.plan.tool_index(name).map(|i| (i, &self.routes[i]))
+        self.resolve(name).map(|i| (i, &self.routes[i]))
+    }
+
+    /// The exposed name of plan tool `i`.
+    pub fn exposed(&self, i: usize) -> &str {
+        &self.tools[i].name
+    }
+
+    /// The catalog name of plan tool `i`.
+    pub fn catalog_name(&self, i: usize) -> &str {
+        &self.plan.tools[i].name
     }
 }
 
@@ -210,7 +280,7 @@ mod tests {
                 version: 0,
             },
         ];
-        let c = build_catalog(&inputs(), &servers).unwrap();
+        let c = build_catalog(&inputs(), &servers, &Naming::default()).unwrap();
         assert_eq!(c.plan.tools.len(), 2);
         let rq = c.plan.tool("sqlite.read_query").unwrap();
         assert!(!rq.auto_tagged);
@@ -220,7 +290,15 @@ mod tests {
         let nw = c.plan.tool("sqlite.brand_new").unwrap();
         assert!(nw.auto_tagged);
         assert_eq!(nw.gate.risk_level, Some(RiskLevel::Destructive));
-        assert_eq!(c.tools[1].name, "sqlite.brand_new");
+        assert_eq!(c.tools[1].name, "sqlite__brand_new");
+        assert_eq!(c.resolve("sqlite__brand_new"), Some(1));
+        assert_eq!(
+            c.resolve("sqlite.brand_new"),
+            Some(1),
+            "catalog names resolve too"
+        );
+        assert_eq!(c.catalog_name(1), "sqlite.brand_new");
+        assert_eq!(c.hashes[0].len(), 64);
         assert_eq!(
             c.route("sqlite.brand_new").unwrap().1,
             &Route {
@@ -265,7 +343,7 @@ mod tests {
                 version: 1,
             });
         }
-        let c = build_catalog(&inputs(), &servers).unwrap();
+        let c = build_catalog(&inputs(), &servers, &Naming::default()).unwrap();
         assert_eq!(c.plan.tools.len(), expected);
         assert!(expected >= 60, "{expected}");
         assert!(c.plan.tools.iter().all(|t| !t.auto_tagged));

@@ -6,12 +6,22 @@
 //! policy = "policies/default.toml"   # relative paths: from this file's folder
 //! tags = "tool-tags"
 //! audit = "audit.jsonl"
-//! poll_ms = 1000                      # policy/tags change polling
+//! pins = "audit.pins.json"            # tool-definition pins (default: beside the audit)
+//! poll_ms = 1000                      # poll the policy/tags instead of file-system events
 //! debounce_ms = 50                    # notifications/tools/list_changed debounce
 //! list_changed = true                 # advertise and send tools/list_changed
 //! startup_timeout_ms = 30000          # wait this long for the servers' first tools/list
 //! restart_initial_ms = 500            # restart backoff of an exited server ...
 //! restart_max_ms = 30000              # ... doubling up to this
+//! name_format = "{server}__{tool}"    # client-safe names (see mcp::names)
+//! name_max_length = 64
+//!
+//! [find_tools]                        # the search tool: enabled, name, description
+//! enabled = true
+//! name = "toolgate__find_tools"
+//!
+//! [call_tool]                         # the call-through tool
+//! enabled = true
 //!
 //! [[server]]
 //! name = "time"
@@ -29,6 +39,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+
+use super::names::NameFormat;
 
 /// One downstream MCP server, started as a child process speaking MCP over stdio.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,19 +178,51 @@ pub fn split_command(s: &str) -> Result<Vec<String>, String> {
     Ok(words)
 }
 
+/// One of the proxy's own tools (`find_tools`, `call_tool`): whether it is
+/// listed, its name and its description (what the model reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetaToolConfig {
+    /// Whether the tool is offered.
+    pub enabled: bool,
+    /// Its name (must match `^[a-zA-Z0-9_-]{1,64}$`).
+    pub name: String,
+    /// Its description.
+    pub description: String,
+}
+
+/// The default description of `find_tools`.
+pub const FIND_TOOLS_DESCRIPTION: &str = "Search the tools of every MCP server behind this proxy and make the best matches available. \
+Call it first, whenever the task needs a tool you do not see in your list: describe the task in plain words (e.g. \
+\"which tables are in my sqlite database\"). Returns each match's name, description and input schema; the matches \
+join your tool list (a tools/list_changed notification follows), and you can call them directly or through \
+toolgate__call_tool. A query that matches nothing well returns no tools: rephrase it with the words of the task.";
+
+/// The default description of `call_tool`.
+pub const CALL_TOOL_DESCRIPTION: &str = "Call any tool of the MCP servers behind this proxy by its name, \
+also one that is not in your tool list (e.g. a tool that toolgate__find_tools returned, when your client does not \
+refresh its list). `name` is the tool's name as find_tools gives it; `arguments` is the object of its arguments, \
+following its input schema. The call is checked, confirmed and audited exactly like a direct call, and its result \
+is returned as is.";
+
 /// Everything `toolgate mcp-proxy` needs to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProxyConfig {
-    /// Policy file (`None`: the embedded default, never reloaded).
+    /// Policy file (`None`: the embedded `policies/selection.toml`, whose
+    /// `[gate]` is the default policy's; never reloaded).
     pub policy: Option<PathBuf>,
     /// Tool-tags directory (`None`: the embedded shipped tags).
     pub tags: Option<PathBuf>,
     /// JSON-lines audit file (`None`: no audit).
     pub audit: Option<PathBuf>,
+    /// The tool-definition pin file (`None`: `<audit stem>.pins.json` next to
+    /// the audit file, or in memory only when there is no audit file).
+    pub pins: Option<PathBuf>,
     /// The downstream servers, in namespace order.
     pub servers: Vec<ServerSpec>,
-    /// How often the policy and tag files are checked for changes.
-    pub poll_interval: Duration,
+    /// Poll the policy and tag files this often instead of watching
+    /// file-system events (`None`: events, unless the policy's `[reload]
+    /// poll_interval_ms` asks for polling).
+    pub poll_interval: Option<Duration>,
     /// Delay that coalesces changes into one `notifications/tools/list_changed`.
     pub debounce: Duration,
     /// Whether `tools.listChanged` is advertised (and notifications sent).
@@ -189,6 +233,12 @@ pub struct ProxyConfig {
     pub restart_initial: Duration,
     /// Longest restart delay (the delay doubles on each failed start).
     pub restart_max: Duration,
+    /// How exposed (client-safe) tool names are made ([`super::names`]).
+    pub name_format: NameFormat,
+    /// The search tool.
+    pub find_tools: MetaToolConfig,
+    /// The call-through tool.
+    pub call_tool: MetaToolConfig,
 }
 
 impl Default for ProxyConfig {
@@ -197,15 +247,51 @@ impl Default for ProxyConfig {
             policy: None,
             tags: None,
             audit: None,
+            pins: None,
             servers: Vec::new(),
-            poll_interval: Duration::from_millis(1000),
+            poll_interval: None,
             debounce: Duration::from_millis(50),
             list_changed: true,
             startup_timeout: Duration::from_secs(30),
             restart_initial: Duration::from_millis(500),
             restart_max: Duration::from_secs(30),
+            name_format: NameFormat::default(),
+            find_tools: MetaToolConfig {
+                enabled: true,
+                name: "toolgate__find_tools".into(),
+                description: FIND_TOOLS_DESCRIPTION.into(),
+            },
+            call_tool: MetaToolConfig {
+                enabled: true,
+                name: "toolgate__call_tool".into(),
+                description: CALL_TOOL_DESCRIPTION.into(),
+            },
         }
     }
+}
+
+impl ProxyConfig {
+    /// The pin file in use: [`ProxyConfig::pins`], else `<audit stem>.pins.json`
+    /// beside the audit file, else none (pins in memory).
+    pub fn pins_path(&self) -> Option<PathBuf> {
+        if let Some(p) = &self.pins {
+            return Some(p.clone());
+        }
+        let audit = self.audit.as_ref()?;
+        let stem = audit
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "audit".into());
+        Some(audit.with_file_name(format!("{stem}.pins.json")))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetaTool {
+    enabled: Option<bool>,
+    name: Option<String>,
+    description: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -214,12 +300,17 @@ struct RawConfig {
     policy: Option<PathBuf>,
     tags: Option<PathBuf>,
     audit: Option<PathBuf>,
+    pins: Option<PathBuf>,
     poll_ms: Option<u64>,
     debounce_ms: Option<u64>,
     list_changed: Option<bool>,
     startup_timeout_ms: Option<u64>,
     restart_initial_ms: Option<u64>,
     restart_max_ms: Option<u64>,
+    name_format: Option<String>,
+    name_max_length: Option<usize>,
+    find_tools: Option<RawMetaTool>,
+    call_tool: Option<RawMetaTool>,
     #[serde(default)]
     server: Vec<RawServer>,
 }
@@ -266,17 +357,35 @@ impl ProxyConfig {
                 cwd: s.cwd.map(abs),
             });
         }
+        let meta = |raw: Option<RawMetaTool>, d: MetaToolConfig| match raw {
+            None => d,
+            Some(r) => MetaToolConfig {
+                enabled: r.enabled.unwrap_or(d.enabled),
+                name: r.name.unwrap_or(d.name),
+                description: r.description.unwrap_or(d.description),
+            },
+        };
+        let name_format = NameFormat::new(
+            raw.name_format
+                .as_deref()
+                .unwrap_or(d.name_format.template()),
+            raw.name_max_length.unwrap_or(d.name_format.max_len()),
+        )?;
         let cfg = ProxyConfig {
             policy: raw.policy.map(abs),
             tags: raw.tags.map(abs),
             audit: raw.audit.map(abs),
+            pins: raw.pins.map(abs),
             servers,
-            poll_interval: ms(raw.poll_ms, d.poll_interval),
+            poll_interval: raw.poll_ms.map(Duration::from_millis),
             debounce: ms(raw.debounce_ms, d.debounce),
             list_changed: raw.list_changed.unwrap_or(d.list_changed),
             startup_timeout: ms(raw.startup_timeout_ms, d.startup_timeout),
             restart_initial: ms(raw.restart_initial_ms, d.restart_initial),
             restart_max: ms(raw.restart_max_ms, d.restart_max),
+            name_format,
+            find_tools: meta(raw.find_tools, d.find_tools),
+            call_tool: meta(raw.call_tool, d.call_tool),
         };
         cfg.check()?;
         Ok(cfg)
@@ -290,8 +399,26 @@ impl ProxyConfig {
                 return Err(format!("server `{}` is configured twice", s.name));
             }
         }
-        if self.poll_interval.is_zero() {
+        if self.poll_interval.is_some_and(|p| p.is_zero()) {
             return Err("poll_ms must be > 0".into());
+        }
+        let metas = [&self.find_tools, &self.call_tool];
+        for m in metas.iter().filter(|m| m.enabled) {
+            if !super::names::is_client_safe(&m.name) {
+                return Err(format!(
+                    "meta-tool name `{}` must match ^[a-zA-Z0-9_-]{{1,64}}$",
+                    m.name
+                ));
+            }
+        }
+        if self.find_tools.enabled
+            && self.call_tool.enabled
+            && self.find_tools.name == self.call_tool.name
+        {
+            return Err(format!(
+                "find_tools and call_tool are both named `{}`",
+                self.find_tools.name
+            ));
         }
         if self.restart_initial.is_zero() || self.restart_max < self.restart_initial {
             return Err("restart delays: need 0 < restart_initial_ms <= restart_max_ms".into());
@@ -354,7 +481,7 @@ cwd = "work"
         .unwrap();
         assert_eq!(c.policy.as_deref(), Some(Path::new("/base/p.toml")));
         assert_eq!(c.audit.as_deref(), Some(Path::new("/abs/audit.jsonl")));
-        assert_eq!(c.poll_interval, Duration::from_millis(200));
+        assert_eq!(c.poll_interval, Some(Duration::from_millis(200)));
         assert_eq!(c.servers[0].env, [("TZ".to_string(), "UTC".to_string())]);
         assert_eq!(c.servers[0].cwd.as_deref(), Some(Path::new("/base/work")));
         assert!(ProxyConfig::from_toml_str("bogus = 1", Path::new(".")).is_err());

@@ -16,7 +16,7 @@
 //! | seam | trait | built-in |
 //! | --- | --- | --- |
 //! | call decisions | [`CallGate`] | [`TagGate`]: from the tool tags only |
-//! | policy and tags | [`PlanSource`] | [`PollingPlanSource`]: re-reads files whose mtime changed |
+//! | policy and tags | [`PlanSource`] | [`ReloadingPlanSource`]: the crate's [`Reloader`](crate::reload::Reloader) |
 //! | audit | [`AuditSink`] | [`JsonlAudit`]: one JSON line per call |
 //!
 //! ```no_run
@@ -30,29 +30,38 @@
 //! ```
 
 pub mod audit;
+mod call;
 pub mod catalog;
 pub mod config;
 pub mod context;
+pub mod discovery;
 mod downstream;
 pub mod gate;
+pub mod names;
+pub mod pins;
 pub mod proxy;
+mod session;
 pub mod source;
 pub mod stdio;
 
 use std::sync::Arc;
 
 pub use audit::{AuditRecord, AuditSink, JsonlAudit, NoAudit, Outcome};
-pub use catalog::{Catalog, build_catalog};
-pub use config::{ProxyConfig, ServerSpec};
+pub use call::allow_inactive_calls;
+pub use catalog::{Catalog, Naming, build_catalog};
+pub use config::{MetaToolConfig, ProxyConfig, ServerSpec};
 pub use context::{CONTEXT_META_KEY, ContextUpdate};
 pub use gate::{CallGate, Decision, PolicyGate, TagGate};
+pub use names::NameFormat;
+pub use pins::PinStore;
 pub use proxy::Proxy;
-pub use source::{PlanInputs, PlanSource, PollingPlanSource, StaticPlanSource};
+pub use source::{PlanInputs, PlanSource, ReloadingPlanSource, StaticPlanSource};
 
 use rmcp::ServiceExt;
 
 use crate::diag::LoadError;
-use crate::load::Sources;
+use crate::load::{SELECTION_POLICY, Sources};
+use crate::reload::ReloadOptions;
 
 /// Why a proxy could not be built.
 #[derive(Debug)]
@@ -80,29 +89,39 @@ impl std::fmt::Display for BuildError {
 impl std::error::Error for BuildError {}
 
 /// Builds a proxy from a configuration with the built-in seams: a
-/// [`PollingPlanSource`] over the configured policy and tags (polling starts
-/// with [`Proxy::start`]'s runtime: call this inside one), the [`TagGate`],
-/// and a [`JsonlAudit`] when an audit file is configured.
+/// [`ReloadingPlanSource`] over the configured policy (default: the embedded
+/// `policies/selection.toml`) and tags, watching the files (events, or
+/// polling with `poll_interval`); the [`PolicyGate`]; a [`JsonlAudit`] when
+/// an audit file is configured; and the tool-definition pins
+/// ([`ProxyConfig::pins_path`]).
 pub fn build_proxy(config: ProxyConfig) -> Result<Proxy, BuildError> {
     config.check().map_err(BuildError::Other)?;
-    let source = Arc::new(
-        PollingPlanSource::load(Sources {
-            policy: config.policy.clone(),
-            tags: config.tags.clone(),
-            tools: Vec::new(),
-        })
-        .map_err(BuildError::Load)?,
-    );
-    if source.watches_files() {
-        source.spawn_polling(config.poll_interval);
-    }
+    let mut options = ReloadOptions::new(Sources {
+        policy: config.policy.clone(),
+        tags: config.tags.clone(),
+        tools: Vec::new(),
+    });
+    options.default_policy = SELECTION_POLICY;
+    options.poll_interval = config.poll_interval;
+    let source = Arc::new(ReloadingPlanSource::new(options).map_err(BuildError::Load)?);
+    source.watch().map_err(BuildError::Other)?;
+    let pins = match config.pins_path() {
+        Some(p) => PinStore::open(&p).map_err(BuildError::Other)?,
+        None => PinStore::in_memory(),
+    };
     let audit: Arc<dyn AuditSink> = match &config.audit {
         Some(p) => Arc::new(JsonlAudit::open(p).map_err(|e| {
             BuildError::Other(format!("cannot open the audit file {}: {e}", p.display()))
         })?),
         None => Arc::new(NoAudit),
     };
-    Ok(Proxy::new(config, source, Arc::new(PolicyGate), audit))
+    Ok(Proxy::with_pins(
+        config,
+        source,
+        Arc::new(PolicyGate),
+        audit,
+        pins,
+    ))
 }
 
 /// Starts `proxy` and serves it on the process's stdin/stdout until the

@@ -1,36 +1,40 @@
 //! The proxy itself: an MCP server toward the client whose tools are the
-//! active tools of the downstream servers.
+//! proxy's own tools plus the tools the session lists ([`super::session`])
+//! under their client-safe names ([`super::names`]).
+//!
+//! The request paths live beside it: `tools/call` in [`super::call`], the
+//! search and call-through tools in [`super::discovery`].
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
-use arc_swap::ArcSwapOption;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ElicitRequestParams, ElicitationAction, ElicitationSchema, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CustomResult, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool,
 };
-use rmcp::service::{
-    ElicitationMode, NotificationContext, Peer, RequestContext, RoleServer, ServiceError,
-};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
-use serde_json::{Map, Value, json};
+use rustc_hash::FxHashSet;
+use serde_json::{Map, json};
 use tokio::sync::{Notify, mpsc, watch};
 
-use crate::context::{Session, SessionContext};
 use crate::eval::Activation;
+use crate::parse::discovery::DefinitionChange;
 use crate::plan::Plan;
 
 use super::audit::{AuditRecord, AuditSink, Outcome};
-use super::catalog::{Catalog, ServerTools, build_catalog};
+use super::catalog::{Catalog, Naming, ServerTools, build_catalog};
 use super::config::ProxyConfig;
-use super::context::{ContextUpdate, ProjectInfo, detect_project, root_dirs};
-use super::downstream::{Downstream, Event, Status, Timing, supervise};
-use super::gate::{CallGate, Decision};
+use super::context::{ContextUpdate, detect_project, root_dirs};
+use super::downstream::{Downstream, Event, Timing, supervise};
+use super::gate::CallGate;
+use super::pins::{Observation, PinStore};
+use super::session::SessionState;
 use super::source::PlanSource;
 
 /// The `_meta` key of the proxy's `initialize` result: `{"gate", "servers", "context_key"}`.
@@ -41,60 +45,31 @@ pub const PROXY_META_KEY: &str = "toolgate/proxy";
 pub const DEFAULT_TIMEOUT_SECONDS: f64 = 30.0;
 
 /// How long `tools/list` waits for a server's new listing to be compiled in.
-const LIST_CONSISTENCY_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const LIST_CONSISTENCY_WAIT: Duration = Duration::from_secs(2);
 /// How long `tools/call` waits for it.
-const CALL_CONSISTENCY_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const CALL_CONSISTENCY_WAIT: Duration = Duration::from_secs(10);
 
-/// The session as the proxy keeps it.
-#[derive(Default)]
-struct SessionState {
-    /// Context given by the client in `_meta`.
-    client: SessionContext,
-    /// What the roots tell.
-    project: ProjectInfo,
-    /// The roots' directories.
-    roots: Vec<PathBuf>,
-    /// Usage and recent calls.
-    session: Session,
-    /// The last evaluation (for hysteresis).
-    last: Option<Activation>,
-    /// The active set as of the last `notifications/tools/list_changed` (or
-    /// of the first `tools/list` answer): a change from it is announced.
-    announced: Option<BTreeSet<String>>,
-}
-
-impl SessionState {
-    fn effective_context(&self, now: f64) -> SessionContext {
-        let mut c = self.client.clone();
-        if c.active_language.is_none() {
-            c.active_language = self.project.language.clone();
-        }
-        if c.project_type.is_none() {
-            c.project_type = self.project.project_type.clone();
-        }
-        c.recent_tool_calls = self.session.context.recent_tool_calls.clone();
-        c.session_duration_seconds = now;
-        c
-    }
-}
-
-struct Inner {
-    config: ProxyConfig,
+pub(crate) struct Inner {
+    pub(crate) config: ProxyConfig,
     source: Arc<dyn PlanSource>,
-    gate: Arc<dyn CallGate>,
+    pub(crate) gate: Arc<dyn CallGate>,
     audit: Arc<dyn AuditSink>,
-    servers: Vec<Arc<Downstream>>,
+    pub(crate) servers: Vec<Arc<Downstream>>,
     catalog: ArcSwapOption<Catalog>,
+    /// Tool-definition pins.
+    pub(crate) pins: PinStore,
+    /// Catalog names of the tools withheld (changed definition, not confirmed).
+    pub(crate) withheld: ArcSwap<FxHashSet<String>>,
     catalog_tx: watch::Sender<u64>,
     last_error: Mutex<Option<String>>,
     rebuild_lock: Mutex<()>,
-    state: Mutex<SessionState>,
-    dirty: Notify,
+    pub(crate) state: Mutex<SessionState>,
+    pub(crate) dirty: Notify,
     client: OnceLock<Peer<RoleServer>>,
     started: Instant,
     ready: watch::Sender<bool>,
     shutdown: watch::Sender<bool>,
-    session_id: String,
+    pub(crate) session_id: String,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
@@ -102,21 +77,29 @@ struct Inner {
 /// a tokio runtime, then serve it on a transport (see [`serve_stdio`](super::serve_stdio)).
 #[derive(Clone)]
 pub struct Proxy {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A tool error result with one text block.
-fn tool_error(text: impl Into<String>) -> CallToolResponse {
+pub(crate) fn tool_error(text: impl Into<String>) -> CallToolResponse {
     CallToolResponse::Complete(CallToolResult::error(vec![ContentBlock::text(text.into())]))
+}
+
+/// Unix time now, seconds.
+pub(crate) fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// The request's `_meta` maps: the one rmcp lifted into the context and the
 /// one left in the params (both are looked at).
-fn metas<'a>(
+pub(crate) fn metas<'a>(
     ctx: &'a RequestContext<RoleServer>,
     params: Option<&'a JsonObject>,
 ) -> Vec<&'a JsonObject> {
@@ -128,12 +111,23 @@ fn metas<'a>(
 }
 
 impl Proxy {
-    /// Builds a proxy. Nothing runs until [`Proxy::start`].
+    /// Builds a proxy with pins kept in memory. Nothing runs until [`Proxy::start`].
     pub fn new(
         config: ProxyConfig,
         source: Arc<dyn PlanSource>,
         gate: Arc<dyn CallGate>,
         audit: Arc<dyn AuditSink>,
+    ) -> Self {
+        Self::with_pins(config, source, gate, audit, PinStore::in_memory())
+    }
+
+    /// Builds a proxy with the given tool-definition pins.
+    pub fn with_pins(
+        config: ProxyConfig,
+        source: Arc<dyn PlanSource>,
+        gate: Arc<dyn CallGate>,
+        audit: Arc<dyn AuditSink>,
+        pins: PinStore,
     ) -> Self {
         let servers = config
             .servers
@@ -152,6 +146,8 @@ impl Proxy {
             audit,
             servers,
             catalog: ArcSwapOption::empty(),
+            pins,
+            withheld: ArcSwap::from_pointee(FxHashSet::default()),
             catalog_tx: watch::Sender::new(0),
             last_error: Mutex::new(None),
             rebuild_lock: Mutex::new(()),
@@ -257,7 +253,13 @@ async fn control(inner: Arc<Inner>, mut events: mpsc::UnboundedReceiver<Event>) 
 
 async fn notifier(inner: Arc<Inner>) {
     loop {
-        inner.dirty.notified().await;
+        // wake for a change, or when a found tool expires by time
+        match inner.next_expiry() {
+            Some(d) => {
+                let _ = tokio::time::timeout(d, inner.dirty.notified()).await;
+            }
+            None => inner.dirty.notified().await,
+        }
         tokio::time::sleep(inner.config.debounce).await;
         if let Some(peer) = inner.changed_since_listed() {
             tracing::debug!("active set changed: notifications/tools/list_changed");
@@ -269,7 +271,7 @@ async fn notifier(inner: Arc<Inner>) {
 }
 
 impl Inner {
-    fn now(&self) -> f64 {
+    pub(crate) fn now(&self) -> f64 {
         self.started.elapsed().as_secs_f64()
     }
 
@@ -278,13 +280,15 @@ impl Inner {
         let inputs = self.source.current();
         let servers: Vec<ServerTools> = self.servers.iter().map(|s| s.tools()).collect();
         let t0 = Instant::now();
-        match build_catalog(&inputs, &servers) {
+        match build_catalog(&inputs, &servers, &self.naming()) {
             Ok(c) => {
                 tracing::info!(
                     tools = c.plan.tools.len(),
                     micros = t0.elapsed().as_micros() as u64,
                     "catalog compiled"
                 );
+                // only listed servers' tools are observed (a catalog always is)
+                self.observe_definitions(&c);
                 self.catalog.store(Some(Arc::new(c)));
                 *lock(&self.last_error) = None;
                 self.dirty.notify_one();
@@ -303,6 +307,87 @@ impl Inner {
         self.catalog_tx.send_modify(|v| *v += 1);
     }
 
+    /// The names of the proxy's own tools that are enabled.
+    pub(crate) fn meta_names(&self) -> Vec<String> {
+        [&self.config.find_tools, &self.config.call_tool]
+            .into_iter()
+            .filter(|m| m.enabled)
+            .map(|m| m.name.clone())
+            .collect()
+    }
+
+    fn naming(&self) -> Naming {
+        Naming {
+            format: self.config.name_format.clone(),
+            // reserved whether enabled or not, so that names never move
+            reserved: vec![
+                self.config.find_tools.name.clone(),
+                self.config.call_tool.name.clone(),
+            ],
+        }
+    }
+
+    /// Checks every tool's definition against its pin; audits and applies
+    /// the policy's action to changes; recomputes the withheld set.
+    fn observe_definitions(&self, c: &Catalog) {
+        let action = c.discovery.on_definition_change;
+        for i in 0..c.tools.len() {
+            let name = c.catalog_name(i);
+            let desc = c.tools[i].description.as_deref().unwrap_or_default();
+            let obs = self.pins.observe(name, &c.hashes[i], desc);
+            let Observation::Changed { pinned } = obs else {
+                continue;
+            };
+            let what = match action {
+                DefinitionChange::Ask => "withheld until the user confirms it",
+                DefinitionChange::Deny => "never exposed while it differs",
+                DefinitionChange::Allow => "accepted (on_definition_change = \"allow\")",
+            };
+            let detail = format!(
+                "the definition (description or inputSchema) of `{name}` changed since it was pinned (sha256 {} -> {}); {what}",
+                &pinned[..12],
+                &c.hashes[i][..12]
+            );
+            tracing::warn!("{detail}");
+            if action == DefinitionChange::Allow {
+                self.pins.accept(name, &c.hashes[i], desc);
+            }
+            self.record(AuditRecord {
+                time: unix_now(),
+                session: self.session_id.clone(),
+                tool: name.to_string(),
+                name: Some(c.exposed(i).to_string()),
+                server: Some(self.servers[c.routes[i].server].spec.name.clone()),
+                via: None,
+                decision: action.label(),
+                confirmed: None,
+                latency_ms: 0.0,
+                outcome: Outcome::DefinitionChanged,
+                attempts: 0,
+                detail: Some(detail),
+            });
+        }
+        self.refresh_withheld(c);
+    }
+
+    /// Recomputes the withheld set of catalog `c`.
+    pub(crate) fn refresh_withheld(&self, c: &Catalog) {
+        let set: FxHashSet<String> = (0..c.tools.len())
+            .filter(|&i| !self.pins.trusted(c.catalog_name(i), &c.hashes[i]))
+            .map(|i| c.catalog_name(i).to_string())
+            .collect();
+        if !set.is_empty() {
+            tracing::info!(tools = ?set, "withheld: changed definitions");
+        }
+        self.withheld.store(Arc::new(set));
+    }
+
+    /// Whether plan tool `i` of `c` is withheld.
+    pub(crate) fn is_withheld(&self, c: &Catalog, i: usize) -> bool {
+        let w = self.withheld.load();
+        !w.is_empty() && w.contains(c.catalog_name(i))
+    }
+
     fn consistent(&self, c: &Catalog, server: Option<usize>) -> bool {
         let ok = |i: usize| {
             let s = &self.servers[i];
@@ -316,7 +401,7 @@ impl Inner {
 
     /// The catalog, once it includes the latest listing of `server` (or of all
     /// servers), waiting at most `wait`; after that, whatever there is.
-    async fn catalog_for(
+    pub(crate) async fn catalog_for(
         &self,
         server: Option<usize>,
         wait: Duration,
@@ -342,19 +427,60 @@ impl Inner {
         })
     }
 
-    async fn wait_ready(&self) {
+    pub(crate) async fn wait_ready(&self) {
         let mut rx = self.ready.subscribe();
         let _ = rx.wait_for(|r| *r).await;
     }
 
-    fn evaluate(&self, st: &mut SessionState, plan: &Arc<Plan>) -> Activation {
+    pub(crate) fn evaluate(&self, st: &mut SessionState, plan: &Arc<Plan>) -> Activation {
         let now = self.now();
         let ctx = st.effective_context(now);
         plan.evaluate_with_previous(&ctx, &st.session.usage, now, st.last.as_ref())
     }
 
+    /// The plan tools the session lists (see [`super::session`]), in catalog
+    /// order: re-evaluates, expires found tools, leaves withheld tools out.
+    pub(crate) fn listed(&self, st: &mut SessionState, cat: &Catalog) -> Vec<usize> {
+        st.expire(&cat.discovery, self.now());
+        let act = self.evaluate(st, &cat.plan);
+        let mut on: Vec<bool> = act.tools.iter().map(|t| t.active).collect();
+        st.last = Some(act);
+        for f in &st.found {
+            if let Some(i) = cat.plan.tool_index(&f.tool) {
+                on[i] = true;
+            }
+        }
+        (0..on.len())
+            .filter(|&i| on[i] && !self.is_withheld(cat, i))
+            .collect()
+    }
+
+    /// The proxy's own tools, as listed.
+    pub(crate) fn meta_tools(&self) -> Vec<Tool> {
+        super::discovery::meta_tools(&self.config)
+    }
+
+    /// The exposed names a listing of `tools` shows, meta-tools included.
+    pub(crate) fn listed_names(&self, cat: &Catalog, tools: &[usize]) -> BTreeSet<String> {
+        self.meta_names()
+            .into_iter()
+            .chain(tools.iter().map(|&i| cat.exposed(i).to_string()))
+            .collect()
+    }
+
+    /// Seconds until the next found tool expires by time.
+    fn next_expiry(&self) -> Option<Duration> {
+        if !self.config.list_changed {
+            return None; // nothing to announce; expiry applies at the next listing
+        }
+        let cat = self.catalog.load_full()?;
+        let st = lock(&self.state);
+        st.next_expiry(&cat.discovery, self.now())
+            .map(|s| Duration::from_secs_f64(s + 0.001))
+    }
+
     /// Re-evaluates; returns the client's peer when a list_changed is due:
-    /// the active set differs from the one last announced (a client that
+    /// the listing differs from the one last announced (a client that
     /// re-listed in between gets a redundant notification, never a missed one).
     fn changed_since_listed(&self) -> Option<Peer<RoleServer>> {
         if !self.config.list_changed {
@@ -362,9 +488,8 @@ impl Inner {
         }
         let cat = self.catalog.load_full()?;
         let mut st = lock(&self.state);
-        let act = self.evaluate(&mut st, &cat.plan);
-        let set = act.active_set();
-        st.last = Some(act);
+        let tools = self.listed(&mut st, &cat);
+        let set = self.listed_names(&cat, &tools);
         let differs = st.announced.as_ref().is_some_and(|a| *a != set);
         if differs {
             st.announced = Some(set);
@@ -374,7 +499,7 @@ impl Inner {
     }
 
     /// Applies `_meta["toolgate/context"]` of the request, if any.
-    fn apply_meta(&self, metas: &[&JsonObject], plan: &Plan) -> Result<(), McpError> {
+    pub(crate) fn apply_meta(&self, metas: &[&JsonObject], plan: &Plan) -> Result<(), McpError> {
         for m in metas {
             let update =
                 ContextUpdate::from_meta(m).map_err(|e| McpError::invalid_params(e, None))?;
@@ -424,377 +549,8 @@ impl Inner {
         }
     }
 
-    fn record(&self, rec: AuditRecord) {
+    pub(crate) fn record(&self, rec: AuditRecord) {
         self.audit.record(&rec);
-    }
-}
-
-/// The policy's per-call limits for `tool`: (timeout, retries), from
-/// `[gate.execution]` with the tool tags' `timeout_seconds` / `max_retries`
-/// overrides (the call gate's `ExecSettings`).
-fn call_limits(plan: &Plan, tool: usize) -> (Duration, u32) {
-    let t = &plan.tools[tool].gate;
-    match plan.gate.as_ref() {
-        Some(g) => {
-            let s = crate::gate::exec::ExecSettings::for_tool(&g.config.execution, Some(t));
-            (s.timeout, s.max_retries)
-        }
-        None => {
-            let secs = t
-                .timeout_seconds
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
-            (Duration::from_secs_f64(secs), t.max_retries.unwrap_or(0))
-        }
-    }
-}
-
-/// Whether the policy lets a registered but inactive tool be called
-/// (`[gate] allow_inactive_calls`, default true as in seed 000).
-pub fn allow_inactive_calls(plan: &Plan) -> bool {
-    plan.gate
-        .as_ref()
-        .map(|g| g.config.allow_inactive_calls)
-        .unwrap_or(true)
-}
-
-struct CallEnd {
-    response: Result<CallToolResponse, McpError>,
-    outcome: Outcome,
-    attempts: u32,
-    detail: Option<String>,
-}
-
-impl CallEnd {
-    fn refused(outcome: Outcome, text: String) -> Self {
-        CallEnd {
-            response: Ok(tool_error(text.clone())),
-            outcome,
-            attempts: 0,
-            detail: Some(text),
-        }
-    }
-}
-
-impl Proxy {
-    async fn confirm(
-        &self,
-        peer: &Peer<RoleServer>,
-        tool: &str,
-        args: &Value,
-        reason: &str,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<bool, String> {
-        let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
-        let message = format!(
-            "toolgate: the agent wants to call `{tool}`.\n\nArguments:\n{pretty}\n\nConfirmation is required: {reason}"
-        );
-        let schema: ElicitationSchema = serde_json::from_value(json!({
-            "type": "object",
-            "properties": {
-                "confirm": {
-                    "type": "boolean",
-                    "title": format!("Run {tool}?"),
-                    "description": reason,
-                    "default": false
-                }
-            },
-            "required": ["confirm"]
-        }))
-        .map_err(|e| format!("internal: confirm form: {e}"))?;
-        let params = ElicitRequestParams::FormElicitationParams {
-            meta: None,
-            message,
-            requested_schema: schema,
-        };
-        let r = tokio::select! {
-            r = peer.create_elicitation(params) => r,
-            _ = context.ct.cancelled() => return Err("the request was cancelled".into()),
-        };
-        match r {
-            Ok(res) => Ok(res.action == ElicitationAction::Accept
-                && res
-                    .content
-                    .as_ref()
-                    .and_then(|c| c.get("confirm"))
-                    .and_then(Value::as_bool)
-                    == Some(true)),
-            Err(e) => Err(format!("the confirmation request failed: {e}")),
-        }
-    }
-
-    async fn forward(
-        &self,
-        server: &Arc<Downstream>,
-        tool: &str,
-        bare: &str,
-        args: Value,
-        limits: (Duration, u32),
-        context: &RequestContext<RoleServer>,
-    ) -> CallEnd {
-        let (timeout, retries) = limits;
-        let args: JsonObject = match args {
-            Value::Object(o) => o,
-            Value::Null => Map::new(),
-            other => {
-                return CallEnd {
-                    response: Err(McpError::invalid_params(
-                        format!("tool arguments must be an object, found {other}"),
-                        None,
-                    )),
-                    outcome: Outcome::RpcError,
-                    attempts: 0,
-                    detail: Some("arguments not an object".into()),
-                };
-            }
-        };
-        let mut attempts = 0u32;
-        loop {
-            let peer = match server.status() {
-                Status::Up { peer, .. } => peer,
-                _ => {
-                    let msg = format!("cannot call `{tool}`: {}", server.unavailable_message());
-                    return CallEnd {
-                        response: Ok(tool_error(msg.clone())),
-                        outcome: Outcome::Unavailable,
-                        attempts,
-                        detail: Some(msg),
-                    };
-                }
-            };
-            attempts += 1;
-            let params = CallToolRequestParams::new(bare.to_string()).with_arguments(args.clone());
-            let r = tokio::select! {
-                r = tokio::time::timeout(timeout, peer.call_tool_once(params)) => r,
-                _ = context.ct.cancelled() => {
-                    return CallEnd {
-                        response: Err(McpError::internal_error("the request was cancelled", None)),
-                        outcome: Outcome::Cancelled,
-                        attempts,
-                        detail: None,
-                    };
-                }
-            };
-            let (retryable_msg, outcome) = match r {
-                Ok(Ok(resp)) => {
-                    let outcome = match &resp {
-                        CallToolResponse::Complete(c) if c.is_error == Some(true) => {
-                            Outcome::ToolError
-                        }
-                        _ => Outcome::Ok,
-                    };
-                    return CallEnd {
-                        response: Ok(resp),
-                        outcome,
-                        attempts,
-                        detail: None,
-                    };
-                }
-                Ok(Err(ServiceError::McpError(e))) => {
-                    let detail = Some(e.message.to_string());
-                    return CallEnd {
-                        response: Err(e),
-                        outcome: Outcome::RpcError,
-                        attempts,
-                        detail,
-                    };
-                }
-                Ok(Err(e)) => (
-                    format!(
-                        "server `{}` failed during the call of `{tool}`: {e}",
-                        server.spec.name
-                    ),
-                    Outcome::Unavailable,
-                ),
-                Err(_) => (
-                    format!(
-                        "`{tool}` gave no answer within {:.1} s",
-                        timeout.as_secs_f64()
-                    ),
-                    Outcome::Timeout,
-                ),
-            };
-            if attempts > retries {
-                let msg = if attempts > 1 {
-                    format!("{retryable_msg} (after {attempts} attempts)")
-                } else {
-                    retryable_msg
-                };
-                return CallEnd {
-                    response: Ok(tool_error(msg.clone())),
-                    outcome,
-                    attempts,
-                    detail: Some(msg),
-                };
-            }
-            tracing::info!(tool, attempt = attempts, "retrying: {retryable_msg}");
-            tokio::time::sleep(Duration::from_millis(200) * attempts).await;
-        }
-    }
-
-    async fn handle_call(
-        &self,
-        request: CallToolRequestParams,
-        context: &RequestContext<RoleServer>,
-    ) -> (CallEnd, Option<String>, &'static str, Option<bool>) {
-        let inner = &self.inner;
-        let tool = request.name.to_string();
-        let server = tool
-            .split_once('.')
-            .and_then(|(s, _)| inner.servers.iter().find(|d| d.spec.name == s))
-            .cloned();
-        let server_name = server.as_ref().map(|s| s.spec.name.clone());
-        let cat = match inner
-            .catalog_for(server.as_ref().map(|s| s.index), CALL_CONSISTENCY_WAIT)
-            .await
-        {
-            Ok(c) => c,
-            Err(e) => {
-                return (
-                    CallEnd {
-                        response: Err(e),
-                        outcome: Outcome::Unavailable,
-                        attempts: 0,
-                        detail: Some("no catalog".into()),
-                    },
-                    server_name,
-                    "none",
-                    None,
-                );
-            }
-        };
-        if let Err(e) = inner.apply_meta(
-            &metas(context, request.meta.as_ref().map(|m| &m.0.0)),
-            &cat.plan,
-        ) {
-            let detail = Some(e.message.to_string());
-            return (
-                CallEnd {
-                    response: Err(e),
-                    outcome: Outcome::RpcError,
-                    attempts: 0,
-                    detail,
-                },
-                server_name,
-                "none",
-                None,
-            );
-        }
-        let args = Value::Object(request.arguments.clone().unwrap_or_default());
-        let route = cat.route(&tool).map(|(i, r)| (i, r.clone()));
-        // A server whose tools are not known (never listed, down): say so
-        // rather than "unknown tool".
-        if route.is_none()
-            && let Some(s) = &server
-            && !matches!(s.status(), Status::Up { .. })
-        {
-            let msg = format!("cannot call `{tool}`: {}", s.unavailable_message());
-            return (
-                CallEnd::refused(Outcome::Unavailable, msg),
-                server_name,
-                "none",
-                None,
-            );
-        }
-        let decision = inner.gate.check(&cat.plan, &tool, &args);
-        let label = decision.label();
-        let (args, confirmed) = match decision {
-            Decision::Deny { message } => {
-                return (
-                    CallEnd::refused(Outcome::Denied, message),
-                    server_name,
-                    label,
-                    None,
-                );
-            }
-            Decision::Allow(a) => (a, None),
-            Decision::Ask { reason } => {
-                let peer = &context.peer;
-                if !peer
-                    .supported_elicitation_modes()
-                    .contains(&ElicitationMode::Form)
-                {
-                    let msg = format!(
-                        "`{tool}` needs the user's confirmation ({reason}), and this client cannot ask for it (no elicitation capability); the call was not made"
-                    );
-                    return (
-                        CallEnd::refused(Outcome::ConfirmationRequired, msg),
-                        server_name,
-                        label,
-                        None,
-                    );
-                }
-                match self.confirm(peer, &tool, &args, &reason, context).await {
-                    Ok(true) => (args, Some(true)),
-                    Ok(false) => {
-                        let msg = format!(
-                            "the user declined the call of `{tool}` ({reason}); it was not made"
-                        );
-                        return (
-                            CallEnd::refused(Outcome::Declined, msg),
-                            server_name,
-                            label,
-                            Some(false),
-                        );
-                    }
-                    Err(e) => {
-                        let msg = format!(
-                            "`{tool}` needs the user's confirmation ({reason}) and it could not be obtained: {e}; the call was not made"
-                        );
-                        return (
-                            CallEnd::refused(Outcome::Declined, msg),
-                            server_name,
-                            label,
-                            Some(false),
-                        );
-                    }
-                }
-            }
-        };
-        // A gate may allow a name that is not in the catalog; there is nowhere to send it.
-        let Some((idx, route)) = route else {
-            let msg = format!("unknown tool `{tool}`");
-            return (
-                CallEnd::refused(Outcome::Denied, msg),
-                server_name,
-                "deny",
-                confirmed,
-            );
-        };
-        if !allow_inactive_calls(&cat.plan) {
-            let active = {
-                let mut st = lock(&inner.state);
-                let act = inner.evaluate(&mut st, &cat.plan);
-                let a = act.tools[idx].active;
-                st.last = Some(act);
-                a
-            };
-            if !active {
-                let msg = format!(
-                    "`{tool}` is registered but not active in this session, and the policy forbids calling inactive tools ([gate] allow_inactive_calls = false)"
-                );
-                return (
-                    CallEnd::refused(Outcome::Inactive, msg),
-                    server_name,
-                    "deny",
-                    confirmed,
-                );
-            }
-        }
-        let ds = inner.servers[route.server].clone();
-        let limits = call_limits(&cat.plan, idx);
-        let end = self
-            .forward(&ds, &tool, &route.name, args, limits, context)
-            .await;
-        if end.attempts > 0 {
-            let mut st = lock(&inner.state);
-            let now = inner.now();
-            let window = cat.plan.recent_calls_window;
-            st.session.record_call(&tool, now, window);
-            drop(st);
-            inner.dirty.notify_one();
-        }
-        (end, server_name, label, confirmed)
     }
 }
 
@@ -812,8 +568,8 @@ impl ServerHandler for Proxy {
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
         info.server_info = Implementation::new("toolgate", env!("CARGO_PKG_VERSION"));
         info.instructions = Some(format!(
-            "toolgate proxies the MCP servers {} and lists only the tools that its policy activates for this session. \
-             Send context in a request's _meta under \"{}\" (e.g. {{\"message\": \"...\", \"conversation_stage\": \"debugging\"}}); \
+            "toolgate proxies the MCP servers {} and lists only the tools that its policy activates for this session.{} \
+             Hosts may send context in a request's _meta under \"{}\" (e.g. {{\"message\": \"...\", \"conversation_stage\": \"debugging\"}}); \
              the tool list changes with it and with your calls.",
             self.inner
                 .servers
@@ -821,6 +577,7 @@ impl ServerHandler for Proxy {
                 .map(|s| s.spec.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
+            super::discovery::instructions(&self.inner.config),
             super::context::CONTEXT_META_KEY
         ));
         let mut meta = Map::new();
@@ -896,13 +653,14 @@ impl ServerHandler for Proxy {
             .map(|m| &m.0.0);
         inner.apply_meta(&metas(&context, pmeta), &cat.plan)?;
         let mut st = lock(&inner.state);
-        let act = inner.evaluate(&mut st, &cat.plan);
-        let result = cat.list_result(&act);
+        let listed = inner.listed(&mut st, &cat);
         if st.announced.is_none() {
-            st.announced = Some(act.active_set());
+            st.announced = Some(inner.listed_names(&cat, &listed));
         }
-        st.last = Some(act);
-        Ok(result)
+        drop(st);
+        let mut tools = inner.meta_tools();
+        tools.extend(listed.iter().map(|&i| cat.tools[i].clone()));
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn on_custom_request(
@@ -946,26 +704,15 @@ impl ServerHandler for Proxy {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let arrived = SystemTime::now();
-        let t0 = Instant::now();
         self.inner.wait_ready().await;
-        let tool = request.name.to_string();
-        let (end, server, decision, confirmed) = self.handle_call(request, &context).await;
-        self.inner.record(AuditRecord {
-            time: arrived
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map(|d| d.as_secs_f64())
-                .unwrap_or(0.0),
-            session: self.inner.session_id.clone(),
-            tool,
-            server,
-            decision,
-            confirmed,
-            latency_ms: t0.elapsed().as_secs_f64() * 1e3,
-            outcome: end.outcome,
-            attempts: end.attempts,
-            detail: end.detail,
-        });
-        end.response
+        let cfg = &self.inner.config;
+        let name = request.name.as_ref();
+        if cfg.find_tools.enabled && name == cfg.find_tools.name {
+            return self.find_tools(request, &context).await;
+        }
+        if cfg.call_tool.enabled && name == cfg.call_tool.name {
+            return self.call_through(request, &context).await;
+        }
+        self.call_and_audit(request, &context, None).await
     }
 }

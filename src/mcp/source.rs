@@ -4,21 +4,19 @@
 //! The proxy compiles its own [`Plan`](crate::plan::Plan) from these inputs plus
 //! the tools it discovered downstream, so a source hands out the *parsed*
 //! inputs ([`PlanInputs`]), checked by a trial compile, and a change counter
-//! to [`subscribe`](PlanSource::subscribe) to. [`PollingPlanSource`] re-reads
-//! the files when their modification times change; a file watcher can
-//! implement the same trait.
+//! to [`subscribe`](PlanSource::subscribe) to. [`ReloadingPlanSource`] gets
+//! them from [`crate::reload::Reloader`] (file-system events or polling).
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use tokio::sync::watch;
 
 use crate::diag::LoadError;
-use crate::load::{Sources, load_catalog, load_policy};
 use crate::parse::policy::PolicySource;
 use crate::parse::tags::ToolSpec;
+use crate::reload::{LoadAttempt, ReloadOptions, Reloader, WatchGuard};
 
 /// A parsed policy and tool-tag catalog.
 #[derive(Debug, Clone)]
@@ -69,149 +67,122 @@ impl PlanSource for StaticPlanSource {
     }
 }
 
-/// Re-reads the policy file and the tags directory when one of their files
-/// changes (modification time, size, or the set of `*.toml` files). A change
-/// that does not load (or whose trial compile fails) is reported on stderr
-/// and the previous inputs stay in force. Embedded defaults never change.
-#[derive(Debug)]
-pub struct PollingPlanSource {
-    sources: Sources,
-    inputs: ArcSwap<PlanInputs>,
-    stamp: std::sync::Mutex<Stamp>,
+/// The plan source of the built-in proxy: a [`Reloader`] over the policy
+/// file and the tags directory (the one reload path of the crate: settled
+/// reads, last good plan, status). It watches file-system events, or polls
+/// with [`ReloadOptions::poll_interval`] (`--poll-ms`); a change that does
+/// not load is logged with every diagnostic and the previous inputs stay in
+/// force. Embedded defaults never change and are not watched.
+pub struct ReloadingPlanSource {
+    reloader: Reloader,
+    current: ArcSwap<PlanInputs>,
     tx: watch::Sender<u64>,
+    guard: Mutex<Option<WatchGuard>>,
 }
 
-/// Modification time and size of each watched file, in a stable order.
-type Stamp = Vec<(PathBuf, Option<(SystemTime, u64)>)>;
-
-fn file_stamp(p: &Path) -> Option<(SystemTime, u64)> {
-    let m = std::fs::metadata(p).ok()?;
-    Some((m.modified().ok()?, m.len()))
+impl std::fmt::Debug for ReloadingPlanSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReloadingPlanSource")
+            .field("reloader", &self.reloader)
+            .finish()
+    }
 }
 
-/// Loads and trial-compiles the inputs named by `sources`.
-pub fn load_inputs(sources: &Sources) -> Result<(PolicySource, Vec<ToolSpec>), LoadError> {
-    let policy = load_policy(sources.policy.as_deref());
-    let catalog = load_catalog(sources);
-    let (policy, tags) = match (policy, catalog) {
-        (Ok(p), Ok(c)) => (p, c),
-        (Err(mut a), Err(b)) => {
-            a.diagnostics.extend(b.diagnostics);
-            return Err(a);
-        }
-        (Err(a), _) | (_, Err(a)) => return Err(a),
-    };
-    crate::compile::compile(&policy, tags.clone())?;
-    Ok((policy, tags))
-}
-
-impl PollingPlanSource {
+impl ReloadingPlanSource {
     /// Loads the inputs once; fails with every diagnostic when they do not load.
-    pub fn load(sources: Sources) -> Result<Self, LoadError> {
-        let stamp = Self::stamp_of(&sources);
-        let (policy, tags) = load_inputs(&sources)?;
-        Ok(PollingPlanSource {
-            sources,
-            inputs: ArcSwap::from_pointee(PlanInputs {
-                policy,
-                tags,
-                version: 1,
+    pub fn new(options: ReloadOptions) -> Result<Self, LoadError> {
+        let reloader = Reloader::new(options)?;
+        let inputs = reloader.inputs();
+        Ok(ReloadingPlanSource {
+            current: ArcSwap::from_pointee(PlanInputs {
+                policy: inputs.policy.clone(),
+                tags: inputs.tags.clone(),
+                version: reloader.version(),
             }),
-            stamp: std::sync::Mutex::new(stamp),
+            reloader,
             tx: watch::Sender::new(1),
+            guard: Mutex::new(None),
         })
     }
 
-    fn stamp_of(sources: &Sources) -> Stamp {
-        let mut out = Vec::new();
-        if let Some(p) = &sources.policy {
-            out.push((p.clone(), file_stamp(p)));
-        }
-        if let Some(dir) = &sources.tags {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-                .map(|rd| {
-                    rd.filter_map(|e| e.ok())
-                        .map(|e| e.path())
-                        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-                        .collect()
-                })
-                .unwrap_or_default();
-            files.sort();
-            out.push((dir.clone(), None));
-            for f in files {
-                let s = file_stamp(&f);
-                out.push((f, s));
-            }
-        }
-        out
+    /// The reloader (status, version, last error).
+    pub fn reloader(&self) -> &Reloader {
+        &self.reloader
     }
 
     /// Whether any file can change (a policy file or a tags directory was given).
     pub fn watches_files(&self) -> bool {
-        self.sources.policy.is_some() || self.sources.tags.is_some()
+        let s = self.reloader.sources();
+        s.policy.is_some() || s.tags.is_some()
     }
 
-    /// Checks the files once; reloads when they changed. Returns `Ok(true)`
-    /// when new inputs are in force, `Ok(false)` when nothing changed, and the
-    /// diagnostics when the changed files do not load (the old inputs stay).
-    pub fn poll_once(&self) -> Result<bool, LoadError> {
-        let now = Self::stamp_of(&self.sources);
-        {
-            let mut old = self.stamp.lock().unwrap_or_else(|p| p.into_inner());
-            if *old == now {
-                return Ok(false);
-            }
-            // Remember the stamp even when the load fails, so a broken file is
-            // reported once, not on every poll.
-            *old = now;
+    /// Starts watching the files (nothing to do for embedded defaults), and a
+    /// thread that hands every load attempt to the proxy. Stops when the
+    /// source is dropped.
+    pub fn watch(self: &Arc<Self>) -> Result<(), String> {
+        if !self.watches_files() {
+            return Ok(());
         }
-        let (policy, tags) = load_inputs(&self.sources)?;
-        let version = self.inputs.load().version + 1;
-        self.inputs.store(Arc::new(PlanInputs {
-            policy,
-            tags,
+        let attempts = self.reloader.subscribe_attempts();
+        let guard = self
+            .reloader
+            .watch()
+            .map_err(|e| format!("cannot watch the policy and tags: {e}"))?;
+        tracing::info!(mode = ?guard.mode(), "watching the policy and tool tags");
+        *self.guard.lock().unwrap_or_else(|p| p.into_inner()) = Some(guard);
+        self.take(); // a change between the first load and the watch
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("toolgate-plan-source".into())
+            .spawn(move || {
+                loop {
+                    match attempts.recv_timeout(Duration::from_millis(250)) {
+                        Ok(LoadAttempt::Loaded(ev)) => {
+                            let Some(src) = weak.upgrade() else { return };
+                            tracing::info!(version = ev.version, "policy or tool tags changed: reloaded");
+                            src.take();
+                        }
+                        Ok(LoadAttempt::Rejected(r)) => {
+                            tracing::error!(
+                                problems = r.error.diagnostics.len(),
+                                "the changed policy or tool tags do not load; keeping the previous ones"
+                            );
+                            for d in &r.error.diagnostics {
+                                tracing::error!("{d}");
+                            }
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                            if weak.strong_count() == 0 {
+                                return;
+                            }
+                        }
+                        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the plan-source thread: {e}"))?;
+        Ok(())
+    }
+
+    /// Takes the reloader's inputs when their version moved.
+    fn take(&self) {
+        let version = self.reloader.version();
+        if version == self.current.load().version {
+            return;
+        }
+        let inputs = self.reloader.inputs();
+        self.current.store(Arc::new(PlanInputs {
+            policy: inputs.policy.clone(),
+            tags: inputs.tags.clone(),
             version,
         }));
         self.tx.send_replace(version);
-        Ok(true)
-    }
-
-    /// Polls every `every` on the current tokio runtime until the source is dropped.
-    pub fn spawn_polling(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
-        let weak = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                let Some(src) = weak.upgrade() else { return };
-                if !src.watches_files() {
-                    return;
-                }
-                let r = tokio::task::spawn_blocking(move || src.poll_once()).await;
-                match r {
-                    Ok(Ok(true)) => tracing::info!("policy or tool tags changed: reloaded"),
-                    Ok(Ok(false)) => {}
-                    Ok(Err(e)) => {
-                        tracing::error!(
-                            problems = e.diagnostics.len(),
-                            "the changed policy or tool tags do not load; keeping the previous ones"
-                        );
-                        for d in &e.diagnostics {
-                            tracing::error!("{d}");
-                        }
-                    }
-                    Err(e) => tracing::error!(error = %e, "policy polling task failed"),
-                }
-            }
-        })
     }
 }
 
-impl PlanSource for PollingPlanSource {
+impl PlanSource for ReloadingPlanSource {
     fn current(&self) -> Arc<PlanInputs> {
-        self.inputs.load_full()
+        self.current.load_full()
     }
     fn subscribe(&self) -> watch::Receiver<u64> {
         self.tx.subscribe()
@@ -221,33 +192,51 @@ impl PlanSource for PollingPlanSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::Sources;
+
+    fn wait_for(mut cond: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !cond() {
+            assert!(std::time::Instant::now() < deadline, "timed out");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 
     #[test]
-    fn polling_source_reloads_on_change_and_keeps_old_inputs_on_error() {
+    fn reloads_through_the_reloader_and_keeps_old_inputs_on_error() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("policy.toml");
         let text = crate::load::DEFAULT_POLICY.1;
         std::fs::write(&p, text).unwrap();
-        let src = PollingPlanSource::load(Sources {
+        let mut o = ReloadOptions::new(Sources {
             policy: Some(p.clone()),
             ..Sources::default()
-        })
-        .unwrap();
+        });
+        o.poll_interval = Some(Duration::from_millis(50));
+        o.debounce = Some(Duration::from_millis(20));
+        o.settle = Some(Duration::from_millis(5));
+        let src = Arc::new(ReloadingPlanSource::new(o).unwrap());
+        src.watch().unwrap();
         let rx = src.subscribe();
-        assert!(!src.poll_once().unwrap());
+        assert_eq!(src.current().version, 1);
         std::fs::write(&p, text.replace("threshold = 0.4 ", "threshold = 0.35 ")).unwrap();
-        assert!(src.poll_once().unwrap());
+        wait_for(|| src.current().version == 2);
         assert_eq!(*rx.borrow(), 2);
-        assert_eq!(src.current().version, 2);
         assert_eq!(src.current().policy.activation.threshold.value, 0.35);
-        // a broken edit is reported once and the previous inputs stay
+        // a broken edit is rejected and the previous inputs stay
         std::fs::write(
             &p,
             text.replace("threshold = 0.4 ", "threshold = \"high\" "),
         )
         .unwrap();
-        assert!(src.poll_once().is_err());
-        assert!(!src.poll_once().unwrap());
+        wait_for(|| src.reloader().status().rejections == 1);
         assert_eq!(src.current().version, 2);
+        assert!(
+            src.reloader()
+                .status()
+                .last_error
+                .unwrap()
+                .contains("policy.toml")
+        );
     }
 }

@@ -313,6 +313,8 @@ pub struct PolicySource {
     pub gate: Option<Sp<serde_json::Value>>,
     /// `[reload]`.
     pub reload: ReloadParams,
+    /// `[discovery]`: tool search and exposure for MCP hosts.
+    pub discovery: crate::parse::discovery::DiscoveryParams,
 }
 
 fn sp_list(v: Option<Vec<(String, Range<usize>)>>) -> Vec<Sp<String>> {
@@ -989,6 +991,8 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         None => ReloadParams::default(),
     };
 
+    let discovery = crate::parse::discovery::read_discovery(root.table("discovery"));
+
     PolicySource {
         file,
         name,
@@ -1005,5 +1009,6 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         examples,
         gate,
         reload,
+        discovery,
     }
 }

@@ -29,6 +29,18 @@ from mcp.client.stdio import stdio_client
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# the seed preset (policies/default.toml), for tests of the seed's context rules
+SEED = str(ROOT / "policies/default.toml")
+
+# the proxy's own tools, listed first
+META = ["toolgate__find_tools", "toolgate__call_tool"]
+
+
+def x(catalog_name: str) -> str:
+    """The exposed (client-safe) name of a catalog name under the default format."""
+    server, _, tool = catalog_name.partition(".")
+    return f"{server}__{tool}"
+
 
 def _path(env: str, default: str) -> Path:
     p = Path(os.environ.get(env, default))

@@ -16,7 +16,9 @@ import pytest
 from mcp import types
 
 from conftest import (
+    META,
     ROOT,
+    SEED,
     VENV,
     VENV1,
     comparable,
@@ -29,6 +31,7 @@ from conftest import (
     tables,
     text_of,
     time_server,
+    x,
 )
 
 pytestmark = pytest.mark.anyio
@@ -52,23 +55,28 @@ async def test_tools_list_is_filtered_and_namespaced(tmp_path, db, repo):
             for t in (await s.list_tools()).tools:
                 offered[f"{prefix}.{t.name}"] = t
     assert len(offered) == 20
+    offered = {x(k): v for k, v in offered.items()}
+    # the seed preset: an empty context activates some tools by its cold-start rule
     async with proxy(tmp_path, "--server", time_server(), "--server", sqlite_server(db),
-                     "--server", git_server(repo)) as p:
+                     "--server", git_server(repo), "--policy", SEED) as p:
         assert p.init.capabilities.tools.list_changed is True
         assert p.gate, "the proxy names its gate in initialize _meta"
         listed = await p.tools()
         names = [t.name for t in listed]
+        assert names[:2] == META, "the proxy's own tools come first"
+        listed = listed[2:]
+        names = names[2:]
         assert names, "an empty context still activates some tools"
         assert set(names) < set(offered), f"{names} must be a strict subset of the 20 offered tools"
         for t in listed:
-            server, _, bare = t.name.partition(".")
+            server, _, bare = t.name.partition("__")
             assert server in {"time", "sqlite", "git"}
             # live description and schema, not the tag file's
             assert t.description == offered[t.name].description
             assert t.input_schema == offered[t.name].input_schema
         # the full catalog is callable even when inactive (seed 000; policy default)
-        assert "sqlite.list_tables" not in names
-        r = await p.call("sqlite.list_tables")
+        assert "sqlite__list_tables" not in names
+        r = await p.call("sqlite__list_tables")
         assert not r.is_error and "users" in text_of(r)
 
 
@@ -76,13 +84,13 @@ async def test_meta_context_changes_the_list_and_notifies(tmp_path, db, repo):
     async with proxy(tmp_path, "--server", time_server(), "--server", sqlite_server(db),
                      "--server", git_server(repo), "--debounce-ms", "20") as p:
         before = await p.names()
-        assert "sqlite.read_query" not in before
+        assert "sqlite__read_query" not in before
         # context through _meta on a request that is not tools/list
         await p.session.send_ping(meta={"toolgate/context": SQL_CONTEXT})
         await p.notes.wait_list_changed(1)
         after = await p.names()
         assert after != before
-        assert "sqlite.read_query" in after and "sqlite.list_tables" in after
+        assert "sqlite__read_query" in after and "sqlite__list_tables" in after
         # context through tools/list's own _meta: the answer already reflects it
         reset = await p.names(context={"reset": True})
         assert reset == before
@@ -114,14 +122,15 @@ async def test_allowed_calls_return_exactly_what_the_server_returns(tmp_path, db
         async with direct(server_bin(VENV1, "mcp-server-sqlite"), "--db-path", str(db)) as s:
             want_bad = await s.call_tool("read_query", {"query": "SELECT nope FROM nowhere"})
         assert comparable(bad) == comparable(want_bad)
-        unknown = await p.call("sqlite.read_querry", query)
-        assert unknown.is_error and "`sqlite.read_query`" in text_of(unknown) and "closest" in text_of(unknown)
+        unknown = await p.call("sqlite__read_querry", query)
+        # the gate's closest names, as the client must call them
+        assert unknown.is_error and "`sqlite__read_query`" in text_of(unknown) and "closest" in text_of(unknown)
     lines = [json.loads(x) for x in audit.read_text().splitlines()]
     assert [(x["tool"], x["decision"], x["outcome"]) for x in lines] == [
         ("sqlite.read_query", "allow", "ok"),
         ("git.git_status", "allow", "ok"),
         ("sqlite.read_query", "allow", lines[2]["outcome"]),
-        ("sqlite.read_querry", "deny", "denied"),
+        ("sqlite__read_querry", "deny", "denied"),
     ]
     # mcp-server-sqlite reports SQL errors as plain text, others set isError
     assert lines[2]["outcome"] in ("ok", "tool_error", "rpc_error")
@@ -192,7 +201,7 @@ async def test_confirm_required_call_goes_through_elicitation(tmp_path, db):
     assert len(seen) == 1
     msg = seen[0].message
     # the form names the tool, the arguments and the gate's reason
-    assert "sqlite.create_table" in msg and "audit_log" in msg and "confirmation" in msg
+    assert "sqlite__create_table" in msg and "audit_log" in msg and "confirmation" in msg
     assert seen[0].requested_schema["properties"]["confirm"]["type"] == "boolean"
     assert "audit_log" in tables(db)
 
@@ -327,12 +336,12 @@ async def test_downstream_list_changed_relists_that_server(tmp_path, db):
         risk_level = "safe"
     """))
     async with proxy(tmp_path, "--server", f"dyn={VENV1 / 'python'} {script}",
-                     "--tags", str(tags), "--debounce-ms", "20") as p:
-        assert "dyn.extra" not in await p.names()
+                     "--tags", str(tags), "--debounce-ms", "20", "--policy", SEED) as p:
+        assert "dyn__extra" not in await p.names()
         r = await p.call("dyn.add_tool")
         assert not r.is_error, text_of(r)
         await p.notes.wait_list_changed(1)
-        assert "dyn.extra" in await p.names()
+        assert "dyn__extra" in await p.names()
         r = await p.call("dyn.extra")
         assert text_of(r) == "extra says hi"
 
@@ -352,14 +361,16 @@ async def test_roots_set_language_and_project_type(tmp_path, db, repo):
     async def list_roots(context):
         return types.ListRootsResult(roots=roots)
 
-    servers = ["--server", time_server(), "--server", sqlite_server(db), "--server", git_server(repo)]
+    # the seed preset's domain rules read the language and the project type
+    servers = ["--server", time_server(), "--server", sqlite_server(db), "--server", git_server(repo),
+               "--policy", SEED]
     # what the same facts give when sent in _meta, on a session without roots
     async with proxy(tmp_path, *servers) as p:
         plain = await p.names()
         want_py = await p.names(context={"active_language": "python", "project_type": "data"})
         want_rust = await p.names(context={"reset": True, "active_language": "rust", "project_type": "cli"})
         want_sql = await p.names(context={"reset": True, "active_language": "sql"})
-    assert want_py != plain and want_rust != want_py and "sqlite.read_query" in want_sql
+    assert want_py != plain and want_rust != want_py and "sqlite__read_query" in want_sql
     async with proxy(tmp_path, *servers, "--debounce-ms", "20", roots=list_roots) as p:
         # the first root without a marker is passed over: a python data project
         with anyio.fail_after(10):
@@ -500,12 +511,15 @@ async def test_inactive_calls_follow_the_policy(tmp_path, db, repo):
     async with proxy(tmp_path, "--server", sqlite_server(db), "--server", git_server(repo),
                      "--policy", str(policy)) as p:
         names = await p.names()
-        assert "sqlite.list_tables" not in names
-        r = await p.call("sqlite.list_tables")
-        assert r.is_error and "not active" in text_of(r)
-        active = names[0]
-        r = await p.call(active, {"repo_path": str(repo)} if active.startswith("git.") else {})
-        assert "not active" not in text_of(r)
+        assert "sqlite__list_tables" not in names
+        r = await p.call("sqlite__list_tables")
+        assert r.is_error and "not listed" in text_of(r)
+        # so is the call-through tool: it takes the same path
+        r = await p.call("toolgate__call_tool", {"name": "sqlite__list_tables"})
+        assert r.is_error and "not listed" in text_of(r)
+        active = names[len(META)]
+        r = await p.call(active, {"repo_path": str(repo)} if active.startswith("git__") else {})
+        assert "not listed" not in text_of(r)
 
 
 async def test_list_changed_is_not_advertised_nor_sent_when_disabled(tmp_path, db, repo):

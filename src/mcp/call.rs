@@ -1,0 +1,540 @@
+//! The `tools/call` path: resolve the name (exposed or catalog), withhold
+//! tools whose definition changed, put the call to the [`CallGate`](super::gate::CallGate)
+//! (confirming through elicitation when it asks), enforce
+//! `allow_inactive_calls`, forward with the policy's time limit and retries,
+//! learn from the call, and audit it. A direct `tools/call` and the
+//! call-through tool (`toolgate__call_tool`) share this one path.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ElicitRequestParams, ElicitationAction,
+    ElicitationSchema, JsonObject,
+};
+use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer, ServiceError};
+use serde_json::{Map, Value, json};
+
+use crate::parse::discovery::DefinitionChange;
+use crate::plan::Plan;
+
+use super::audit::{AuditRecord, Outcome};
+use super::catalog::Catalog;
+use super::downstream::{Downstream, Status};
+use super::gate::Decision;
+use super::proxy::{
+    CALL_CONSISTENCY_WAIT, DEFAULT_TIMEOUT_SECONDS, Proxy, lock, metas, tool_error, unix_now,
+};
+
+/// The policy's per-call limits for `tool`: (timeout, retries), from
+/// `[gate.execution]` with the tool tags' `timeout_seconds` / `max_retries`
+/// overrides (the call gate's `ExecSettings`).
+pub(crate) fn call_limits(plan: &Plan, tool: usize) -> (Duration, u32) {
+    let t = &plan.tools[tool].gate;
+    match plan.gate.as_ref() {
+        Some(g) => {
+            let s = crate::gate::exec::ExecSettings::for_tool(&g.config.execution, Some(t));
+            (s.timeout, s.max_retries)
+        }
+        None => {
+            let secs = t
+                .timeout_seconds
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
+            (Duration::from_secs_f64(secs), t.max_retries.unwrap_or(0))
+        }
+    }
+}
+
+/// Whether the policy lets a registered but inactive tool be called
+/// (`[gate] allow_inactive_calls`, default true as in seed 000).
+pub fn allow_inactive_calls(plan: &Plan) -> bool {
+    plan.gate
+        .as_ref()
+        .map(|g| g.config.allow_inactive_calls)
+        .unwrap_or(true)
+}
+
+pub(crate) struct CallEnd {
+    pub(crate) response: Result<CallToolResponse, McpError>,
+    pub(crate) outcome: Outcome,
+    pub(crate) attempts: u32,
+    pub(crate) detail: Option<String>,
+}
+
+/// What the audit needs to know of a call besides how it ended.
+pub(crate) struct CallFacts {
+    /// Catalog name when resolved, else the name as called.
+    pub tool: String,
+    /// The exposed name when resolved.
+    pub name: Option<String>,
+    pub server: Option<String>,
+    pub decision: &'static str,
+    pub confirmed: Option<bool>,
+}
+
+impl CallFacts {
+    fn new(tool: &str) -> Self {
+        CallFacts {
+            tool: tool.to_string(),
+            name: None,
+            server: None,
+            decision: "none",
+            confirmed: None,
+        }
+    }
+}
+
+/// Rewrites every `` `catalog.name` `` of `text` to `` `exposed_name` ``, so
+/// that what the model reads names tools the way it must call them.
+pub(crate) fn to_exposed(cat: &Catalog, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(a) = rest.find('`') {
+        let Some(b) = rest[a + 1..].find('`') else {
+            break;
+        };
+        let inner = &rest[a + 1..a + 1 + b];
+        out.push_str(&rest[..a + 1]);
+        match cat.plan.tool_index(inner) {
+            Some(i) => out.push_str(cat.exposed(i)),
+            None => out.push_str(inner),
+        }
+        out.push('`');
+        rest = &rest[a + b + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+impl CallEnd {
+    fn refused(outcome: Outcome, text: String) -> Self {
+        CallEnd {
+            response: Ok(tool_error(text.clone())),
+            outcome,
+            attempts: 0,
+            detail: Some(text),
+        }
+    }
+}
+
+impl Proxy {
+    /// Asks the user, through elicitation, to confirm; `Ok(true)` only on
+    /// accept with the box ticked.
+    async fn elicit_confirm(
+        &self,
+        peer: &Peer<RoleServer>,
+        message: String,
+        title: String,
+        reason: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<bool, String> {
+        let schema: ElicitationSchema = serde_json::from_value(json!({
+            "type": "object",
+            "properties": {
+                "confirm": {
+                    "type": "boolean",
+                    "title": title,
+                    "description": reason,
+                    "default": false
+                }
+            },
+            "required": ["confirm"]
+        }))
+        .map_err(|e| format!("internal: confirm form: {e}"))?;
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema: schema,
+        };
+        let r = tokio::select! {
+            r = peer.create_elicitation(params) => r,
+            _ = context.ct.cancelled() => return Err("the request was cancelled".into()),
+        };
+        match r {
+            Ok(res) => Ok(res.action == ElicitationAction::Accept
+                && res
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("confirm"))
+                    .and_then(Value::as_bool)
+                    == Some(true)),
+            Err(e) => Err(format!("the confirmation request failed: {e}")),
+        }
+    }
+
+    async fn confirm(
+        &self,
+        peer: &Peer<RoleServer>,
+        tool: &str,
+        args: &Value,
+        reason: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<bool, String> {
+        let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
+        let message = format!(
+            "toolgate: the agent wants to call `{tool}`.\n\nArguments:\n{pretty}\n\nConfirmation is required: {reason}"
+        );
+        self.elicit_confirm(peer, message, format!("Run {tool}?"), reason, context)
+            .await
+    }
+
+    pub(crate) async fn forward(
+        &self,
+        server: &Arc<Downstream>,
+        tool: &str,
+        bare: &str,
+        args: Value,
+        limits: (Duration, u32),
+        context: &RequestContext<RoleServer>,
+    ) -> CallEnd {
+        let (timeout, retries) = limits;
+        let args: JsonObject = match args {
+            Value::Object(o) => o,
+            Value::Null => Map::new(),
+            other => {
+                return CallEnd {
+                    response: Err(McpError::invalid_params(
+                        format!("tool arguments must be an object, found {other}"),
+                        None,
+                    )),
+                    outcome: Outcome::RpcError,
+                    attempts: 0,
+                    detail: Some("arguments not an object".into()),
+                };
+            }
+        };
+        let mut attempts = 0u32;
+        loop {
+            let peer = match server.status() {
+                Status::Up { peer, .. } => peer,
+                _ => {
+                    let msg = format!("cannot call `{tool}`: {}", server.unavailable_message());
+                    return CallEnd {
+                        response: Ok(tool_error(msg.clone())),
+                        outcome: Outcome::Unavailable,
+                        attempts,
+                        detail: Some(msg),
+                    };
+                }
+            };
+            attempts += 1;
+            let params = CallToolRequestParams::new(bare.to_string()).with_arguments(args.clone());
+            let r = tokio::select! {
+                r = tokio::time::timeout(timeout, peer.call_tool_once(params)) => r,
+                _ = context.ct.cancelled() => {
+                    return CallEnd {
+                        response: Err(McpError::internal_error("the request was cancelled", None)),
+                        outcome: Outcome::Cancelled,
+                        attempts,
+                        detail: None,
+                    };
+                }
+            };
+            let (retryable_msg, outcome) = match r {
+                Ok(Ok(resp)) => {
+                    let outcome = match &resp {
+                        CallToolResponse::Complete(c) if c.is_error == Some(true) => {
+                            Outcome::ToolError
+                        }
+                        _ => Outcome::Ok,
+                    };
+                    return CallEnd {
+                        response: Ok(resp),
+                        outcome,
+                        attempts,
+                        detail: None,
+                    };
+                }
+                Ok(Err(ServiceError::McpError(e))) => {
+                    let detail = Some(e.message.to_string());
+                    return CallEnd {
+                        response: Err(e),
+                        outcome: Outcome::RpcError,
+                        attempts,
+                        detail,
+                    };
+                }
+                Ok(Err(e)) => (
+                    format!(
+                        "server `{}` failed during the call of `{tool}`: {e}",
+                        server.spec.name
+                    ),
+                    Outcome::Unavailable,
+                ),
+                Err(_) => (
+                    format!(
+                        "`{tool}` gave no answer within {:.1} s",
+                        timeout.as_secs_f64()
+                    ),
+                    Outcome::Timeout,
+                ),
+            };
+            if attempts > retries {
+                let msg = if attempts > 1 {
+                    format!("{retryable_msg} (after {attempts} attempts)")
+                } else {
+                    retryable_msg
+                };
+                return CallEnd {
+                    response: Ok(tool_error(msg.clone())),
+                    outcome,
+                    attempts,
+                    detail: Some(msg),
+                };
+            }
+            tracing::info!(tool, attempt = attempts, "retrying: {retryable_msg}");
+            tokio::time::sleep(Duration::from_millis(200) * attempts).await;
+        }
+    }
+
+    /// Handles one call of a downstream tool (a direct `tools/call`, or the
+    /// inner call of the call-through tool).
+    pub(crate) async fn handle_call(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> (CallEnd, CallFacts) {
+        let inner = &self.inner;
+        let called = request.name.to_string();
+        let mut facts = CallFacts::new(&called);
+        // The server, from the name's prefix, for a catalog that is not ready yet.
+        let server = inner
+            .servers
+            .iter()
+            .find(|d| {
+                let exposed_prefix = inner.config.name_format.base_name(&d.spec.name, "");
+                called.starts_with(&format!("{}.", d.spec.name))
+                    || (!exposed_prefix.is_empty()
+                        && inner.config.name_format.template().starts_with("{server}")
+                        && called.starts_with(exposed_prefix.as_str()))
+            })
+            .cloned();
+        facts.server = server.as_ref().map(|s| s.spec.name.clone());
+        let cat = match inner
+            .catalog_for(server.as_ref().map(|s| s.index), CALL_CONSISTENCY_WAIT)
+            .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                let end = CallEnd {
+                    response: Err(e),
+                    outcome: Outcome::Unavailable,
+                    attempts: 0,
+                    detail: Some("no catalog".into()),
+                };
+                return (end, facts);
+            }
+        };
+        if let Err(e) = inner.apply_meta(
+            &metas(context, request.meta.as_ref().map(|m| &m.0.0)),
+            &cat.plan,
+        ) {
+            let detail = Some(e.message.to_string());
+            let end = CallEnd {
+                response: Err(e),
+                outcome: Outcome::RpcError,
+                attempts: 0,
+                detail,
+            };
+            return (end, facts);
+        }
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let route = cat.route(&called).map(|(i, r)| (i, r.clone()));
+        if let Some((i, r)) = &route {
+            facts.tool = cat.catalog_name(*i).to_string();
+            facts.name = Some(cat.exposed(*i).to_string());
+            facts.server = Some(inner.servers[r.server].spec.name.clone());
+        }
+        let tool = facts.tool.clone();
+        let shown = facts.name.clone().unwrap_or_else(|| called.clone());
+        // A server whose tools are not known (never listed, down): say so
+        // rather than "unknown tool".
+        if route.is_none()
+            && let Some(s) = &server
+            && !matches!(s.status(), Status::Up { .. })
+        {
+            let msg = format!("cannot call `{called}`: {}", s.unavailable_message());
+            return (CallEnd::refused(Outcome::Unavailable, msg), facts);
+        }
+        // A changed definition: withheld until confirmed, or never exposed.
+        if let Some((i, _)) = &route
+            && inner.is_withheld(&cat, *i)
+        {
+            let i = *i;
+            let pinned = inner.pins.pin(&tool);
+            let reason = format!(
+                "the definition of `{shown}` (description or inputSchema) changed since it was first seen{}",
+                pinned
+                    .map(|p| format!("; it was: \"{}\"", p.description))
+                    .unwrap_or_default()
+            );
+            facts.decision = cat.discovery.on_definition_change.label();
+            if cat.discovery.on_definition_change == DefinitionChange::Deny {
+                let msg = format!(
+                    "`{shown}` is not available: {reason}, and the policy never exposes a changed tool ([discovery] on_definition_change = \"deny\")"
+                );
+                return (CallEnd::refused(Outcome::Denied, msg), facts);
+            }
+            let peer = &context.peer;
+            if !peer
+                .supported_elicitation_modes()
+                .contains(&ElicitationMode::Form)
+            {
+                let msg = format!(
+                    "`{shown}` is withheld: {reason}. The user must confirm the new definition, and this client cannot ask (no elicitation capability); the call was not made"
+                );
+                return (CallEnd::refused(Outcome::ConfirmationRequired, msg), facts);
+            }
+            let now_desc = cat.tools[i].description.as_deref().unwrap_or_default();
+            let message = format!(
+                "toolgate: the MCP server changed the tool `{shown}` since it was first seen.\n\nDescription now:\n{now_desc}\n\nInput schema now:\n{}\n\nTrust the new definition and let the call go on?",
+                serde_json::to_string_pretty(&*cat.tools[i].input_schema).unwrap_or_default()
+            );
+            let ok = self
+                .elicit_confirm(
+                    peer,
+                    message,
+                    format!("Trust the new {shown}?"),
+                    &reason,
+                    context,
+                )
+                .await;
+            if ok != Ok(true) {
+                facts.confirmed = Some(false);
+                let msg = format!(
+                    "`{shown}` stays withheld: the user did not confirm its new definition ({reason}); the call was not made"
+                );
+                return (CallEnd::refused(Outcome::Declined, msg), facts);
+            }
+            inner.pins.accept(&tool, &cat.hashes[i], now_desc);
+            inner.refresh_withheld(&cat);
+            inner.record(AuditRecord {
+                time: unix_now(),
+                session: inner.session_id.clone(),
+                tool: tool.clone(),
+                name: facts.name.clone(),
+                server: facts.server.clone(),
+                via: None,
+                decision: "ask",
+                confirmed: Some(true),
+                latency_ms: 0.0,
+                outcome: Outcome::DefinitionAccepted,
+                attempts: 0,
+                detail: Some(format!("the user accepted the new definition of `{tool}`")),
+            });
+            inner.dirty.notify_one();
+        }
+        let gate_name = if route.is_some() { &tool } else { &called };
+        let decision = inner.gate.check(&cat.plan, gate_name, &args);
+        facts.decision = decision.label();
+        let (args, confirmed) = match decision {
+            Decision::Deny { message } => {
+                let msg = to_exposed(&cat, &message);
+                return (CallEnd::refused(Outcome::Denied, msg), facts);
+            }
+            Decision::Allow(a) => (a, None),
+            Decision::Ask { reason } => {
+                let reason = to_exposed(&cat, &reason);
+                let peer = &context.peer;
+                if !peer
+                    .supported_elicitation_modes()
+                    .contains(&ElicitationMode::Form)
+                {
+                    let msg = format!(
+                        "`{shown}` needs the user's confirmation ({reason}), and this client cannot ask for it (no elicitation capability); the call was not made"
+                    );
+                    return (CallEnd::refused(Outcome::ConfirmationRequired, msg), facts);
+                }
+                match self.confirm(peer, &shown, &args, &reason, context).await {
+                    Ok(true) => (args, Some(true)),
+                    Ok(false) => {
+                        facts.confirmed = Some(false);
+                        let msg = format!(
+                            "the user declined the call of `{shown}` ({reason}); it was not made"
+                        );
+                        return (CallEnd::refused(Outcome::Declined, msg), facts);
+                    }
+                    Err(e) => {
+                        facts.confirmed = Some(false);
+                        let msg = format!(
+                            "`{shown}` needs the user's confirmation ({reason}) and it could not be obtained: {e}; the call was not made"
+                        );
+                        return (CallEnd::refused(Outcome::Declined, msg), facts);
+                    }
+                }
+            }
+        };
+        facts.confirmed = confirmed;
+        // A gate may allow a name that is not in the catalog; there is nowhere to send it.
+        let Some((idx, route)) = route else {
+            let msg = format!("unknown tool `{called}`");
+            facts.decision = "deny";
+            return (CallEnd::refused(Outcome::Denied, msg), facts);
+        };
+        if !allow_inactive_calls(&cat.plan) {
+            let listed = {
+                let mut st = lock(&inner.state);
+                inner.listed(&mut st, &cat).contains(&idx)
+            };
+            if !listed {
+                let msg = format!(
+                    "`{shown}` is registered but not listed in this session, and the policy forbids calling tools that are not ([gate] allow_inactive_calls = false); find it with the search tool first"
+                );
+                facts.decision = "deny";
+                return (CallEnd::refused(Outcome::Inactive, msg), facts);
+            }
+        }
+        let ds = inner.servers[route.server].clone();
+        let limits = call_limits(&cat.plan, idx);
+        let learn = cat.discovery.intent_from_calls.then(|| {
+            cat.plan
+                .analyzer
+                .extract(&super::session::argument_text(&args))
+        });
+        let end = self
+            .forward(&ds, &shown, &route.name, args, limits, context)
+            .await;
+        if end.attempts > 0 {
+            let mut st = lock(&inner.state);
+            let now = inner.now();
+            let window = cat.plan.recent_calls_window;
+            st.record_call(&tool, now, window);
+            if let Some(k) = learn {
+                st.call_keywords = k;
+            }
+            drop(st);
+            inner.dirty.notify_one();
+        }
+        (end, facts)
+    }
+
+    /// Handles one call and writes its audit record; `via` names the
+    /// call-through tool when the call came through it.
+    pub(crate) async fn call_and_audit(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        via: Option<&str>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arrived = unix_now();
+        let t0 = Instant::now();
+        let (end, facts) = self.handle_call(request, context).await;
+        self.inner.record(AuditRecord {
+            time: arrived,
+            session: self.inner.session_id.clone(),
+            tool: facts.tool,
+            name: facts.name,
+            server: facts.server,
+            via: via.map(String::from),
+            decision: facts.decision,
+            confirmed: facts.confirmed,
+            latency_ms: t0.elapsed().as_secs_f64() * 1e3,
+            outcome: end.outcome,
+            attempts: end.attempts,
+            detail: end.detail,
+        });
+        end.response
+    }
+}

@@ -1,0 +1,308 @@
+//! Tool definition pinning: detect a downstream tool whose definition changes
+//! after it was first seen (the "rug pull" that MCP security scanners check
+//! for: a server that advertises a harmless description, is approved, and
+//! later swaps in one that instructs the model otherwise).
+//!
+//! The first time the proxy lists a tool it records a SHA-256 of its
+//! definition — the description and the `inputSchema`, as canonical JSON
+//! (object keys sorted) — under the tool's catalog name (`server.tool`). The
+//! pins live in a JSON file (by default next to the audit file, see
+//! [`crate::mcp::ProxyConfig::pins`]), so a change is caught across restarts
+//! too; without a file they live as long as the proxy:
+//!
+//! ```json
+//! {"version": 1, "tools": {"sqlite.read_query": {"sha256": "9f2c…", "pinned_at": 1764412345.1,
+//!   "description": "Execute a SELECT query on the SQLite database"}}}
+//! ```
+//!
+//! A later listing with another hash is a *change*; the policy's
+//! `[discovery] on_definition_change` decides what it means (withhold until
+//! confirmed, never expose, or accept), and the proxy audits it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// One pinned definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pin {
+    /// SHA-256 of the definition (hex).
+    pub sha256: String,
+    /// Unix time the definition was pinned, seconds.
+    pub pinned_at: f64,
+    /// The description pinned (for people reading the file).
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct PinFile {
+    version: u32,
+    tools: BTreeMap<String, Pin>,
+}
+
+/// What one listing of a tool means against the pins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observation {
+    /// First seen: pinned now.
+    New,
+    /// The pinned definition.
+    Same,
+    /// Another definition than the pinned one, seen for the first time
+    /// (the caller audits it and applies the policy's action).
+    Changed {
+        /// The pinned hash.
+        pinned: String,
+    },
+    /// The same changed definition as already reported.
+    StillChanged,
+}
+
+/// The pins of one proxy (see the module docs).
+#[derive(Debug)]
+pub struct PinStore {
+    path: Option<PathBuf>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    file: PinFile,
+    /// Catalog name → the changed hash already reported.
+    reported: BTreeMap<String, String>,
+}
+
+/// Canonical JSON: object keys sorted at every level, no spaces.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// SHA-256 (hex) of a tool definition: canonical JSON of
+/// `{"description": ..., "inputSchema": ...}` (a missing description is `""`).
+pub fn definition_hash(description: &str, input_schema: &Value) -> String {
+    let mut text = String::new();
+    canonical(
+        &serde_json::json!({"description": description, "inputSchema": input_schema}),
+        &mut text,
+    );
+    let digest = Sha256::digest(text.as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl PinStore {
+    /// Pins kept in memory only.
+    pub fn in_memory() -> Self {
+        PinStore {
+            path: None,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Pins kept in `path`: read when it exists (errors: unreadable, or not
+    /// a pin file), created on the first pin.
+    pub fn open(path: &Path) -> Result<Self, String> {
+        let file = match std::fs::read_to_string(path) {
+            Ok(text) => serde_json::from_str::<PinFile>(&text).map_err(|e| {
+                format!(
+                    "{} is not a toolgate pin file: {e} (move it away to start afresh)",
+                    path.display()
+                )
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => PinFile {
+                version: 1,
+                tools: BTreeMap::new(),
+            },
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        };
+        Ok(PinStore {
+            path: Some(path.to_path_buf()),
+            state: Mutex::new(State {
+                file,
+                reported: BTreeMap::new(),
+            }),
+        })
+    }
+
+    /// The file the pins are kept in, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Compares a listed definition with the pin of `name`, pinning it when
+    /// the tool is new.
+    pub fn observe(&self, name: &str, hash: &str, description: &str) -> Observation {
+        let mut st = self.lock();
+        match st.file.tools.get(name) {
+            None => {
+                st.file.tools.insert(
+                    name.to_string(),
+                    Pin {
+                        sha256: hash.to_string(),
+                        pinned_at: unix_now(),
+                        description: description.to_string(),
+                    },
+                );
+                st.reported.remove(name);
+                self.save(&st);
+                Observation::New
+            }
+            Some(p) if p.sha256 == hash => {
+                st.reported.remove(name);
+                Observation::Same
+            }
+            Some(p) => {
+                let pinned = p.sha256.clone();
+                if st.reported.get(name).map(String::as_str) == Some(hash) {
+                    Observation::StillChanged
+                } else {
+                    st.reported.insert(name.to_string(), hash.to_string());
+                    Observation::Changed { pinned }
+                }
+            }
+        }
+    }
+
+    /// Whether `hash` is the pinned definition of `name` (an unknown tool is
+    /// not trusted: it has not been observed yet).
+    pub fn trusted(&self, name: &str, hash: &str) -> bool {
+        self.lock()
+            .file
+            .tools
+            .get(name)
+            .is_some_and(|p| p.sha256 == hash)
+    }
+
+    /// The pin of `name`.
+    pub fn pin(&self, name: &str) -> Option<Pin> {
+        self.lock().file.tools.get(name).cloned()
+    }
+
+    /// Accepts a new definition of `name` (the user confirmed it, or the
+    /// policy allows changes): it becomes the pin.
+    pub fn accept(&self, name: &str, hash: &str, description: &str) {
+        let mut st = self.lock();
+        st.file.tools.insert(
+            name.to_string(),
+            Pin {
+                sha256: hash.to_string(),
+                pinned_at: unix_now(),
+                description: description.to_string(),
+            },
+        );
+        st.reported.remove(name);
+        self.save(&st);
+    }
+
+    /// Writes the file (temporary file, then rename); failures are logged.
+    fn save(&self, st: &State) {
+        let Some(path) = &self.path else { return };
+        let text = match serde_json::to_string_pretty(&st.file) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(error = %e, "pins not serialisable");
+                return;
+            }
+        };
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let r = std::fs::write(&tmp, text + "\n").and_then(|_| std::fs::rename(&tmp, path));
+        if let Err(e) = r {
+            tracing::error!(error = %e, path = %path.display(), "cannot write the pin file");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn hash_ignores_key_order_but_not_content() {
+        let a = json!({"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}});
+        let b: Value = serde_json::from_str(
+            r#"{"properties": {"n": {"type": "integer"}, "q": {"type": "string"}}, "type": "object"}"#,
+        )
+        .unwrap();
+        assert_eq!(definition_hash("d", &a), definition_hash("d", &b));
+        assert_ne!(definition_hash("d", &a), definition_hash("d2", &a));
+        let c = json!({"type": "object", "properties": {"q": {"type": "number"}}});
+        assert_ne!(definition_hash("d", &a), definition_hash("d", &c));
+        assert_eq!(definition_hash("d", &a).len(), 64);
+    }
+
+    #[test]
+    fn observes_pins_changes_and_persists() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("pins.json");
+        let s = PinStore::open(&p).unwrap();
+        assert_eq!(s.observe("a.t", "h1", "first"), Observation::New);
+        assert_eq!(s.observe("a.t", "h1", "first"), Observation::Same);
+        assert!(s.trusted("a.t", "h1"));
+        assert_eq!(
+            s.observe("a.t", "h2", "second"),
+            Observation::Changed {
+                pinned: "h1".into()
+            }
+        );
+        assert_eq!(s.observe("a.t", "h2", "second"), Observation::StillChanged);
+        assert!(!s.trusted("a.t", "h2"));
+        // a restart keeps the pin and sees the change again
+        let s2 = PinStore::open(&p).unwrap();
+        assert!(s2.trusted("a.t", "h1"));
+        assert!(matches!(
+            s2.observe("a.t", "h2", "second"),
+            Observation::Changed { .. }
+        ));
+        s2.accept("a.t", "h2", "second");
+        assert!(PinStore::open(&p).unwrap().trusted("a.t", "h2"));
+        std::fs::write(&p, "not json").unwrap();
+        assert!(
+            PinStore::open(&p)
+                .unwrap_err()
+                .contains("not a toolgate pin file")
+        );
+    }
+}
