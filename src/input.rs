@@ -488,9 +488,11 @@ mod tests {
             ),
             "{e}"
         );
-        let e = err(r#"{"tools": [{"name": "a", "risk_level": "hihg"}]}"#);
+        let e = err(r#"{"tools": [{"name": "a", "risk_level": "dangerus"}]}"#);
         assert!(
-            e.contains("`tools[0].risk_level`: unknown value `hihg` (did you mean `high`?)"),
+            e.contains(
+                "`tools[0].risk_level`: unknown value `dangerus` (did you mean `dangerous`?)"
+            ),
             "{e}"
         );
         let e = err(r#"{"tools": [{"description": "a"}]}"#);

@@ -229,7 +229,13 @@ fn bad_input_is_exit_3_with_a_clear_message() {
         Some("{\"context\": {\"conversation_stage\": 3}}"),
     );
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("line 1"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "error: -:1:36: `context.conversation_stage` must be a string, found the number 3"
+        ),
+        "{}",
+        stderr(&o)
+    );
     let o = toolgate(
         &["eval", "--input", "-"],
         Some("{\"context\": {\"conversation_stage\": \"debuging\"}}"),

@@ -408,7 +408,7 @@ mod tests {
             millis(std::time::Duration::from_millis(1500)).to_string(),
             "1500"
         );
-        let log = "{\"time\":\"t\",\"event\":\"verdict\",\"call_id\":\"a\",\"tool\":\"x\",\"decision\":\"allow\",\"rule_ids\":[],\"args_digest\":\"d\",\"latency_ms\":0.045485000000000005,\"outcome\":\"allowed\"}\n";
+        let log = "{\"time\":\"t\",\"event\":\"verdict\",\"call_id\":\"a\",\"tool\":\"x\",\"decision\":\"allow\",\"rule_ids\":[],\"args_digest\":\"d\",\"args_preview\":\"{}\",\"latency_ms\":0.045485000000000005,\"outcome\":\"allowed\"}\n";
         let s = summarize(log.as_bytes()).unwrap();
         assert_eq!(s.total_calls, 1);
         assert_eq!(serde_json::json!(s.latency_p50_ms).to_string(), "0.045485");
