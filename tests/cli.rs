@@ -187,6 +187,16 @@ fn eval_text_lists_active_tools_first() {
         "the Chinese database request must activate sqlite.read_query:\n{out}"
     );
     assert!(out.contains("数据 据库"), "{out}");
+    // Ranked before the cut to max_count = 10: the real word 用户 is kept,
+    // the pairs across word boundaries (下数 across 一下|数据库, 库中) go.
+    let terms = out
+        .lines()
+        .find_map(|l| l.strip_prefix("intent terms: "))
+        .unwrap();
+    let terms: Vec<&str> = terms.split(' ').collect();
+    assert_eq!(terms.len(), 10, "{terms:?}");
+    assert!(terms.contains(&"用户"), "{terms:?}");
+    assert!(!terms.contains(&"下数") && !terms.contains(&"库中"), "{terms:?}");
 }
 
 #[test]

@@ -183,6 +183,59 @@ fn fit_writes_a_policy_that_loads() {
     assert_eq!(fitted.lines().count(), original.lines().count());
 }
 
+/// Two policies with one name (a copy with one weight changed): the columns
+/// are labelled by file, aligned however long the labels and tool names, and
+/// the p-value reads as people write it.
+#[test]
+fn compare_labels_columns_by_file_and_aligns_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp
+        .path()
+        .join("a-rather-long-folder-name-for-the-copy-of-the-default-policy.toml");
+    let text = std::fs::read_to_string("policies/default.toml")
+        .unwrap()
+        .replace("\nw_stage = 0.20", "\nw_stage = 0.05");
+    std::fs::write(&copy, text).unwrap();
+    let c = copy.display().to_string();
+    let out = ok(&[
+        "compare",
+        "--policy-a",
+        "policies/default.toml",
+        "--policy-b",
+        &c,
+        "--trace",
+        "examples/sessions.jsonl",
+    ]);
+    let header = out.lines().nth(2).unwrap();
+    assert!(
+        header.contains("A: policies/default.toml") && header.ends_with(&format!("B: {c}")),
+        "{out}"
+    );
+    assert!(out.contains("McNemar exact p = 0.004 "), "{out}");
+    // The Wald interval (-104.6 unclipped) stays within what a share can do.
+    assert!(out.contains("[95% CI -100.0, -59.0]"), "{out}");
+    // Every row of the table ends in the same column.
+    let rows: Vec<&str> = out
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.trim_end().ends_with(':'))
+        .collect();
+    assert!(rows.len() > 10, "{out}");
+    let w = rows[0].chars().count();
+    assert!(rows.iter().all(|r| r.chars().count() == w), "{out}");
+    // The discordant calls: `active in` in one column.
+    let cols: Vec<usize> = out
+        .lines()
+        .filter(|l| l.starts_with("  line "))
+        .map(|l| l.find("active in").unwrap())
+        .collect();
+    assert!(
+        cols.len() > 2 && cols.iter().all(|&x| x == cols[0]),
+        "{out}"
+    );
+}
+
 /// The README's fit on the shipped sample trace: the default policy's
 /// examples fail under the fitted weights, so nothing is written unless they
 /// are dropped; three sessions are too few to hold any out.

@@ -59,3 +59,15 @@ pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::duration;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(duration(0.045485000000000005), "0.045 ms");
+        assert_eq!(duration(12.34), "12.3 ms");
+        assert_eq!(duration(2500.0), "2.50 s");
+    }
+}

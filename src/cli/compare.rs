@@ -236,3 +236,17 @@ fn print_text(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::p_value;
+
+    #[test]
+    fn p_values_read_as_people_write_them() {
+        assert_eq!(p_value(0.00390625), "= 0.004");
+        assert_eq!(p_value(0.0004), "< 0.001");
+        assert_eq!(p_value(1.0), "= 1.00");
+        assert_eq!(p_value(0.0625), "= 0.06");
+        assert_eq!(p_value(f64::NAN), "-");
+    }
+}

@@ -364,3 +364,16 @@ fn or_none<S: AsRef<str>>(items: &[S], sep: &str) -> String {
             .join(sep)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::fixed;
+
+    #[test]
+    fn no_negative_zero() {
+        assert_eq!(fixed(-0.0, 4), "0.0000");
+        assert_eq!(fixed(-0.00001, 4), "0.0000");
+        assert_eq!(fixed(-0.05, 4), "-0.0500");
+        assert_eq!(fixed(0.28466, 4), "0.2847");
+    }
+}
