@@ -16,8 +16,8 @@
 //!   compared the same way.
 //!
 //! The blocks run in README order, in one scratch folder holding copies of
-//! `examples/`, `policies/` and `tool-tags/` (so `my-policy.toml` made by one
-//! block is there for the next) with `../shared` linked beside it as in CI;
+//! `examples/`, `policies/`, `tool-tags/` and `tests/data/` (what a clone
+//! has; `my-policy.toml` made by one block is there for the next);
 //! `toolgate` and `cargo run --release --` both run the binary under test.
 
 use std::path::{Path, PathBuf};
@@ -110,13 +110,8 @@ impl Runner {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let work = scratch.join("work");
         std::fs::create_dir_all(&work).unwrap();
-        for d in ["examples", "policies", "tool-tags"] {
+        for d in ["examples", "policies", "tool-tags", "tests/data"] {
             copy_dir(&root.join(d), &work.join(d));
-        }
-        let shared = root.join("../shared");
-        if shared.exists() {
-            std::os::unix::fs::symlink(shared.canonicalize().unwrap(), scratch.join("shared"))
-                .unwrap();
         }
         let bin = scratch.join("bin");
         std::fs::create_dir_all(&bin).unwrap();
