@@ -13,7 +13,7 @@ the call-through tool adds to a direct call through the proxy. It also times
     cargo build --release
     .venv/bin/python benches/mcp_call_latency.py [--calls 2000] [--bin target/release/toolgate]
 
-Needs the `.venv` that .ci/run creates.
+Needs the `.venv` that scripts/test creates.
 """
 
 from __future__ import annotations

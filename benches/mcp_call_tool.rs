@@ -1,6 +1,6 @@
 //! Latency of a `tools/call` through the real proxy binary, end to end over
 //! stdio, with a real downstream server (`mcp-server-time` from `.venv`,
-//! which `.ci/run` installs): an rmcp client calls `get_current_time`
+//! which `scripts/test` installs): an rmcp client calls `get_current_time`
 //!
 //! * `direct`: on the server itself, no proxy;
 //! * `proxy_tools_call`: through `toolgate mcp-proxy`, as `time__get_current_time`;
@@ -35,7 +35,7 @@ fn bench(c: &mut Criterion) {
     let server = root.join(".venv/bin/mcp-server-time");
     if !server.exists() {
         eprintln!(
-            "SKIPPED: {} is missing (run .ci/run); no call-latency figures",
+            "SKIPPED: {} is missing (run scripts/test); no call-latency figures",
             server.display()
         );
         return;

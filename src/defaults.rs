@@ -5,6 +5,13 @@
 //! configuration is the `[gate]` of [`DEFAULT_POLICY`]: a policy that
 //! leaves a `[gate]` key out gets its shipped value.
 
+/// The name a loaded embedded file goes by (in `check`, in diagnostics):
+/// its path in the repository followed by ` (embedded)`, so nobody takes it
+/// for a file of the current folder.
+pub fn embedded_name(path: &str) -> String {
+    format!("{path} (embedded)")
+}
+
 /// The shipped default policy (`policies/default.toml`), embedded.
 pub const DEFAULT_POLICY: (&str, &str) = (
     "policies/default.toml",

@@ -73,35 +73,74 @@ pub struct EvalInput {
 }
 
 impl EvalInput {
-    /// Parses an input from JSON text; errors carry line and column.
+    /// Parses an input from JSON text. An error names the place once, as
+    /// `line L, column C: ` followed by the JSON path of the bad value, the
+    /// JSON type expected there and what was found, or an unknown key with a
+    /// did-you-mean (see [`InputError`]).
     pub fn parse(text: &str) -> Result<Self, String> {
-        let at = |e: serde_json::Error| {
-            format!(
-                "invalid input JSON at line {}, column {}: {e}",
-                e.line(),
-                e.column()
-            )
-        };
-        let v: serde_json::Value = serde_json::from_str(text).map_err(at)?;
-        if !v.is_object() {
-            return Self::from_json(&v);
+        Self::parse_text(text).map_err(|e| e.to_string())
+    }
+
+    /// [`EvalInput::parse`] for a named file: errors read
+    /// `NAME:LINE:COLUMN: message`, as policy errors do.
+    pub fn parse_file(name: &str, text: &str) -> Result<Self, String> {
+        Self::parse_text(text).map_err(|e| e.in_file(name))
+    }
+
+    /// [`EvalInput::parse`] with the error as a value.
+    pub fn parse_text(text: &str) -> Result<Self, InputError> {
+        if text.trim().is_empty() {
+            return Err(InputError {
+                line: 1,
+                column: 1,
+                message: format!("the input is empty; expected a JSON object ({KEYS_HINT})"),
+            });
         }
-        let input: EvalInput = serde_json::from_str(text).map_err(at)?;
-        for t in input.tools.iter().flatten() {
-            t.check()?;
+        // Syntax first: a syntax error has no JSON path.
+        let v: serde_json::Value = serde_json::from_str(text).map_err(syntax_error)?;
+        if !v.is_object() {
+            return Err(InputError {
+                line: 1,
+                column: 1,
+                message: format!(
+                    "the input must be a JSON object ({KEYS_HINT}), found {}",
+                    json_type(&v)
+                ),
+            });
+        }
+        let mut de = serde_json::Deserializer::from_str(text);
+        let input: EvalInput = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let (line, column) = (e.inner().line(), e.inner().column());
+            InputError {
+                line,
+                column,
+                message: describe(e.path(), &strip_location(e.inner())),
+            }
+        })?;
+        for (i, t) in input.tools.iter().flatten().enumerate() {
+            t.check().map_err(|m| InputError {
+                line: 0,
+                column: 0,
+                message: format!("tools[{i}]: {m}"),
+            })?;
         }
         Ok(input)
     }
 
-    /// Parses an input from a JSON value.
+    /// Parses an input from a JSON value (a policy example, a seed-vector
+    /// line). Errors name the JSON path of the bad value (there is no text
+    /// location to give).
     pub fn from_json(v: &serde_json::Value) -> Result<Self, String> {
         if !v.is_object() {
-            return Err("the input must be a JSON object with the optional keys context, message, usage, tools and now".into());
+            return Err(format!(
+                "the input must be a JSON object ({KEYS_HINT}), found {}",
+                json_type(v)
+            ));
         }
-        let input: EvalInput =
-            serde_json::from_value(v.clone()).map_err(|e| format!("invalid input: {e}"))?;
-        for t in input.tools.iter().flatten() {
-            t.check()?;
+        let input: EvalInput = serde_path_to_error::deserialize(v)
+            .map_err(|e| describe(e.path(), &e.inner().to_string()))?;
+        for (i, t) in input.tools.iter().flatten().enumerate() {
+            t.check().map_err(|m| format!("tools[{i}]: {m}"))?;
         }
         Ok(input)
     }
@@ -172,5 +211,331 @@ impl EvalInput {
             usage.usage_frequency.insert(k.clone(), v);
         }
         Ok((ctx, usage, self.now))
+    }
+}
+
+/// What a valid input may hold, for messages.
+const KEYS_HINT: &str = "optional keys: context, message, usage, tools, now";
+
+/// An invalid input: where, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    /// 1-based line of the problem in the input text (0 when unknown).
+    pub line: usize,
+    /// 1-based column (0 when unknown).
+    pub column: usize,
+    /// The JSON path of the bad value (`context.session_duration_seconds`,
+    /// `tools[0].name`) and what is wrong with it, or the syntax error.
+    pub message: String,
+}
+
+impl InputError {
+    /// The error located in file `name`: `name:line:column: message`.
+    pub fn in_file(&self, name: &str) -> String {
+        if self.line == 0 {
+            format!("{name}: {}", self.message)
+        } else {
+            format!("{name}:{}:{}: {}", self.line, self.column, self.message)
+        }
+    }
+}
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.line == 0 {
+            f.write_str(&self.message)
+        } else {
+            write!(
+                f,
+                "line {}, column {}: {}",
+                self.line, self.column, self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// A JSON syntax error, its location given once.
+fn syntax_error(e: serde_json::Error) -> InputError {
+    let msg = strip_location(&e);
+    let message = match msg.strip_prefix("EOF while parsing ") {
+        Some(what) => format!("the input ends inside {what} (is it cut short?)"),
+        None => format!("invalid JSON: {msg}"),
+    };
+    InputError {
+        line: e.line(),
+        column: e.column(),
+        message,
+    }
+}
+
+/// serde_json's message without its trailing ` at line L column C`.
+fn strip_location(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    s.strip_suffix(&suffix).unwrap_or(&s).to_string()
+}
+
+/// The JSON type of a value, as messages name it.
+fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// A JSON path as messages write it: `context.active_files[2]`,
+/// `usage.call_counts[`sqlite.read_query`]` (keys that are not plain
+/// identifiers in brackets, as [`EvalInput::resolve`] writes them).
+pub fn path_text(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in path.iter() {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                let plain =
+                    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                if plain {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(key);
+                } else {
+                    out.push_str(&format!("[`{key}`]"));
+                }
+            }
+            Segment::Unknown => out.push_str(".?"),
+        }
+    }
+    out
+}
+
+/// serde's wording of a type (`f64`, `a sequence`, `struct X`) in JSON's terms.
+fn json_expected(exp: &str) -> String {
+    let exp = exp.trim();
+    match exp {
+        "f32" | "f64" => "a number".into(),
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => "a whole number >= 0".into(),
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" | "an integer" => "a whole number".into(),
+        "a string" | "a borrowed string" | "a character" | "a char" => "a string".into(),
+        "a sequence" => "an array".into(),
+        "a map" => "an object".into(),
+        "a boolean" => "true or false".into(),
+        _ if exp.starts_with("struct ") || exp.starts_with("a map") => "an object".into(),
+        _ if exp.starts_with("a sequence") || exp.starts_with("a tuple") => "an array".into(),
+        _ => exp.to_string(),
+    }
+}
+
+/// serde's wording of a found value (`string "x"`, `integer `3``) in JSON's terms.
+fn json_found(unexp: &str) -> String {
+    let u = unexp.trim();
+    let ticked = |prefix: &str| {
+        u.strip_prefix(prefix)
+            .map(|rest| rest.trim().trim_matches('`').to_string())
+    };
+    if let Some(s) = u.strip_prefix("string ") {
+        format!("the string {s}")
+    } else if let Some(n) = ticked("integer ").or_else(|| ticked("floating point ")) {
+        format!("the number {n}")
+    } else if let Some(b) = ticked("boolean ") {
+        b
+    } else {
+        match u {
+            "unit value" | "null" => "null".into(),
+            "sequence" => "an array".into(),
+            "map" => "an object".into(),
+            _ => u.to_string(),
+        }
+    }
+}
+
+/// The backticked names of serde's `expected one of `a`, `b`` list.
+fn expected_names(rest: &str) -> Vec<String> {
+    rest.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// A deserialization error at `path` rewritten for people (and models): the
+/// JSON path of the bad value, what JSON type is expected there, what was
+/// found, and a did-you-mean for an unknown key or value.
+fn describe(path: &serde_path_to_error::Path, msg: &str) -> String {
+    let full = path_text(path);
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        // The path ends with the unknown key itself.
+        let (key, rest) = rest.split_once('`').unwrap_or((rest, ""));
+        let known = expected_names(rest);
+        let parent = full
+            .strip_suffix(key)
+            .map(|p| p.trim_end_matches('.'))
+            .unwrap_or("");
+        let where_ = if parent.is_empty() {
+            "at the top level of the input".to_string()
+        } else {
+            format!("in `{parent}`")
+        };
+        let hint = crate::diag::did_you_mean(key, known.iter().map(String::as_str))
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        return format!(
+            "unknown key `{key}` {where_}{hint}; known keys here: {}",
+            known.join(", ")
+        );
+    }
+    let at = if full.is_empty() {
+        "the input".to_string()
+    } else {
+        format!("`{full}`")
+    };
+    if let Some(rest) = msg.strip_prefix("invalid type: ")
+        && let Some((found, exp)) = rest.rsplit_once(", expected ")
+    {
+        return format!(
+            "{at} must be {}, found {}",
+            json_expected(exp),
+            json_found(found)
+        );
+    }
+    if let Some(rest) = msg.strip_prefix("unknown variant `") {
+        let (got, rest) = rest.split_once('`').unwrap_or((rest, ""));
+        let known = expected_names(rest);
+        let hint = crate::diag::did_you_mean(got, known.iter().map(String::as_str))
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        return format!(
+            "{at}: unknown value `{got}`{hint}; expected one of: {}",
+            known.join(", ")
+        );
+    }
+    if let Some(rest) = msg.strip_prefix("invalid value: ")
+        && let Some((found, exp)) = rest.rsplit_once(", expected ")
+    {
+        return format!("{at} must be {exp}, found {}", json_found(found));
+    }
+    if let Some(rest) = msg.strip_prefix("missing field `") {
+        let key = rest.trim_end_matches('`');
+        return format!("{at} lacks the required key `{key}`");
+    }
+    format!("{at}: {msg}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        EvalInput::parse_file("in.json", text).unwrap_err()
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_path_the_json_type_and_the_place_once() {
+        let e = err("{\"context\": {\n  \"session_duration_seconds\": \"seven minutes\"}}");
+        assert_eq!(
+            e,
+            "in.json:2:45: `context.session_duration_seconds` must be a number, found the string \"seven minutes\""
+        );
+        assert_eq!(
+            e.matches("line").count() + e.matches(":2:").count(),
+            1,
+            "{e}"
+        );
+        let e = err(r#"{"context": {"recent_tool_calls": ["a", 3]}}"#);
+        assert!(
+            e.ends_with("`context.recent_tool_calls[1]` must be a string, found the number 3"),
+            "{e}"
+        );
+        let e = err(r#"{"usage": {"call_counts": {"sqlite.read_query": true}}}"#);
+        assert!(
+            e.ends_with("`usage.call_counts[`sqlite.read_query`]` must be a number, found true"),
+            "{e}"
+        );
+        let e = err(r#"{"tools": {"name": "x"}}"#);
+        assert!(
+            e.ends_with("`tools` must be an array, found an object"),
+            "{e}"
+        );
+        let e = err(r#"{"message": null, "context": null}"#);
+        assert!(
+            e.ends_with("`context` must be an object, found null"),
+            "{e}"
+        );
+        assert!(!e.contains("f64") && !e.contains("struct"), "{e}");
+    }
+
+    #[test]
+    fn unknown_keys_get_a_did_you_mean() {
+        let e = err(r#"{"contxt": {}}"#);
+        assert!(
+            e.contains(
+                "unknown key `contxt` at the top level of the input (did you mean `context`?)"
+            ),
+            "{e}"
+        );
+        assert!(e.starts_with("in.json:1:"), "{e}");
+        let e = err(r#"{"context": {"conversation_stag": "x"}}"#);
+        assert!(
+            e.contains(
+                "unknown key `conversation_stag` in `context` (did you mean `conversation_stage`?)"
+            ),
+            "{e}"
+        );
+        let e = err(r#"{"tools": [{"name": "a", "risk_level": "dangerus"}]}"#);
+        assert!(
+            e.contains(
+                "`tools[0].risk_level`: unknown value `dangerus` (did you mean `dangerous`?)"
+            ),
+            "{e}"
+        );
+        let e = err(r#"{"tools": [{"description": "a"}]}"#);
+        assert!(
+            e.contains("`tools[0]` lacks the required key `name`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn empty_cut_short_and_not_an_object() {
+        assert_eq!(
+            err("  \n"),
+            format!("in.json:1:1: the input is empty; expected a JSON object ({KEYS_HINT})")
+        );
+        let e = err("{\"context\": {");
+        assert!(e.starts_with("in.json:1:"), "{e}");
+        assert!(e.contains("the input ends inside an object"), "{e}");
+        assert!(!e.contains("EOF") && !e.contains(" at line "), "{e}");
+        let e = err("[1, 2]");
+        assert!(
+            e.contains("must be a JSON object") && e.ends_with("found an array"),
+            "{e}"
+        );
+        let e = err("{\"now\": 1,}");
+        assert!(
+            e.starts_with("in.json:1:") && e.contains("invalid JSON: trailing comma"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn values_name_the_path_too() {
+        let v = serde_json::json!({"usage": {"seconds_since_last_call": {"t": "soon"}}});
+        let e = EvalInput::from_json(&v).unwrap_err();
+        assert_eq!(
+            e,
+            "`usage.seconds_since_last_call.t` must be a number, found the string \"soon\""
+        );
+        let e = EvalInput::parse(r#"{"now": "x"}"#).unwrap_err();
+        assert_eq!(
+            e,
+            "line 1, column 11: `now` must be a number, found the string \"x\""
+        );
     }
 }

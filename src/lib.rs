@@ -77,6 +77,12 @@ pub mod reload;
 pub mod replay;
 pub mod text;
 
+/// The README's Rust examples, compiled and run as doc tests (its shell
+/// examples are run by `tests/readme.rs`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use context::{Session, SessionContext, UsageStats};
 pub use diag::{Diagnostic, ErrorKind, LoadError};
 pub use eval::{Activation, ActivationDiff, Reason, TermExplanation, ToolScore};

@@ -24,11 +24,18 @@ pub struct Sources {
     pub tools: Vec<PathBuf>,
 }
 
+/// An embedded file (`(path, text)`, as [`DEFAULT_POLICY`]) as a source
+/// named `PATH (embedded)`, so messages never pass it off as a file of the
+/// current folder.
+pub fn embedded_source((path, text): (&str, &str)) -> std::sync::Arc<SourceFile> {
+    SourceFile::new(crate::defaults::embedded_name(path), text)
+}
+
 /// Reads the policy named by `sources` (or the default).
 pub fn load_policy(path: Option<&Path>) -> Result<PolicySource, LoadError> {
     let file = match path {
         Some(p) => read_source(p)?,
-        None => SourceFile::new(DEFAULT_POLICY.0, DEFAULT_POLICY.1),
+        None => embedded_source(DEFAULT_POLICY),
     };
     parse_policy(file)
 }
@@ -44,7 +51,7 @@ pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
         },
         None => {
             for (name, text) in DEFAULT_TAGS {
-                match parse_tag_file(SourceFile::new(*name, *text)) {
+                match parse_tag_file(embedded_source((name, text))) {
                     Ok(t) => tools.extend(t),
                     Err(e) => diags.extend(e.diagnostics),
                 }

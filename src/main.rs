@@ -154,6 +154,10 @@ enum Command {
         /// Keep at most N not-called tools per call (all by default).
         #[arg(long, value_name = "N")]
         negatives: Option<usize>,
+        /// Remove the policy's [[examples]] that fail under the fitted weights from the
+        /// written policy (without it, such a fit is reported and nothing is written).
+        #[arg(long)]
+        drop_failing_examples: bool,
         #[arg(long)]
         skip_invalid: bool,
         #[arg(long, value_enum, default_value = "text")]
@@ -281,7 +285,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             } else {
                 w!(
                     o,
-                    "{}: policy `{}` ({})",
+                    "{}: policy `{}` from {}",
                     if violations.as_ref().is_some_and(|v| !v.is_empty()) {
                         "FAILED"
                     } else {
@@ -290,12 +294,19 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                     p.policy_name,
                     p.sources.first().map(String::as_str).unwrap_or("")
                 );
+                let files = &p.sources[1.min(p.sources.len())..];
+                let embedded = files.iter().filter(|f| f.ends_with(" (embedded)")).count();
                 w!(
                     o,
-                    "  tools: {} ({} auto-tagged) from {} file(s)",
+                    "  tools: {} ({} auto-tagged) from {} file(s){}",
                     p.tools.len(),
                     p.tools.iter().filter(|t| t.auto_tagged).count(),
-                    p.sources.len().saturating_sub(1)
+                    files.len(),
+                    match embedded {
+                        0 => String::new(),
+                        n if n == files.len() => " (embedded tool-tags/)".to_string(),
+                        n => format!(" ({n} of them the embedded tool-tags/)"),
+                    }
                 );
                 w!(
                     o,
@@ -445,6 +456,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             l2,
             max_iterations,
             negatives,
+            drop_failing_examples,
             skip_invalid,
             format,
         } => {
@@ -464,6 +476,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 max_iterations,
                 negatives,
                 skip_invalid,
+                drop_failing_examples,
             };
             cli::fit::run_fit(o, &plan, &trace, &opts, out.as_ref(), format).map_err(fail)?;
         }

@@ -781,7 +781,7 @@ fn build(
     default_policy: (&'static str, &'static str),
 ) -> Result<(Plan, ReloadParams, Inputs), LoadError> {
     let policy = match &snap.policy {
-        None => parse_policy(SourceFile::new(default_policy.0, default_policy.1)),
+        None => parse_policy(crate::load::embedded_source(default_policy)),
         Some((p, c)) => to_source(p, c).and_then(parse_policy),
     };
     let mut tools: Vec<ToolSpec> = Vec::new();
@@ -793,7 +793,7 @@ fn build(
     match &snap.tags {
         None => {
             for (name, text) in DEFAULT_TAGS {
-                add(parse_tag_file(SourceFile::new(*name, *text)));
+                add(parse_tag_file(crate::load::embedded_source((name, text))));
             }
         }
         Some((_, Listing::Files(files))) => {

@@ -183,6 +183,130 @@ fn fit_writes_a_policy_that_loads() {
     assert_eq!(fitted.lines().count(), original.lines().count());
 }
 
+/// Two policies with one name (a copy with one weight changed): the columns
+/// are labelled by file, aligned however long the labels and tool names, and
+/// the p-value reads as people write it.
+#[test]
+fn compare_labels_columns_by_file_and_aligns_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp
+        .path()
+        .join("a-rather-long-folder-name-for-the-copy-of-the-default-policy.toml");
+    let text = std::fs::read_to_string("policies/default.toml")
+        .unwrap()
+        .replace("\nw_stage = 0.20", "\nw_stage = 0.05");
+    std::fs::write(&copy, text).unwrap();
+    let c = copy.display().to_string();
+    let out = ok(&[
+        "compare",
+        "--policy-a",
+        "policies/default.toml",
+        "--policy-b",
+        &c,
+        "--trace",
+        "examples/sessions.jsonl",
+    ]);
+    let header = out.lines().nth(2).unwrap();
+    assert!(
+        header.contains("A: policies/default.toml") && header.ends_with(&format!("B: {c}")),
+        "{out}"
+    );
+    assert!(out.contains("McNemar exact p = 0.004 "), "{out}");
+    // The Wald interval (-104.6 unclipped) stays within what a share can do.
+    assert!(out.contains("[95% CI -100.0, -59.0]"), "{out}");
+    // Every row of the table ends in the same column.
+    let rows: Vec<&str> = out
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| !l.trim_end().ends_with(':'))
+        .collect();
+    assert!(rows.len() > 10, "{out}");
+    let w = rows[0].chars().count();
+    assert!(rows.iter().all(|r| r.chars().count() == w), "{out}");
+    // The discordant calls: `active in` in one column.
+    let cols: Vec<usize> = out
+        .lines()
+        .filter(|l| l.starts_with("  line "))
+        .map(|l| l.find("active in").unwrap())
+        .collect();
+    assert!(
+        cols.len() > 2 && cols.iter().all(|&x| x == cols[0]),
+        "{out}"
+    );
+}
+
+/// The README's fit on the shipped sample trace: the default policy's
+/// examples fail under the fitted weights, so nothing is written unless they
+/// are dropped; three sessions are too few to hold any out.
+#[test]
+fn fit_never_writes_a_policy_that_does_not_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("fitted.toml");
+    let o = out.display().to_string();
+    let args = [
+        "fit",
+        "--trace",
+        "examples/sessions.jsonl",
+        "--policy",
+        "policies/default.toml",
+        "--target-recall",
+        "0.95",
+        "--out",
+        &o,
+    ];
+    let r = toolgate(&args);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr),
+    );
+    assert_eq!(r.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(!out.exists(), "a policy that does not load was written");
+    assert!(
+        stderr.contains("the fitted policy was not written")
+            && stderr.contains("--drop-failing-examples"),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains("examples that fail under the fitted weights (1):")
+            && stdout.contains("`SQL exploration exposes the read query tool, not the clock`"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the trace is too small to check the fit out of sample"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("0/0"), "{stdout}");
+
+    let mut dropping = args.to_vec();
+    dropping.push("--drop-failing-examples");
+    let text = ok(&dropping);
+    assert!(
+        text.contains("dropped from the fitted policy") && text.contains("wrote"),
+        "{text}"
+    );
+    let check = ok(&["check", "--policy", &o]);
+    assert!(check.contains("examples: 2 checked, all hold"), "{check}");
+    let fitted = std::fs::read_to_string(&out).unwrap();
+    assert!(!fitted.contains("SQL exploration exposes"), "{fitted}");
+    assert!(fitted.contains("Chinese database request"));
+
+    // JSON: no held-out quality, the failing example, what was written.
+    let mut json = dropping.clone();
+    json.extend(["--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&json)).unwrap();
+    assert!(v["test"].is_null(), "{v}");
+    assert_eq!(v["sessions"], 3);
+    let policy = std::fs::read_to_string("policies/default.toml").unwrap();
+    let header = policy
+        .find("[[examples]]\nname = \"SQL exploration")
+        .unwrap();
+    let line = policy[..header].matches('\n').count() + 1;
+    assert_eq!(v["failing_examples"][0]["line"], line);
+    assert_eq!(v["examples_dropped"], true);
+    assert_eq!(v["written"], o.as_str());
+}
+
 #[test]
 fn bad_trace_lines_are_named_or_skipped() {
     let tmp = tempfile::tempdir().unwrap();

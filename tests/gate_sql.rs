@@ -223,3 +223,72 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let f = analyze_sql(&cfg.sql, "/q", &q, "", true);
     assert_eq!(decide(&f), Action::Deny);
 }
+
+/// A read-only tool that gets a write says so once: one `not-read-only`
+/// finding names the statement count and each writing statement, and a
+/// verdict never lists the same finding twice.
+#[test]
+fn read_only_violations_are_one_finding() {
+    let cfg = common::config();
+    let f = analyze_sql(&cfg.sql, "/query", "SELECT 1; DROP TABLE users", "", true);
+    let ro: Vec<&str> = f
+        .iter()
+        .filter(|x| x.rule_id == "sql.not-read-only")
+        .map(|x| x.message.as_str())
+        .collect();
+    assert_eq!(ro.len(), 1, "{ro:?}");
+    assert!(
+        ro[0].contains("2 statements where exactly one read statement is accepted; statement 2 of 2, `DROP TABLE users` is not a read statement"),
+        "{}",
+        ro[0]
+    );
+    let f = analyze_sql(&cfg.sql, "/query", "DELETE FROM a WHERE id = 1", "", true);
+    assert_eq!(
+        f.iter()
+            .filter(|x| x.rule_id == "sql.not-read-only")
+            .count(),
+        1,
+        "{f:?}"
+    );
+    assert!(
+        f.iter().all(|x| !x.message.contains("statements where")),
+        "{f:?}"
+    );
+    let f = analyze_sql(&cfg.sql, "/query", "SELECT 1; SELECT 2", "", true);
+    let ro: Vec<&str> = f
+        .iter()
+        .filter(|x| x.rule_id == "sql.not-read-only")
+        .map(|x| x.message.as_str())
+        .collect();
+    assert_eq!(ro.len(), 1, "{ro:?}");
+    assert!(!ro[0].contains("is not a read statement"), "{}", ro[0]);
+
+    // Through the whole gate: no (rule, argument, message) twice, and the
+    // message for the model names the read-only rule once.
+    let plan = std::sync::Arc::new(toolgate::load::load_plan(&Default::default()).unwrap());
+    for q in [
+        "SELECT 1; DROP TABLE users",
+        "DELETE FROM users",
+        "SELECT 1; SELECT 2; UPDATE t SET a = 1",
+    ] {
+        let v = toolgate::gate::Gate::new(plan.clone())
+            .check("sqlite.read_query", serde_json::json!({ "query": q }));
+        assert_eq!(v.decision, Action::Deny, "{q}");
+        let mut keys: Vec<(&str, &str)> = v
+            .findings
+            .iter()
+            .map(|f| (f.rule_id.as_str(), f.path.as_str()))
+            .collect();
+        let n = keys.len();
+        keys.dedup();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "{q}: {:?}", v.findings);
+        assert_eq!(
+            v.message.matches("This tool is read-only").count(),
+            1,
+            "{q}: {}",
+            v.message
+        );
+    }
+}

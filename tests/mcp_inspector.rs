@@ -1,23 +1,22 @@
 //! Runs the MCP proxy's discovery flows with MCP Inspector as the client
 //! (tests/mcp/test_inspector.py: `mcp-inspector --cli` and `mcpdo`, from the
 //! npm package `@modelcontextprotocol/inspector`, pinned and installed by
-//! `.ci/run` into `.mcp-inspector`), against the binary cargo just built.
+//! `scripts/test` into `.mcp-inspector`), against the binary cargo just built.
 //!
 //! A client we did not write must be in the suite: when the Inspector (or the
 //! Python side that sets up the servers, `.venv`) is missing this test FAILS,
-//! unless `TOOLGATE_SKIP_INSPECTOR=1` says to skip it on purpose.
+//! unless `TOOLGATE_SKIP_INSPECTOR=1` says to skip it on purpose (then it
+//! shows as `ignored`, see build.rs).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[test]
+#[cfg_attr(
+    toolgate_skip_inspector,
+    ignore = "opted out with TOOLGATE_SKIP_INSPECTOR=1: the MCP Inspector flows did not run"
+)]
 fn mcp_proxy_with_mcp_inspector_as_the_client() {
-    if std::env::var_os("TOOLGATE_SKIP_INSPECTOR").is_some_and(|v| v == "1") {
-        eprintln!(
-            "SKIPPED ON PURPOSE (TOOLGATE_SKIP_INSPECTOR=1): the MCP Inspector flows did not run"
-        );
-        return;
-    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let venv = std::env::var_os("TOOLGATE_MCP_VENV")
         .map(PathBuf::from)
@@ -33,7 +32,7 @@ fn mcp_proxy_with_mcp_inspector_as_the_client() {
     ] {
         assert!(
             p.exists(),
-            "{what} is missing ({}): run .ci/run to install it, or set TOOLGATE_SKIP_INSPECTOR=1 to skip the Inspector flows on purpose",
+            "{what} is missing ({}): run scripts/test to install it, or set TOOLGATE_SKIP_INSPECTOR=1 to skip the Inspector flows on purpose",
             p.display()
         );
     }

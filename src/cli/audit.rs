@@ -14,6 +14,17 @@ pub fn summary(path: &Path) -> Result<AuditSummary, String> {
         .map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
+/// Milliseconds for people: `0.046 ms`, `12.3 ms`, `2.50 s`.
+pub fn duration(ms: f64) -> String {
+    if ms < 1.0 {
+        format!("{ms:.3} ms")
+    } else if ms < 1000.0 {
+        format!("{ms:.1} ms")
+    } else {
+        format!("{:.2} s", ms / 1000.0)
+    }
+}
+
 /// Prints a summary.
 pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
     if format == Format::Json {
@@ -28,9 +39,9 @@ pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
     w!(o, "success rate: {:.1}%", s.success_rate);
     w!(
         o,
-        "latency: p50 {:.3} ms, p95 {:.3} ms",
-        s.latency_p50_ms,
-        s.latency_p95_ms
+        "latency: p50 {}, p95 {}",
+        duration(s.latency_p50_ms),
+        duration(s.latency_p95_ms)
     );
     if s.error_breakdown.is_empty() {
         w!(o, "errors: none");
@@ -46,5 +57,17 @@ pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
             "skipped: {} line(s) that are not audit records",
             s.skipped_lines
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duration;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(duration(0.045485000000000005), "0.045 ms");
+        assert_eq!(duration(12.34), "12.3 ms");
+        assert_eq!(duration(2500.0), "2.50 s");
     }
 }

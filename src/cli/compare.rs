@@ -8,8 +8,62 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
-fn row(o: &mut String, label: &str, a: String, b: String) {
-    w!(o, "  {label:<30} {a:>22} {b:>22}");
+/// A p-value as people read it: `< 0.001`, else 3 decimals below 0.01 and
+/// 2 above (`0.0039` prints as `0.004`, `1` as `1.00`).
+pub fn p_value(p: f64) -> String {
+    if p.is_nan() {
+        "-".into()
+    } else if p < 0.001 {
+        "< 0.001".into()
+    } else if p < 0.01 {
+        format!("= {p:.3}")
+    } else {
+        format!("= {:.2}", p.min(1.0))
+    }
+}
+
+/// The column labels: the policy names, or their files when the names are
+/// the same (a copy of a policy with one weight changed keeps its name).
+pub fn labels(
+    a: &toolgate::replay::engine::Replay,
+    b: &toolgate::replay::engine::Replay,
+) -> (String, String) {
+    let file =
+        |r: &toolgate::replay::engine::Replay| r.plan.sources.first().cloned().unwrap_or_default();
+    if a.plan.policy_name != b.plan.policy_name {
+        (a.plan.policy_name.clone(), b.plan.policy_name.clone())
+    } else if file(a) != file(b) {
+        (file(a), file(b))
+    } else {
+        (a.plan.policy_name.clone(), b.plan.policy_name.clone())
+    }
+}
+
+/// Rows of a two-column table, printed with widths that fit every cell.
+#[derive(Default)]
+struct Table {
+    rows: Vec<(String, String, String)>,
+}
+
+impl Table {
+    fn row(&mut self, label: &str, a: String, b: String) {
+        self.rows.push((label.to_string(), a, b));
+    }
+
+    fn print(&self, o: &mut String) {
+        let w = |f: fn(&(String, String, String)) -> &String| {
+            self.rows
+                .iter()
+                .map(|r| f(r).chars().count())
+                .max()
+                .unwrap_or(0)
+        };
+        let (wl, wa, wb) = (w(|r| &r.0), w(|r| &r.1).max(12), w(|r| &r.2).max(12));
+        for (l, a, b) in &self.rows {
+            let line = format!("  {l:<wl$}   {a:>wa$}   {b:>wb$}");
+            w!(o, "{}", line.trim_end());
+        }
+    }
 }
 
 /// Prints the comparison of two replays of the same trace.
@@ -24,18 +78,33 @@ pub fn print_compare(
     let sa = summarize(a);
     let sb = summarize(b);
     let p = paired(a, b);
+    let (la, lb) = labels(a, b);
     if format == Format::Json {
         w!(
             o,
             "{}",
-            serde_json::json!({"trace": trace_name, "a": sa, "b": sb, "paired": p})
+            serde_json::json!({
+                "trace": trace_name,
+                "labels": {"a": la, "b": lb},
+                "files": {"a": a.plan.sources.first(), "b": b.plan.sources.first()},
+                "a": sa,
+                "b": sb,
+                "paired": p
+            })
         );
         return;
     }
-    print_text(o, trace_name, &sa, &sb, &p, show);
+    print_text(o, trace_name, (&sa, &la), (&sb, &lb), &p, show);
 }
 
-fn print_text(o: &mut String, trace: &str, a: &Summary, b: &Summary, p: &Paired, show: usize) {
+fn print_text(
+    o: &mut String,
+    trace: &str,
+    (a, la): (&Summary, &str),
+    (b, lb): (&Summary, &str),
+    p: &Paired,
+    show: usize,
+) {
     w!(
         o,
         "trace {trace}: {} sessions, {} calls, {} invalid line(s) skipped",
@@ -44,65 +113,53 @@ fn print_text(o: &mut String, trace: &str, a: &Summary, b: &Summary, p: &Paired,
         a.skipped.max(b.skipped)
     );
     w!(o);
-    row(
-        o,
-        "",
-        format!("A: {}", a.policy),
-        format!("B: {}", b.policy),
-    );
-    row(o, "catalog tools", a.tools.to_string(), b.tools.to_string());
-    row(o, "calls", a.calls.to_string(), b.calls.to_string());
-    row(
-        o,
-        "recall (tool active at call)",
-        pct(a.recall),
-        pct(b.recall),
-    );
+    let mut t = Table::default();
+    t.row("", format!("A: {la}"), format!("B: {lb}"));
+    t.row("catalog tools", a.tools.to_string(), b.tools.to_string());
+    t.row("calls", a.calls.to_string(), b.calls.to_string());
+    t.row("recall (tool active at call)", pct(a.recall), pct(b.recall));
     for k in ["top1", "top5", "top10", "top20"] {
-        row(
-            o,
+        t.row(
             &format!("  called tool ranked {k}"),
             pct(a.recall_at[k]),
             pct(b.recall_at[k]),
         );
     }
-    row(
-        o,
+    t.row(
         "active set: mean",
         format!("{:.2}", a.active.mean),
         format!("{:.2}", b.active.mean),
     );
-    row(
-        o,
+    t.row(
         "  median / p95 / max",
         format!("{} / {} / {}", a.active.median, a.active.p95, a.active.max),
         format!("{} / {} / {}", b.active.median, b.active.p95, b.active.max),
     );
-    row(
-        o,
+    t.row(
         "schema tokens per step: mean",
         format!("{:.0}", a.schema_tokens.mean),
         format!("{:.0}", b.schema_tokens.mean),
     );
-    row(
-        o,
+    t.row(
         "  p95",
         format!("{:.0}", a.schema_tokens.p95),
         format!("{:.0}", b.schema_tokens.p95),
     );
-    row(
-        o,
+    t.row(
         "list changes per session",
         format!("{:.2}", a.changes_per_session.mean),
         format!("{:.2}", b.changes_per_session.mean),
     );
-    row(
-        o,
+    t.row(
         "no-call turns: active mean",
         format!("{:.1} (n={})", a.no_call_active.mean, a.no_call_active.n),
         format!("{:.1} (n={})", b.no_call_active.mean, b.no_call_active.n),
     );
-    w!(o, "  by stage (recall, mean active set):");
+    t.row(
+        "by stage (recall, mean active set):",
+        String::new(),
+        String::new(),
+    );
     let mut stages: Vec<&str> = a.by_stage.iter().map(|s| s.stage.as_str()).collect();
     for s in &b.by_stage {
         if !stages.contains(&s.stage.as_str()) {
@@ -117,17 +174,18 @@ fn print_text(o: &mut String, trace: &str, a: &Summary, b: &Summary, p: &Paired,
                 .map(|s| format!("{} ({:.1}) n={}", pct(s.recall), s.mean_active, s.calls))
                 .unwrap_or_else(|| "-".into())
         };
-        row(o, &format!("  {st}"), cell(a), cell(b));
+        t.row(&format!("  {st}"), cell(a), cell(b));
     }
+    t.print(o);
     w!(o);
     w!(o, "paired, B - A, over {} calls:", p.calls);
     w!(
         o,
-        "  recall      {:+.1} pts  [95% CI {:+.1}, {:+.1}]  McNemar exact p = {:.3e}  (active in both {}, A only {}, B only {}, neither {})",
+        "  recall      {:+.1} pts  [95% CI {:+.1}, {:+.1}]  McNemar exact p {}  (active in both {}, A only {}, B only {}, neither {})",
         100.0 * p.recall_diff,
         100.0 * p.recall_diff_ci.0,
         100.0 * p.recall_diff_ci.1,
-        p.mcnemar_p,
+        p_value(p.mcnemar_p),
         p.both,
         p.a_only,
         p.b_only,
@@ -157,10 +215,17 @@ fn print_text(o: &mut String, trace: &str, a: &Summary, b: &Summary, p: &Paired,
                 String::new()
             }
         );
-        for d in p.discordant.iter().take(show) {
+        let shown = || p.discordant.iter().take(show);
+        let ws = shown()
+            .map(|d| d.session.chars().count())
+            .max()
+            .unwrap_or(0);
+        let wt = shown().map(|d| d.tool.chars().count()).max().unwrap_or(0);
+        let wn = shown().map(|d| d.line.to_string().len()).max().unwrap_or(0);
+        for d in shown() {
             w!(
                 o,
-                "  line {:>5}  {:<24} {:<40} active in {} only (sizes A {}, B {})",
+                "  line {:>wn$}  {:<ws$}  {:<wt$}  active in {} only (sizes A {}, B {})",
                 d.line,
                 d.session,
                 d.tool,
@@ -169,5 +234,19 @@ fn print_text(o: &mut String, trace: &str, a: &Summary, b: &Summary, p: &Paired,
                 d.size_b
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::p_value;
+
+    #[test]
+    fn p_values_read_as_people_write_them() {
+        assert_eq!(p_value(0.00390625), "= 0.004");
+        assert_eq!(p_value(0.0004), "< 0.001");
+        assert_eq!(p_value(1.0), "= 1.00");
+        assert_eq!(p_value(0.0625), "= 0.06");
+        assert_eq!(p_value(f64::NAN), "-");
     }
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use toolgate::diag::{Diagnostic, ErrorKind};
 use toolgate::load::load_policy;
 use toolgate::replay::fit::{FitOptions, FitReport, fit};
 
@@ -26,7 +27,9 @@ pub fn run_fit(
     let catalog = replay_catalog(args)?;
     let report = fit(&policy, &catalog, &trace, opts)
         .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
-    if let Some(path) = out {
+    // A fitted policy that does not load is never written.
+    let write = out.filter(|_| report.load_error.is_none());
+    if let Some(path) = write {
         std::fs::write(path, &report.policy_text)
             .map_err(|e| Fail::Input(format!("cannot write {}: {e}", path.display())))?;
     }
@@ -34,19 +37,30 @@ pub fn run_fit(
         let mut v = serde_json::to_value(&report).unwrap_or_default();
         if let Some(m) = v.as_object_mut() {
             m.remove("policy_text");
-            m.insert("written".into(), serde_json::json!(out));
+            m.insert("written".into(), serde_json::json!(write));
         }
         w!(o, "{v}");
-        return Ok(());
+    } else {
+        print_text(o, &report, trace_path, opts, write);
     }
-    print_text(o, &report, trace_path, opts, out);
-    if let Some(p) = &report.example_problems {
-        w!(
-            o,
-            "\nwarning: the policy's [[examples]] do not hold under the fitted weights; edit or remove them before loading the new policy:\n{p}"
-        );
+    match report.load_error {
+        Some(mut e) => {
+            e.diagnostics.push(
+                Diagnostic::bare(
+                    ErrorKind::ExampleFailed,
+                    format!(
+                        "the fitted policy was not written: {} of the policy's [[examples]] fail under the fitted weights",
+                        report.failing_examples.len()
+                    ),
+                )
+                .with_help(
+                    "rerun with --drop-failing-examples to write it without them, or edit the examples",
+                ),
+            );
+            Err(Fail::Load(e))
+        }
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn print_text(
@@ -118,13 +132,54 @@ fn print_text(
         100.0 * r.target_recall
     );
     w!(o);
-    for (name, q) in [("training", &r.train), ("held-out", &r.test)] {
-        w!(o, "{name} sessions:");
-        w!(o, "  before: {}", summary_line(&q.before));
-        w!(o, "  after:  {}", summary_line(&q.after));
+    w!(o, "training sessions (in-sample):");
+    w!(o, "  before: {}", summary_line(&r.train.before));
+    w!(o, "  after:  {}", summary_line(&r.train.after));
+    match &r.test {
+        Some(q) => {
+            w!(
+                o,
+                "held-out sessions ({} of {}):",
+                r.holdout_sessions,
+                r.sessions
+            );
+            w!(o, "  before: {}", summary_line(&q.before));
+            w!(o, "  after:  {}", summary_line(&q.after));
+        }
+        None => w!(
+            o,
+            "held-out sessions: none with a call ({} of {} session(s) held out at --holdout {}): the trace is too small to check the fit out of sample; record more sessions or raise --holdout",
+            r.holdout_sessions,
+            r.sessions,
+            opts.holdout
+        ),
+    }
+    if !r.failing_examples.is_empty() {
+        w!(
+            o,
+            "examples that fail under the fitted weights ({}){}:",
+            r.failing_examples.len(),
+            if r.examples_dropped {
+                ", dropped from the fitted policy"
+            } else {
+                ""
+            }
+        );
+        for f in &r.failing_examples {
+            w!(o, "  line {}: `{}`", f.line, f.name);
+            for e in &f.errors {
+                w!(o, "    {e}");
+            }
+        }
     }
     match out {
         Some(p) => w!(o, "wrote {}", p.display()),
+        None if r.load_error.is_some() => {
+            w!(
+                o,
+                "not written: the fitted policy does not load (see the errors)"
+            )
+        }
         None => w!(o, "(no --out: the fitted policy was not written)"),
     }
 }

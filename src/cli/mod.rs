@@ -81,7 +81,7 @@ pub fn read_input(path: &Option<String>) -> Result<EvalInput, String> {
         }
         Some(p) => std::fs::read_to_string(p).map_err(|e| format!("cannot read {p}: {e}"))?,
     };
-    EvalInput::parse(&text).map_err(|e| format!("{}: {e}", path.as_deref().unwrap_or("-")))
+    EvalInput::parse_file(path.as_deref().unwrap_or("-"), &text)
 }
 
 pub enum Fail {

@@ -90,6 +90,12 @@ fn names(plan: &Plan, idx: &[usize], max: usize) -> String {
 
 /// One line of summary numbers, shared by `replay` and `fit`.
 pub fn summary_line(s: &Summary) -> String {
+    if s.calls == 0 {
+        return format!(
+            "no tool calls to score ({} session(s), {} tools)",
+            s.sessions, s.tools
+        );
+    }
     format!(
         "recall {:.1}% ({}/{} calls) | active set mean {:.1}, median {}, p95 {} of {} tools | schema tokens mean {:.0} | changes per session {:.2} | no-call turns {} (mean active {:.1})",
         100.0 * s.recall,

@@ -4,6 +4,16 @@ use toolgate::Activation;
 
 use super::Format;
 
+/// `x` with `prec` decimals, never as a negative zero (`-0.0000` prints
+/// as `0.0000`: a term that contributes nothing is not negative).
+pub fn fixed(x: f64, prec: usize) -> String {
+    let s = format!("{x:.prec$}");
+    match s.strip_prefix('-') {
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+        _ => s,
+    }
+}
+
 fn order(act: &Activation) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..act.tools.len()).collect();
     idx.sort_by(|&a, &b| {
@@ -180,7 +190,7 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
         let contribs: String = act
             .explain(i)
             .iter()
-            .map(|e| format!("{:>9.4}", e.contribution + 0.0))
+            .map(|e| format!("{:>9}", fixed(e.contribution, 4)))
             .collect();
         let note = match s.reason {
             toolgate::Reason::AboveThreshold | toolgate::Reason::BelowThreshold => String::new(),
@@ -188,8 +198,8 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
         };
         w!(
             o,
-            "  {:>6.4}  {:<width$}  {contribs}{note}",
-            s.score,
+            "  {:>6}  {:<width$}  {contribs}{note}",
+            fixed(s.score, 4),
             plan.tools[i].name
         );
     }
@@ -263,31 +273,30 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
         "contribution"
     );
     for e in act.explain(i) {
-        let v = e
-            .value
-            .map(|x| format!("{x:.4}"))
-            .unwrap_or_else(|| "-".into());
-        let w = e
-            .weight
-            .map(|x| format!("{x:.4}"))
-            .unwrap_or_else(|| "-".into());
-        w!(o, "  {:<48} {v:>8} {w:>8} {:>13.4}", e.term, e.contribution);
+        let v = e.value.map(|x| fixed(x, 4)).unwrap_or_else(|| "-".into());
+        let w = e.weight.map(|x| fixed(x, 4)).unwrap_or_else(|| "-".into());
+        w!(
+            o,
+            "  {:<48} {v:>8} {w:>8} {:>13}",
+            e.term,
+            fixed(e.contribution, 4)
+        );
     }
     w!(
         o,
-        "  {:<48} {:>8} {:>8} {:>13.4}",
+        "  {:<48} {:>8} {:>8} {:>13}",
         "raw score (sum)",
         "",
         "",
-        s.raw_score
+        fixed(s.raw_score, 4)
     );
     w!(
         o,
-        "  {:<48} {:>8} {:>8} {:>13.4}",
+        "  {:<48} {:>8} {:>8} {:>13}",
         format!("clamped to [{}, {}]", plan.clamp.0, plan.clamp.1),
         "",
         "",
-        s.score
+        fixed(s.score, 4)
     );
     w!(o);
     let doms: Vec<String> = t
@@ -353,5 +362,18 @@ fn or_none<S: AsRef<str>>(items: &[S], sep: &str) -> String {
             .map(|s| s.as_ref())
             .collect::<Vec<_>>()
             .join(sep)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixed;
+
+    #[test]
+    fn no_negative_zero() {
+        assert_eq!(fixed(-0.0, 4), "0.0000");
+        assert_eq!(fixed(-0.00001, 4), "0.0000");
+        assert_eq!(fixed(-0.05, 4), "-0.0500");
+        assert_eq!(fixed(0.28466, 4), "0.2847");
     }
 }

@@ -572,6 +572,17 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     for (n, i) in names {
         name_index.insert(n, *i);
     }
+    // The catalog's vocabulary ranks CJK candidates of messages (text::keywords).
+    let mut analyzer = analyzer;
+    analyzer.learn_catalog(
+        compiled
+            .iter()
+            .map(|t| t.trigger_keywords.iter().map(String::as_str)),
+        policy
+            .domain_rules
+            .iter()
+            .flat_map(|r| r.when.keywords_any.iter().map(String::as_str)),
+    );
     let bm25 = policy.features.bm25.as_ref().map(|params| {
         let texts: Vec<ToolText<'_>> = compiled
             .iter()

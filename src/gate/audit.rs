@@ -239,7 +239,7 @@ impl AuditRecord {
             rule_ids: v.findings.iter().map(|f| f.rule_id.clone()).collect(),
             args_digest,
             args_preview,
-            latency_ms: v.latency.as_secs_f64() * 1000.0,
+            latency_ms: millis(v.latency),
             outcome: outcome.into(),
             error_kind: v.error_kind().map(str::to_string),
             attempts: None,
@@ -272,12 +272,25 @@ impl AuditRecord {
             rule_ids: v.findings.iter().map(|f| f.rule_id.clone()).collect(),
             args_digest,
             args_preview,
-            latency_ms: ex.latency.as_secs_f64() * 1000.0,
+            latency_ms: millis(ex.latency),
             outcome: outcome.into(),
             error_kind,
             attempts: Some(ex.attempts),
         }
     }
+}
+
+/// A duration in milliseconds, to the nanosecond and without binary noise:
+/// 45,485 ns is `0.045485`, not `0.045485000000000005` (which
+/// `as_secs_f64() * 1000.0` gives).
+pub fn millis(d: std::time::Duration) -> f64 {
+    d.as_nanos() as f64 / 1e6
+}
+
+/// Milliseconds rounded to the nanosecond (logs written before [`millis`]
+/// carry binary noise such as `0.045485000000000005`).
+fn round_ns(ms: f64) -> f64 {
+    (ms * 1e6).round() / 1e6
 }
 
 fn ex_kind<T>(ex: &Execution<T>) -> String {
@@ -370,8 +383,8 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
         } else {
             successes as f64 * 100.0 / total as f64
         },
-        latency_p50_ms: pct(50.0),
-        latency_p95_ms: pct(95.0),
+        latency_p50_ms: round_ns(pct(50.0)),
+        latency_p95_ms: round_ns(pct(95.0)),
         error_breakdown: breakdown,
         records,
         skipped_lines: skipped,
@@ -382,6 +395,24 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn latencies_carry_no_binary_noise() {
+        let d = std::time::Duration::from_nanos(45_485);
+        assert_eq!(
+            (d.as_secs_f64() * 1000.0).to_string(),
+            "0.045485000000000005"
+        );
+        assert_eq!(millis(d).to_string(), "0.045485");
+        assert_eq!(
+            millis(std::time::Duration::from_millis(1500)).to_string(),
+            "1500"
+        );
+        let log = "{\"time\":\"t\",\"event\":\"verdict\",\"call_id\":\"a\",\"tool\":\"x\",\"decision\":\"allow\",\"rule_ids\":[],\"args_digest\":\"d\",\"args_preview\":\"{}\",\"latency_ms\":0.045485000000000005,\"outcome\":\"allowed\"}\n";
+        let s = summarize(log.as_bytes()).unwrap();
+        assert_eq!(s.total_calls, 1);
+        assert_eq!(serde_json::json!(s.latency_p50_ms).to_string(), "0.045485");
+    }
 
     #[test]
     fn rfc3339_formats_known_instants() {

@@ -555,6 +555,10 @@ fn finish(
 ) -> Verdict {
     // Most decisive first, then by severity; stable otherwise.
     findings.sort_by(|a, b| b.action.cmp(&a.action).then(b.severity.cmp(&a.severity)));
+    // The same finding twice (one rule, one argument, one message: two layers
+    // that saw the same thing) is listed once.
+    let mut seen = std::collections::HashSet::new();
+    findings.retain(|f| seen.insert((f.rule_id.clone(), f.path.clone(), f.message.clone())));
     let message = match decision {
         Action::Allow => format!("The call to `{tool}` is allowed."),
         Action::Ask => format!(

@@ -78,20 +78,25 @@ pub fn analyze_sql(
     }
     let a = Analyzer { cfg, path };
     let total = statements.len();
+    // Read-only: one finding says everything that is not a single read
+    // statement (the count and each statement that writes), never one per cause.
+    let mut not_read: Vec<String> = Vec::new();
+    if read_only && total != 1 {
+        not_read.push(format!(
+            "{total} statements where exactly one read statement is accepted"
+        ));
+    }
     for (i, stmt) in statements.iter().enumerate() {
         // The label (the statement printed back) is only rendered when a
         // finding needs it: printing an AST costs more than checking it.
         const LABEL: &str = "\u{1}statement\u{1}";
         let before = out.len();
         a.statement(stmt, LABEL, &mut out);
-        if read_only && !a.is_read(stmt) {
-            let d = format!("{LABEL} is not a read statement");
-            out.push(checks.not_read_only.finding(FindingKind::Sql, path, &d));
-        }
         if read_only && !cfg.read_only.functions.is_empty() {
             a.listed_functions(stmt, &mut out);
         }
-        if out.len() > before {
+        let writes = read_only && !a.is_read(stmt);
+        if out.len() > before || writes {
             let label = if total > 1 {
                 format!(
                     "statement {} of {total}, `{}`",
@@ -104,14 +109,18 @@ pub fn analyze_sql(
             for f in &mut out[before..] {
                 f.message = f.message.replace(LABEL, &label);
             }
+            if writes {
+                not_read.push(format!("{label} is not a read statement"));
+            }
         }
     }
-    if read_only && total != 1 {
-        let d = format!("{total} statements where exactly one read statement is accepted");
+    if !not_read.is_empty() {
+        let d = not_read.join("; ");
         out.push(checks.not_read_only.finding(FindingKind::Sql, path, &d));
     }
     a.tokens(dialect.as_ref(), sql, &mut out);
-    if total > 1 && out.iter().any(|f| f.action != Action::Allow) {
+    // A read-only tool's finding already counts the statements.
+    if total > 1 && !read_only && out.iter().any(|f| f.action != Action::Allow) {
         let d = format!("{total} statements in one call");
         out.push(checks.stacked.finding(FindingKind::Sql, path, &d));
     }

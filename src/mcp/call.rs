@@ -530,7 +530,7 @@ impl Proxy {
             via: via.map(String::from),
             decision: facts.decision,
             confirmed: facts.confirmed,
-            latency_ms: t0.elapsed().as_secs_f64() * 1e3,
+            latency_ms: crate::gate::audit::millis(t0.elapsed()),
             outcome: end.outcome,
             attempts: end.attempts,
             detail: end.detail,

@@ -379,7 +379,7 @@ impl Proxy {
             via: None,
             decision: "allow",
             confirmed: None,
-            latency_ms: t0.elapsed().as_secs_f64() * 1e3,
+            latency_ms: crate::gate::audit::millis(t0.elapsed()),
             outcome: Outcome::Ok,
             attempts: 0,
             detail: Some(format!("found {}: {}", found.len(), found.join(", "))),

@@ -246,9 +246,74 @@ pub fn rewrite_policy(
     edits.sort_by_key(|e| std::cmp::Reverse(e.0.start));
     let mut out = text.to_string();
     for (span, v) in edits {
+        // A comment after the value keeps its column (one space at least).
+        let rest = &text[span.end..];
+        let pad = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+        let (span, v) = if pad > 0 && rest[pad..].starts_with('#') && !rest[..pad].contains('\t') {
+            let width = (pad + span.len()).saturating_sub(v.len()).max(1);
+            (
+                span.start..span.end + pad,
+                format!("{v}{}", " ".repeat(width)),
+            )
+        } else {
+            (span, v)
+        };
         out.replace_range(span, &v);
     }
     Ok(out)
+}
+
+/// Whether `line` is a TOML table header (`[x]` or `[[x]]`).
+fn header(line: &str) -> Option<String> {
+    let t = line.trim();
+    let inner = t.strip_prefix("[[").and_then(|r| r.split("]]").next());
+    let inner = inner.or_else(|| t.strip_prefix('[').and_then(|r| r.split(']').next()))?;
+    Some(inner.chars().filter(|c| !c.is_whitespace()).collect())
+}
+
+/// The policy's text without the `[[examples]]` blocks that contain the
+/// given 1-based lines: each from its header up to the next header that is
+/// not one of its sub-tables (`[[examples.calls]]`), leaving the comments and
+/// blank lines just above that next header (they belong to it). An example
+/// written inline (`examples = [...]`) cannot be dropped: an error.
+pub fn drop_examples(text: &str, lines: &[usize]) -> Result<String, String> {
+    let all: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut drop = vec![false; all.len()];
+    for &line in lines {
+        let at = line.saturating_sub(1).min(all.len().saturating_sub(1));
+        let start = (0..=at)
+            .rev()
+            .find(|&i| header(all[i]).as_deref() == Some("examples"))
+            .filter(|&i| all[i].trim_start().starts_with("[["))
+            .ok_or_else(|| {
+                format!(
+                    "the example at line {line} is not an [[examples]] table; remove it by hand"
+                )
+            })?;
+        let mut end = start + 1;
+        while end < all.len() {
+            match header(all[end]) {
+                Some(h) if !h.starts_with("examples.") => break,
+                _ => end += 1,
+            }
+        }
+        // Keep the trailing comments and blank lines that introduce what follows.
+        if end < all.len() {
+            while end > start + 1 && {
+                let t = all[end - 1].trim();
+                t.is_empty() || t.starts_with('#')
+            } {
+                end -= 1;
+            }
+        }
+        drop[start..end].iter_mut().for_each(|d| *d = true);
+    }
+    Ok(all
+        .iter()
+        .zip(&drop)
+        .filter(|(_, d)| !**d)
+        .map(|(l, _)| *l)
+        .collect())
 }
 
 /// The largest threshold (floored to 6 decimals, within [0,1]) at which at
@@ -338,6 +403,21 @@ mod logistic {
         pub negatives: Option<usize>,
         /// Skip invalid trace lines.
         pub skip_invalid: bool,
+        /// Drop the policy's `[[examples]]` that fail under the fitted
+        /// weights from the fitted policy (otherwise the fitted policy does not
+        /// load, [`FitReport::load_error`], and should not be written).
+        pub drop_failing_examples: bool,
+    }
+
+    /// A policy example that does not hold under the fitted weights.
+    #[derive(Debug, Clone, Serialize)]
+    pub struct ExampleFailure {
+        /// The example's `name`.
+        pub name: String,
+        /// 1-based line of the example in the policy file.
+        pub line: usize,
+        /// What fails, each as `file:line:column: message`.
+        pub errors: Vec<String>,
     }
 
     /// A weight before and after the fit.
@@ -391,14 +471,26 @@ mod logistic {
         pub target_recall: f64,
         /// Quality on the training sessions.
         pub train: SplitQuality,
-        /// Quality on the held-out sessions.
-        pub test: SplitQuality,
-        /// The new policy file.
+        /// Quality on the held-out sessions; `None` when no call of the
+        /// trace falls in a held-out session (too few sessions for the
+        /// `holdout` share), so nothing was checked out of sample.
+        pub test: Option<SplitQuality>,
+        /// Sessions in the trace.
+        pub sessions: usize,
+        /// Of which held out.
+        pub holdout_sessions: usize,
+        /// The new policy file (without the failing examples when
+        /// [`FitOptions::drop_failing_examples`] is set).
         pub policy_text: String,
-        /// When the input policy's `[[examples]]` no longer hold under the
-        /// fitted weights: the load errors (the file is written anyway; edit the
-        /// examples to match the new weights, or remove them).
-        pub example_problems: Option<String>,
+        /// The input policy's `[[examples]]` that fail under the fitted weights.
+        pub failing_examples: Vec<ExampleFailure>,
+        /// Whether the failing examples were removed from `policy_text`.
+        pub examples_dropped: bool,
+        /// Why `policy_text` does not load (`None` when it loads, examples
+        /// included): do not write it. Set when examples fail and were not
+        /// dropped.
+        #[serde(skip)]
+        pub load_error: Option<crate::diag::LoadError>,
     }
 
     fn split(trace: &Trace, holdout: f64, test: bool) -> Trace {
@@ -420,7 +512,7 @@ mod logistic {
     ) -> Result<(PolicySource, Arc<Plan>), String> {
         let mut src = parse_policy(SourceFile::new(name, text)).map_err(|e| e.to_string())?;
         // The policy's examples were written for its old weights; whether they
-        // still hold is reported separately (`FitReport::example_problems`).
+        // still hold is checked separately (`FitReport::failing_examples`).
         src.examples.clear();
         let plan = compile(&src, catalog.to_vec()).map_err(|e| e.to_string())?;
         Ok((src, Arc::new(plan)))
@@ -525,10 +617,17 @@ mod logistic {
         let threshold = threshold_for_recall(&calls, opts.target_recall);
         let text = rewrite_policy(policy, &new_weights, Some(threshold))?;
         let (_, plan_new) = plan_of(&text, &name, catalog)?;
-        let example_problems = parse_policy(SourceFile::new(name.as_str(), text.as_str()))
+        let failing_examples = failing_examples(&text, &name, catalog)?;
+        let examples_dropped = opts.drop_failing_examples && !failing_examples.is_empty();
+        let text = if examples_dropped {
+            let lines: Vec<usize> = failing_examples.iter().map(|f| f.line).collect();
+            drop_examples(&text, &lines)?
+        } else {
+            text
+        };
+        let load_error = parse_policy(SourceFile::new(name.as_str(), text.as_str()))
             .and_then(|src| compile(&src, catalog.to_vec()))
-            .err()
-            .map(|e| e.to_string());
+            .err();
         let quality = |t: &Trace| -> Result<SplitQuality, String> {
             let a = replay(&plan, t, &ropts).map_err(|e| e.to_string())?;
             let b = replay(&plan_new, t, &ropts).map_err(|e| e.to_string())?;
@@ -550,10 +649,50 @@ mod logistic {
             threshold: (plan.threshold, threshold),
             target_recall: opts.target_recall,
             train: quality(&train_trace)?,
-            test: quality(&test_trace)?,
+            test: if test_trace
+                .lines
+                .iter()
+                .any(|l| matches!(l.event, crate::replay::trace::Event::ToolCall { .. }))
+            {
+                Some(quality(&test_trace)?)
+            } else {
+                None
+            },
+            sessions: trace.sessions().len(),
+            holdout_sessions: trace
+                .sessions()
+                .iter()
+                .filter(|(id, _)| is_holdout(id, opts.holdout))
+                .count(),
             policy_text: text,
-            example_problems,
+            failing_examples,
+            examples_dropped,
+            load_error,
         })
+    }
+
+    /// The examples of the policy `text` that fail on its own plan, each
+    /// checked alone (so every failure is attributed to its example).
+    fn failing_examples(
+        text: &str,
+        name: &str,
+        catalog: &[ToolSpec],
+    ) -> Result<Vec<ExampleFailure>, String> {
+        let file = SourceFile::new(name, text);
+        let src = parse_policy(file).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        for ex in &src.examples {
+            let mut one = src.clone();
+            one.examples = vec![ex.clone()];
+            if let Err(e) = compile(&one, catalog.to_vec()) {
+                out.push(ExampleFailure {
+                    name: ex.name.clone(),
+                    line: text[..ex.span.start.min(text.len())].matches('\n').count() + 1,
+                    errors: e.diagnostics.iter().map(|d| d.to_string()).collect(),
+                });
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -580,11 +719,50 @@ mod tests {
     }
 
     #[test]
+    fn comments_keep_their_column() {
+        let (name, text) = crate::defaults::DEFAULT_POLICY;
+        let src =
+            crate::parse::policy::parse_policy(crate::diag::SourceFile::new(name, text)).unwrap();
+        let line = |t: &str| {
+            t.lines()
+                .find(|l| l.starts_with("threshold = "))
+                .unwrap()
+                .to_string()
+        };
+        let before = line(text);
+        let out = rewrite_policy(&src, &[("w_stage".into(), 0.468288)], Some(0.677768)).unwrap();
+        let after = line(&out);
+        assert!(after.starts_with("threshold = 0.677768 "), "{after}");
+        assert_eq!(after.find('#'), before.find('#'), "{before}\n{after}");
+        assert!(out.contains("\nw_stage = 0.468288\n"));
+        assert_eq!(out.lines().count(), text.lines().count());
+    }
+
+    #[test]
     fn value_spans() {
         let t = "w_a = 0.30   # c\n{ w_b = -1e-3, w_c=2 }";
         assert_eq!(&t[value_span(t, &(0..3)).unwrap()], "0.30");
         assert_eq!(&t[value_span(t, &(19..22)).unwrap()], "-1e-3");
         assert_eq!(&t[value_span(t, &(32..35)).unwrap()], "2");
+    }
+
+    #[test]
+    fn dropping_examples_keeps_the_rest() {
+        let t = "[activation]\nthreshold = 0.4\n\n# first\n[[examples]]\nname = \"a\"\n[[examples.calls]]\ntool = \"x\"\n\n# the second one\n[[examples]]\nname = \"b\"\n\n[keywords]\nmin_length = 3\n";
+        let out = drop_examples(t, &[6]).unwrap();
+        assert_eq!(
+            out,
+            "[activation]\nthreshold = 0.4\n\n# first\n\n# the second one\n[[examples]]\nname = \"b\"\n\n[keywords]\nmin_length = 3\n"
+        );
+        let out = drop_examples(t, &[6, 12]).unwrap();
+        assert_eq!(
+            out,
+            "[activation]\nthreshold = 0.4\n\n# first\n\n# the second one\n\n[keywords]\nmin_length = 3\n"
+        );
+        // the last block runs to the end of the file
+        let t2 = "[a]\nx = 1\n[[examples]]\nname = \"c\"\n# trailing\n";
+        assert_eq!(drop_examples(t2, &[4]).unwrap(), "[a]\nx = 1\n");
+        assert!(drop_examples("examples = [{name = \"x\"}]\n", &[1]).is_err());
     }
 
     #[test]

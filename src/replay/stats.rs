@@ -199,7 +199,8 @@ pub struct Paired {
     pub neither: usize,
     /// Recall of B minus recall of A.
     pub recall_diff: f64,
-    /// 95% interval of the recall difference (Wald, paired proportions).
+    /// 95% interval of the recall difference (Wald, paired proportions),
+    /// cut to [−1, 1]: a difference of two shares cannot leave it.
     pub recall_diff_ci: (f64, f64),
     /// Two-sided exact McNemar p-value (binomial test on the discordant calls).
     pub mcnemar_p: f64,
@@ -297,7 +298,10 @@ pub fn paired(a: &Replay, b: &Replay) -> Paired {
         b_only,
         neither,
         recall_diff,
-        recall_diff_ci: (recall_diff - Z95 * se, recall_diff + Z95 * se),
+        recall_diff_ci: (
+            (recall_diff - Z95 * se).max(-1.0),
+            (recall_diff + Z95 * se).min(1.0),
+        ),
         mcnemar_p: binomial_two_sided(a_only, a_only + b_only),
         size_diff: size.mean,
         size_diff_ci: (size.mean - half, size.mean + half),

@@ -16,13 +16,35 @@
 //! * a CJK segment is cut into overlapping character bigrams (or single
 //!   characters, per `cjk`), so `数据库` yields `数据`, `据库`; `min_length` does
 //!   not apply to CJK terms;
-//! * stop words are removed and the first `max_count` terms kept, duplicates included.
+//! * stop words are removed and the first `max_count` terms kept, duplicates
+//!   included — except when the message has CJK terms and more candidates than
+//!   `max_count` (below).
+//!
+//! **Ranking CJK candidates.** Overlapping bigrams of a sentence written
+//! without spaces include pairs that straddle two words (`下数` in
+//! `一下数据库`); keeping the first `max_count` lets them crowd out real words
+//! further on (`用户`). Once the plan knows its catalog
+//! ([`Analyzer::learn_catalog`]), the extractor ranks the candidates before the
+//! cut, in three tiers, message order within a tier:
+//!
+//! 1. terms of the catalog's vocabulary (the tools' trigger keywords and the
+//!    domain rules' keywords), the most informative first: inverse document
+//!    frequency over the tools, `ln(1 + N / df)`;
+//! 2. other terms;
+//! 3. bigrams that straddle the boundary of a known word: a catalog or rule
+//!    keyword, or a stop word, found in the CJK text (`数据库` and `一下` are
+//!    known, so `下数` and `库中` cross a boundary, `用户` does not).
+//!
+//! The terms kept are returned in message order. Messages without CJK terms,
+//! and messages with at most `max_count` candidates, are cut exactly as the
+//! seed cuts them, so the seed presets still reproduce the seed's vectors.
 //!
 //! Trigger keywords pass through [`Analyzer::expand_keyword`], which applies the
 //! same CJK cutting (but no length or stop-word filter), so `数据库` in a tag
 //! matches a message that contains it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use crate::parse::policy::{CjkMode, KeywordParams};
 
@@ -40,6 +62,27 @@ pub fn is_cjk(c: char) -> bool {
 pub struct Analyzer {
     params: KeywordParams,
     stop: HashSet<String>,
+    /// What the catalog teaches about terms (see the module docs); empty
+    /// until [`Analyzer::learn_catalog`].
+    catalog: Arc<CatalogTerms>,
+}
+
+/// Term statistics of a catalog, for ranking CJK candidates.
+#[derive(Debug, Clone, Default)]
+struct CatalogTerms {
+    /// Informativeness of each vocabulary term: `ln(1 + N / df)` over the N
+    /// tools (a rule-only term counts as in one tool).
+    idf: HashMap<String, f64>,
+    /// Known words written in CJK (keywords and stop words), as characters.
+    words: Vec<Vec<char>>,
+}
+
+/// One candidate term of a message, before the cut.
+struct Candidate {
+    term: String,
+    cjk: bool,
+    /// A bigram across the boundary of a known word.
+    crossing: bool,
 }
 
 impl Analyzer {
@@ -48,7 +91,145 @@ impl Analyzer {
         Analyzer {
             stop: params.stop_words.iter().map(|s| s.to_lowercase()).collect(),
             params: params.clone(),
+            catalog: Arc::default(),
         }
+    }
+
+    /// Learns the catalog's vocabulary, for ranking CJK candidates (module
+    /// docs): `tools` gives each tool's trigger keywords, `rule_keywords` the
+    /// domain rules' keywords. Replaces what was learnt before.
+    pub fn learn_catalog<'a, T>(
+        &mut self,
+        tools: impl IntoIterator<Item = T>,
+        rule_keywords: impl IntoIterator<Item = &'a str>,
+    ) where
+        T: IntoIterator<Item = &'a str>,
+    {
+        let mut df: HashMap<String, usize> = HashMap::new();
+        let mut words: Vec<Vec<char>> = Vec::new();
+        let known = |kw: &str, words: &mut Vec<Vec<char>>| {
+            if kw.chars().any(is_cjk) {
+                let w: Vec<char> = kw.to_lowercase().chars().collect();
+                if w.len() >= 2 && !words.contains(&w) {
+                    words.push(w);
+                }
+            }
+        };
+        let mut n = 0usize;
+        for tool in tools {
+            n += 1;
+            let mut terms: HashSet<String> = HashSet::new();
+            for kw in tool {
+                known(kw, &mut words);
+                terms.extend(self.expand_keyword(kw));
+            }
+            for t in terms {
+                *df.entry(t).or_insert(0) += 1;
+            }
+        }
+        for kw in rule_keywords {
+            known(kw, &mut words);
+            for t in self.expand_keyword(kw) {
+                df.entry(t).or_insert(1);
+            }
+        }
+        for s in &self.params.stop_words {
+            known(s, &mut words);
+        }
+        let n = n.max(1) as f64;
+        let idf = df
+            .into_iter()
+            .map(|(t, d)| (t, (1.0 + n / d.max(1) as f64).ln()))
+            .collect();
+        self.catalog = Arc::new(CatalogTerms { idf, words });
+    }
+
+    /// The candidate terms of `text` with what ranking needs: whether each
+    /// comes from CJK text and whether it crosses a known word's boundary.
+    fn candidates(&self, text: &str) -> Vec<Candidate> {
+        let mut out = Vec::new();
+        self.walk(text, true, |seg, cjk| {
+            if cjk {
+                self.cjk_candidates(seg, &mut out);
+            } else {
+                out.push(Candidate {
+                    term: seg.iter().collect(),
+                    cjk: false,
+                    crossing: false,
+                });
+            }
+        });
+        out
+    }
+
+    fn cjk_candidates(&self, seg: &[char], out: &mut Vec<Candidate>) {
+        let mut terms = Vec::new();
+        self.cjk_terms(seg, &mut terms);
+        if self.params.cjk != CjkMode::Bigrams || seg.len() < 2 {
+            out.extend(terms.into_iter().map(|term| Candidate {
+                term,
+                cjk: true,
+                crossing: false,
+            }));
+            return;
+        }
+        // Occurrences [start, end) of known words in the segment.
+        let mut occ: Vec<(usize, usize)> = Vec::new();
+        for w in &self.catalog.words {
+            if w.len() <= seg.len() {
+                for s in 0..=seg.len() - w.len() {
+                    if seg[s..s + w.len()] == w[..] {
+                        occ.push((s, s + w.len()));
+                    }
+                }
+            }
+        }
+        for (i, term) in terms.into_iter().enumerate() {
+            // Bigram i covers characters i and i + 1; the boundary between
+            // them is position i + 1.
+            let inside = occ.iter().any(|&(s, e)| s <= i && i + 2 <= e);
+            let boundary = occ.iter().any(|&(s, e)| s == i + 1 || e == i + 1);
+            out.push(Candidate {
+                term,
+                cjk: true,
+                crossing: boundary && !inside,
+            });
+        }
+    }
+
+    /// The candidates kept for a cut to `max`: the first `max` (the seed's
+    /// rule), or the best ranked when CJK terms compete (module docs).
+    fn cut(&self, text: &str, max: usize) -> Vec<String> {
+        let cands: Vec<Candidate> = self
+            .candidates(text)
+            .into_iter()
+            .filter(|c| !self.stop.contains(&c.term))
+            .collect();
+        if cands.len() <= max || !cands.iter().any(|c| c.cjk) {
+            return cands.into_iter().take(max).map(|c| c.term).collect();
+        }
+        let rank = |c: &Candidate| -> (u8, f64) {
+            match self.catalog.idf.get(&c.term) {
+                Some(&idf) => (0, -idf),
+                None if c.crossing => (2, 0.0),
+                None => (1, 0.0),
+            }
+        };
+        let mut order: Vec<usize> = (0..cands.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (ra, rb) = (rank(&cands[a]), rank(&cands[b]));
+            ra.0.cmp(&rb.0).then(ra.1.total_cmp(&rb.1)).then(a.cmp(&b))
+        });
+        let mut keep = vec![false; cands.len()];
+        for &i in order.iter().take(max) {
+            keep[i] = true;
+        }
+        cands
+            .into_iter()
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|(c, _)| c.term)
+            .collect()
     }
 
     fn cjk_terms(&self, seg: &[char], out: &mut Vec<String>) {
@@ -65,16 +246,16 @@ impl Analyzer {
         }
     }
 
-    /// Cuts lowercased `text` into raw terms; `filter_words` applies the length
-    /// and letters-only filters to non-CJK segments.
-    fn segments(&self, text: &str, filter_words: bool, out: &mut Vec<String>) {
+    /// Walks lowercased `text`: runs of word characters, split into CJK and
+    /// other segments; `filter_words` applies the length and letters-only
+    /// filters to the non-CJK segments. `emit(segment, is_cjk)`.
+    fn walk(&self, text: &str, filter_words: bool, mut emit: impl FnMut(&[char], bool)) {
         let lower = text.to_lowercase();
         let chars: Vec<char> = lower.chars().collect();
+        let is_word = |c: char| c.is_alphanumeric() || c == '_';
         let mut i = 0;
         while i < chars.len() {
-            let c = chars[i];
-            let is_word = |c: char| c.is_alphanumeric() || c == '_';
-            if !is_word(c) {
+            if !is_word(chars[i]) {
                 i += 1;
                 continue;
             }
@@ -91,16 +272,27 @@ impl Analyzer {
                     j += 1;
                 }
                 let seg = &run[s..j];
-                if cjk {
-                    self.cjk_terms(seg, out);
-                } else if !filter_words
+                if cjk
+                    || !filter_words
                     || (seg.len() >= self.params.min_length
                         && (!self.params.letters_only || seg.iter().all(|c| c.is_alphabetic())))
                 {
-                    out.push(seg.iter().collect());
+                    emit(seg, cjk);
                 }
             }
         }
+    }
+
+    /// Cuts lowercased `text` into raw terms; `filter_words` applies the length
+    /// and letters-only filters to non-CJK segments.
+    fn segments(&self, text: &str, filter_words: bool, out: &mut Vec<String>) {
+        self.walk(text, filter_words, |seg, cjk| {
+            if cjk {
+                self.cjk_terms(seg, out);
+            } else {
+                out.push(seg.iter().collect());
+            }
+        });
     }
 
     /// `[keywords] min_length`: the shortest word kept, in characters.
@@ -114,14 +306,10 @@ impl Analyzer {
     }
 
     /// Intent keywords of a user message: at most `max_count`, in message order,
-    /// duplicates kept (as the seed does).
+    /// duplicates kept (as the seed does); CJK candidates are ranked before
+    /// the cut (module docs).
     pub fn extract(&self, text: &str) -> Vec<String> {
-        let mut raw = Vec::new();
-        self.segments(text, true, &mut raw);
-        raw.into_iter()
-            .filter(|t| !self.stop.contains(t))
-            .take(self.params.max_count)
-            .collect()
+        self.cut(text, self.params.max_count)
     }
 
     /// Keywords for an untagged tool, from its description (seed 000
@@ -192,6 +380,42 @@ mod tests {
         let tag = a.expand_keyword("数据库");
         assert_eq!(tag, vec!["数据", "据库"]);
         assert!(tag.iter().all(|t| terms.contains(t)), "{terms:?}");
+    }
+
+    #[test]
+    fn cjk_candidates_are_ranked_before_the_cut() {
+        let mut a = seedlike();
+        a.params
+            .stop_words
+            .extend(["帮我".to_string(), "一下".to_string()]);
+        a = Analyzer::new(&a.params);
+        let msg = "帮我查一下数据库中的所有用户表";
+        // Without a catalog: the first ten, `用户` cut.
+        let first = a.extract(msg);
+        assert_eq!(first.len(), 10);
+        assert!(!first.contains(&"用户".to_string()), "{first:?}");
+        a.learn_catalog(
+            [vec!["sql", "数据库", "查询"], vec!["time", "时间"]],
+            ["数据表"],
+        );
+        let ranked = a.extract(msg);
+        assert_eq!(
+            ranked,
+            vec![
+                "我查", "查一", "数据", "据库", "中的", "的所", "所有", "有用", "用户", "户表"
+            ]
+        );
+        // `下数` and `库中` straddle `一下`/`数据库`: ranked last, cut.
+        assert!(!ranked.contains(&"下数".to_string()) && !ranked.contains(&"库中".to_string()));
+        // Catalog terms come first even at the end of a long message.
+        let long = "请问今天天气怎么样我们明天去哪里玩比较好呢时间";
+        let r = a.extract(long);
+        assert_eq!(r.len(), 10);
+        assert_eq!(r.last().map(String::as_str), Some("时间"), "{r:?}");
+        // ASCII-only messages keep the seed's first-ten rule, catalog or not.
+        let ascii = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo sql";
+        assert_eq!(a.extract(ascii), seedlike().extract(ascii));
+        assert!(!a.extract(ascii).contains(&"sql".to_string()));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 """The proxy's discovery flows with a client we did not write: MCP Inspector
-(npm `@modelcontextprotocol/inspector`, pinned by .ci/run).
+(npm `@modelcontextprotocol/inspector`, pinned by scripts/test).
 
 One-shot flows use its CLI exactly as a user would:
 
@@ -38,7 +38,7 @@ BIN = INSPECTOR_DIR / "node_modules/.bin"
 def inspector(name: str) -> str:
     p = BIN / name
     if not p.exists():
-        pytest.fail(f"{p} is missing: run .ci/run (npm install @modelcontextprotocol/inspector into {INSPECTOR_DIR})")
+        pytest.fail(f"{p} is missing: run scripts/test (npm install @modelcontextprotocol/inspector into {INSPECTOR_DIR})")
     return str(p)
 
 
