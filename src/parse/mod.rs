@@ -2,5 +2,6 @@
 //! for every value that a later check may point at.
 
 pub mod policy;
+pub mod properties;
 pub mod reader;
 pub mod tags;

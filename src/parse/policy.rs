@@ -309,6 +309,8 @@ pub struct PolicySource {
     pub auto_tags: AutoTags,
     /// `[[examples]]`.
     pub examples: Vec<Example>,
+    /// `[[properties]]`: what `toolgate check` proves or refutes.
+    pub properties: Vec<crate::parse::properties::PropertySource>,
     /// `[gate]` and other sections read by later stages, kept as raw JSON with its span.
     pub gate: Option<Sp<serde_json::Value>>,
     /// `[reload]`.
@@ -550,7 +552,8 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         match &t {
             Some(t) => {
                 let threshold = t.req_f64("threshold");
-                let threshold_ok = in_range(t, "threshold", threshold.clone(), 0.0, 1.0);
+                // Any finite number: compile checks that scores can reach it.
+                let threshold_ok = threshold.clone().map(|x| x.0);
                 let clamp = match t.get("clamp") {
                     Some(v) => {
                         let pair = match v.raw() {
@@ -969,6 +972,8 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         });
     }
 
+    let properties = crate::parse::properties::read_properties(root);
+
     let gate = root
         .get("gate")
         .and_then(|v| v.to_json().map(|j| Sp::new(j, v.span.clone())));
@@ -1003,6 +1008,7 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         keywords,
         auto_tags,
         examples,
+        properties,
         gate,
         reload,
     }
