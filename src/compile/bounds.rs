@@ -1,5 +1,4 @@
-//! Score bounds: what raw scores a policy can produce, and the static
-//! findings that follow from them.
+//! Score bounds: what raw scores a policy can produce.
 //!
 //! Each feature's range comes from the policy's own parameters:
 //! `stage_match` is `hit` or `miss`; `usage_bonus` is `min(u × multiplier,
@@ -27,15 +26,11 @@
 //! [`Recipe`] that produces it, from which `compile::witness` builds a tool and
 //! a session and checks that the bound is attained.
 //!
-//! The findings ([`findings`]): a threshold (or cold-start threshold) above the
-//! highest score is a load error; a threshold at or below the lowest score, a
-//! term that can never change an activation, and raw scores beyond the clamp
-//! are warnings. All of them use the policy scope and point at file:line:column.
+//! The load-time findings built on these bounds are in [`super::findings`].
 
 use crate::context::{SessionContext, UsageStats};
-use crate::diag::{Diagnostic, ErrorKind};
 use crate::eval::condition::Facts;
-use crate::parse::policy::{KeywordMethod, PolicySource, Sp};
+use crate::parse::policy::KeywordMethod;
 use crate::plan::{F_KEYWORD, Plan};
 
 pub use super::interval::Interval;
@@ -57,10 +52,11 @@ pub enum Recipe {
         domains: Vec<usize>,
     },
     /// `keyword_match`: the intent holds every trigger term of the tool
-    /// (`full`, value 1), or none of them (value 0).
+    /// (`share` 1), half of them with nothing else (`share` 1/2: a made-up
+    /// tool with two trigger terms per intent term), or none (`share` 0).
     Keyword {
-        /// Every trigger term mentioned.
-        full: bool,
+        /// The share of the tool's trigger terms in the intent: 0, 1/2 or 1.
+        share: f64,
     },
     /// `stage_match`: the context's stage is a preferred stage of the tool.
     Stage {
@@ -475,18 +471,21 @@ fn stage_range(plan: &Plan, can_hit: bool) -> FeatureRange {
     FeatureRange::from_points(points)
 }
 
-fn keyword_range(can_match: bool) -> FeatureRange {
-    let mut points = vec![Point {
-        value: 0.0,
-        recipe: Recipe::Keyword { full: false },
-    }];
-    if can_match {
-        points.push(Point {
-            value: 1.0,
-            recipe: Recipe::Keyword { full: true },
-        });
-    }
-    FeatureRange::from_points(points)
+fn keyword_range(can_match: bool, half: bool) -> FeatureRange {
+    let shares: &[f64] = match (can_match, half) {
+        (false, _) => &[0.0],
+        (true, false) => &[0.0, 1.0],
+        (true, true) => &[0.0, 0.5, 1.0],
+    };
+    FeatureRange::from_points(
+        shares
+            .iter()
+            .map(|&s| Point {
+                value: s,
+                recipe: Recipe::Keyword { share: s },
+            })
+            .collect(),
+    )
 }
 
 /// The seven features' ranges over any tool the policy admits. With `grid`,
@@ -538,7 +537,7 @@ pub fn policy_ranges(plan: &Plan, dw: &DomainWeights, grid: bool) -> [FeatureRan
     let complexity = FeatureRange::from_points(cpoints);
     let mut out = [
         domain,
-        keyword_range(true),
+        keyword_range(true, grid && fp.keyword_method != KeywordMethod::Bm25),
         stage_range(plan, true),
         usage_range(plan, grid),
         priority,
@@ -566,7 +565,7 @@ pub fn tool_ranges(plan: &Plan, dw: &DomainWeights, i: usize) -> [FeatureRange; 
         KeywordMethod::Bm25 => true,
         _ => !t.keyword_ids.is_empty(),
     };
-    let mut keyword = keyword_range(can_match);
+    let mut keyword = keyword_range(can_match, false);
     if plan.features.keyword_method == KeywordMethod::Bm25 {
         keyword.interval = Interval::new(0.0, 1.0);
     }
@@ -690,299 +689,4 @@ pub fn num(x: f64) -> String {
     let s = format!("{x:.6}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" { "0".into() } else { s.to_string() }
-}
-
-/// The byte spans of the formula's top-level terms in the policy text, when
-/// the formula is written as a plain string and splits into as many terms as
-/// the lowered formula has.
-fn term_spans(policy: &PolicySource, n: usize) -> Option<Vec<std::ops::Range<usize>>> {
-    let f: &Sp<String> = &policy.formula;
-    let raw = policy.file.text.get(f.span.clone())?;
-    let quote = raw.chars().next()?;
-    if !(quote == '"' || quote == '\'') || raw.get(1..raw.len() - 1)? != f.value {
-        return None;
-    }
-    let base = f.span.start + 1;
-    let s = f.value.as_bytes();
-    let mut out = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    let mut prev: Option<u8> = None; // last non-space byte
-    for (i, &c) in s.iter().enumerate() {
-        match c {
-            b'(' => depth += 1,
-            b')' => depth -= 1,
-            b'+' | b'-' if depth == 0 => {
-                let operand_before = prev.is_some_and(|p| {
-                    p.is_ascii_alphanumeric() || p == b'_' || p == b')' || p == b'.'
-                });
-                // 1e-5: a sign inside a number
-                let exponent = matches!(prev, Some(b'e' | b'E'))
-                    && i >= 2
-                    && s[..i - 1]
-                        .iter()
-                        .rev()
-                        .take_while(|b| b.is_ascii_alphanumeric() || **b == b'.' || **b == b'_')
-                        .last()
-                        .is_some_and(|b| b.is_ascii_digit());
-                if operand_before && !exponent {
-                    out.push(start..i);
-                    start = i + 1;
-                }
-            }
-            _ => {}
-        }
-        if !c.is_ascii_whitespace() {
-            prev = Some(c);
-        }
-    }
-    out.push(start..s.len());
-    if out.len() != n {
-        return None;
-    }
-    Some(
-        out.into_iter()
-            .map(|r| {
-                let text = &f.value[r.clone()];
-                let lead = text.len() - text.trim_start().len();
-                let trail = text.len() - text.trim_end().len();
-                base + r.start + lead..base + r.end - trail
-            })
-            .collect(),
-    )
-}
-
-/// Load-time findings of the score bounds (policy scope): errors and warnings.
-#[derive(Debug, Default)]
-pub struct Findings {
-    /// Problems that fail the load.
-    pub errors: Vec<Diagnostic>,
-    /// Problems reported beside a good plan.
-    pub warnings: Vec<Diagnostic>,
-}
-
-/// The static findings of `plan` (compiled from `policy`), over any tool the
-/// policy admits:
-///
-/// * the threshold, or the cold-start threshold, above the highest score
-///   (the clamped upper bound of the raw score): an error;
-/// * the threshold, or the cold-start threshold, at or below the lowest
-///   score: a warning (every tool passes it);
-/// * a term whose value can never change whether a tool is active (it is
-///   constant, or the other terms always decide before it counts): a warning;
-/// * raw scores beyond the clamp for inputs that reach them: a warning.
-pub fn findings(policy: &PolicySource, plan: &Plan) -> Findings {
-    let mut out = Findings::default();
-    let dw = DomainWeights::of(plan);
-    let ranges = policy_ranges(plan, &dw, false);
-    let b = raw_bounds(plan, &ranges);
-    let (clo, chi) = plan.clamp;
-    let at = |kind: ErrorKind, span: std::ops::Range<usize>, msg: String| {
-        Diagnostic::at(kind, &policy.file, span, msg)
-    };
-    let t = plan.threshold;
-    let t_span = policy.activation.threshold.span.clone();
-    let raw = b.raw;
-    let highest = if raw.is_empty() {
-        clo
-    } else {
-        clamp(plan, raw.hi)
-    };
-    let lowest = if raw.is_empty() {
-        clo
-    } else {
-        clamp(plan, raw.lo)
-    };
-    let highest_text = if !raw.is_empty() && raw.hi > chi {
-        format!(
-            "{} (raw scores reach {} and are clamped to [{}, {}])",
-            num(highest),
-            num(raw.hi),
-            num(clo),
-            num(chi)
-        )
-    } else {
-        num(highest)
-    };
-    let cold = policy.activation.cold_start.as_ref();
-    if t > highest {
-        out.errors.push(
-            at(
-                ErrorKind::OutOfRange,
-                t_span.clone(),
-                format!("threshold {} can never be reached: the highest score is {highest_text}", num(t)),
-            )
-            .with_help(format!(
-                "no tool can ever be active; lower the threshold to at most {} or raise the weights",
-                num(highest)
-            )),
-        );
-    }
-    let tc = plan.cold_start.map(|(_, f)| t * f);
-    if let (Some(tc), Some(c)) = (tc, cold)
-        && tc > highest
-        && t <= highest
-    {
-        out.errors.push(at(
-            ErrorKind::OutOfRange,
-            c.threshold_factor.span.clone(),
-            format!(
-                "the cold-start threshold {} (threshold {} × {}) can never be reached: the highest score is {highest_text}",
-                num(tc),
-                num(t),
-                num(c.threshold_factor.value)
-            ),
-        ));
-    }
-    if t <= lowest {
-        out.warnings.push(at(
-            ErrorKind::OutOfRange,
-            t_span.clone(),
-            format!(
-                "threshold {} is at or below the lowest score {}: every tool passes it in every session",
-                num(t),
-                num(lowest)
-            ),
-        ));
-    } else if let (Some(tc), Some(c)) = (tc, cold)
-        && tc <= lowest
-    {
-        out.warnings.push(at(
-            ErrorKind::OutOfRange,
-            c.threshold_factor.span.clone(),
-            format!(
-                "the cold-start threshold {} is at or below the lowest score {}: every tool passes it until the session has made {} calls",
-                num(tc),
-                num(lowest),
-                c.min_calls
-            ),
-        ));
-    }
-
-    // Terms that never change an activation.
-    let mut thresholds = vec![t];
-    thresholds.extend(tc);
-    if plan.hysteresis_margin > 0.0 {
-        let m = plan.hysteresis_margin;
-        thresholds.extend(thresholds.clone().iter().map(|x| x - m));
-    }
-    let deciding: Vec<f64> = thresholds
-        .iter()
-        .copied()
-        .filter(|&x| clo < x && x <= chi)
-        .collect();
-    let ranked = plan.max_active.is_some() || plan.min_active > 0;
-    let spans = term_spans(policy, plan.formula.terms.len());
-    const EPS: f64 = 1e-9;
-    if !deciding.is_empty() {
-        for (k, term) in plan.formula.terms.iter().enumerate() {
-            let c = b.terms[k];
-            if c.nan || c.is_empty() {
-                continue;
-            }
-            let text = if term.sign < 0.0 {
-                format!("-{}", term.text)
-            } else {
-                term.text.clone()
-            };
-            let span = spans
-                .as_ref()
-                .map(|s| s[k].clone())
-                .unwrap_or(policy.formula.span.clone());
-            if c.lo == c.hi {
-                let msg = if c.lo == 0.0 {
-                    format!("term `{text}` is always 0: it never changes any activation")
-                } else {
-                    format!(
-                        "term `{text}` is always {}: it shifts every score alike and never changes any activation by itself (fold it into the threshold)",
-                        num(c.lo)
-                    )
-                };
-                out.warnings.push(at(ErrorKind::InvalidValue, span, msg));
-                continue;
-            }
-            if ranked {
-                continue;
-            }
-            let rest = b
-                .terms
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != k)
-                .fold(None, |acc: Option<Interval>, (_, x)| {
-                    Some(acc.map_or(*x, |a| Interval::add(a, *x)))
-                })
-                .unwrap_or(Interval::point(0.0));
-            if rest.nan || rest.is_empty() {
-                continue;
-            }
-            let always_pass = deciding.iter().all(|&x| rest.lo + c.lo >= x + EPS);
-            let never_pass = deciding.iter().all(|&x| rest.hi + c.hi < x - EPS);
-            let mixed = deciding
-                .iter()
-                .all(|&x| rest.lo + c.lo >= x + EPS || rest.hi + c.hi < x - EPS);
-            if always_pass || never_pass || mixed {
-                let why = if always_pass {
-                    format!(
-                        "the other terms always sum to at least {}, so every score passes the threshold without it",
-                        num(rest.lo)
-                    )
-                } else if never_pass {
-                    format!(
-                        "the other terms sum to at most {}, so no score reaches the threshold even with it",
-                        num(rest.hi)
-                    )
-                } else {
-                    "the other terms decide every threshold before it counts".to_string()
-                };
-                out.warnings.push(at(
-                    ErrorKind::InvalidValue,
-                    span,
-                    format!(
-                        "term `{text}` (from {} to {}) can never change any activation: {why}",
-                        num(c.lo),
-                        num(c.hi)
-                    ),
-                ));
-            }
-        }
-    }
-
-    // Raw scores beyond the clamp, for inputs that reach them (the extreme
-    // combinations of feature values).
-    let (lo_corner, hi_corner) = extreme_corners(plan, &ranges);
-    let clamp_span = policy.activation.clamp.span.clone();
-    if let Some(h) = hi_corner
-        && h.value > chi
-    {
-        out.warnings.push(at(
-            ErrorKind::OutOfRange,
-            clamp_span.clone(),
-            format!(
-                "raw scores reach {}, above the clamp's upper bound {}: every score from {} to {} becomes {} (they tie, and the formula's differences there are lost)",
-                num(h.value),
-                num(chi),
-                num(chi),
-                num(h.value),
-                num(chi)
-            ),
-        ));
-    }
-    if let Some(l) = lo_corner
-        && l.value < clo
-    {
-        out.warnings.push(at(
-            ErrorKind::OutOfRange,
-            clamp_span,
-            format!(
-                "raw scores go down to {}, below the clamp's lower bound {}: every score from {} to {} becomes {}",
-                num(l.value),
-                num(clo),
-                num(l.value),
-                num(clo),
-                num(clo)
-            ),
-        ));
-    }
-    out
 }

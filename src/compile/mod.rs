@@ -9,7 +9,7 @@
 //! The parts: [`formula`] lowers the score formula, [`condition`] the domain
 //! rules' conditions, [`gate`] (feature `gate`) reads `[gate]` and compiles
 //! the danger patterns and each tool's schema; [`bounds`] bounds the raw score
-//! by interval arithmetic ([`interval`]) and reports the static findings
+//! by interval arithmetic ([`interval`]) and [`findings`] reports what follows
 //! (an unreachable threshold fails the load); `properties` resolves the
 //! declared `[[properties]]`; [`witness`] builds and evaluates the tools and
 //! sessions that attain a bound or break a property; `examples` runs the policy's
@@ -20,6 +20,7 @@
 pub mod bounds;
 pub mod condition;
 mod examples;
+pub mod findings;
 pub mod formula;
 #[cfg(feature = "gate")]
 pub mod gate;
@@ -631,7 +632,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     // The score bounds' findings, and the declared properties (checked by
     // `toolgate check`, resolved here).
     let mut plan = plan;
-    let found = bounds::findings(policy, &plan);
+    let found = findings::findings(policy, &plan);
     let mut sink = Sink::default();
     for e in found.errors {
         sink.push(e);

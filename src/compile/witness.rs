@@ -87,8 +87,9 @@ pub struct ToolWant {
     pub name: String,
     /// Declared domains (made-up tools only).
     pub domains: Vec<usize>,
-    /// Every trigger term in the intent (else none).
-    pub keyword_full: bool,
+    /// Share of its trigger terms in the intent: 0, 1/2 or 1 (1/2 only for
+    /// made-up tools).
+    pub keyword_share: f64,
     /// Its stage preferred (else not).
     pub stage_hit: bool,
     /// Normalised usage: 0, 1/2 or 1.
@@ -305,7 +306,7 @@ pub fn tool_json(plan: &Plan, i: usize) -> Value {
 /// (policy scope). The tools' keywords and stages are fitted to the context.
 pub fn made_up_input(plan: &Plan, rules: &[usize], wants: &[ToolWant]) -> Option<Value> {
     let need_stage = wants.iter().any(|w| w.stage_hit);
-    let full = wants.iter().any(|w| w.keyword_full);
+    let full = wants.iter().any(|w| w.keyword_share > 0.0);
     let all = if plan.stages.is_empty() {
         0
     } else {
@@ -319,11 +320,16 @@ pub fn made_up_input(plan: &Plan, rules: &[usize], wants: &[ToolWant]) -> Option
     let ctx = context_for(plan, rules, need_stage, all, &intent, &[], &[])?;
     let mut tools = Vec::new();
     for w in wants {
-        let triggers: Vec<String> = if w.keyword_full {
+        let mut triggers: Vec<String> = if w.keyword_share > 0.0 {
             ctx.user_intent_keywords.clone()
         } else {
             vec![]
         };
+        if w.keyword_share > 0.0 && w.keyword_share < 1.0 {
+            // as many terms again that the intent lacks: |T ∩ I| / |T ∪ I| = 1/2
+            let n = triggers.len();
+            triggers.extend((0..n).map(|k| format!("{FILLER_TERM}{}", k + 2)));
+        }
         let stages: Vec<String> = match (&ctx.conversation_stage, w.stage_hit) {
             (Some(s), true) => vec![s.clone()],
             (None, true) => return None,
@@ -376,7 +382,7 @@ pub fn catalog_input(
         Recipe::Domain { rules, .. } => rules.clone(),
         _ => vec![],
     };
-    let full = matches!(recipe(F_KEYWORD), Recipe::Keyword { full: true });
+    let full = matches!(recipe(F_KEYWORD), Recipe::Keyword { share } if *share > 0.0);
     let hit = matches!(recipe(F_STAGE), Recipe::Stage { hit: true });
     let share = match recipe(F_USAGE) {
         Recipe::Usage { share } => *share,
@@ -417,7 +423,7 @@ pub fn catalog_input(
     let want = ToolWant {
         name: t.name.clone(),
         domains: vec![],
-        keyword_full: full,
+        keyword_share: if full { 1.0 } else { 0.0 },
         stage_hit: hit,
         usage_share: if share > 0.0 { 1.0 } else { 0.0 },
         recent,
@@ -482,7 +488,10 @@ pub fn want_of(ranges: &[FeatureRange; 7], corner: &Corner, name: &str) -> (Vec<
     let want = ToolWant {
         name: name.to_string(),
         domains,
-        keyword_full: matches!(recipe(F_KEYWORD), Recipe::Keyword { full: true }),
+        keyword_share: match recipe(F_KEYWORD) {
+            Recipe::Keyword { share } => *share,
+            _ => 0.0,
+        },
         stage_hit: matches!(recipe(F_STAGE), Recipe::Stage { hit: true }),
         usage_share: match recipe(F_USAGE) {
             Recipe::Usage { share } => *share,

@@ -118,7 +118,9 @@ pub struct ColdStart {
 /// `[activation]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActivationSection {
-    /// Activation threshold, in \[0,1\]: a tool is active when its score ≥ this.
+    /// Activation threshold (any finite number; it must be reachable: at most the
+    /// clamp's upper bound here, at most the highest score at compile): a tool is
+    /// active when its (clamped) score ≥ this.
     pub threshold: Sp<f64>,
     /// Clamp bounds `[low, high]` of the score.
     pub clamp: Sp<(f64, f64)>,
@@ -612,6 +614,21 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                         0
                     }
                 };
+                // A threshold above the clamp's upper bound is unreachable
+                // whatever the formula (compile checks the formula's own bound).
+                if let (Some(x), Some((_, span))) = (threshold_ok, &threshold)
+                    && clamp.value.1.is_finite()
+                    && x > clamp.value.1
+                {
+                    r.error(
+                        ErrorKind::OutOfRange,
+                        span.clone(),
+                        format!(
+                            "threshold {x} can never be reached: the highest score is {} (scores are clamped to [{}, {}])",
+                            clamp.value.1, clamp.value.0, clamp.value.1
+                        ),
+                    );
+                }
                 ActivationSection {
                     threshold: Sp::new(
                         threshold_ok.unwrap_or(INVALID),
