@@ -51,7 +51,9 @@ fn at(text: &str, needle: &str) -> String {
 
 /// `p.toml:line:column` of `inner` within the first occurrence of `needle`.
 fn at_in(text: &str, needle: &str, inner: &str) -> String {
-    let off = text.find(needle).unwrap_or_else(|| panic!("{needle:?} not found"))
+    let off = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} not found"))
         + needle.find(inner).unwrap();
     let (l, c) = SourceFile::new("p.toml", text).line_col(off);
     format!("p.toml:{l}:{c}")
@@ -69,7 +71,12 @@ fn witnesses_reproduce(policy: &PolicySource, plan: &Arc<Plan>, b: &ScoreBounds)
         let input: serde_json::Value = serde_json::from_str(&text).unwrap();
         let act = evaluate_input(Some(policy), plan, &input).unwrap();
         let s = act.get(&w.tool).unwrap();
-        assert!(close(s.raw_score, bound), "{}: {} vs {bound}", w.tool, s.raw_score);
+        assert!(
+            close(s.raw_score, bound),
+            "{}: {} vs {bound}",
+            w.tool,
+            s.raw_score
+        );
         assert_eq!(s.raw_score.to_bits(), w.raw_score.to_bits());
     }
 }
@@ -78,7 +85,11 @@ fn witnesses_reproduce(policy: &PolicySource, plan: &Arc<Plan>, b: &ScoreBounds)
 fn the_default_policy_reaches_exactly_0_01_and_1_15() {
     let (p, plan) = plan(DEFAULT);
     let b = score_bounds(&p, &plan);
-    assert!(close(b.raw[0], 0.01) && close(b.raw[1], 1.15), "{:?}", b.raw);
+    assert!(
+        close(b.raw[0], 0.01) && close(b.raw[1], 1.15),
+        "{:?}",
+        b.raw
+    );
     assert!(close(b.clamped[0], 0.01) && b.clamped[1] == 1.0);
     assert!(b.exact && !b.nan_possible);
     witnesses_reproduce(&p, &plan, &b);
@@ -118,12 +129,22 @@ fn catalog_bounds_are_tighter_and_attained() {
     let b = &cb.overall;
     assert!(b.exact, "{:?}", b.raw);
     assert!(b.raw[0] >= policy_wide.raw[0] && b.raw[1] <= policy_wide.raw[1]);
-    assert!(b.raw[1] < 1.0, "no shipped tool reaches the clamp: {}", b.raw[1]);
+    assert!(
+        b.raw[1] < 1.0,
+        "no shipped tool reaches the clamp: {}",
+        b.raw[1]
+    );
     for w in [&b.lowest, &b.highest] {
         let w = w.as_ref().unwrap();
-        assert!(w.input.get("tools").is_none(), "a catalog witness uses the catalog");
+        assert!(
+            w.input.get("tools").is_none(),
+            "a catalog witness uses the catalog"
+        );
         let act = evaluate_input(None, &plan, &w.input).unwrap();
-        assert_eq!(act.get(&w.tool).unwrap().raw_score.to_bits(), w.raw_score.to_bits());
+        assert_eq!(
+            act.get(&w.tool).unwrap().raw_score.to_bits(),
+            w.raw_score.to_bits()
+        );
     }
     // every tool's interval holds what its extreme sessions give; most tools
     // reach their ends (a domain rule's keyword that is not the tool's own
@@ -135,14 +156,26 @@ fn catalog_bounds_are_tighter_and_attained() {
             let act = evaluate_input(None, &plan, &input).unwrap();
             let r = cb.tools[i].raw;
             let x = act.tools[i].raw_score;
-            assert!(r.lo <= x && x <= r.hi, "{}: {x} outside {:?}", plan.tools[i].name, r);
+            assert!(
+                r.lo <= x && x <= r.hi,
+                "{}: {x} outside {:?}",
+                plan.tools[i].name,
+                r
+            );
             if close(x, v) {
                 attained += 1;
-                assert_eq!(cb.tool_witness(&plan, i, highest).is_some(), close(v, if highest { r.hi } else { r.lo }));
+                assert_eq!(
+                    cb.tool_witness(&plan, i, highest).is_some(),
+                    close(v, if highest { r.hi } else { r.lo })
+                );
             }
         }
     }
-    assert!(attained > plan.tools.len(), "{attained} of {} ends", 2 * plan.tools.len());
+    assert!(
+        attained > plan.tools.len(),
+        "{attained} of {} ends",
+        2 * plan.tools.len()
+    );
 }
 
 #[test]
@@ -156,7 +189,11 @@ fn a_non_linear_formula_gets_a_bound_that_is_not_exact() {
     let (p, plan) = plan(&text);
     let b = score_bounds(&p, &plan);
     assert!(!b.exact);
-    assert!(close(b.raw[0], 0.01 - 1.0) && close(b.raw[1], 1.15 + 1.0), "{:?}", b.raw);
+    assert!(
+        close(b.raw[0], 0.01 - 1.0) && close(b.raw[1], 1.15 + 1.0),
+        "{:?}",
+        b.raw
+    );
     // the value actually reached stays within the bound
     let cb = CatalogBounds::of(&plan);
     assert!(!cb.overall.exact);
@@ -200,7 +237,10 @@ fn the_clamp_bounds_the_highest_score_named_by_the_error() {
     let text = edit(&text, "w_keyword = 0.25", "w_keyword = 0.0");
     let text = edit(&text, "threshold = 0.4 ", "threshold = 0.7 ");
     let d = load(&text).unwrap_err().to_string();
-    assert!(d.contains("threshold 0.7 can never be reached: the highest score is 0.6"), "{d}");
+    assert!(
+        d.contains("threshold 0.7 can never be reached: the highest score is 0.6"),
+        "{d}"
+    );
 }
 
 #[test]
@@ -270,7 +310,11 @@ fn a_term_drowned_by_a_discrete_one_is_a_warning() {
     assert!(!plan.warnings.iter().any(|w| w.contains("term `w_stage")));
     let wider = edit(&text, "w_priority = 0.10", "w_priority = 0.3");
     let (_, plan) = self::plan(&wider);
-    assert!(!plan.warnings.iter().any(|w| w.contains("can never change")), "{:?}", plan.warnings);
+    assert!(
+        !plan.warnings.iter().any(|w| w.contains("can never change")),
+        "{:?}",
+        plan.warnings
+    );
 }
 
 #[test]
@@ -278,8 +322,11 @@ fn the_shipped_formula_has_no_inert_term() {
     for text in [DEFAULT, ARTICLE, SELECTION] {
         let (_, plan) = plan(text);
         assert!(
-            !plan.warnings.iter().any(|w| w.contains("never changes any activation")
-                || w.contains("can never change")),
+            !plan
+                .warnings
+                .iter()
+                .any(|w| w.contains("never changes any activation")
+                    || w.contains("can never change")),
             "{:?}",
             plan.warnings
         );

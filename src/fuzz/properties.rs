@@ -483,11 +483,18 @@ impl Checker<'_> {
                 num(act.effective_threshold),
                 s.reason
             )
+        } else if s.reason == Reason::MaxActive {
+            format!(
+                "`{name}` is inactive: its score {} passes the effective threshold {} but max_active {} cuts it",
+                num(s.score),
+                num(act.effective_threshold),
+                self.plan.max_active.unwrap_or(0)
+            )
         } else {
-            let why = match s.reason {
-                Reason::MaxActive => " and cut by max_active".to_string(),
-                Reason::InvalidScore => " (NaN score)".to_string(),
-                _ => String::new(),
+            let why = if s.reason == Reason::InvalidScore {
+                " (NaN score)"
+            } else {
+                ""
             };
             format!(
                 "`{name}` is inactive (score {} < effective threshold {}{why})",
