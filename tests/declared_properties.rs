@@ -442,3 +442,35 @@ fn a_tool_of_another_catalog_is_skipped_with_a_warning() {
         plan.warnings
     );
 }
+
+/// The first ```toml block after `heading` in docs/policy-reference.md.
+fn doc_block(heading: &str) -> String {
+    let doc = include_str!("../docs/policy-reference.md");
+    let from = doc
+        .find(heading)
+        .unwrap_or_else(|| panic!("{heading:?} not in the doc"));
+    let rest = &doc[from..];
+    let start = rest.find("```toml\n").unwrap() + "```toml\n".len();
+    let end = start + rest[start..].find("```").unwrap();
+    rest[start..end].to_string()
+}
+
+#[test]
+fn the_documented_policy_route_gives_the_documented_verdicts() {
+    let block = doc_block("### Worked example: the policy route");
+    let reports = check(DEFAULT, &block);
+    assert_eq!(reports.len(), 9);
+    let r = report(&reports, "raw scores stay within [0, 1]");
+    assert!(r.holds && r.method == Method::Static);
+    assert!(r.detail.contains("[0.048289, 0.968824]"), "{}", r.detail);
+    let r = report(&reports, "a stage hit never lowers a score");
+    assert!(r.holds && r.method == Method::Static);
+    let r = report(&reports, "the file reader is always available");
+    assert!(!r.holds && r.method == Method::Static);
+    assert_eq!(r.tool.as_deref(), Some("filesystem.read_text_file"));
+    // the counterexample shown in the doc
+    let shown = serde_json::json!({"context":{"active_language":"sql","user_intent_keywords":["query","api","run"]},"now":0.0,"usage":{"call_counts":{"shell.run_command":5}}});
+    assert_eq!(r.counterexample.as_ref(), Some(&shown));
+    let doc = include_str!("../docs/policy-reference.md");
+    assert!(doc.contains(&serde_json::to_string(&shown).unwrap()));
+}

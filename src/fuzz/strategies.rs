@@ -63,7 +63,7 @@ fn languages() -> Vec<Option<String>> {
 }
 
 /// A session context drawn from the plan's vocabulary, stages and tool names.
-pub fn context(plan: &Plan) -> impl Strategy<Value = SessionContext> {
+pub fn context(plan: &Plan) -> impl Strategy<Value = SessionContext> + use<> {
     let vocab = words(plan);
     let mut names: Vec<String> = plan.tools.iter().map(|t| t.name.clone()).collect();
     names.push("db_query".into());
@@ -108,7 +108,7 @@ pub fn context(plan: &Plan) -> impl Strategy<Value = SessionContext> {
 
 /// Usage stats over the plan's tools: counts up to 50, last calls within 1,000 s
 /// before `now` = 0, frequencies in \[0,1\].
-pub fn usage(plan: &Plan) -> impl Strategy<Value = UsageStats> {
+pub fn usage(plan: &Plan) -> impl Strategy<Value = UsageStats> + use<> {
     let names: Vec<String> = plan.tools.iter().map(|t| t.name.clone()).collect();
     let n = names.len();
     let entry = (0..n.max(1), 0u64..50, -1000.0f64..0.0, 0.0f64..=1.0);
@@ -133,7 +133,7 @@ pub fn usage(plan: &Plan) -> impl Strategy<Value = UsageStats> {
 
 /// A whole evaluation input: context, usage and `now` (always 0.0, the clock of
 /// [`usage`]).
-pub fn session(plan: &Plan) -> impl Strategy<Value = (SessionContext, UsageStats, f64)> {
+pub fn session(plan: &Plan) -> impl Strategy<Value = (SessionContext, UsageStats, f64)> + use<> {
     (context(plan), usage(plan)).prop_map(|(c, u)| (c, u, 0.0))
 }
 
@@ -167,12 +167,12 @@ fn focus_words(plan: &Plan, tools: &[usize]) -> Vec<String> {
 /// Sessions centred on `tools` (indices into the plan's tools): half of them
 /// as [`session`] draws them, half drawn from those tools' trigger terms and
 /// the rules' keywords, their preferred stages, the languages the rules test,
-/// with usage and recent calls of them. A search for a property of a few
+/// with recent calls of them and usage of them and of a few other tools. A search for a property of a few
 /// tools finds its counterexamples much sooner this way. `now` is 0.0.
 pub fn session_for(
     plan: &Plan,
     tools: &[usize],
-) -> impl Strategy<Value = (SessionContext, UsageStats, f64)> {
+) -> impl Strategy<Value = (SessionContext, UsageStats, f64)> + use<> {
     let focus: Vec<usize> = if tools.is_empty() {
         (0..plan.tools.len()).collect()
     } else {
@@ -217,8 +217,16 @@ pub fn session_for(
     for r in &plan.rules {
         projects.extend(r.condition.project_type.iter().cloned().map(Some));
     }
-    let n = names.len();
-    let usage_names = names.clone();
+    // usage falls on the focus tools and on a few others (calls of other
+    // tools end the cold start without raising the focus tools' usage)
+    let mut usage_names = names.clone();
+    usage_names.extend(
+        (0..plan.tools.len())
+            .filter(|i| !focus.contains(i))
+            .take(8)
+            .map(|i| plan.tools[i].name.clone()),
+    );
+    let n = usage_names.len();
     let focused = (
         prop::collection::vec(prop::sample::select(vocab), 0..8),
         prop::sample::select(stages),
@@ -265,7 +273,7 @@ pub fn session_for(
 /// uniformly within each feature's interval. For formula-level properties:
 /// `plan.formula.eval(&x, None)` is the raw score a tool with these features
 /// gets.
-pub fn features(plan: &Plan) -> impl Strategy<Value = [f64; 7]> {
+pub fn features(plan: &Plan) -> impl Strategy<Value = [f64; 7]> + use<> {
     use crate::compile::bounds::{DomainWeights, policy_ranges};
     let ranges = policy_ranges(plan, &DomainWeights::of(plan), true);
     let points: Vec<Vec<f64>> = ranges
