@@ -148,7 +148,7 @@ pub fn run(
                 "examples_checked": p.examples_checked,
                 "warnings": p.warnings,
                 "score_bounds": bounds_json(&bounds),
-                "catalog_bounds": bounds_json(&catalog.overall),
+                "catalog_bounds": (!p.tools.is_empty()).then(|| bounds_json(&catalog.overall)),
                 "properties": reports,
                 "fuzz_samples": fuzz,
                 "violations": violations,
@@ -186,11 +186,15 @@ pub fn run(
         p.formula.source
     );
     print_bounds(o, "any tool the policy admits", &bounds);
-    print_bounds(
-        o,
-        &format!("the {} loaded tools", p.tools.len()),
-        &catalog.overall,
-    );
+    if p.tools.is_empty() {
+        w!(o, "  score bounds, the loaded catalog: no tools");
+    } else {
+        print_bounds(
+            o,
+            &format!("the {} loaded tools", p.tools.len()),
+            &catalog.overall,
+        );
+    }
     w!(o, "  examples: {} checked, all hold", p.examples_checked);
     let g = super::gate_summary(&p);
     w!(

@@ -111,19 +111,23 @@ impl FeatureRange {
     }
 }
 
+/// The domain rules that apply together, and the normalised domain weights
+/// with their sum they give (`None`: the neutral value applies).
+pub type Combination = (Vec<usize>, Option<(Vec<f64>, f64)>);
+
 /// The domain weights that each combination of domain rules gives.
 #[derive(Debug, Clone)]
 pub struct DomainWeights {
     /// Per combination (when at most [`MAX_ENUMERATED_RULES`] rules): the
     /// rules that apply, and the normalised weights with their sum (`None`:
     /// the neutral value applies).
-    pub combinations: Option<Vec<(Vec<usize>, Option<(Vec<f64>, f64)>)>>,
+    pub combinations: Option<Vec<Combination>>,
     /// Each domain's weight before normalisation, over every combination.
     pub weights: Vec<Interval>,
     /// Their total.
     pub total: Interval,
     /// The rules that hold in an empty context (their combination, normalised).
-    pub base: (Vec<usize>, Option<(Vec<f64>, f64)>),
+    pub base: Combination,
 }
 
 /// The normalised weights when exactly `rules` apply, computed as evaluate
@@ -203,12 +207,10 @@ impl DomainWeights {
         for r in &plan.rules {
             for (d, delta) in &r.adjust {
                 let w = &mut weights[*d];
-                *w = w.hull(Interval::add(*w, Interval::point(*delta)));
+                *w = w.hull(*w + Interval::point(*delta));
             }
         }
-        let total = weights
-            .iter()
-            .fold(Interval::point(0.0), |a, w| Interval::add(a, *w));
+        let total = weights.iter().fold(Interval::point(0.0), |a, w| a + *w);
         let rules = base_rules(plan);
         let norm = normalise(plan, &rules);
         DomainWeights {
@@ -251,9 +253,9 @@ fn domain_fallback(plan: &Plan, dw: &DomainWeights, domains: Option<&[usize]>) -
     }
     let (num, distinct) = match domains {
         Some(ds) => {
-            let num = ds.iter().fold(Interval::point(0.0), |a, &d| {
-                Interval::add(a, dw.weights[d])
-            });
+            let num = ds
+                .iter()
+                .fold(Interval::point(0.0), |a, &d| a + dw.weights[d]);
             let mut seen = ds.to_vec();
             seen.sort_unstable();
             seen.dedup();
@@ -266,7 +268,7 @@ fn domain_fallback(plan: &Plan, dw: &DomainWeights, domains: Option<&[usize]>) -
             (Interval::new(lo, hi), true)
         }
     };
-    let mut share = Interval::div(num, dw.total);
+    let mut share = num / dw.total;
     if distinct && dw.weights.iter().all(|w| w.lo >= 0.0) {
         share.lo = share.lo.max(0.0);
         share.hi = share.hi.min(1.0);
@@ -288,7 +290,7 @@ fn policy_domain(plan: &Plan, dw: &DomainWeights) -> FeatureRange {
             *hi = Some(p);
         }
     };
-    let combos: Vec<(Vec<usize>, Option<(Vec<f64>, f64)>)> = match &dw.combinations {
+    let combos: Vec<Combination> = match &dw.combinations {
         Some(c) => c.clone(),
         None => vec![dw.base.clone()],
     };

@@ -89,7 +89,7 @@ fn term_set(plan: &Plan, ranges: &[FeatureRange; 7], k: usize, hull: Interval) -
             normalize(
                 feature_set(plan, ranges, f as usize)
                     .into_iter()
-                    .map(|x| Interval::mul(Interval::point(w), x))
+                    .map(|x| Interval::point(w) * x)
                     .collect(),
             )
         }
@@ -104,7 +104,7 @@ fn sum_sets<'a>(sets: impl Iterator<Item = &'a [Interval]>) -> Vec<Interval> {
         let mut next = Vec::with_capacity(acc.len() * s.len());
         for a in &acc {
             for b in s {
-                next.push(Interval::add(*a, *b));
+                next.push(*a + *b);
             }
         }
         acc = normalize(next);

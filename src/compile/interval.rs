@@ -113,24 +113,24 @@ impl Interval {
     }
 
     /// `a + b`.
-    pub fn add(a: Interval, b: Interval) -> Interval {
+    fn add_i(a: Interval, b: Interval) -> Interval {
         Self::binary(a, b, |a, b| Self::hull_of(&[a.lo + b.lo, a.hi + b.hi]))
     }
 
     /// `a - b`.
-    pub fn sub(a: Interval, b: Interval) -> Interval {
+    fn sub_i(a: Interval, b: Interval) -> Interval {
         Self::binary(a, b, |a, b| Self::hull_of(&[a.lo - b.hi, a.hi - b.lo]))
     }
 
     /// `a * b`.
-    pub fn mul(a: Interval, b: Interval) -> Interval {
+    fn mul_i(a: Interval, b: Interval) -> Interval {
         Self::binary(a, b, |a, b| {
             Self::hull_of(&[a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi])
         })
     }
 
     /// `a / b`.
-    pub fn div(a: Interval, b: Interval) -> Interval {
+    fn div_i(a: Interval, b: Interval) -> Interval {
         Self::binary(a, b, |a, b| {
             if b.lo <= 0.0 && b.hi >= 0.0 {
                 // a division by (something near) zero: anything, NaN for 0/0
@@ -174,7 +174,7 @@ impl Interval {
     }
 
     /// `-a`.
-    pub fn neg(a: Interval) -> Interval {
+    fn neg_i(a: Interval) -> Interval {
         if a.is_empty() {
             return a;
         }
@@ -228,9 +228,7 @@ impl Interval {
             }
         }
         let clamp = |x: f64| {
-            if is_min && x > bound {
-                bound
-            } else if !is_min && x < bound {
+            if (is_min && x > bound) || (!is_min && x < bound) {
                 bound
             } else {
                 x
@@ -272,6 +270,46 @@ impl Interval {
     }
 }
 
+/// Interval sum (each operand holds every value it can take).
+impl std::ops::Add for Interval {
+    type Output = Interval;
+    fn add(self, b: Interval) -> Interval {
+        Interval::add_i(self, b)
+    }
+}
+
+/// Interval difference.
+impl std::ops::Sub for Interval {
+    type Output = Interval;
+    fn sub(self, b: Interval) -> Interval {
+        Interval::sub_i(self, b)
+    }
+}
+
+/// Interval product.
+impl std::ops::Mul for Interval {
+    type Output = Interval;
+    fn mul(self, b: Interval) -> Interval {
+        Interval::mul_i(self, b)
+    }
+}
+
+/// Interval quotient (everything, NaN included, when the divisor reaches 0).
+impl std::ops::Div for Interval {
+    type Output = Interval;
+    fn div(self, b: Interval) -> Interval {
+        Interval::div_i(self, b)
+    }
+}
+
+/// Interval negation.
+impl std::ops::Neg for Interval {
+    type Output = Interval;
+    fn neg(self) -> Interval {
+        Interval::neg_i(self)
+    }
+}
+
 /// Runs one term program over intervals.
 pub fn eval_program(program: &[Op], features: &[Interval]) -> Interval {
     let mut stack: Vec<Interval> = Vec::with_capacity(MAX_STACK);
@@ -284,10 +322,10 @@ pub fn eval_program(program: &[Op], features: &[Interval]) -> Interval {
                     return Interval::everything();
                 };
                 stack.push(match op {
-                    Op::Add => Interval::add(a, b),
-                    Op::Sub => Interval::sub(a, b),
-                    Op::Mul => Interval::mul(a, b),
-                    Op::Div => Interval::div(a, b),
+                    Op::Add => a + b,
+                    Op::Sub => a - b,
+                    Op::Mul => a * b,
+                    Op::Div => a / b,
                     _ => Interval::pow(a, b),
                 });
             }
@@ -295,7 +333,7 @@ pub fn eval_program(program: &[Op], features: &[Interval]) -> Interval {
                 let Some(a) = stack.pop() else {
                     return Interval::everything();
                 };
-                stack.push(Interval::neg(a));
+                stack.push(-a);
             }
             Op::Min(n) | Op::Max(n) => {
                 let n = n as usize;
@@ -326,11 +364,11 @@ pub fn eval_formula(
     let mut sum: Option<Interval> = None;
     for t in &formula.terms {
         let v = eval_program(&t.program, features);
-        let c = if t.sign < 0.0 { Interval::neg(v) } else { v };
+        let c = if t.sign < 0.0 { -v } else { v };
         terms.push(c);
         sum = Some(match sum {
             None => c,
-            Some(s) => Interval::add(s, c),
+            Some(s) => s + c,
         });
     }
     (sum.unwrap_or(Interval::point(0.0)), terms)
@@ -344,10 +382,10 @@ mod tests {
     fn arithmetic_bounds_every_value() {
         let a = Interval::new(-1.0, 2.0);
         let b = Interval::new(0.5, 3.0);
-        assert_eq!(Interval::mul(a, b), Interval::new(-3.0, 6.0));
-        assert_eq!(Interval::sub(a, b), Interval::new(-4.0, 1.5));
-        assert_eq!(Interval::div(a, b), Interval::new(-2.0, 4.0));
-        assert!(Interval::div(b, a).nan);
+        assert_eq!(a * b, Interval::new(-3.0, 6.0));
+        assert_eq!(a - b, Interval::new(-4.0, 1.5));
+        assert_eq!(a / b, Interval::new(-2.0, 4.0));
+        assert!((b / a).nan);
         let sq = Interval::pow(a, Interval::point(2.0));
         assert_eq!((sq.lo, sq.hi), (0.0, 4.0));
         let s = Interval::func(MathFn::Sqrt, a);

@@ -260,11 +260,9 @@ fn usage_json(plan: &Plan, wants: &[ToolWant], helper: Option<&str>) -> (Value, 
             ago.insert(w.name.clone(), 0.0);
         }
     }
-    if needs_helper {
-        if let Some(h) = helper {
-            counts.insert(h.to_string(), 2);
-            // the busiest tool now counts 2: shares of 1 need 2 calls too (already)
-        }
+    if needs_helper && let Some(h) = helper {
+        // the busiest tool counts 2 calls (as a share of 1 does)
+        counts.insert(h.to_string(), 2);
     }
     let mut u = serde_json::Map::new();
     if !counts.is_empty() {

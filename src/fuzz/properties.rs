@@ -280,7 +280,13 @@ impl Checker<'_> {
                 samples: None,
             },
             Err(TestError::Fail(_, (ctx, usage, now))) => {
-                let input = session_input(&ctx, &usage, now);
+                let mut input = session_input(&ctx, &usage, now);
+                if plan.features.usage_normalization == UsageNormalization::BusiestTool
+                    && let Some(u) = input["usage"].as_object_mut()
+                {
+                    // frequencies are not read under this normalisation
+                    u.remove("usage_frequency");
+                }
                 match self.run(&input).and_then(|act| test(&act)) {
                     Some((tool, msg)) => Verdict::refuted(
                         Method::Search,
@@ -326,6 +332,9 @@ impl Checker<'_> {
             .tools
             .clone()
             .unwrap_or_else(|| (0..plan.tools.len()).collect());
+        if scope.is_empty() {
+            return Verdict::proven("the catalog has no tool to score".into());
+        }
         let f = |x: f64| if clamped { clamp(plan, x) } else { x };
         let (mut lo, mut hi, mut nan) = (f64::INFINITY, f64::NEG_INFINITY, false);
         for &i in &scope {
