@@ -89,3 +89,9 @@ pub use eval::{Activation, ActivationDiff, Reason, TermExplanation, ToolScore};
 #[cfg(feature = "proptest")]
 pub use fuzz::strategies;
 pub use plan::{FEATURES, Plan};
+
+/// The Rust examples of `docs/policy-reference.md` (the declared-properties
+/// route through `toolgate::strategies`), run as doctests.
+#[cfg(all(doctest, feature = "proptest"))]
+#[doc = include_str!("../docs/policy-reference.md")]
+pub struct PolicyReferenceExamples;

@@ -3,7 +3,7 @@
 //! Exit codes: 0 success; 1 the policy, tags or tools did not load (diagnostics
 //! on stderr); 2 bad command-line usage; 3 the input JSON or trace is invalid
 //! (or a file cannot be read or written, or a fit is impossible); 4
-//! `check --fuzz` found violations; 5 `explain` names an unknown tool; 6 and
+//! `check` found a failing declared property or `--fuzz` violations; 5 `explain` names an unknown tool; 6 and
 //! 7 `guard`'s verdict is ask or deny (0 when allowed).
 //! `mcp-proxy` exits 0 when the client disconnects, 1 when the policy or tags
 //! do not load or the proxy fails, 2 on a bad configuration.
@@ -29,7 +29,7 @@ macro_rules! w {
 mod cli;
 
 use cli::report::{print_eval, print_explain};
-use cli::{Fail, Format, PlanArgs, build, evaluate, render};
+use cli::{Fail, Format, PlanArgs, evaluate, render};
 
 #[derive(Parser)]
 #[command(
@@ -44,16 +44,22 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Validate a policy and its tool tags, run the policy's examples, print a summary.
+    /// Validate a policy and its tool tags, run the policy's examples, print the score bounds, check the declared properties.
+    ///
+    /// Exits 4 when a declared property fails (each with its smallest counterexample, a ready
+    /// `eval --input` object) or --fuzz finds a breach.
     Check {
         #[command(flatten)]
         plan: PlanArgs,
         /// Also evaluate N random sessions and report scores outside the clamp bounds, NaNs and active-count breaches.
         #[arg(long, value_name = "N")]
         fuzz: Option<usize>,
-        /// RNG seed for --fuzz.
+        /// RNG seed for --fuzz and for the property searches.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Random sessions tried for a property that cannot be decided statically (a property's own `samples` wins).
+        #[arg(long, value_name = "N", default_value_t = 256)]
+        samples: u64,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -257,109 +263,10 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             plan,
             fuzz,
             seed,
+            samples,
             format,
         } => {
-            let p = build(&plan, None).map_err(fail)?;
-            let violations = fuzz.map(|n| toolgate::fuzz::fuzz(&p, n, seed));
-            if format == Format::Json {
-                w!(
-                    o,
-                    "{}",
-                    serde_json::json!({
-                        "ok": violations.as_ref().is_none_or(|v| v.is_empty()),
-                        "policy": p.policy_name,
-                        "sources": p.sources,
-                        "tools": p.tools.len(),
-                        "auto_tagged": p.tools.iter().filter(|t| t.auto_tagged).count(),
-                        "domains": p.domains,
-                        "stages": p.stages,
-                        "rules": p.rules.len(),
-                        "formula_terms": p.formula.terms.len(),
-                        "examples_checked": p.examples_checked,
-                        "warnings": p.warnings,
-                        "fuzz_samples": fuzz,
-                        "violations": violations,
-                        "gate": cli::gate_summary(&p),
-                    })
-                );
-            } else {
-                w!(
-                    o,
-                    "{}: policy `{}` from {}",
-                    if violations.as_ref().is_some_and(|v| !v.is_empty()) {
-                        "FAILED"
-                    } else {
-                        "ok"
-                    },
-                    p.policy_name,
-                    p.sources.first().map(String::as_str).unwrap_or("")
-                );
-                let files = &p.sources[1.min(p.sources.len())..];
-                let embedded = files.iter().filter(|f| f.ends_with(" (embedded)")).count();
-                w!(
-                    o,
-                    "  tools: {} ({} auto-tagged) from {} file(s){}",
-                    p.tools.len(),
-                    p.tools.iter().filter(|t| t.auto_tagged).count(),
-                    files.len(),
-                    match embedded {
-                        0 => String::new(),
-                        n if n == files.len() => " (embedded tool-tags/)".to_string(),
-                        n => format!(" ({n} of them the embedded tool-tags/)"),
-                    }
-                );
-                w!(
-                    o,
-                    "  domains: {} ({})",
-                    p.domains.len(),
-                    p.domains.join(", ")
-                );
-                w!(o, "  stages: {}", p.stages.join(", "));
-                w!(o, "  domain rules: {}", p.rules.len());
-                w!(
-                    o,
-                    "  formula: {} terms: {}",
-                    p.formula.terms.len(),
-                    p.formula.source
-                );
-                w!(o, "  examples: {} checked, all hold", p.examples_checked);
-                let g = cli::gate_summary(&p);
-                w!(
-                    o,
-                    "  gate: {} shell rules, {} SQL statement rules, {} patterns, {} risk rules, path roots: {}",
-                    g["shell_rules"],
-                    g["sql_statement_rules"],
-                    g["patterns"],
-                    g["risk_rules"],
-                    g["roots"]
-                        .as_array()
-                        .map(|r| r
-                            .iter()
-                            .filter_map(|x| x.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "))
-                        .unwrap_or_default()
-                );
-                for w in &p.warnings {
-                    w!(o, "  warning: {w}");
-                }
-                if let (Some(n), Some(v)) = (fuzz, &violations) {
-                    w!(o, "  fuzz: {n} random sessions, {} violation(s)", v.len());
-                    for x in v.iter().take(20) {
-                        w!(
-                            o,
-                            "    sample {}: {}{}",
-                            x.sample,
-                            x.tool
-                                .as_deref()
-                                .map(|t| format!("{t}: "))
-                                .unwrap_or_default(),
-                            x.message
-                        );
-                    }
-                }
-            }
-            if violations.is_some_and(|v| !v.is_empty()) {
+            if !cli::check::run(o, &plan, fuzz, seed, samples, format).map_err(fail)? {
                 return Err((ExitCode::from(4), None, None));
             }
         }

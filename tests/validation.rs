@@ -164,15 +164,48 @@ fn non_finite_weight_is_rejected() {
 }
 
 #[test]
-fn threshold_outside_unit_interval() {
+fn threshold_above_the_clamp_can_never_be_reached() {
     let c = Case::new();
     c.edit_policy("threshold = 0.4 ", "threshold = 1.5 ");
     expect(
         &c.load().unwrap_err(),
         ErrorKind::OutOfRange,
-        "`activation.threshold` must be within [0, 1], found 1.5",
+        "threshold 1.5 can never be reached: the highest score is 1 (scores are clamped to [0, 1])",
         &c.policy(),
         Some("1.5"),
+    );
+}
+
+#[test]
+fn threshold_above_the_formulas_highest_score_can_never_be_reached() {
+    // without the domain term the seed's formula reaches 1.15 - 0.3 = 0.85
+    let c = Case::new();
+    c.edit_policy("threshold = 0.4 ", "threshold = 0.9 ");
+    c.edit_policy("w_domain = 0.30", "w_domain = 0.0");
+    expect(
+        &c.load().unwrap_err(),
+        ErrorKind::OutOfRange,
+        "threshold 0.9 can never be reached: the highest score is 0.85",
+        &c.policy(),
+        Some("0.9 "),
+    );
+}
+
+#[test]
+fn cold_start_threshold_above_the_highest_score_can_never_be_reached() {
+    // the seed's formula shifted down by 1.55: raw scores in [-1.54, -0.4];
+    // threshold -0.5 is reached, -0.5 × 0.6 = -0.3 (during cold start) is not
+    let c = Case::new();
+    c.edit_policy("clamp = [0.0, 1.0]", "clamp = [-2.0, 1.0]");
+    c.edit_policy("threshold = 0.4 ", "threshold = -0.5 ");
+    c.edit_policy("formula = \"", "formula = \"-1.55 + ");
+    let e = c.load().unwrap_err();
+    expect(
+        &e,
+        ErrorKind::OutOfRange,
+        "the cold-start threshold -0.3 (threshold -0.5 × 0.6) can never be reached: the highest score is -0.4",
+        &c.policy(),
+        Some("0.6       #"),
     );
 }
 

@@ -2,6 +2,7 @@
 //! Each subcommand's printing lives in its own module.
 
 pub mod audit;
+pub mod check;
 pub mod compare;
 pub mod fit;
 pub mod guard;

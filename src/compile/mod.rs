@@ -8,16 +8,25 @@
 //!
 //! The parts: [`formula`] lowers the score formula, [`condition`] the domain
 //! rules' conditions, [`gate`] (feature `gate`) reads `[gate]` and compiles
-//! the danger patterns and each tool's schema; `examples` runs the policy's
+//! the danger patterns and each tool's schema; [`bounds`] bounds the raw score
+//! by interval arithmetic ([`interval`]) and [`findings`] reports what follows
+//! (an unreachable threshold fails the load); `properties` resolves the
+//! declared `[[properties]]`; [`witness`] builds and evaluates the tools and
+//! sessions that attain a bound or break a property; `examples` runs the policy's
 //! `[[examples]]` on the new plan with evaluate and the call gate, so compile
 //! sits above both runtimes (they only read a plan; nothing below compile
 //! knows how plans are made).
 
+pub mod bounds;
 pub mod condition;
 mod examples;
+pub mod findings;
 pub mod formula;
 #[cfg(feature = "gate")]
 pub mod gate;
+pub mod interval;
+mod properties;
+pub mod witness;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -627,9 +636,25 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         by_name,
         warnings,
         examples_checked: 0,
+        properties: Vec::new(),
         #[cfg(feature = "gate")]
         gate,
     };
+    // The score bounds' findings, and the declared properties (checked by
+    // `toolgate check`, resolved here).
+    let mut plan = plan;
+    let found = findings::findings(policy, &plan);
+    let mut sink = Sink::default();
+    for e in found.errors {
+        sink.push(e);
+    }
+    plan.warnings
+        .extend(found.warnings.iter().map(|d| d.to_string()));
+    let mut property_warnings = Vec::new();
+    plan.properties =
+        properties::compile_properties(policy, &plan, &mut sink, &mut property_warnings);
+    plan.warnings.extend(property_warnings);
+    let plan = sink.finish(plan)?;
     let plan = examples::check_examples(policy, plan)?;
     tracing::info!(
         policy = %plan.policy_name,

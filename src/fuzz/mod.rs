@@ -8,7 +8,11 @@
 //!
 //! The random sessions come from [`strategies`], which Rust users can also
 //! use for their own properties (re-exported as `toolgate::strategies`).
+//! [`properties`] checks the policy's declared `[[properties]]`: statically
+//! from the score bounds where it can, otherwise by a proptest search, each
+//! counterexample a ready `toolgate eval --input` object.
 
+pub mod properties;
 pub mod strategies;
 
 use std::sync::Arc;

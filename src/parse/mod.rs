@@ -3,5 +3,6 @@
 
 pub mod discovery;
 pub mod policy;
+pub mod properties;
 pub mod reader;
 pub mod tags;

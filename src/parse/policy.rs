@@ -118,7 +118,9 @@ pub struct ColdStart {
 /// `[activation]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActivationSection {
-    /// Activation threshold, in \[0,1\]: a tool is active when its score ≥ this.
+    /// Activation threshold (any finite number; it must be reachable: at most the
+    /// clamp's upper bound here, at most the highest score at compile): a tool is
+    /// active when its (clamped) score ≥ this.
     pub threshold: Sp<f64>,
     /// Clamp bounds `[low, high]` of the score.
     pub clamp: Sp<(f64, f64)>,
@@ -309,6 +311,8 @@ pub struct PolicySource {
     pub auto_tags: AutoTags,
     /// `[[examples]]`.
     pub examples: Vec<Example>,
+    /// `[[properties]]`: what `toolgate check` proves or refutes.
+    pub properties: Vec<crate::parse::properties::PropertySource>,
     /// `[gate]` and other sections read by later stages, kept as raw JSON with its span.
     pub gate: Option<Sp<serde_json::Value>>,
     /// `[reload]`.
@@ -552,7 +556,8 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         match &t {
             Some(t) => {
                 let threshold = t.req_f64("threshold");
-                let threshold_ok = in_range(t, "threshold", threshold.clone(), 0.0, 1.0);
+                // Any finite number: compile checks that scores can reach it.
+                let threshold_ok = threshold.clone().map(|x| x.0);
                 let clamp = match t.get("clamp") {
                     Some(v) => {
                         let pair = match v.raw() {
@@ -611,6 +616,21 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                         0
                     }
                 };
+                // A threshold above the clamp's upper bound is unreachable
+                // whatever the formula (compile checks the formula's own bound).
+                if let (Some(x), Some((_, span))) = (threshold_ok, &threshold)
+                    && clamp.value.1.is_finite()
+                    && x > clamp.value.1
+                {
+                    r.error(
+                        ErrorKind::OutOfRange,
+                        span.clone(),
+                        format!(
+                            "threshold {x} can never be reached: the highest score is {} (scores are clamped to [{}, {}])",
+                            clamp.value.1, clamp.value.0, clamp.value.1
+                        ),
+                    );
+                }
                 ActivationSection {
                     threshold: Sp::new(
                         threshold_ok.unwrap_or(INVALID),
@@ -971,6 +991,8 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         });
     }
 
+    let properties = crate::parse::properties::read_properties(root);
+
     let gate = root
         .get("gate")
         .and_then(|v| v.to_json().map(|j| Sp::new(j, v.span.clone())));
@@ -1007,6 +1029,7 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         keywords,
         auto_tags,
         examples,
+        properties,
         gate,
         reload,
         discovery,

@@ -8,14 +8,16 @@
 //! threads, and a reload swaps in a new one.
 //!
 //! This module holds data types only, with the submodules for the lowered
-//! formula ([`formula`]), the rules' conditions ([`condition`]) and, with the
-//! `gate` feature, the call gate's compiled configuration ([`gate`]). It
+//! formula ([`formula`]), the rules' conditions ([`condition`]), the declared
+//! properties ([`property`]) and, with the `gate` feature, the call gate's
+//! compiled configuration ([`gate`]). It
 //! knows nothing of how plans are built, loaded or run.
 
 pub mod condition;
 pub mod formula;
 #[cfg(feature = "gate")]
 pub mod gate;
+pub mod property;
 
 use serde_json::Value;
 
@@ -242,6 +244,9 @@ pub struct Plan {
     pub warnings: Vec<String>,
     /// Number of policy examples that were checked and held.
     pub examples_checked: usize,
+    /// The policy's declared `[[properties]]` (checked by `toolgate check`,
+    /// not at load).
+    pub properties: Vec<property::Property>,
     /// The call gate: `[gate]` read and compiled, with each tool's schema
     /// (see [`gate`]). `None` only for plans built by hand.
     #[cfg(feature = "gate")]

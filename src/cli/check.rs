@@ -1,0 +1,243 @@
+//! `toolgate check`: load the policy and catalog (the load itself reports
+//! the static findings: an unreachable threshold fails it, the other findings
+//! are warnings), print the score bounds (any tool the policy admits, and the
+//! loaded catalog), check the declared `[[properties]]`, and with `--fuzz N`
+//! run N random sessions against the clamp and set controls.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use toolgate::compile::bounds::num;
+use toolgate::compile::compile;
+use toolgate::compile::witness::{CatalogBounds, ScoreBounds, Witness, score_bounds};
+use toolgate::fuzz::properties::{CheckOptions, PropertyReport, check_properties};
+use toolgate::load::{Sources, load_catalog, load_policy};
+use toolgate::parse::policy::PolicySource;
+use toolgate::{LoadError, Plan};
+
+use super::{Fail, Format, PlanArgs};
+
+/// Loads the policy (kept: witnesses are compiled with it) and the plan.
+pub fn build_with_source(args: &PlanArgs) -> Result<(PolicySource, Arc<Plan>), LoadError> {
+    let sources = Sources {
+        policy: args.policy.clone(),
+        tags: args.tags.clone(),
+        tools: args.tools.clone(),
+    };
+    let policy = load_policy(sources.policy.as_deref());
+    let catalog = load_catalog(&sources);
+    match (policy, catalog) {
+        (Ok(p), Ok(c)) => {
+            let plan = compile(&p, c)?;
+            Ok((p, Arc::new(plan)))
+        }
+        (Err(mut a), Err(b)) => {
+            a.diagnostics.extend(b.diagnostics);
+            Err(a)
+        }
+        (Err(a), _) | (_, Err(a)) => Err(a),
+    }
+}
+
+fn bounds_json(b: &ScoreBounds) -> serde_json::Value {
+    serde_json::to_value(b).unwrap_or_default()
+}
+
+fn witness_line(w: &Witness) -> String {
+    format!(
+        "{} on {}",
+        w.tool,
+        serde_json::to_string(&w.input).unwrap_or_default()
+    )
+}
+
+fn print_bounds(o: &mut String, label: &str, b: &ScoreBounds) {
+    w!(
+        o,
+        "  score bounds, {label}: raw [{}, {}], clamped [{}, {}], {}{}",
+        num(b.raw[0]),
+        num(b.raw[1]),
+        num(b.clamped[0]),
+        num(b.clamped[1]),
+        if b.exact {
+            "exact (both attained)"
+        } else {
+            "a bound (not shown to be attained)"
+        },
+        if b.nan_possible { "; NaN possible" } else { "" }
+    );
+    if let Some(x) = &b.lowest {
+        w!(o, "    lowest {}: {}", num(x.raw_score), witness_line(x));
+    }
+    if let Some(x) = &b.highest {
+        w!(o, "    highest {}: {}", num(x.raw_score), witness_line(x));
+    }
+}
+
+fn print_properties(o: &mut String, reports: &[PropertyReport]) {
+    if reports.is_empty() {
+        w!(o, "  properties: none declared");
+        return;
+    }
+    let failed = reports.iter().filter(|r| !r.holds).count();
+    w!(
+        o,
+        "  properties: {} declared, {} hold, {} fail",
+        reports.len(),
+        reports.len() - failed,
+        failed
+    );
+    for r in reports {
+        w!(
+            o,
+            "    {} {} [{}, {:?}] ({}): {}",
+            if r.holds { "ok  " } else { "FAIL" },
+            r.name,
+            r.kind,
+            r.method,
+            r.location,
+            r.detail
+        );
+        if let Some(c) = &r.counterexample {
+            w!(
+                o,
+                "         counterexample{}: {}",
+                r.tool
+                    .as_deref()
+                    .map(|t| format!(" (tool {t})"))
+                    .unwrap_or_default(),
+                serde_json::to_string(c).unwrap_or_default()
+            );
+            w!(
+                o,
+                "         reproduce: save it as cex.json, run `toolgate eval --input cex.json` with the same --policy/--tags/--tools"
+            );
+        }
+    }
+}
+
+/// Runs `check`; `Ok(false)` when a property fails or the fuzzer finds a breach.
+pub fn run(
+    o: &mut String,
+    args: &PlanArgs,
+    fuzz: Option<usize>,
+    seed: u64,
+    samples: u64,
+    format: Format,
+) -> Result<bool, Fail> {
+    let (policy, p) = build_with_source(args).map_err(Fail::Load)?;
+    let violations = fuzz.map(|n| toolgate::fuzz::fuzz(&p, n, seed));
+    let bounds = score_bounds(&policy, &p);
+    let catalog = CatalogBounds::of(&p);
+    let reports = check_properties(&policy, &p, &catalog, CheckOptions { samples, seed });
+    let ok = violations.as_ref().is_none_or(|v| v.is_empty()) && reports.iter().all(|r| r.holds);
+    if format == Format::Json {
+        w!(
+            o,
+            "{}",
+            json!({
+                "ok": ok,
+                "policy": p.policy_name,
+                "sources": p.sources,
+                "tools": p.tools.len(),
+                "auto_tagged": p.tools.iter().filter(|t| t.auto_tagged).count(),
+                "domains": p.domains,
+                "stages": p.stages,
+                "rules": p.rules.len(),
+                "formula_terms": p.formula.terms.len(),
+                "examples_checked": p.examples_checked,
+                "warnings": p.warnings,
+                "score_bounds": bounds_json(&bounds),
+                "catalog_bounds": (!p.tools.is_empty()).then(|| bounds_json(&catalog.overall)),
+                "properties": reports,
+                "fuzz_samples": fuzz,
+                "violations": violations,
+                "gate": super::gate_summary(&p),
+            })
+        );
+        return Ok(ok);
+    }
+    w!(
+        o,
+        "{}: policy `{}` from {}",
+        if ok { "ok" } else { "FAILED" },
+        p.policy_name,
+        p.sources.first().map(String::as_str).unwrap_or("")
+    );
+    let files = &p.sources[1.min(p.sources.len())..];
+    let embedded = files.iter().filter(|f| f.ends_with(" (embedded)")).count();
+    w!(
+        o,
+        "  tools: {} ({} auto-tagged) from {} file(s){}",
+        p.tools.len(),
+        p.tools.iter().filter(|t| t.auto_tagged).count(),
+        files.len(),
+        match embedded {
+            0 => String::new(),
+            n if n == files.len() => " (embedded tool-tags/)".to_string(),
+            n => format!(" ({n} of them the embedded tool-tags/)"),
+        }
+    );
+    w!(
+        o,
+        "  domains: {} ({})",
+        p.domains.len(),
+        p.domains.join(", ")
+    );
+    w!(o, "  stages: {}", p.stages.join(", "));
+    w!(o, "  domain rules: {}", p.rules.len());
+    w!(
+        o,
+        "  formula: {} terms: {}",
+        p.formula.terms.len(),
+        p.formula.source
+    );
+    print_bounds(o, "any tool the policy admits", &bounds);
+    if p.tools.is_empty() {
+        w!(o, "  score bounds, the loaded catalog: no tools");
+    } else {
+        print_bounds(
+            o,
+            &format!("the {} loaded tools", p.tools.len()),
+            &catalog.overall,
+        );
+    }
+    w!(o, "  examples: {} checked, all hold", p.examples_checked);
+    let g = super::gate_summary(&p);
+    w!(
+        o,
+        "  gate: {} shell rules, {} SQL statement rules, {} patterns, {} risk rules, path roots: {}",
+        g["shell_rules"],
+        g["sql_statement_rules"],
+        g["patterns"],
+        g["risk_rules"],
+        g["roots"]
+            .as_array()
+            .map(|r| r
+                .iter()
+                .filter_map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join(", "))
+            .unwrap_or_default()
+    );
+    for w in &p.warnings {
+        w!(o, "  warning: {w}");
+    }
+    print_properties(o, &reports);
+    if let (Some(n), Some(v)) = (fuzz, &violations) {
+        w!(o, "  fuzz: {n} random sessions, {} violation(s)", v.len());
+        for x in v.iter().take(20) {
+            w!(
+                o,
+                "    sample {}: {}{}",
+                x.sample,
+                x.tool
+                    .as_deref()
+                    .map(|t| format!("{t}: "))
+                    .unwrap_or_default(),
+                x.message
+            );
+        }
+    }
+    Ok(ok)
+}
