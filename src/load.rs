@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::diag::{LoadError, SourceFile};
+use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::parse::policy::{PolicySource, parse_policy};
 use crate::parse::tags::{ToolSpec, import_tools_json, load_tag_dir, parse_tag_file, read_source};
 use crate::plan::Plan;
@@ -24,13 +24,46 @@ pub struct Sources {
     pub tools: Vec<PathBuf>,
 }
 
-/// Reads the policy named by `sources` (or the default).
+/// Reads the policy named by `sources` (or the default), and the data files it
+/// references ([`load_data_files`]).
 pub fn load_policy(path: Option<&Path>) -> Result<PolicySource, LoadError> {
     let file = match path {
         Some(p) => read_source(p)?,
         None => SourceFile::new(DEFAULT_POLICY.0, DEFAULT_POLICY.1),
     };
-    parse_policy(file)
+    let mut policy = parse_policy(file)?;
+    load_data_files(&mut policy)?;
+    Ok(policy)
+}
+
+/// Reads the data files a parsed policy references, relative to the policy
+/// file's folder (its `SourceFile` name is its path): today the transitions
+/// file of `[features.transition_match] file`. A file that cannot be read is
+/// an error at the `file` key; a file that does not parse is reported in that
+/// file, with file:line:column.
+pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
+    let base = Path::new(&policy.file.name)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let policy_file = policy.file.clone();
+    if let Some(tp) = &mut policy.features.transitions
+        && let Some(rel) = &tp.file
+        && tp.data.is_none()
+    {
+        let path = base.join(&rel.value);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            LoadError::single(Diagnostic::at(
+                ErrorKind::Io,
+                &policy_file,
+                rel.span.clone(),
+                format!("cannot read the transitions file {}: {e}", path.display()),
+            ))
+        })?;
+        let file = SourceFile::new(path.display().to_string(), text);
+        tp.data = Some(crate::parse::selection::parse_transitions(file)?);
+    }
+    Ok(())
 }
 
 /// Reads the catalog named by `sources`: tag files plus imported tools.

@@ -757,7 +757,12 @@ fn to_source(path: &Path, content: &Content) -> Result<Arc<SourceFile>, LoadErro
 fn build(snap: &Snapshot) -> Result<(Plan, ReloadParams), LoadError> {
     let policy = match &snap.policy {
         None => parse_policy(SourceFile::new(DEFAULT_POLICY.0, DEFAULT_POLICY.1)),
-        Some((p, c)) => to_source(p, c).and_then(parse_policy),
+        // A referenced data file (transitions) is read as it is now; it is
+        // not watched: save the policy again to reload after editing it.
+        Some((p, c)) => to_source(p, c).and_then(parse_policy).and_then(|mut p| {
+            crate::load::load_data_files(&mut p)?;
+            Ok(p)
+        }),
     };
     let mut tools: Vec<ToolSpec> = Vec::new();
     let mut diags = Vec::new();

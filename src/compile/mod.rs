@@ -18,6 +18,7 @@ mod examples;
 pub mod formula;
 #[cfg(feature = "gate")]
 pub mod gate;
+pub mod selection;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -348,6 +349,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         HashMap::new();
     let mut compiled = Vec::with_capacity(tools.len());
     let mut tool_files: Vec<String> = Vec::new();
+    let mut with_follows: Vec<(usize, ToolSpec)> = Vec::new();
     #[cfg(feature = "gate")]
     let mut schemas = Vec::with_capacity(tools.len());
     #[cfg(feature = "gate")]
@@ -488,6 +490,9 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         }
         ids.sort_unstable();
         ids.dedup();
+        if !t.follows.is_empty() {
+            with_follows.push((compiled.len(), t.clone()));
+        }
         compiled.push(CompiledTool {
             name: t.name.value.clone(),
             aliases: t.aliases.iter().map(|a| a.value.clone()).collect(),
@@ -531,6 +536,14 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
 
     #[cfg(feature = "gate")]
     let gate = gate::build_gate(policy, &compiled, schemas, &domains, &mut sink);
+    let transitions = selection::build_transitions(
+        policy,
+        compiled.len(),
+        &with_follows,
+        &by_name,
+        &mut sink,
+        &mut warnings,
+    );
 
     if !sink.is_empty() {
         return Err(LoadError {
@@ -612,6 +625,8 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         analyzer,
         vocab,
         bm25,
+        memory: policy.memory.clone(),
+        transitions,
         tools: compiled,
         by_name,
         warnings,

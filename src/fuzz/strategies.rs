@@ -90,6 +90,7 @@ pub fn context(plan: &Plan) -> impl Strategy<Value = SessionContext> {
             user_intent_keywords.extend(extra);
             SessionContext {
                 user_intent_keywords,
+                previous_intent_keywords: vec![],
                 user_intent_entities: vec![],
                 conversation_stage: stage,
                 recent_tool_calls: recent,

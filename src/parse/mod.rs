@@ -3,4 +3,5 @@
 
 pub mod policy;
 pub mod reader;
+pub mod selection;
 pub mod tags;

@@ -277,6 +277,7 @@ mod logistic {
     use super::*;
     use crate::compile::compile;
     use crate::diag::SourceFile;
+    use crate::load::load_data_files;
     use crate::parse::policy::parse_policy;
     use crate::parse::tags::ToolSpec;
     use crate::replay::engine::replay;
@@ -419,6 +420,7 @@ mod logistic {
         catalog: &[ToolSpec],
     ) -> Result<(PolicySource, Arc<Plan>), String> {
         let mut src = parse_policy(SourceFile::new(name, text)).map_err(|e| e.to_string())?;
+        load_data_files(&mut src).map_err(|e| e.to_string())?;
         // The policy's examples were written for its old weights; whether they
         // still hold is reported separately (`FitReport::example_problems`).
         src.examples.clear();
@@ -526,6 +528,7 @@ mod logistic {
         let text = rewrite_policy(policy, &new_weights, Some(threshold))?;
         let (_, plan_new) = plan_of(&text, &name, catalog)?;
         let example_problems = parse_policy(SourceFile::new(name.as_str(), text.as_str()))
+            .and_then(|mut src| load_data_files(&mut src).map(|_| src))
             .and_then(|src| compile(&src, catalog.to_vec()))
             .err()
             .map(|e| e.to_string());
