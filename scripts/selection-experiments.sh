@@ -55,6 +55,12 @@ cmp() { # title trace catalog
     $B compare --policy-a "$OUT/selection-before.toml" --policy-b $AFTER --trace "$2" --tools "$3" --show 0 \
         | grep -E "recall \(tool|median / p95|active set: mean|no-call turns|^  recall |^  active set "
 }
+nocall() { # title policy trace catalog: tools exposed at no-call turns
+    printf '%-44s %s\n' "$1" "$($B replay --policy "$2" --trace "$3" --tools "$4" --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["summary"]["no_call_active"]
+print("no-call turns %d: mean %.2f, median %s, p95 %s" % (d["n"], d["mean"], d["median"], d["p95"]))')"
+}
 line() { # title policy trace catalog
     printf '%-44s %s\n' "$1" "$($B replay --policy "$2" --trace "$3" --tools "$4" | tail -1 | cut -d'|' -f1,2,5)"
 }
@@ -70,6 +76,12 @@ cmp "live_irrelevance (HELD-OUT), pooled tuning catalog" "$OUT/bfcl-ho/irrelevan
 cmp "multi-turn, training half (IN-SAMPLE)" "$OUT/mt-train.jsonl" "$MC"
 cmp "multi-turn, HELD-OUT half" "$OUT/mt-heldout.jsonl" "$MC"
 cmp "multi-turn, all 200 sessions (half in-sample)" "$OUT/bfcl/multi_turn.jsonl" "$MC"
+
+echo; echo "######## tools exposed when nothing is called: before / after"
+for p in "$OUT/selection-before.toml" $AFTER; do
+    nocall "shared irrelevance (in-sample), $(basename $p)" "$p" "$OUT/bfcl/irrelevance.jsonl" "$C"
+    nocall "live_irrelevance (held out), $(basename $p)" "$p" "$OUT/bfcl-ho/irrelevance.jsonl" "$C"
+done
 
 echo; echo "######## ablations: policies/selection.toml with one part off (or on)"
 abl() { # name sed-expression
@@ -88,7 +100,7 @@ PY
 for p in $AFTER policies/.ablation-no-floor.toml policies/.ablation-no-memory.toml policies/.ablation-no-transitions.toml policies/.ablation-expansion.toml; do
     echo "-- $p"
     line "  pooled held-out" "$p" "$OUT/bfcl-ho/pooled.jsonl" "$HC"
-    line "  live_irrelevance held-out" "$p" "$OUT/bfcl-ho/irrelevance.jsonl" "$C"
+    nocall "  live_irrelevance held-out" "$p" "$OUT/bfcl-ho/irrelevance.jsonl" "$C"
     line "  multi-turn held-out" "$p" "$OUT/mt-heldout.jsonl" "$MC"
 done
 

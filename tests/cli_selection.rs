@@ -88,13 +88,20 @@ fn each_part_moves_the_slice_the_right_way() {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     import(d);
-    let (mt, mtc) = (d.join("multi_turn.jsonl"), d.join("multi_turn_catalog.json"));
+    let (mt, mtc) = (
+        d.join("multi_turn.jsonl"),
+        d.join("multi_turn_catalog.json"),
+    );
     let (irr, cat) = (d.join("irrelevance.jsonl"), d.join("catalog.json"));
     let sel = "policies/selection.toml";
 
     // Transitions: the called tool often follows the last one, so more calls
     // find their tool active.
-    let no_t = Variant::new("no-transitions", "w_transition = 0.8 ", "w_transition = 0.0 ");
+    let no_t = Variant::new(
+        "no-transitions",
+        "w_transition = 0.8 ",
+        "w_transition = 0.0 ",
+    );
     let with = summary(sel, &mt, &mtc);
     let without = summary(no_t.path(), &mt, &mtc);
     assert!(
@@ -103,11 +110,7 @@ fn each_part_moves_the_slice_the_right_way() {
     );
 
     // The floor: requests nothing fits expose fewer tools.
-    let no_f = Variant::new(
-        "no-floor",
-        "min_score = 4.9185 ",
-        "min_score = 0.0 ",
-    );
+    let no_f = Variant::new("no-floor", "min_score = 4.9185 ", "min_score = 0.0 ");
     let with = summary(sel, &irr, &cat);
     let without = summary(no_f.path(), &irr, &cat);
     assert_eq!(f(&with, &["no_call_active", "n"]), 20.0);
@@ -149,9 +152,11 @@ fn memory_carries_the_conversation_through_a_replay() {
     let floorless = |name: &str, from: &str, to: &str| {
         let v = Variant::new(name, from, to);
         // keep only the part under test: no floor (tiny catalog), no transitions
-        let text = std::fs::read_to_string(&v.0)
-            .unwrap()
-            .replacen("min_score = 4.9185 ", "min_score = 0.0 ", 1);
+        let text = std::fs::read_to_string(&v.0).unwrap().replacen(
+            "min_score = 4.9185 ",
+            "min_score = 0.0 ",
+            1,
+        );
         std::fs::write(&v.0, text).unwrap();
         v
     };
@@ -172,7 +177,9 @@ fn well_formed(svg: &str) -> Result<usize, String> {
         let j = rest[i..].find('>').ok_or("unclosed `<`")? + i;
         let tag = &rest[i + 1..j];
         if let Some(name) = tag.strip_prefix('/') {
-            let open = stack.pop().ok_or(format!("`</{name}>` without an opening tag"))?;
+            let open = stack
+                .pop()
+                .ok_or(format!("`</{name}>` without an opening tag"))?;
             if open != name.trim() {
                 return Err(format!("`<{open}>` closed by `</{name}>`"));
             }
@@ -277,7 +284,10 @@ fn fit_chooses_a_floor_and_learns_transitions() {
     let written = std::fs::read_to_string(&out_policy).unwrap();
     let original = std::fs::read_to_string("policies/selection.toml").unwrap();
     assert_eq!(written.lines().count(), original.lines().count());
-    assert!(written.contains(&format!("min_score = {}", toolgate::replay::fit::format_number(floor))));
+    assert!(written.contains(&format!(
+        "min_score = {}",
+        toolgate::replay::fit::format_number(floor)
+    )));
 
     let learned = d.join("transitions.toml");
     ok(&[

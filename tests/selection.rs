@@ -126,7 +126,10 @@ fn relevance_floor_keeps_weak_matches_out() {
     assert!(w > 0.0 && s > 0.0 && (w - s).abs() > 1e-9, "{w} {s}");
     let (strong, weak) = if w > s { (0, 1) } else { (1, 0) };
     let (hi, lo) = (w.max(s), w.min(s));
-    assert!(act.tools[weak].active, "relative to the best, the weaker one is close enough");
+    assert!(
+        act.tools[weak].active,
+        "relative to the best, the weaker one is close enough"
+    );
     // A floor between the two raw scores: the weaker match is out, the
     // stronger keeps keyword_match 1 (the best passing tool sets the divisor).
     let mid = (hi + lo) / 2.0;
@@ -137,7 +140,10 @@ fn relevance_floor_keeps_weak_matches_out() {
     assert_eq!(act.features(strong)[F_KEYWORD], 1.0);
     assert_eq!(act.active_names().len(), 1);
     // A floor above every score: nothing fits, nothing is exposed.
-    let extra = format!("[features.keyword_match.relevance]\nmin_score = {}\n", hi * 2.0);
+    let extra = format!(
+        "[features.keyword_match.relevance]\nmin_score = {}\n",
+        hi * 2.0
+    );
     let plan = d.plan(&policy_text(formula, &extra), TOOLS).unwrap();
     let act = plan.evaluate(&ctx(&msg, &[]), &UsageStats::default(), 0.0);
     assert!(act.active_names().is_empty());
@@ -162,7 +168,9 @@ fn coverage_floor_needs_most_of_the_query() {
     // city_weather covers all three terms; weather_alerts only `weather`.
     assert_eq!(act.features(0)[F_KEYWORD], 1.0);
     assert_eq!(act.features(1)[F_KEYWORD], 0.0);
-    let plan = d.plan(&policy_text("w_k*keyword_match", ""), tools).unwrap();
+    let plan = d
+        .plan(&policy_text("w_k*keyword_match", ""), tools)
+        .unwrap();
     let act = plan.evaluate(&ctx(&msg, &[]), &UsageStats::default(), 0.0);
     assert!(act.features(1)[F_KEYWORD] > 0.0);
 }
@@ -256,17 +264,21 @@ fn learned_transitions_are_smoothed_probabilities() {
     );
     let f = "w_k*keyword_match + w_t*transition_match";
     let table = |s: f64| {
-        format!(
-            "[features.transition_match]\ndeclared = 1.0\nfile = \"t.toml\"\nsmoothing = {s}\n"
-        )
+        format!("[features.transition_match]\ndeclared = 1.0\nfile = \"t.toml\"\nsmoothing = {s}\n")
     };
     // No smoothing: P(ls | cd) = 3/4, P(mkdir | cd) = 1/4.
     let plan = d.plan(&policy_text(f, &table(0.0)), SHELL).unwrap();
     assert_eq!(after(&plan, Some("cd")), vec![0.0, 0.75, 0.25, 0.0]);
     assert_eq!(after(&plan, Some("ls")), vec![0.0, 0.0, 0.0, 1.0]);
-    assert_eq!(after(&plan, None), vec![0.0; 4], "no call yet: no transition");
+    assert_eq!(
+        after(&plan, None),
+        vec![0.0; 4],
+        "no call yet: no transition"
+    );
     assert!(
-        plan.warnings.iter().any(|w| w.contains("1 learned transition")),
+        plan.warnings
+            .iter()
+            .any(|w| w.contains("1 learned transition")),
         "{:?}",
         plan.warnings
     );
@@ -304,7 +316,8 @@ fn declared_follows_from_tags() {
     ]))
     .unwrap();
     let policy = load_policy(Some(&p)).unwrap();
-    let plan = Arc::new(compile(&policy, tools.into_iter().map(|t| t.into_spec()).collect()).unwrap());
+    let plan =
+        Arc::new(compile(&policy, tools.into_iter().map(|t| t.into_spec()).collect()).unwrap());
     assert_eq!(after(&plan, Some("auth.login")), vec![0.0, 0.6, 0.6]);
     assert_eq!(after(&plan, Some("orders.list")), vec![0.0, 0.0, 0.6]);
     assert_eq!(after(&plan, None), vec![0.0; 3]);
@@ -320,7 +333,10 @@ fn follows_naming_an_unknown_tool_is_an_error_in_the_tag_file() {
     );
     let p = d.write(
         "policy.toml",
-        &policy_text("w_k*keyword_match", "[features.transition_match]\ndeclared = 1.0\n"),
+        &policy_text(
+            "w_k*keyword_match",
+            "[features.transition_match]\ndeclared = 1.0\n",
+        ),
     );
     let e = load_plan(&Sources {
         policy: Some(p),
@@ -329,10 +345,7 @@ fn follows_naming_an_unknown_tool_is_an_error_in_the_tag_file() {
     })
     .unwrap_err();
     let msg = e.to_string();
-    assert!(
-        msg.starts_with(&format!("{}:3:12", tag.display())),
-        "{msg}"
-    );
+    assert!(msg.starts_with(&format!("{}:3:12", tag.display())), "{msg}");
     assert!(msg.contains("`follows` names `auth.logn`"), "{msg}");
     assert!(msg.contains("did you mean `auth.login`"), "{msg}");
     assert_eq!(e.diagnostics[0].kind, ErrorKind::UnknownName);
@@ -351,7 +364,11 @@ fn expansion_reaches_a_tool_named_in_other_words() {
     let usage = UsageStats::default();
     let plain = d.plan(&policy_text(f, ""), tools).unwrap();
     let act = plain.evaluate(&ctx(&["remove"], &[]), &usage, 0.0);
-    assert_eq!(act.keyword_raw(2), 0.0, "`remove` is not in erase_note's text");
+    assert_eq!(
+        act.keyword_raw(2),
+        0.0,
+        "`remove` is not in erase_note's text"
+    );
     let extra = "[features.keyword_match.expansion]\nneighbours = 2\nweight = 0.5\nmin_similarity = 0.5\nmin_shared = 2\n";
     let exp = d.plan(&policy_text(f, extra), tools).unwrap();
     let idx = exp.bm25.as_ref().unwrap();
@@ -392,7 +409,10 @@ fn expect(e: &LoadError, kind: ErrorKind, contains: &str, loc: &str) {
         .iter()
         .find(|d| d.kind == kind && d.to_string().contains(contains))
         .unwrap_or_else(|| panic!("no {kind:?} with {contains:?} among:\n{e}"));
-    assert!(d.to_string().starts_with(loc), "{d} should start with {loc}");
+    assert!(
+        d.to_string().starts_with(loc),
+        "{d} should start with {loc}"
+    );
 }
 
 #[test]
@@ -474,8 +494,14 @@ fn bad_new_keys_are_load_errors_with_positions() {
     // `relevance` and `expansion` need BM25.
     let text = policy_text(f, "[features.keyword_match.relevance]\nmin_score = 1\n")
         .replace("method = \"bm25\"", "method = \"jaccard\"")
-        .replace("k1 = 1.2\nb = 0.3\nsplit_identifiers = true\nstemmer = \"english\"\n", "")
-        .replace("[features.keyword_match.fields]\nname = 3.0\ndescription = 1.0\n", "");
+        .replace(
+            "k1 = 1.2\nb = 0.3\nsplit_identifiers = true\nstemmer = \"english\"\n",
+            "",
+        )
+        .replace(
+            "[features.keyword_match.fields]\nname = 3.0\ndescription = 1.0\n",
+            "",
+        );
     let (e, p) = load_err(&d, &text);
     expect(
         &e,
@@ -492,8 +518,18 @@ fn bad_new_keys_are_load_errors_with_positions() {
             "[features.transition_match]\ndeclared = 1.0\nfile = \"bad.toml\"\nsmoothing = 1\n",
         ),
     );
-    expect(&e, ErrorKind::OutOfRange, "must be 0 or more, found -2", &at(&t, "-2"));
-    expect(&e, ErrorKind::UnknownKey, "unknown key `befor`", &at(&t, "befor"));
+    expect(
+        &e,
+        ErrorKind::OutOfRange,
+        "must be 0 or more, found -2",
+        &at(&t, "-2"),
+    );
+    expect(
+        &e,
+        ErrorKind::UnknownKey,
+        "unknown key `befor`",
+        &at(&t, "befor"),
+    );
 }
 
 #[test]

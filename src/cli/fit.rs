@@ -9,8 +9,8 @@ use toolgate::replay::floor::{FloorReport, fit_floor};
 use toolgate::replay::transitions::learn_transitions;
 
 use super::replay::{read_trace, replay_catalog, summary_line};
-use toolgate::replay::fit::format_number;
 use super::{Fail, Format, PlanArgs};
+use toolgate::replay::fit::format_number;
 
 fn opt(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into())

@@ -58,7 +58,9 @@ pub fn draw(path: &Path, title: &str, series: &[Series<'_>]) -> Result<(), Strin
             ))
             .map_err(err)?
             .label(s.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
         let (x, y) = (s.summary.active.mean, 100.0 * s.summary.recall);
         chart
             .draw_series(std::iter::once(Circle::new((x, y), 6, color.filled())))
@@ -71,7 +73,7 @@ pub fn draw(path: &Path, title: &str, series: &[Series<'_>]) -> Result<(), Strin
                     100.0 * s.summary.recall,
                     s.summary.active.mean
                 ),
-                (x, y - 4.0 - 4.0 * k as f64),
+                (x + 0.012 * x_max, y + 2.0 - 5.0 * k as f64),
                 ("sans-serif", 14).into_font().color(&color),
             )))
             .map_err(err)?;

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::parse::reader::{Reader, Table};
 use crate::parse::selection::{
-    ExpansionParams, MemoryParams, RelevanceParams, TransitionParams, read_expansion,
-    read_memory, read_relevance, read_transitions,
+    ExpansionParams, MemoryParams, RelevanceParams, TransitionParams, read_expansion, read_memory,
+    read_relevance, read_transitions,
 };
 
 /// A value with the byte span it came from.

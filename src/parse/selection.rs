@@ -234,7 +234,9 @@ pub fn parse_transitions(file: Arc<SourceFile>) -> Result<TransitionData, LoadEr
                             root.reader().error(
                                 ErrorKind::OutOfRange,
                                 c.span.clone(),
-                                format!("the count of `{from}` -> `{name}` must be 0 or more, found {n}"),
+                                format!(
+                                    "the count of `{from}` -> `{name}` must be 0 or more, found {n}"
+                                ),
                             );
                             continue;
                         }

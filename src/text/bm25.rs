@@ -346,7 +346,11 @@ impl Bm25Index {
     /// less). Each distinct known term keeps its largest weight; with
     /// expansion, each term's relatives join with `weight · similarity` times
     /// the term's own weight. Terms with weight 0 are dropped.
-    pub fn weighted_query(&self, analyzer: &Analyzer, turns: &[(&[String], f64)]) -> Vec<(u32, f64)> {
+    pub fn weighted_query(
+        &self,
+        analyzer: &Analyzer,
+        turns: &[(&[String], f64)],
+    ) -> Vec<(u32, f64)> {
         let a = Bm25Analyzer::new(&self.params, analyzer);
         let mut q: Vec<(u32, f64)> = Vec::new();
         let mut out = Vec::new();
