@@ -196,7 +196,7 @@ pub fn read_expansion(km: &Table<'_, '_>) -> Option<ExpansionParams> {
 
 /// Reads `[features.transition_match]`, if present.
 pub fn read_transitions(t: &Table<'_, '_>) -> Option<TransitionParams> {
-    let declared = range(&t, "declared", t.req_f64("declared"), 0.0, f64::MAX);
+    let declared = range(t, "declared", t.req_f64("declared"), 0.0, f64::MAX);
     let file = t.str("file").map(|(s, span)| Sp::new(s, span));
     let smoothing = match (&file, t.f64("smoothing")) {
         (_, Some(v)) => range(t, "smoothing", Some(v), 0.0, f64::MAX).map(|x| x.0),
