@@ -594,6 +594,82 @@ mod tests {
     }
 
     #[test]
+    fn weighted_queries_keep_the_largest_weight_and_scale_linearly() {
+        let an = analyzer();
+        let p = params(false, false);
+        let docs = [
+            ToolText {
+                name: "weather",
+                description: "forecast city",
+                ..Default::default()
+            },
+            ToolText {
+                name: "stock",
+                description: "price",
+                ..Default::default()
+            },
+        ];
+        let idx = Bm25Index::build(&p, &an, &docs);
+        let now: Vec<String> = vec!["weather".into()];
+        let before: Vec<String> = vec!["weather".into(), "price".into(), "unknown".into()];
+        let q = idx.weighted_query(&an, &[(&now, 1.0), (&before, 0.25)]);
+        let id = |t: &str| idx.terms[t];
+        assert_eq!(q, {
+            let mut v = vec![(id("weather"), 1.0), (id("price"), 0.25)];
+            v.sort_by_key(|x| x.0);
+            v
+        });
+        let mut full = Scored::default();
+        idx.score(&[(id("price"), 1.0)], &mut full);
+        let mut quarter = Scored::default();
+        idx.score(&[(id("price"), 0.25)], &mut quarter);
+        assert!((quarter.raw[1] - 0.25 * full.raw[1]).abs() < 1e-12);
+        // A weight of 0 drops the turn.
+        assert!(idx.weighted_query(&an, &[(&now, 0.0)]).is_empty());
+    }
+
+    #[test]
+    fn coverage_is_the_idf_weighted_share_of_the_query() {
+        let an = analyzer();
+        let mut p = params(false, false);
+        p.relevance = Some(crate::parse::selection::RelevanceParams {
+            min_score: crate::parse::policy::Sp::new(0.0, 0..0),
+            min_coverage: 0.5,
+        });
+        let docs = [
+            ToolText {
+                name: "weather",
+                description: "forecast",
+                ..Default::default()
+            },
+            ToolText {
+                name: "stock",
+                description: "forecast",
+                ..Default::default()
+            },
+            ToolText {
+                name: "news",
+                ..Default::default()
+            },
+        ];
+        let idx = Bm25Index::build(&p, &an, &docs);
+        let q = idx.weighted_query(&an, &[(&["weather".into(), "forecast".into()], 1.0)]);
+        let mut s = Scored::default();
+        idx.score(&q, &mut s);
+        let (iw, if_) = (
+            idx.idf[idx.terms["weather"] as usize],
+            idx.idf[idx.terms["forecast"] as usize],
+        );
+        assert!((s.coverage[0] - 1.0).abs() < 1e-12);
+        assert!((s.coverage[1] - if_ / (iw + if_)).abs() < 1e-12);
+        assert_eq!(s.coverage[2], 0.0);
+        // `weather` is rarer than `forecast`: the stock tool covers less than half.
+        assert!(!s.passes(&p, 1) && s.passes(&p, 0));
+        assert_eq!(s.normalized(&p, 0), 1.0);
+        assert_eq!(s.normalized(&p, 1), 0.0);
+    }
+
+    #[test]
     fn floor_caps_weak_matches() {
         let an = analyzer();
         let mut p = params(false, false);
