@@ -105,7 +105,7 @@ for p in $AFTER policies/.ablation-no-floor.toml policies/.ablation-no-memory.to
 done
 
 echo; echo "######## plots (docs/selection-*.svg)"
-$B compare --policy-a "$OUT/selection-before.toml" --policy-b $AFTER --trace "$OUT/bfcl-ho/pooled.jsonl" --tools "$HC" \
+$B compare --policy-a tests/data/selection-before.toml --policy-b $AFTER --trace "$OUT/bfcl-ho/pooled.jsonl" --tools "$HC" \
     --show 0 --plot docs/selection-pooled-heldout.svg | tail -1
-$B compare --policy-a "$OUT/selection-before.toml" --policy-b $AFTER --trace "$OUT/mt-heldout.jsonl" --tools "$MC" \
+$B compare --policy-a tests/data/selection-before.toml --policy-b $AFTER --trace "$OUT/mt-heldout.jsonl" --tools "$MC" \
     --show 0 --plot docs/selection-multi-turn-heldout.svg | tail -1
