@@ -66,6 +66,42 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// The text of a policy read from `from`, to be written at `out` (as `fit
+/// --out` does), with each data-file reference (`[features.transition_match]
+/// file`) rewritten so that it still names the same file: unchanged when
+/// both files share a folder, else the file's absolute path. Text that does
+/// not parse, or has no such reference, is returned as is.
+pub fn relocate_data_files(text: &str, from: &Path, out: &Path) -> String {
+    let dir = |p: &Path| {
+        let d = p.parent().map(Path::to_path_buf).unwrap_or_default();
+        std::fs::canonicalize(if d.as_os_str().is_empty() { Path::new(".") } else { &d })
+            .unwrap_or(d)
+    };
+    let (src_dir, out_dir) = (dir(from), dir(out));
+    if src_dir == out_dir {
+        return text.to_string();
+    }
+    let Ok(policy) = parse_policy(SourceFile::new(out.display().to_string(), text)) else {
+        return text.to_string();
+    };
+    let Some(file) = policy
+        .features
+        .transitions
+        .as_ref()
+        .and_then(|t| t.file.clone())
+    else {
+        return text.to_string();
+    };
+    let target = src_dir.join(&file.value);
+    let target = std::fs::canonicalize(&target).unwrap_or(target);
+    let literal = serde_json::Value::String(target.display().to_string()).to_string();
+    let mut out_text = text.to_string();
+    if text.get(file.span.clone()).is_some() {
+        out_text.replace_range(file.span, &literal);
+    }
+    out_text
+}
+
 /// Reads the catalog named by `sources`: tag files plus imported tools.
 pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
     let mut tools = Vec::new();

@@ -16,6 +16,15 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into())
 }
 
+/// The fitted policy's text as written at `out`: its data-file references
+/// still name the input policy's files.
+fn relocated(text: &str, args: &PlanArgs, out: &std::path::Path) -> String {
+    match &args.policy {
+        Some(from) => toolgate::load::relocate_data_files(text, from, out),
+        None => text.to_string(),
+    }
+}
+
 /// What `fit` fits.
 #[derive(Clone, Copy, clap::ValueEnum, PartialEq)]
 pub enum FitWhat {
@@ -79,7 +88,8 @@ pub fn run_fit(
         )
         .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
         if let Some(path) = out {
-            std::fs::write(path, &report.policy_text)
+            let text = relocated(&report.policy_text, args, path);
+            std::fs::write(path, text)
                 .map_err(|e| Fail::Input(format!("cannot write {}: {e}", path.display())))?;
         }
         if format == Format::Json {
@@ -96,7 +106,8 @@ pub fn run_fit(
     let report = fit(&policy, &catalog, &trace, opts)
         .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
     if let Some(path) = out {
-        std::fs::write(path, &report.policy_text)
+        let text = relocated(&report.policy_text, args, path);
+        std::fs::write(path, text)
             .map_err(|e| Fail::Input(format!("cannot write {}: {e}", path.display())))?;
     }
     if format == Format::Json {
