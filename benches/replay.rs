@@ -1,7 +1,9 @@
 //! Replay speed: 10,000 steps (tool calls) over a 1,000-tool catalog, under the
-//! seed's default policy (Jaccard keywords) and the selection policy (BM25).
-//! The target is <= 5 s per replay; the medians are in docs/performance.md
-//! ("Replay").
+//! seed's default policy (Jaccard keywords) and the selection policy (BM25,
+//! relevance floor, two remembered turns); and the selection policy with
+//! transitions learned from the same trace (`transition_match` non-zero on
+//! every step after the first call). The target is <= 1 s per replay; the
+//! medians are in docs/performance.md ("Replay").
 //!
 //! Run: `cargo bench --bench replay`.
 
@@ -145,6 +147,33 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    // The selection policy with transitions learned from the trace itself, so
+    // that every step computes `transition_match` over the whole catalog.
+    let dir = tempfile::tempdir().unwrap();
+    let learned = toolgate::replay::transitions::learn_transitions(&trace, 0.0);
+    std::fs::write(dir.path().join("t.toml"), learned.to_toml("bench")).unwrap();
+    let text = std::fs::read_to_string("policies/selection.toml")
+        .unwrap()
+        .replace(
+            "file = \"transitions/bfcl-multi-turn.toml\"",
+            "file = \"t.toml\"",
+        );
+    std::fs::write(dir.path().join("p.toml"), text).unwrap();
+    let p = load_policy(Some(&dir.path().join("p.toml"))).unwrap();
+    let catalog = import_tools_json("bench-tools.json", &tools).unwrap();
+    let plan = Arc::new(compile(&p, catalog).unwrap());
+    assert!(
+        plan.transitions
+            .as_ref()
+            .is_some_and(|t| t.skipped_pairs == 0)
+    );
+    g.bench_function("selection+learned_transitions", |b| {
+        b.iter(|| {
+            let r = replay(&plan, &trace, &ReplayOptions::default()).unwrap();
+            assert_eq!(r.steps.len(), 10_000);
+            black_box(r)
+        })
+    });
     g.finish();
 
     // One evaluation of the BM25 keyword match over 10,000 tools (the

@@ -15,6 +15,11 @@ pub struct SessionContext {
     /// Keywords of the user's latest message (explicit intent).
     #[serde(default)]
     pub user_intent_keywords: Vec<String>,
+    /// Keywords of the earlier user messages, the most recent first (one list
+    /// per message). Read only by policies with `[keywords.memory]`, which
+    /// decide how many turns count and with what weight; the seed keeps none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_intent_keywords: Vec<Vec<String>>,
     /// Entities named in the message (file names, database names). Not scored by
     /// the seed's formula; kept for rules and explanations.
     #[serde(default)]
@@ -78,6 +83,24 @@ impl Session {
     /// A new, empty session.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Records a new user message's intent keywords: the current keywords
+    /// move to the front of `previous_intent_keywords`, which keeps at most
+    /// `remember` lists (the policy's `[keywords.memory] turns`; 0 keeps none,
+    /// as the seed does).
+    pub fn user_message(&mut self, keywords: Vec<String>, remember: usize) {
+        let old = std::mem::replace(&mut self.context.user_intent_keywords, keywords);
+        let prev = &mut self.context.previous_intent_keywords;
+        if remember == 0 {
+            prev.clear();
+            return;
+        }
+        if prev.is_empty() && old.is_empty() {
+            return; // the session's first message: nothing to remember yet
+        }
+        prev.insert(0, old);
+        prev.truncate(remember);
     }
 
     /// Records a call of `tool` at time `at` (seconds, caller's clock), keeping

@@ -26,6 +26,14 @@ pub const SELECTION_POLICY: (&str, &str) = (
     include_str!("../policies/selection.toml"),
 );
 
+/// Data files the embedded policies reference (`[features.transition_match]
+/// file`), embedded under their repository paths, so an embedded policy
+/// loads the same from any folder.
+pub const DEFAULT_DATA: &[(&str, &str)] = &[(
+    "policies/transitions/bfcl-multi-turn.toml",
+    include_str!("../policies/transitions/bfcl-multi-turn.toml"),
+)];
+
 /// The shipped tool tags (`tool-tags/*.toml`), embedded, sorted by file name.
 pub const DEFAULT_TAGS: &[(&str, &str)] = &[
     (

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::diag::{LoadError, SourceFile};
+use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::parse::policy::{PolicySource, parse_policy};
 use crate::parse::tags::{ToolSpec, import_tools_json, load_tag_dir, parse_tag_file, read_source};
 use crate::plan::Plan;
@@ -31,13 +31,101 @@ pub fn embedded_source((path, text): (&str, &str)) -> std::sync::Arc<SourceFile>
     SourceFile::new(crate::defaults::embedded_name(path), text)
 }
 
-/// Reads the policy named by `sources` (or the default).
+/// Reads the policy named by `sources` (or the default), and the data files it
+/// references ([`load_data_files`]).
 pub fn load_policy(path: Option<&Path>) -> Result<PolicySource, LoadError> {
     let file = match path {
         Some(p) => read_source(p)?,
         None => embedded_source(DEFAULT_POLICY),
     };
-    parse_policy(file)
+    let mut policy = parse_policy(file)?;
+    load_data_files(&mut policy)?;
+    Ok(policy)
+}
+
+/// Reads the data files a parsed policy references, relative to the policy
+/// file's folder (its `SourceFile` name is its path): today the transitions
+/// file of `[features.transition_match] file`. A file that cannot be read is
+/// an error at the `file` key; a file that does not parse is reported in that
+/// file, with file:line:column.
+pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
+    let base = Path::new(&policy.file.name)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let policy_file = policy.file.clone();
+    // An embedded policy (`NAME (embedded)`) reads the embedded data files.
+    let embedded = policy_file.name.ends_with(" (embedded)");
+    let base = if embedded {
+        Path::new(policy_file.name.trim_end_matches(" (embedded)"))
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    } else {
+        base
+    };
+    if let Some(tp) = &mut policy.features.transitions
+        && let Some(rel) = &tp.file
+        && tp.data.is_none()
+    {
+        let path = base.join(&rel.value);
+        if embedded
+            && let Some((name, text)) = crate::defaults::DEFAULT_DATA
+                .iter()
+                .find(|(name, _)| Path::new(name) == path)
+        {
+            let file = embedded_source((name, text));
+            tp.data = Some(crate::parse::selection::parse_transitions(file)?);
+            return Ok(());
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            LoadError::single(Diagnostic::at(
+                ErrorKind::Io,
+                &policy_file,
+                rel.span.clone(),
+                format!("cannot read the transitions file {}: {e}", path.display()),
+            ))
+        })?;
+        let file = SourceFile::new(path.display().to_string(), text);
+        tp.data = Some(crate::parse::selection::parse_transitions(file)?);
+    }
+    Ok(())
+}
+
+/// The text of a policy read from `from`, to be written at `out` (as `fit
+/// --out` does), with each data-file reference (`[features.transition_match]
+/// file`) rewritten so that it still names the same file: unchanged when
+/// both files share a folder, else the file's absolute path. Text that does
+/// not parse, or has no such reference, is returned as is.
+pub fn relocate_data_files(text: &str, from: &Path, out: &Path) -> String {
+    let dir = |p: &Path| {
+        let d = p.parent().map(Path::to_path_buf).unwrap_or_default();
+        std::fs::canonicalize(if d.as_os_str().is_empty() { Path::new(".") } else { &d })
+            .unwrap_or(d)
+    };
+    let (src_dir, out_dir) = (dir(from), dir(out));
+    if src_dir == out_dir {
+        return text.to_string();
+    }
+    let Ok(policy) = parse_policy(SourceFile::new(out.display().to_string(), text)) else {
+        return text.to_string();
+    };
+    let Some(file) = policy
+        .features
+        .transitions
+        .as_ref()
+        .and_then(|t| t.file.clone())
+    else {
+        return text.to_string();
+    };
+    let target = src_dir.join(&file.value);
+    let target = std::fs::canonicalize(&target).unwrap_or(target);
+    let literal = serde_json::Value::String(target.display().to_string()).to_string();
+    let mut out_text = text.to_string();
+    if text.get(file.span.clone()).is_some() {
+        out_text.replace_range(file.span, &literal);
+    }
+    out_text
 }
 
 /// Reads the catalog named by `sources`: tag files plus imported tools.

@@ -129,6 +129,10 @@ enum Command {
         /// List at most this many calls where only one policy had the tool active.
         #[arg(long, value_name = "N", default_value_t = 20)]
         show: usize,
+        /// Draw recall against mean active-set size for both policies (the threshold swept over
+        /// [0, 1]), with each policy's operating point marked, as an SVG file.
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -164,6 +168,14 @@ enum Command {
         /// written policy (without it, such a fit is reported and nothing is written).
         #[arg(long)]
         drop_failing_examples: bool,
+        /// What to fit: the formula's weights and the threshold, or the absolute relevance
+        /// floor (`[features.keyword_match.relevance] min_score`) for the target recall.
+        #[arg(long, value_enum, default_value = "weights")]
+        fit: cli::fit::FitWhat,
+        /// Also write the tool transitions of the training sessions (counts of the tool called
+        /// right after each tool) as a TOML file for `[features.transition_match] file`.
+        #[arg(long, value_name = "FILE")]
+        transitions_out: Option<PathBuf>,
         #[arg(long)]
         skip_invalid: bool,
         #[arg(long, value_enum, default_value = "text")]
@@ -338,6 +350,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             tools,
             skip_invalid,
             show,
+            plot,
             format,
         } => {
             let t = cli::replay::read_trace(&trace, skip_invalid).map_err(fail)?;
@@ -350,9 +363,28 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 tags: tags.clone(),
                 tools: tools.clone(),
             };
-            let a = cli::replay::run_replay(&args(policy_a), &t, &trace, &opts).map_err(fail)?;
-            let b = cli::replay::run_replay(&args(policy_b), &t, &trace, &opts).map_err(fail)?;
+            let (a, b) = match &plot {
+                None => (
+                    cli::replay::run_replay(&args(policy_a), &t, &trace, &opts).map_err(fail)?,
+                    cli::replay::run_replay(&args(policy_b), &t, &trace, &opts).map_err(fail)?,
+                ),
+                Some(path) => {
+                    let run = |p: PathBuf| {
+                        let plan = cli::replay::replay_plan(&args(p)).map_err(fail)?;
+                        toolgate::replay::curve::replay_for_curve(&plan, &t, &opts)
+                            .map_err(|e| fail(cli::Fail::Input(format!("{trace}: {e}"))))
+                    };
+                    let (a, ca) = run(policy_a)?;
+                    let (b, cb) = run(policy_b)?;
+                    cli::compare::plot_compare(path, &trace, (&a, &ca), (&b, &cb))
+                        .map_err(|m| (ExitCode::from(3), None, Some(m)))?;
+                    (a, b)
+                }
+            };
             cli::compare::print_compare(o, &trace, &a, &b, format, show);
+            if let (Some(p), Format::Text) = (&plot, format) {
+                w!(o, "wrote {}", p.display());
+            }
         }
         Command::Fit {
             trace,
@@ -364,6 +396,8 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             max_iterations,
             negatives,
             drop_failing_examples,
+            fit,
+            transitions_out,
             skip_invalid,
             format,
         } => {
@@ -385,7 +419,12 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 skip_invalid,
                 drop_failing_examples,
             };
-            cli::fit::run_fit(o, &plan, &trace, &opts, out.as_ref(), format).map_err(fail)?;
+            let what = cli::fit::FitRequest {
+                what: fit,
+                transitions_out: transitions_out.as_ref(),
+            };
+            cli::fit::run_fit(o, &plan, &trace, &opts, out.as_ref(), &what, format)
+                .map_err(fail)?;
         }
         Command::Import {
             source: ImportSource::Bfcl { data, out, limit },

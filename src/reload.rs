@@ -781,8 +781,16 @@ fn build(
     default_policy: (&'static str, &'static str),
 ) -> Result<(Plan, ReloadParams, Inputs), LoadError> {
     let policy = match &snap.policy {
-        None => parse_policy(crate::load::embedded_source(default_policy)),
-        Some((p, c)) => to_source(p, c).and_then(parse_policy),
+        None => parse_policy(crate::load::embedded_source(default_policy)).and_then(|mut p| {
+            crate::load::load_data_files(&mut p)?;
+            Ok(p)
+        }),
+        // A referenced data file (transitions) is read as it is now; it is
+        // not watched: save the policy again to reload after editing it.
+        Some((p, c)) => to_source(p, c).and_then(parse_policy).and_then(|mut p| {
+            crate::load::load_data_files(&mut p)?;
+            Ok(p)
+        }),
     };
     let mut tools: Vec<ToolSpec> = Vec::new();
     let mut diags = Vec::new();

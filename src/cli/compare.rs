@@ -1,5 +1,7 @@
 //! `toolgate compare`: replay one trace under two policies, side by side.
 
+use toolgate::replay::curve::CurveData;
+use toolgate::replay::engine::Replay;
 use toolgate::replay::stats::{Paired, Summary, paired, summarize};
 
 use super::Format;
@@ -64,6 +66,42 @@ impl Table {
             w!(o, "{}", line.trim_end());
         }
     }
+}
+
+/// Thresholds swept for the plot (`CURVE_STEPS + 1` points over [0, 1]).
+const CURVE_STEPS: usize = 200;
+
+/// Draws `compare --plot`: both policies' recall / active-set curves.
+pub fn plot_compare(
+    path: &std::path::Path,
+    trace_name: &str,
+    a: (&Replay, &CurveData),
+    b: (&Replay, &CurveData),
+) -> Result<(), String> {
+    let (sa, sb) = (summarize(a.0), summarize(b.0));
+    let (ca, cb) = (a.1.curve(CURVE_STEPS), b.1.curve(CURVE_STEPS));
+    let file = |r: &Replay| r.plan.sources.first().cloned().unwrap_or_default();
+    let series = [
+        super::plot::Series {
+            label: format!("A: {} ({})", sa.policy, file(a.0)),
+            curve: &ca,
+            summary: &sa,
+        },
+        super::plot::Series {
+            label: format!("B: {} ({})", sb.policy, file(b.0)),
+            curve: &cb,
+            summary: &sb,
+        },
+    ];
+    let name = std::path::Path::new(trace_name)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| trace_name.to_string());
+    super::plot::draw(
+        path,
+        &format!("{name}: {} calls, {} tools", sa.calls, sa.tools),
+        &series,
+    )
 }
 
 /// Prints the comparison of two replays of the same trace.

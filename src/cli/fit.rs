@@ -4,13 +4,43 @@ use std::path::PathBuf;
 
 use toolgate::diag::{Diagnostic, ErrorKind};
 use toolgate::load::load_policy;
+use toolgate::replay::engine::ReplayOptions;
 use toolgate::replay::fit::{FitOptions, FitReport, fit};
+use toolgate::replay::floor::{FloorReport, fit_floor};
+use toolgate::replay::transitions::learn_transitions;
 
 use super::replay::{read_trace, replay_catalog, summary_line};
 use super::{Fail, Format, PlanArgs};
+use toolgate::replay::fit::format_number;
 
 fn opt(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into())
+}
+
+/// The fitted policy's text as written at `out`: its data-file references
+/// still name the input policy's files.
+fn relocated(text: &str, args: &PlanArgs, out: &std::path::Path) -> String {
+    match &args.policy {
+        Some(from) => toolgate::load::relocate_data_files(text, from, out),
+        None => text.to_string(),
+    }
+}
+
+/// What `fit` fits.
+#[derive(Clone, Copy, clap::ValueEnum, PartialEq)]
+pub enum FitWhat {
+    /// The weights of `weight * feature` terms (logistic regression) and the threshold.
+    Weights,
+    /// The absolute relevance floor `[features.keyword_match.relevance] min_score`.
+    Floor,
+}
+
+/// The request beyond [`FitOptions`].
+pub struct FitRequest<'a> {
+    /// Weights or floor.
+    pub what: FitWhat,
+    /// Where to write the learned transitions, if asked.
+    pub transitions_out: Option<&'a PathBuf>,
 }
 
 /// Runs the fit and prints (and writes) its result.
@@ -20,17 +50,67 @@ pub fn run_fit(
     trace_path: &str,
     opts: &FitOptions,
     out: Option<&PathBuf>,
+    req: &FitRequest<'_>,
     format: Format,
 ) -> Result<(), Fail> {
     let trace = read_trace(trace_path, opts.skip_invalid)?;
     let policy = load_policy(args.policy.as_deref()).map_err(Fail::Load)?;
     let catalog = replay_catalog(args)?;
+    if let Some(path) = req.transitions_out {
+        let counts = learn_transitions(&trace, opts.holdout);
+        let source = format!(
+            "From {trace_path}: the training sessions ({:.0}% held out by a hash of the session id).",
+            100.0 * opts.holdout
+        );
+        std::fs::write(path, counts.to_toml(&source))
+            .map_err(|e| Fail::Input(format!("cannot write {}: {e}", path.display())))?;
+        if format == Format::Text {
+            w!(
+                o,
+                "wrote {}: {} transitions from {} training sessions",
+                path.display(),
+                counts.pairs,
+                counts.sessions
+            );
+        }
+    }
+    if req.what == FitWhat::Floor {
+        let ropts = ReplayOptions {
+            skip_invalid: opts.skip_invalid,
+            keep_active: false,
+        };
+        let report = fit_floor(
+            &policy,
+            &catalog,
+            &trace,
+            opts.target_recall,
+            opts.holdout,
+            &ropts,
+        )
+        .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
+        if let Some(path) = out {
+            let text = relocated(&report.policy_text, args, path);
+            std::fs::write(path, text)
+                .map_err(|e| Fail::Input(format!("cannot write {}: {e}", path.display())))?;
+        }
+        if format == Format::Json {
+            let mut v = serde_json::to_value(&report).unwrap_or_default();
+            if let Some(m) = v.as_object_mut() {
+                m.insert("written".into(), serde_json::json!(out));
+            }
+            w!(o, "{v}");
+        } else {
+            print_floor(o, &report, trace_path, opts, out);
+        }
+        return Ok(());
+    }
     let report = fit(&policy, &catalog, &trace, opts)
         .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
     // A fitted policy that does not load is never written.
     let write = out.filter(|_| report.load_error.is_none());
     if let Some(path) = write {
-        std::fs::write(path, &report.policy_text)
+        let text = relocated(&report.policy_text, args, path);
+        std::fs::write(path, text)
             .map_err(|e| Fail::Input(format!("cannot write {}: {e}", path.display())))?;
     }
     if format == Format::Json {
@@ -60,6 +140,38 @@ pub fn run_fit(
             Err(Fail::Load(e))
         }
         None => Ok(()),
+    }
+}
+
+fn print_floor(
+    o: &mut String,
+    r: &FloorReport,
+    trace: &str,
+    opts: &FitOptions,
+    out: Option<&PathBuf>,
+) {
+    w!(
+        o,
+        "trace {trace}: relevance floor for {:.1}% recall on the training sessions ({:.0}% held out by id hash)",
+        100.0 * r.target_recall,
+        100.0 * opts.holdout
+    );
+    w!(
+        o,
+        "  min_score {} -> {}  ({} training calls, {} active with no floor)",
+        format_number(r.floor.0),
+        format_number(r.floor.1),
+        r.train_calls.0,
+        r.train_calls.1
+    );
+    for (name, q) in [("training", &r.train), ("held-out", &r.test)] {
+        w!(o, "{name} sessions:");
+        w!(o, "  before: {}", summary_line(&q.before));
+        w!(o, "  after:  {}", summary_line(&q.after));
+    }
+    match out {
+        Some(p) => w!(o, "wrote {}", p.display()),
+        None => w!(o, "(no --out: the policy was not written)"),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod fit;
 pub mod guard;
 pub mod import;
 pub mod mcp_proxy;
+pub mod plot;
 pub mod replay;
 pub mod report;
 pub mod watch;

@@ -214,6 +214,7 @@ fn short(f: &str) -> &str {
         "priority_bonus" => "priority",
         "complexity_penalty" => "complex",
         "recency_bonus" => "recency",
+        "transition_match" => "transition",
         other => other,
     }
 }

@@ -31,7 +31,7 @@
 use crate::context::{SessionContext, UsageStats};
 use crate::eval::condition::Facts;
 use crate::parse::policy::KeywordMethod;
-use crate::plan::{F_KEYWORD, Plan};
+use crate::plan::{F_KEYWORD, N_FEATURES, Plan};
 
 pub use super::interval::Interval;
 use super::interval::eval_formula;
@@ -457,6 +457,21 @@ fn recency_range(plan: &Plan) -> FeatureRange {
     FeatureRange::from_points(points)
 }
 
+/// `transition_match`: 0 (no call before, or a last call it does not follow)
+/// and, with `[features.transition_match]`, at most `max(declared, 1)` (a
+/// smoothed probability, or the declared value). The upper end has no recipe:
+/// a bound that needs it is reported as a bound only.
+fn transition_range(plan: &Plan) -> FeatureRange {
+    let mut r = FeatureRange::from_points(vec![Point {
+        value: 0.0,
+        recipe: Recipe::Fixed,
+    }]);
+    if let Some(t) = &plan.transitions {
+        r.interval = Interval::new(0.0, t.declared.max(1.0));
+    }
+    r
+}
+
 fn stage_range(plan: &Plan, can_hit: bool) -> FeatureRange {
     let fp = &plan.features;
     let mut points = vec![Point {
@@ -490,10 +505,10 @@ fn keyword_range(can_match: bool, half: bool) -> FeatureRange {
     )
 }
 
-/// The seven features' ranges over any tool the policy admits. With `grid`,
+/// The features' ranges over any tool the policy admits. With `grid`,
 /// intermediate values are listed too (usage 1/2, priority 1/2, every
 /// complexity level, single domains), for searches.
-pub fn policy_ranges(plan: &Plan, dw: &DomainWeights, grid: bool) -> [FeatureRange; 7] {
+pub fn policy_ranges(plan: &Plan, dw: &DomainWeights, grid: bool) -> [FeatureRange; N_FEATURES] {
     let fp = &plan.features;
     let mut domain = policy_domain(plan, dw);
     if !grid {
@@ -545,6 +560,7 @@ pub fn policy_ranges(plan: &Plan, dw: &DomainWeights, grid: bool) -> [FeatureRan
         priority,
         complexity,
         recency_range(plan),
+        transition_range(plan),
     ];
     if fp.keyword_method == KeywordMethod::Bm25 {
         out[F_KEYWORD].interval = Interval::new(0.0, 1.0);
@@ -552,8 +568,8 @@ pub fn policy_ranges(plan: &Plan, dw: &DomainWeights, grid: bool) -> [FeatureRan
     out
 }
 
-/// The seven features' ranges for tool `i` of the plan (its tags fixed).
-pub fn tool_ranges(plan: &Plan, dw: &DomainWeights, i: usize) -> [FeatureRange; 7] {
+/// The features' ranges for tool `i` of the plan (its tags fixed).
+pub fn tool_ranges(plan: &Plan, dw: &DomainWeights, i: usize) -> [FeatureRange; N_FEATURES] {
     let t = &plan.tools[i];
     let domains: Vec<usize> = t.domains.iter().map(|&d| d as usize).collect();
     let fixed = |v: f64| FeatureRange {
@@ -579,17 +595,18 @@ pub fn tool_ranges(plan: &Plan, dw: &DomainWeights, i: usize) -> [FeatureRange; 
         fixed(t.base_priority),
         fixed(t.complexity_penalty),
         recency_range(plan),
+        transition_range(plan),
     ]
 }
 
 /// The intervals of a set of ranges.
-pub fn intervals(ranges: &[FeatureRange; 7]) -> [Interval; 7] {
+pub fn intervals(ranges: &[FeatureRange; N_FEATURES]) -> [Interval; N_FEATURES] {
     std::array::from_fn(|f| ranges[f].interval)
 }
 
 /// Which features the formula reads.
-pub fn used_features(plan: &Plan) -> [bool; 7] {
-    let mut used = [false; 7];
+pub fn used_features(plan: &Plan) -> [bool; N_FEATURES] {
+    let mut used = [false; N_FEATURES];
     for t in &plan.formula.terms {
         for &f in &t.features {
             used[f as usize] = true;
@@ -603,14 +620,14 @@ pub fn used_features(plan: &Plan) -> [bool; 7] {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Corner {
     /// Per feature, an index into its range's points.
-    pub picks: [usize; 7],
+    pub picks: [usize; N_FEATURES],
     /// The formula's value there.
     pub value: f64,
 }
 
 impl Corner {
     /// The feature values of this corner.
-    pub fn features(&self, ranges: &[FeatureRange; 7]) -> [f64; 7] {
+    pub fn features(&self, ranges: &[FeatureRange; N_FEATURES]) -> [f64; N_FEATURES] {
         std::array::from_fn(|f| ranges[f].points[self.picks[f]].value)
     }
 }
@@ -620,10 +637,10 @@ impl Corner {
 /// are skipped.
 pub fn extreme_corners(
     plan: &Plan,
-    ranges: &[FeatureRange; 7],
+    ranges: &[FeatureRange; N_FEATURES],
 ) -> (Option<Corner>, Option<Corner>) {
     let used = used_features(plan);
-    let counts: [usize; 7] = std::array::from_fn(|f| {
+    let counts: [usize; N_FEATURES] = std::array::from_fn(|f| {
         if used[f] {
             ranges[f].points.len()
         } else {
@@ -635,9 +652,9 @@ pub fn extreme_corners(
     }
     let mut lo: Option<Corner> = None;
     let mut hi: Option<Corner> = None;
-    let mut picks = [0usize; 7];
+    let mut picks = [0usize; N_FEATURES];
     loop {
-        let x: [f64; 7] = std::array::from_fn(|f| ranges[f].points[picks[f]].value);
+        let x: [f64; N_FEATURES] = std::array::from_fn(|f| ranges[f].points[picks[f]].value);
         let v = plan.formula.eval(&x, None);
         if !v.is_nan() {
             if lo.as_ref().is_none_or(|l| v < l.value) {
@@ -650,7 +667,7 @@ pub fn extreme_corners(
         // next combination
         let mut f = 0;
         loop {
-            if f == 7 {
+            if f == N_FEATURES {
                 return (lo, hi);
             }
             picks[f] += 1;
@@ -673,7 +690,7 @@ pub struct RawBounds {
 }
 
 /// Interval-evaluates the plan's formula over `ranges`.
-pub fn raw_bounds(plan: &Plan, ranges: &[FeatureRange; 7]) -> RawBounds {
+pub fn raw_bounds(plan: &Plan, ranges: &[FeatureRange; N_FEATURES]) -> RawBounds {
     let (raw, terms) = eval_formula(&plan.formula, &intervals(ranges));
     RawBounds { raw, terms }
 }

@@ -18,7 +18,7 @@
 
 use crate::diag::{Diagnostic, ErrorKind};
 use crate::parse::policy::{PolicySource, Sp};
-use crate::plan::{F_COMPLEXITY, F_RECENCY, F_STAGE, Plan};
+use crate::plan::{F_COMPLEXITY, F_RECENCY, F_STAGE, N_FEATURES, Plan};
 
 use super::bounds::{
     DomainWeights, FeatureRange, Interval, clamp, extreme_corners, num, policy_ranges, raw_bounds,
@@ -55,7 +55,7 @@ fn normalize(mut v: Vec<Interval>) -> Vec<Interval> {
 
 /// The values a feature takes as a union: points for the discrete ones
 /// (stage, recency, complexity levels), the interval for the others.
-fn feature_set(plan: &Plan, ranges: &[FeatureRange; 7], f: usize) -> Vec<Interval> {
+fn feature_set(plan: &Plan, ranges: &[FeatureRange; N_FEATURES], f: usize) -> Vec<Interval> {
     let r = &ranges[f];
     match f {
         F_STAGE | F_RECENCY => {
@@ -81,7 +81,7 @@ fn feature_set(plan: &Plan, ranges: &[FeatureRange; 7], f: usize) -> Vec<Interva
 
 /// The values term `k` contributes: `weight × feature` over the feature's
 /// set, else its interval.
-fn term_set(plan: &Plan, ranges: &[FeatureRange; 7], k: usize, hull: Interval) -> Vec<Interval> {
+fn term_set(plan: &Plan, ranges: &[FeatureRange; N_FEATURES], k: usize, hull: Interval) -> Vec<Interval> {
     let t = &plan.formula.terms[k];
     match (t.linear, t.features.as_slice()) {
         (Some((f, w)), [g]) if f == *g => {

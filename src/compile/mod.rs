@@ -27,6 +27,7 @@ pub mod gate;
 pub mod interval;
 mod properties;
 pub mod witness;
+pub mod selection;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -357,6 +358,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         HashMap::new();
     let mut compiled = Vec::with_capacity(tools.len());
     let mut tool_files: Vec<String> = Vec::new();
+    let mut with_follows: Vec<(usize, ToolSpec)> = Vec::new();
     #[cfg(feature = "gate")]
     let mut schemas = Vec::with_capacity(tools.len());
     #[cfg(feature = "gate")]
@@ -497,6 +499,9 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         }
         ids.sort_unstable();
         ids.dedup();
+        if !t.follows.is_empty() {
+            with_follows.push((compiled.len(), t.clone()));
+        }
         compiled.push(CompiledTool {
             name: t.name.value.clone(),
             aliases: t.aliases.iter().map(|a| a.value.clone()).collect(),
@@ -540,6 +545,14 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
 
     #[cfg(feature = "gate")]
     let gate = gate::build_gate(policy, &compiled, schemas, &domains, &mut sink);
+    let transitions = selection::build_transitions(
+        policy,
+        compiled.len(),
+        &with_follows,
+        &by_name,
+        &mut sink,
+        &mut warnings,
+    );
 
     if !sink.is_empty() {
         return Err(LoadError {
@@ -632,6 +645,8 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         analyzer,
         vocab,
         bm25,
+        memory: policy.memory.clone(),
+        transitions,
         tools: compiled,
         by_name,
         warnings,

@@ -28,7 +28,7 @@ use crate::eval::Activation;
 use crate::input::EvalInput;
 use crate::parse::policy::{KeywordMethod, PolicySource, UsageNormalization};
 use crate::plan::{
-    F_COMPLEXITY, F_DOMAIN, F_KEYWORD, F_PRIORITY, F_RECENCY, F_STAGE, F_USAGE, Plan,
+    F_COMPLEXITY, F_DOMAIN, F_KEYWORD, F_PRIORITY, F_RECENCY, F_STAGE, F_USAGE, N_FEATURES, Plan,
 };
 
 use super::bounds::{
@@ -372,7 +372,7 @@ pub fn made_up_input(plan: &Plan, rules: &[usize], wants: &[ToolWant]) -> Option
 pub fn catalog_input(
     plan: &Plan,
     i: usize,
-    ranges: &[FeatureRange; 7],
+    ranges: &[FeatureRange; N_FEATURES],
     corner: &Corner,
 ) -> Option<Value> {
     let recipe = |f: usize| &ranges[f].points[corner.picks[f]].recipe;
@@ -477,7 +477,7 @@ pub fn confirm(
 }
 
 /// The made-up tool for one corner of the policy scope.
-pub fn want_of(ranges: &[FeatureRange; 7], corner: &Corner, name: &str) -> (Vec<usize>, ToolWant) {
+pub fn want_of(ranges: &[FeatureRange; N_FEATURES], corner: &Corner, name: &str) -> (Vec<usize>, ToolWant) {
     let recipe = |f: usize| &ranges[f].points[corner.picks[f]].recipe;
     let (rules, domains) = match recipe(F_DOMAIN) {
         Recipe::Domain { rules, domains } => (rules.clone(), domains.clone()),
@@ -512,7 +512,7 @@ pub fn want_of(ranges: &[FeatureRange; 7], corner: &Corner, name: &str) -> (Vec<
 fn policy_witness(
     policy: &PolicySource,
     plan: &Arc<Plan>,
-    ranges: &[FeatureRange; 7],
+    ranges: &[FeatureRange; N_FEATURES],
     corner: &Corner,
     target: f64,
 ) -> Option<Witness> {
@@ -557,7 +557,7 @@ fn finish(
 #[derive(Debug, Clone)]
 pub struct ToolBounds {
     /// Its feature ranges.
-    pub ranges: [FeatureRange; 7],
+    pub ranges: [FeatureRange; N_FEATURES],
     /// Its raw score's interval.
     pub raw: Interval,
     /// Its extreme combinations of feature values.

@@ -16,8 +16,10 @@ use serde::Serialize;
 
 use crate::parse::policy::{KeywordMethod, UsageNormalization};
 use crate::plan::{
-    F_COMPLEXITY, F_DOMAIN, F_KEYWORD, F_PRIORITY, F_RECENCY, F_STAGE, F_USAGE, FEATURES, Plan,
+    F_COMPLEXITY, F_DOMAIN, F_KEYWORD, F_PRIORITY, F_RECENCY, F_STAGE, F_TRANSITION, F_USAGE,
+    FEATURES, Plan,
 };
+use crate::text::bm25::Scored;
 
 use crate::context::{SessionContext, UsageStats};
 use condition::Facts;
@@ -71,8 +73,10 @@ struct Prepared {
     /// Per tool: (usage_bonus, recency_bonus).
     usage: Vec<[f64; 2]>,
     stage_bit: u64,
-    /// Normalised BM25 scores per tool, when `keyword_match` uses BM25.
-    bm25: Vec<f64>,
+    /// Raw BM25 scores per tool and the normalisation, when `keyword_match` uses BM25.
+    bm25: Scored,
+    /// `transition_match` per tool (empty = 0 for every tool).
+    transition: Vec<f64>,
 }
 
 impl Prepared {
@@ -94,7 +98,10 @@ impl Prepared {
         };
         let n_kw = t.keywords_len as u32;
         f[F_KEYWORD] = if fp.keyword_method == KeywordMethod::Bm25 {
-            self.bm25.get(i).copied().unwrap_or(0.0)
+            match &plan.bm25 {
+                Some(idx) => self.bm25.normalized(&idx.params, i),
+                None => 0.0,
+            }
         } else if n_kw == 0 || self.n_intent == 0 {
             0.0
         } else {
@@ -118,6 +125,7 @@ impl Prepared {
         f[F_PRIORITY] = t.base_priority;
         f[F_COMPLEXITY] = t.complexity_penalty;
         f[F_RECENCY] = recency;
+        f[F_TRANSITION] = self.transition.get(i).copied().unwrap_or(0.0);
         f
     }
 }
@@ -231,6 +239,12 @@ impl Activation {
         self.prepared.features(&self.plan, tool)
     }
 
+    /// The raw BM25 score of tool `tool` (before the relevance floors and the
+    /// relative normalisation); 0 when `keyword_match` does not use BM25.
+    pub fn keyword_raw(&self, tool: usize) -> f64 {
+        self.prepared.bm25.raw.get(tool).copied().unwrap_or(0.0)
+    }
+
     /// Term-by-term explanation of a tool's raw score; the contributions add up
     /// (in order) to [`ToolScore::raw_score`].
     pub fn explain(&self, tool: usize) -> Vec<TermExplanation> {
@@ -308,6 +322,32 @@ impl Plan {
                 }
             }
         }
+        // Conversation memory: for set methods, the remembered messages' terms
+        // join the intent set (BM25 weighs them instead, below).
+        let remembered: Vec<(&[String], f64)> = match &self.memory {
+            Some(m) => context
+                .previous_intent_keywords
+                .iter()
+                .take(m.turns)
+                .enumerate()
+                .map(|(k, kw)| (kw.as_slice(), m.decay.powi(k as i32 + 1)))
+                .collect(),
+            None => Vec::new(),
+        };
+        if fp.keyword_method != KeywordMethod::Bm25 {
+            for (kw, w) in &remembered {
+                if *w <= 0.0 {
+                    continue;
+                }
+                for k in *kw {
+                    for t in self.analyzer.expand_keyword(k) {
+                        if !terms.contains(&t) {
+                            terms.push(t);
+                        }
+                    }
+                }
+            }
+        }
         let mut bits = vec![0u64; self.vocab.len().div_ceil(64)];
         for t in &terms {
             if let Some(&id) = self.vocab.get(t) {
@@ -346,13 +386,38 @@ impl Plan {
         let domain_neutral = norm.is_empty() || norm_total == 0.0;
 
         // BM25 keyword scores (once per context), when the policy uses them.
-        let bm25_scores: Vec<f64> = match (&self.bm25, fp.keyword_method) {
-            (Some(idx), KeywordMethod::Bm25) => idx.normalized(&self.analyzer, &terms),
-            _ => Vec::new(),
-        };
+        let mut bm25_scores = Scored::default();
+        if let (Some(idx), KeywordMethod::Bm25) = (&self.bm25, fp.keyword_method) {
+            let mut turns: Vec<(&[String], f64)> = Vec::with_capacity(1 + remembered.len());
+            turns.push((&terms, 1.0));
+            turns.extend(remembered.iter().copied());
+            let q = idx.weighted_query(&self.analyzer, &turns);
+            idx.score(&q, &mut bm25_scores);
+        }
+
+        // Transitions from the last call (once per context).
+        let n = self.tools.len();
+        let mut transition = Vec::new();
+        if let (Some(tr), Some(last)) = (&self.transitions, context.recent_tool_calls.last())
+            && let Some(a) = self.tool_index(last)
+        {
+            transition = vec![0.0f64; n];
+            let lambda = tr.backoff[a];
+            if lambda > 0.0 {
+                for (x, q) in transition.iter_mut().zip(&tr.prior) {
+                    *x = lambda * q;
+                }
+            }
+            for &(b, p) in &tr.sparse[a] {
+                transition[b as usize] += p;
+            }
+            for &b in &tr.followers[a] {
+                let x = &mut transition[b as usize];
+                *x = x.max(tr.declared);
+            }
+        }
 
         // Usage (once per context, only the tools that were used).
-        let n = self.tools.len();
         let mut per_tool = vec![[0.0f64; 2]; n];
         match fp.usage_normalization {
             UsageNormalization::BusiestTool => {
@@ -407,6 +472,7 @@ impl Plan {
             usage: per_tool,
             stage_bit,
             bm25: bm25_scores,
+            transition,
         };
 
         // Threshold.

@@ -40,7 +40,7 @@ use crate::context::{SessionContext, UsageStats};
 use crate::eval::{Activation, Reason};
 use crate::parse::policy::{PolicySource, UsageNormalization};
 use crate::plan::property::{Property, PropertyKind};
-use crate::plan::{F_DOMAIN, FEATURES, Plan};
+use crate::plan::{F_DOMAIN, FEATURES, N_FEATURES, Plan};
 
 use super::strategies;
 
@@ -629,16 +629,16 @@ impl Checker<'_> {
             }
             // every pair of points refutes it: take the simplest
             if let Some(v) =
-                self.monotone_pairs(&grid, feature, increasing, Method::Static, &[0; 7])
+                self.monotone_pairs(&grid, feature, increasing, Method::Static, &[0; N_FEATURES])
             {
                 return v;
             }
         }
         // non-linear: search the grid of attainable values, then confirm with a session
-        let counts: [usize; 7] = std::array::from_fn(|f| grid[f].points.len().max(1));
+        let counts: [usize; N_FEATURES] = std::array::from_fn(|f| grid[f].points.len().max(1));
         let strategy = (prop::array::uniform7(0usize..64), 0usize..64, 0usize..64).prop_map(
             move |(picks, a, b)| {
-                let picks: [usize; 7] = std::array::from_fn(|f| picks[f] % counts[f]);
+                let picks: [usize; N_FEATURES] = std::array::from_fn(|f| picks[f] % counts[f]);
                 (picks, a % counts[feature], b % counts[feature])
             },
         );
@@ -653,13 +653,13 @@ impl Checker<'_> {
             },
             TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
         );
-        let value_at = |picks: &[usize; 7], at: usize| {
-            let x: [f64; 7] = std::array::from_fn(|f| {
+        let value_at = |picks: &[usize; N_FEATURES], at: usize| {
+            let x: [f64; N_FEATURES] = std::array::from_fn(|f| {
                 grid[f].points[if f == feature { at } else { picks[f] }].value
             });
             plan.formula.eval(&x, None)
         };
-        let breaks = |picks: &[usize; 7], a: usize, b: usize| {
+        let breaks = |picks: &[usize; N_FEATURES], a: usize, b: usize| {
             let (va, vb) = (grid[feature].points[a].value, grid[feature].points[b].value);
             if va >= vb {
                 return false;
@@ -708,11 +708,11 @@ impl Checker<'_> {
     /// that breaks the direction, the other features at `base`.
     fn monotone_pairs(
         &self,
-        grid: &[FeatureRange; 7],
+        grid: &[FeatureRange; N_FEATURES],
         feature: usize,
         increasing: bool,
         method: Method,
-        base: &[usize; 7],
+        base: &[usize; N_FEATURES],
     ) -> Option<Verdict> {
         let n = grid[feature].points.len();
         for a in 0..n {
@@ -731,10 +731,10 @@ impl Checker<'_> {
     #[allow(clippy::too_many_arguments)]
     fn realize_pair(
         &self,
-        grid: &[FeatureRange; 7],
+        grid: &[FeatureRange; N_FEATURES],
         feature: usize,
         increasing: bool,
-        picks: &[usize; 7],
+        picks: &[usize; N_FEATURES],
         a: usize,
         b: usize,
         method: Method,

@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 
 use crate::context::{SessionContext, UsageStats};
-use crate::plan::Plan;
+use crate::plan::{N_FEATURES, Plan};
 
 fn words(plan: &Plan) -> Vec<String> {
     let mut w: Vec<String> = plan.vocab.keys().cloned().collect();
@@ -95,6 +95,7 @@ pub fn context(plan: &Plan) -> impl Strategy<Value = SessionContext> + use<> {
             user_intent_keywords.extend(extra);
             SessionContext {
                 user_intent_keywords,
+                previous_intent_keywords: vec![],
                 user_intent_entities: vec![],
                 conversation_stage: stage,
                 recent_tool_calls: recent,
@@ -273,7 +274,7 @@ pub fn session_for(
 /// uniformly within each feature's interval. For formula-level properties:
 /// `plan.formula.eval(&x, None)` is the raw score a tool with these features
 /// gets.
-pub fn features(plan: &Plan) -> impl Strategy<Value = [f64; 7]> + use<> {
+pub fn features(plan: &Plan) -> impl Strategy<Value = [f64; N_FEATURES]> + use<> {
     use crate::compile::bounds::{DomainWeights, policy_ranges};
     let ranges = policy_ranges(plan, &DomainWeights::of(plan), true);
     let points: Vec<Vec<f64>> = ranges

@@ -94,6 +94,7 @@ fn auto_spec(full: String, tool: &Tool) -> ToolSpec {
             risk_level: (destructive && !read_only).then_some(RiskLevel::Destructive),
             ..GateTags::default()
         },
+        follows: Vec::new(),
         file: None,
     }
 }

@@ -5,4 +5,5 @@ pub mod discovery;
 pub mod policy;
 pub mod properties;
 pub mod reader;
+pub mod selection;
 pub mod tags;

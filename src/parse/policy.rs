@@ -11,6 +11,10 @@ use std::sync::Arc;
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::parse::reader::{Reader, Table};
+use crate::parse::selection::{
+    ExpansionParams, MemoryParams, RelevanceParams, TransitionParams, read_expansion, read_memory,
+    read_relevance, read_transitions,
+};
 
 /// A value with the byte span it came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +88,10 @@ pub struct Bm25Params {
     /// Raw scores are divided by `max(best raw score, score_floor)` (>= 0): a
     /// floor above 0 keeps weak best matches below 1.
     pub score_floor: f64,
+    /// `[features.keyword_match.relevance]`: absolute floors, if any.
+    pub relevance: Option<RelevanceParams>,
+    /// `[features.keyword_match.expansion]`: catalog-derived query expansion, if any.
+    pub expansion: Option<ExpansionParams>,
 }
 
 /// How CJK text is cut into terms.
@@ -168,6 +176,8 @@ pub struct FeatureParams {
     pub complexity_max: i64,
     /// `complexity_penalty = min((c - min) / (max - min), cap)`.
     pub complexity_cap: f64,
+    /// `[features.transition_match]`; `None` = the feature is 0 for every tool.
+    pub transitions: Option<TransitionParams>,
 }
 
 /// A condition of a domain rule: every present matcher must hold.
@@ -319,6 +329,8 @@ pub struct PolicySource {
     pub reload: ReloadParams,
     /// `[discovery]`: tool search and exposure for MCP hosts.
     pub discovery: crate::parse::discovery::DiscoveryParams,
+    /// `[keywords.memory]`; `None` = only the latest message counts (seed 000).
+    pub memory: Option<MemoryParams>,
 }
 
 fn sp_list(v: Option<Vec<(String, Range<usize>)>>) -> Vec<Sp<String>> {
@@ -483,6 +495,8 @@ fn read_bm25(t: &Table<'_, '_>) -> Bm25Params {
         split_identifiers,
         stemmer,
         score_floor,
+        relevance: read_relevance(t),
+        expansion: read_expansion(t),
     }
 }
 
@@ -709,6 +723,7 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
             complexity_min: 1,
             complexity_max: 1,
             complexity_cap: INVALID,
+            transitions: None,
         };
         match sub("domain_match") {
             Some(t) => fp.domain_neutral = t.req_f64("neutral").map(|x| x.0).unwrap_or(INVALID),
@@ -731,6 +746,17 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 .unwrap_or(KeywordMethod::Jaccard);
                 if fp.keyword_method == KeywordMethod::Bm25 {
                     fp.bm25 = Some(read_bm25(&t));
+                } else {
+                    for key in ["relevance", "expansion"] {
+                        if let Some(span) = t.key_span(key) {
+                            t.get(key);
+                            r.error(
+                                ErrorKind::InvalidValue,
+                                span,
+                                format!("`features.keyword_match.{key}` needs `method = \"bm25\"`"),
+                            );
+                        }
+                    }
                 }
             }
             None => missing("keyword_match"),
@@ -787,6 +813,9 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 }
             }
             None => missing("complexity_penalty"),
+        }
+        if let Some(t) = sub("transition_match") {
+            fp.transitions = read_transitions(&t);
         }
         if let Some(t) = sub("priority_bonus") {
             // No parameters: the tag's base_priority is used as is. The table may
@@ -867,8 +896,10 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
     }
 
     // [keywords]
+    let mut memory = None;
     let keywords = match root.table("keywords") {
         Some(k) => {
+            memory = read_memory(&k);
             let min_length = match count(&k, "min_length") {
                 Some(x) => x,
                 None => {
@@ -1033,5 +1064,6 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         gate,
         reload,
         discovery,
+        memory,
     }
 }

@@ -99,6 +99,10 @@ pub struct ToolSpec {
     pub tags: Option<SemanticTags>,
     /// Call-gate fields.
     pub gate: GateTags,
+    /// Tools this one often follows (`follows = ["auth.login"]`): when the
+    /// last call was one of them, the `transition_match` feature of this tool
+    /// is at least the policy's `[features.transition_match] declared`.
+    pub follows: Vec<Sp<String>>,
     /// The file it was declared in (spans point into it), if any.
     pub file: Option<Arc<SourceFile>>,
 }
@@ -302,6 +306,12 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
         None
     };
     let gate = read_gate(t);
+    let follows = t
+        .str_list("follows")
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(s, sp)| Sp::new(s, sp))
+        .collect();
     let name = name?;
     if has_tags && tags.is_none() {
         return None;
@@ -317,6 +327,7 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
         },
         tags,
         gate,
+        follows,
         file: Some(file.clone()),
     })
 }
@@ -427,6 +438,9 @@ pub struct InlineTool {
     /// Argument roles.
     #[serde(default)]
     pub arguments: std::collections::BTreeMap<String, ArgRole>,
+    /// Tools this one often follows (see [`ToolSpec::follows`]).
+    #[serde(default)]
+    pub follows: Vec<String>,
 }
 
 impl InlineTool {
@@ -478,6 +492,7 @@ impl InlineTool {
                 arguments: self.arguments.into_iter().collect(),
                 ..GateTags::default()
             },
+            follows: self.follows.into_iter().map(|s| Sp::new(s, 0..0)).collect(),
             file: None,
         }
     }
@@ -582,6 +597,7 @@ pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadEr
                 },
                 ..GateTags::default()
             },
+            follows: Vec::new(),
             file: Some(file.clone()),
         });
     }

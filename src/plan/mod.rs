@@ -22,6 +22,7 @@ pub mod property;
 use serde_json::Value;
 
 use crate::parse::policy::FeatureParams;
+use crate::parse::selection::MemoryParams;
 use crate::parse::tags::GateTags;
 
 use crate::text::bm25::Bm25Index;
@@ -45,7 +46,8 @@ pub type NameMap<V> = rustc_hash::FxHashMap<String, V>;
 /// | `priority_bonus` | the tool's `base_priority`, \[0,1\] |
 /// | `complexity_penalty` | `min((complexity - min) / (max - min), cap)` |
 /// | `recency_bonus` | `recency_bonus.bonus` if the tool was called less than `window_seconds` ago, else 0 |
-pub const FEATURES: [&str; 7] = [
+/// | `transition_match` | how likely the tool is to follow the last call: smoothed learned `P(tool \| last call)`, at least `declared` when its tags say it `follows` the last call ([`Transitions`]); 0 without `[features.transition_match]` or before the first call |
+pub const FEATURES: [&str; 8] = [
     "domain_match",
     "keyword_match",
     "stage_match",
@@ -53,7 +55,11 @@ pub const FEATURES: [&str; 7] = [
     "priority_bonus",
     "complexity_penalty",
     "recency_bonus",
+    "transition_match",
 ];
+
+/// Number of features (the length of [`FEATURES`]).
+pub const N_FEATURES: usize = FEATURES.len();
 
 /// Slot of `domain_match`.
 pub const F_DOMAIN: usize = 0;
@@ -69,6 +75,29 @@ pub const F_PRIORITY: usize = 4;
 pub const F_COMPLEXITY: usize = 5;
 /// Slot of `recency_bonus`.
 pub const F_RECENCY: usize = 6;
+/// Slot of `transition_match`.
+pub const F_TRANSITION: usize = 7;
+
+/// The compiled `[features.transition_match]`: for the last call A and every
+/// tool B, `transition_match(B) = max(declared if B follows A,
+/// sparse[A](B) + backoff[A] · prior[B])`, which is the smoothed
+/// `P(B | A) = (count(A→B) + s · q(B)) / (count(A→·) + s)` of the learned
+/// counts (`s` = `smoothing`, `q` = each tool's share of all successors).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Transitions {
+    /// The value for a hand-declared `follows`.
+    pub declared: f64,
+    /// Per tool A: `(B, count(A→B) / (count(A→·) + s))`, sorted by B.
+    pub sparse: Vec<Vec<(u32, f64)>>,
+    /// Per tool A: `s / (count(A→·) + s)` (0 when both are 0).
+    pub backoff: Vec<f64>,
+    /// Per tool B: its share of all learned successors, q(B).
+    pub prior: Vec<f64>,
+    /// Per tool A: the tools whose tags declare they follow A, sorted.
+    pub followers: Vec<Vec<u32>>,
+    /// Learned pairs that name a tool absent from the catalog (skipped).
+    pub skipped_pairs: usize,
+}
 
 /// A domain rule after compilation.
 #[derive(Debug, Clone)]
@@ -228,6 +257,10 @@ pub struct Plan {
     pub vocab: NameMap<u32>,
     /// The BM25 index of the catalog, when `keyword_match` uses BM25.
     pub bm25: Option<Bm25Index>,
+    /// `[keywords.memory]`: remembered turns and their decay, if on.
+    pub memory: Option<MemoryParams>,
+    /// The compiled `transition_match` feature, if the policy declares it.
+    pub transitions: Option<Transitions>,
     /// The catalog.
     pub tools: Vec<CompiledTool>,
     /// Hot per-tool data, in catalog order (see [`HotTool`]).

@@ -5,7 +5,9 @@
 //! lines of different sessions may interleave in the file). Per session:
 //!
 //! * `user_message`: the intent keywords become the policy's keywords of that
-//!   message (the latest message only, as the seed does);
+//!   message; the previous ones are remembered for `[keywords.memory] turns`
+//!   messages ([`crate::context::Session::user_message`]; none without memory,
+//!   as the seed does);
 //! * `context`: the given fields change;
 //! * `tool_call`: the plan is evaluated at the call's time `t` (session
 //!   duration = `t` − the session's first time; hysteresis against the
@@ -311,7 +313,9 @@ pub fn replay_with<F: FnMut(&Step, &Activation)>(
                     if let Some((line, t)) = pending.take() {
                         steps.push(run.evaluate(line, t, None, opts, &tool_tokens, &mut on_step));
                     }
-                    run.state.context.user_intent_keywords = plan.analyzer.extract(text);
+                    let remember = plan.memory.as_ref().map(|m| m.turns).unwrap_or(0);
+                    run.state
+                        .user_message(plan.analyzer.extract(text), remember);
                     pending = Some((l.line, l.t));
                 }
                 Event::Context(c) => {

@@ -342,6 +342,7 @@ mod logistic {
     use super::*;
     use crate::compile::compile;
     use crate::diag::SourceFile;
+    use crate::load::load_data_files;
     use crate::parse::policy::parse_policy;
     use crate::parse::tags::ToolSpec;
     use crate::replay::engine::replay;
@@ -511,6 +512,7 @@ mod logistic {
         catalog: &[ToolSpec],
     ) -> Result<(PolicySource, Arc<Plan>), String> {
         let mut src = parse_policy(SourceFile::new(name, text)).map_err(|e| e.to_string())?;
+        load_data_files(&mut src).map_err(|e| e.to_string())?;
         // The policy's examples were written for its old weights; whether they
         // still hold is checked separately (`FitReport::failing_examples`).
         src.examples.clear();
@@ -626,6 +628,7 @@ mod logistic {
             text
         };
         let load_error = parse_policy(SourceFile::new(name.as_str(), text.as_str()))
+            .and_then(|mut src| load_data_files(&mut src).map(|_| src))
             .and_then(|src| compile(&src, catalog.to_vec()))
             .err();
         let quality = |t: &Trace| -> Result<SplitQuality, String> {
@@ -679,7 +682,8 @@ mod logistic {
         catalog: &[ToolSpec],
     ) -> Result<Vec<ExampleFailure>, String> {
         let file = SourceFile::new(name, text);
-        let src = parse_policy(file).map_err(|e| e.to_string())?;
+        let mut src = parse_policy(file).map_err(|e| e.to_string())?;
+        load_data_files(&mut src).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
         for ex in &src.examples {
             let mut one = src.clone();

@@ -6,9 +6,15 @@
 //!   engine keeps, and evaluates the active set before every tool call.
 //! * [`stats`]: recall, active-set size, schema tokens, list changes, the
 //!   breakdown by stage, and the paired comparison of two policies.
+//! * [`curve`]: recall against active-set size as the threshold sweeps
+//!   (what `compare --plot` draws).
 //! * [`auc`]: ROC AUC and point-biserial correlation.
 //! * [`fit`]: per-feature AUC, and (feature `fit`) a logistic-regression fit of
 //!   the formula's weights with a held-out split.
+//! * [`floor`]: the absolute relevance floor chosen for a target recall,
+//!   with its effect on turns without a call, on a held-out split.
+//! * [`transitions`]: counts of which tool follows which, learned from a
+//!   trace and written as the data file of `[features.transition_match]`.
 //! * [`bfcl`]: conversion of the Berkeley Function Calling Leaderboard data to
 //!   a catalog and traces.
 //!
@@ -32,7 +38,10 @@
 
 pub mod auc;
 pub mod bfcl;
+pub mod curve;
 pub mod engine;
 pub mod fit;
+pub mod floor;
 pub mod stats;
 pub mod trace;
+pub mod transitions;

@@ -26,6 +26,29 @@
 //!   which keeps the feature in [0,1] (the best tool gets 1 unless the floor is
 //!   above its score).
 //!
+//! * **Weighted queries.** A query is a list of (term, weight): the latest
+//!   message's terms weigh 1, remembered terms of earlier messages less
+//!   (`[keywords.memory]`), related terms from the catalog less again
+//!   (`[features.keyword_match.expansion]`); a tool's raw score is the
+//!   weighted sum of its term weights ([`Bm25Index::weighted_query`],
+//!   [`Bm25Index::score`]).
+//! * **Absolute relevance** (`[features.keyword_match.relevance]`). Before the
+//!   relative normalisation, a tool whose raw score is below `min_score`, or
+//!   that covers less than `min_coverage` of the query's IDF-weighted mass
+//!   (`Σ w·idf` of the query terms it contains ÷ `Σ w·idf` of all known query
+//!   terms), gets 0; the best *passing* tool sets the divisor. When nothing
+//!   passes, every tool gets 0: a request that nothing fits exposes nothing
+//!   through its keywords.
+//! * **Expansion from the catalog.** At build time, two terms are related by
+//!   the cosine of the sets of tools that contain them,
+//!   `shared / sqrt(df(a) · df(b))`; each term keeps its `neighbours` most
+//!   related terms (ties: lower term id) with a similarity of at least
+//!   `min_similarity` over at least `min_shared` tools. A query term brings
+//!   each relative with weight `weight · similarity · its own weight` (a term
+//!   already in the query keeps the larger weight). "remove" then reaches a
+//!   `delete_file` whose description also says "remove" elsewhere in the
+//!   catalog's usage; a word the catalog never uses cannot be expanded.
+//!
 //! Per evaluation the cost is the postings of the query terms plus one pass over
 //! the tools; nothing per tool depends on the vocabulary size.
 
@@ -35,6 +58,7 @@ use rust_stemmers::Stemmer;
 use serde_json::Value;
 
 use crate::parse::policy::Bm25Params;
+use crate::parse::selection::ExpansionParams;
 use crate::text::keywords::{Analyzer, is_cjk};
 
 /// The text of one tool, split into the fields BM25 indexes.
@@ -63,6 +87,50 @@ pub struct Bm25Index {
     pub doc_len: Vec<f64>,
     /// Mean document length.
     pub avg_len: f64,
+    /// IDF per term id.
+    pub idf: Vec<f64>,
+    /// Per term id: related terms and their similarity, best first (empty
+    /// without `[features.keyword_match.expansion]`).
+    pub related: Vec<Vec<(u32, f64)>>,
+}
+
+/// Raw BM25 scores of one query, with what the relevance floors need.
+#[derive(Debug, Clone, Default)]
+pub struct Scored {
+    /// Raw score per tool.
+    pub raw: Vec<f64>,
+    /// IDF-weighted coverage per tool, in \[0,1\] (empty unless a coverage floor is set).
+    pub coverage: Vec<f64>,
+    /// The divisor of the normalisation: `max(best passing raw score, score_floor)`
+    /// (0 when nothing passes and there is no floor).
+    pub divisor: f64,
+}
+
+impl Scored {
+    /// Whether tool `i` passes the relevance floors of `params`.
+    #[inline]
+    pub fn passes(&self, params: &Bm25Params, i: usize) -> bool {
+        let raw = self.raw.get(i).copied().unwrap_or(0.0);
+        match &params.relevance {
+            None => true,
+            Some(r) => {
+                raw >= r.min_score.value
+                    && (r.min_coverage <= 0.0
+                        || self.coverage.get(i).copied().unwrap_or(0.0) >= r.min_coverage)
+            }
+        }
+    }
+
+    /// `keyword_match` of tool `i`: its raw score ÷ the divisor when it passes
+    /// the floors, else 0.
+    #[inline]
+    pub fn normalized(&self, params: &Bm25Params, i: usize) -> f64 {
+        if self.divisor > 0.0 && self.passes(params, i) {
+            self.raw.get(i).copied().unwrap_or(0.0) / self.divisor
+        } else {
+            0.0
+        }
+    }
 }
 
 /// The term analysis shared by documents and queries.
@@ -254,13 +322,107 @@ impl Bm25Index {
         for p in &mut postings {
             p.sort_unstable_by_key(|x| x.0);
         }
+        let idf: Vec<f64> = df
+            .iter()
+            .map(|&d| (1.0 + (n - d as f64 + 0.5) / (d as f64 + 0.5)).ln())
+            .collect();
+        let related = match &params.expansion {
+            Some(e) => related_terms(e, &docs, &postings, &df),
+            None => Vec::new(),
+        };
         Bm25Index {
             params: params.clone(),
             terms,
             postings,
             doc_len,
             avg_len,
+            idf,
+            related,
         }
+    }
+
+    /// The weighted query of a conversation: `turns` holds each message's
+    /// intent keywords with its weight (the latest message 1, earlier ones
+    /// less). Each distinct known term keeps its largest weight; with
+    /// expansion, each term's relatives join with `weight · similarity` times
+    /// the term's own weight. Terms with weight 0 are dropped.
+    pub fn weighted_query(
+        &self,
+        analyzer: &Analyzer,
+        turns: &[(&[String], f64)],
+    ) -> Vec<(u32, f64)> {
+        let a = Bm25Analyzer::new(&self.params, analyzer);
+        let mut q: Vec<(u32, f64)> = Vec::new();
+        let mut out = Vec::new();
+        for (keywords, w) in turns {
+            if *w <= 0.0 {
+                continue;
+            }
+            out.clear();
+            for k in *keywords {
+                a.terms(k, &mut out);
+            }
+            q.extend(
+                out.iter()
+                    .filter_map(|t| self.terms.get(t).map(|&id| (id, *w))),
+            );
+        }
+        dedup_max(&mut q);
+        if let (Some(e), false) = (&self.params.expansion, self.related.is_empty()) {
+            let direct = q.len();
+            for k in 0..direct {
+                let (id, w) = q[k];
+                for &(r, sim) in &self.related[id as usize] {
+                    let x = e.weight * sim * w;
+                    if x > 0.0 {
+                        q.push((r, x));
+                    }
+                }
+            }
+            dedup_max(&mut q);
+        }
+        q
+    }
+
+    /// Scores every tool for a weighted query: raw scores, coverage (when a
+    /// coverage floor is set) and the normalisation divisor over the tools
+    /// that pass the relevance floors.
+    pub fn score(&self, query: &[(u32, f64)], out: &mut Scored) {
+        let n = self.doc_len.len();
+        out.raw.clear();
+        out.raw.resize(n, 0.0);
+        let want_cov = self
+            .params
+            .relevance
+            .as_ref()
+            .is_some_and(|r| r.min_coverage > 0.0);
+        out.coverage.clear();
+        if want_cov {
+            out.coverage.resize(n, 0.0);
+        }
+        let mut mass = 0.0;
+        for &(id, w) in query {
+            let idf = self.idf[id as usize];
+            mass += w * idf;
+            for &(tool, x) in &self.postings[id as usize] {
+                out.raw[tool as usize] += w * x;
+                if want_cov {
+                    out.coverage[tool as usize] += w * idf;
+                }
+            }
+        }
+        if want_cov && mass > 0.0 {
+            for c in &mut out.coverage {
+                *c /= mass;
+            }
+        }
+        let mut best = 0.0f64;
+        for i in 0..n {
+            if out.raw[i] > best && out.passes(&self.params, i) {
+                best = out.raw[i];
+            }
+        }
+        out.divisor = best.max(self.params.score_floor);
     }
 
     /// Distinct term ids of the intent keywords (unknown terms are dropped).
@@ -290,20 +452,59 @@ impl Bm25Index {
         scores.iter().copied().fold(0.0, f64::max)
     }
 
-    /// `keyword_match` of every tool: raw scores divided by
-    /// `max(best, score_floor)`, 0 when that is 0.
+    /// `keyword_match` of every tool for one message's intent keywords: raw
+    /// scores divided by `max(best passing score, score_floor)`; 0 for tools
+    /// below the relevance floors, and for all when the divisor is 0.
     pub fn normalized(&self, analyzer: &Analyzer, intent: &[String]) -> Vec<f64> {
-        let ids = self.query_ids(analyzer, intent);
-        let mut s = Vec::new();
-        let best = self.raw_scores(&ids, &mut s);
-        let div = best.max(self.params.score_floor);
-        if div > 0.0 {
-            for x in &mut s {
-                *x /= div;
+        let q = self.weighted_query(analyzer, &[(intent, 1.0)]);
+        let mut s = Scored::default();
+        self.score(&q, &mut s);
+        (0..self.doc_len.len())
+            .map(|i| s.normalized(&self.params, i))
+            .collect()
+    }
+}
+
+/// Sorts `q` by term id and keeps one entry per term, with its largest weight.
+fn dedup_max(q: &mut Vec<(u32, f64)>) {
+    q.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    q.dedup_by_key(|x| x.0);
+}
+
+/// The related terms of every term (see the module docs): cosine of the two
+/// terms' tool sets, at least `min_shared` shared tools and `min_similarity`,
+/// the `neighbours` best per term (ties: lower term id).
+fn related_terms(
+    e: &ExpansionParams,
+    docs: &[HashMap<u32, f64>],
+    postings: &[Vec<(u32, f64)>],
+    df: &[u32],
+) -> Vec<Vec<(u32, f64)>> {
+    let mut out = vec![Vec::new(); postings.len()];
+    let mut shared: HashMap<u32, u32> = HashMap::new();
+    for (a, plist) in postings.iter().enumerate() {
+        shared.clear();
+        for &(tool, _) in plist {
+            for &b in docs[tool as usize].keys() {
+                if b as usize != a {
+                    *shared.entry(b).or_insert(0) += 1;
+                }
             }
         }
-        s
+        let mut cands: Vec<(u32, f64)> = shared
+            .iter()
+            .filter(|(_, c)| **c as usize >= e.min_shared)
+            .map(|(&b, &c)| {
+                let sim = c as f64 / ((df[a] as f64) * (df[b as usize] as f64)).sqrt();
+                (b, sim)
+            })
+            .filter(|(_, sim)| *sim >= e.min_similarity && *sim > 0.0)
+            .collect();
+        cands.sort_by(|x, y| y.1.total_cmp(&x.1).then(x.0.cmp(&y.0)));
+        cands.truncate(e.neighbours);
+        out[a] = cands;
     }
+    out
 }
 
 #[cfg(test)]
@@ -335,6 +536,8 @@ mod tests {
             split_identifiers: split,
             stemmer: stem.then_some(rust_stemmers::Algorithm::English),
             score_floor: 0.0,
+            relevance: None,
+            expansion: None,
         }
     }
 
@@ -388,6 +591,82 @@ mod tests {
         let want = 2f64.ln() * 2.0 * 2.2 / (2.0 + 1.2 * norm);
         assert!((raw[1] - want).abs() < 1e-12, "{} vs {want}", raw[1]);
         assert_eq!(raw[0], 0.0);
+    }
+
+    #[test]
+    fn weighted_queries_keep_the_largest_weight_and_scale_linearly() {
+        let an = analyzer();
+        let p = params(false, false);
+        let docs = [
+            ToolText {
+                name: "weather",
+                description: "forecast city",
+                ..Default::default()
+            },
+            ToolText {
+                name: "stock",
+                description: "price",
+                ..Default::default()
+            },
+        ];
+        let idx = Bm25Index::build(&p, &an, &docs);
+        let now: Vec<String> = vec!["weather".into()];
+        let before: Vec<String> = vec!["weather".into(), "price".into(), "unknown".into()];
+        let q = idx.weighted_query(&an, &[(&now, 1.0), (&before, 0.25)]);
+        let id = |t: &str| idx.terms[t];
+        assert_eq!(q, {
+            let mut v = vec![(id("weather"), 1.0), (id("price"), 0.25)];
+            v.sort_by_key(|x| x.0);
+            v
+        });
+        let mut full = Scored::default();
+        idx.score(&[(id("price"), 1.0)], &mut full);
+        let mut quarter = Scored::default();
+        idx.score(&[(id("price"), 0.25)], &mut quarter);
+        assert!((quarter.raw[1] - 0.25 * full.raw[1]).abs() < 1e-12);
+        // A weight of 0 drops the turn.
+        assert!(idx.weighted_query(&an, &[(&now, 0.0)]).is_empty());
+    }
+
+    #[test]
+    fn coverage_is_the_idf_weighted_share_of_the_query() {
+        let an = analyzer();
+        let mut p = params(false, false);
+        p.relevance = Some(crate::parse::selection::RelevanceParams {
+            min_score: crate::parse::policy::Sp::new(0.0, 0..0),
+            min_coverage: 0.5,
+        });
+        let docs = [
+            ToolText {
+                name: "weather",
+                description: "forecast",
+                ..Default::default()
+            },
+            ToolText {
+                name: "stock",
+                description: "forecast",
+                ..Default::default()
+            },
+            ToolText {
+                name: "news",
+                ..Default::default()
+            },
+        ];
+        let idx = Bm25Index::build(&p, &an, &docs);
+        let q = idx.weighted_query(&an, &[(&["weather".into(), "forecast".into()], 1.0)]);
+        let mut s = Scored::default();
+        idx.score(&q, &mut s);
+        let (iw, if_) = (
+            idx.idf[idx.terms["weather"] as usize],
+            idx.idf[idx.terms["forecast"] as usize],
+        );
+        assert!((s.coverage[0] - 1.0).abs() < 1e-12);
+        assert!((s.coverage[1] - if_ / (iw + if_)).abs() < 1e-12);
+        assert_eq!(s.coverage[2], 0.0);
+        // `weather` is rarer than `forecast`: the stock tool covers less than half.
+        assert!(!s.passes(&p, 1) && s.passes(&p, 0));
+        assert_eq!(s.normalized(&p, 0), 1.0);
+        assert_eq!(s.normalized(&p, 1), 0.0);
     }
 
     #[test]

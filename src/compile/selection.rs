@@ -1,0 +1,129 @@
+//! Compiling the selection-quality parts of a policy: the `transition_match`
+//! feature from the learned counts of a transitions file and the tags'
+//! `follows = [...]` (see `parse::selection` for the keys).
+
+use crate::diag::{Diagnostic, ErrorKind, Sink};
+use crate::parse::policy::PolicySource;
+use crate::parse::tags::ToolSpec;
+use crate::plan::{NameMap, Transitions};
+
+/// Builds the compiled transitions of `policy` over the catalog whose names
+/// map to indices in `by_name` (`n` tools). `with_follows` holds the compiled
+/// index and the spec of each tool whose tags declare `follows` (for the
+/// names and their spans).
+/// Unknown names in `follows` are errors with a did-you-mean; learned pairs
+/// that name a tool absent from this catalog are skipped and counted (the
+/// same transitions file can serve several catalogs).
+pub fn build_transitions(
+    policy: &PolicySource,
+    n: usize,
+    with_follows: &[(usize, ToolSpec)],
+    by_name: &NameMap<usize>,
+    sink: &mut Sink,
+    warnings: &mut Vec<String>,
+) -> Option<Transitions> {
+    let mut followers: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let any_follows = !with_follows.is_empty();
+    for (b, spec) in with_follows {
+        for f in &spec.follows {
+            match by_name.get(&f.value) {
+                Some(&a) => followers[a].push(*b as u32),
+                None => sink.push(
+                    spec.diag(
+                        ErrorKind::UnknownName,
+                        f.span.clone(),
+                        format!(
+                            "tool `{}`: `follows` names `{}`, which is not in the catalog",
+                            spec.name.value, f.value
+                        ),
+                    )
+                    .with_suggestion(&f.value, by_name.keys().map(|s| s.as_str())),
+                ),
+            }
+        }
+    }
+    for f in &mut followers {
+        f.sort_unstable();
+        f.dedup();
+    }
+    let Some(tp) = &policy.features.transitions else {
+        if any_follows {
+            warnings.push(
+                "tool tags declare `follows`, but the policy has no [features.transition_match]; they have no effect"
+                    .into(),
+            );
+        }
+        return None;
+    };
+    let mut counts: Vec<Vec<(u32, f64)>> = vec![Vec::new(); n];
+    let mut skipped = 0;
+    match (&tp.file, &tp.data) {
+        (Some(file), None) => sink.push(Diagnostic::at(
+            ErrorKind::Io,
+            &policy.file,
+            file.span.clone(),
+            format!(
+                "the transitions file `{}` was not read (policies that reference data files are loaded with toolgate::load)",
+                file.value
+            ),
+        )),
+        (_, Some(data)) => {
+            for (from, to, c) in &data.counts {
+                match (by_name.get(from), by_name.get(&to.value)) {
+                    (Some(&a), Some(&b)) => counts[a].push((b as u32, *c)),
+                    _ => skipped += 1,
+                }
+            }
+        }
+        (None, None) => {}
+    }
+    if skipped > 0 {
+        warnings.push(format!(
+            "{skipped} learned transition(s) name tools absent from this catalog; skipped"
+        ));
+    }
+    let s = tp.smoothing;
+    let mut prior = vec![0.0; n];
+    let mut total = 0.0;
+    for row in &counts {
+        for &(b, c) in row {
+            prior[b as usize] += c;
+            total += c;
+        }
+    }
+    if total > 0.0 {
+        for p in &mut prior {
+            *p /= total;
+        }
+    }
+    let mut sparse = Vec::with_capacity(n);
+    let mut backoff = Vec::with_capacity(n);
+    for mut row in counts {
+        row.sort_unstable_by_key(|x| x.0);
+        // the same pair twice in a file adds up
+        let mut merged: Vec<(u32, f64)> = Vec::with_capacity(row.len());
+        for (b, c) in row {
+            match merged.last_mut() {
+                Some(last) if last.0 == b => last.1 += c,
+                _ => merged.push((b, c)),
+            }
+        }
+        let out: f64 = merged.iter().map(|x| x.1).sum();
+        let denom = out + s;
+        if denom > 0.0 {
+            backoff.push(if total > 0.0 { s / denom } else { 0.0 });
+            sparse.push(merged.into_iter().map(|(b, c)| (b, c / denom)).collect());
+        } else {
+            backoff.push(0.0);
+            sparse.push(Vec::new());
+        }
+    }
+    Some(Transitions {
+        declared: tp.declared,
+        sparse,
+        backoff,
+        prior,
+        followers,
+        skipped_pairs: skipped,
+    })
+}

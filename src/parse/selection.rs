@@ -1,0 +1,289 @@
+//! The selection-quality keys of a policy, each in its own table, and the
+//! transitions data file a policy may reference.
+//!
+//! * `[keywords.memory]`: conversation memory. Intent terms of earlier user
+//!   messages stay in the query with a weight that decays per turn, instead of
+//!   being replaced by the latest message (seed 000 keeps only the latest).
+//! * `[features.keyword_match.relevance]`: absolute relevance. Floors on a
+//!   tool's raw BM25 score and on the IDF-weighted share of the query's terms
+//!   it covers, applied before the relative normalisation, so a request that
+//!   nothing fits does not make its best (poor) match score 1.
+//! * `[features.keyword_match.expansion]`: query expansion from the catalog
+//!   itself. Terms that co-occur in the same tools' names and descriptions are
+//!   related; each query term brings its closest relatives with a lower weight.
+//! * `[features.transition_match]`: the `transition_match` feature, "this tool
+//!   often follows the last one called": learned counts from a transitions
+//!   file (written by `toolgate fit --transitions-out`), smoothed, and the
+//!   tags' hand-declared `follows = [...]`.
+//!
+//! Every key is documented in `docs/policy-reference.md`. Absent tables mean
+//! "off"; the seed presets declare none of them, so they stay exact.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::diag::{ErrorKind, LoadError, SourceFile};
+use crate::parse::policy::Sp;
+use crate::parse::reader::{Reader, Table};
+
+/// `[keywords.memory]`: how long intent terms of earlier messages count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryParams {
+    /// How many earlier user messages are remembered (0 = only the latest counts).
+    pub turns: usize,
+    /// Weight factor per turn back, in \[0,1\]: a term of the message `k` turns
+    /// back weighs `decay^k` (the latest message weighs 1).
+    pub decay: f64,
+}
+
+/// `[features.keyword_match.relevance]`: absolute floors (BM25 only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelevanceParams {
+    /// A tool whose raw BM25 score is below this gets `keyword_match = 0`
+    /// (≥ 0; 0 = off).
+    pub min_score: Sp<f64>,
+    /// A tool covering less than this IDF-weighted share of the query's known
+    /// terms gets `keyword_match = 0` (in \[0,1\]; 0 = off).
+    pub min_coverage: f64,
+}
+
+/// `[features.keyword_match.expansion]`: catalog-derived query expansion (BM25 only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpansionParams {
+    /// Related terms added per query term, at most (≥ 1).
+    pub neighbours: usize,
+    /// Query weight of a related term, times its similarity (in \[0,1\]).
+    pub weight: f64,
+    /// Least similarity (cosine of the two terms' tool sets, in \[0,1\]) for a
+    /// term to be related.
+    pub min_similarity: f64,
+    /// Least number of tools that must contain both terms (≥ 1).
+    pub min_shared: usize,
+}
+
+/// `[features.transition_match]`: "this tool often follows the last one called".
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransitionParams {
+    /// The feature's value for a tool whose tags declare `follows = [last call]`.
+    pub declared: f64,
+    /// Path of the transitions file (relative to the policy file), if any.
+    pub file: Option<Sp<String>>,
+    /// Additive smoothing toward the overall successor distribution, in
+    /// pseudo-counts (≥ 0): `P(B | A) = (count(A→B) + smoothing · q(B)) /
+    /// (count(A→·) + smoothing)`, `q(B)` = B's share of all successors.
+    pub smoothing: f64,
+    /// The counts, read by the loader from `file` (`None` until then, or without a file).
+    pub data: Option<TransitionData>,
+}
+
+/// A transitions file as read: `[after."A"]` tables of `"B" = count`.
+#[derive(Debug, Clone)]
+pub struct TransitionData {
+    /// The file (spans point into it).
+    pub file: Arc<SourceFile>,
+    /// (from, to, count), in file order, with the span of `to`'s key.
+    pub counts: Vec<(String, Sp<String>, f64)>,
+}
+
+impl PartialEq for TransitionData {
+    fn eq(&self, other: &Self) -> bool {
+        self.file.name == other.file.name && self.counts == other.counts
+    }
+}
+
+fn range(
+    t: &Table<'_, '_>,
+    key: &str,
+    v: Option<(f64, Range<usize>)>,
+    lo: f64,
+    hi: f64,
+) -> Option<(f64, Range<usize>)> {
+    let (x, span) = v?;
+    if x < lo || x > hi {
+        let hi_s = if hi == f64::MAX {
+            "∞".to_string()
+        } else {
+            hi.to_string()
+        };
+        t.reader().error(
+            ErrorKind::OutOfRange,
+            span,
+            format!(
+                "`{}.{key}` must be within [{lo}, {hi_s}], found {x}",
+                t.path()
+            ),
+        );
+        return None;
+    }
+    Some((x, span))
+}
+
+fn positive_int(t: &Table<'_, '_>, key: &str, min: i64) -> Option<usize> {
+    let (x, span) = t.int(key)?;
+    if x < min {
+        t.reader().error(
+            ErrorKind::OutOfRange,
+            span,
+            format!("`{}.{key}` must be {min} or more, found {x}", t.path()),
+        );
+        return None;
+    }
+    Some(x as usize)
+}
+
+/// Reads `[keywords.memory]` (inside `[keywords]`), if present.
+pub fn read_memory(keywords: &Table<'_, '_>) -> Option<MemoryParams> {
+    let t = keywords.table("memory")?;
+    if t.get("turns").is_none() {
+        t.require("turns");
+    }
+    let turns = positive_int(&t, "turns", 0);
+    let decay = range(&t, "decay", t.req_f64("decay"), 0.0, 1.0);
+    Some(MemoryParams {
+        turns: turns?,
+        decay: decay?.0,
+    })
+}
+
+/// Reads `[features.keyword_match.relevance]`, if present.
+pub fn read_relevance(km: &Table<'_, '_>) -> Option<RelevanceParams> {
+    let t = km.table("relevance")?;
+    let min_score = range(&t, "min_score", t.f64("min_score"), 0.0, f64::MAX);
+    let min_coverage = range(&t, "min_coverage", t.f64("min_coverage"), 0.0, 1.0);
+    if t.key_span("min_score").is_none() && t.key_span("min_coverage").is_none() {
+        t.reader().error(
+            ErrorKind::MissingKey,
+            t.span.clone(),
+            format!(
+                "[{}] needs `min_score` or `min_coverage` (or both)",
+                t.path()
+            ),
+        );
+    }
+    Some(RelevanceParams {
+        min_score: min_score
+            .map(|(x, s)| Sp::new(x, s))
+            .unwrap_or(Sp::new(0.0, t.span.clone())),
+        min_coverage: min_coverage.map(|x| x.0).unwrap_or(0.0),
+    })
+}
+
+/// Reads `[features.keyword_match.expansion]`, if present.
+pub fn read_expansion(km: &Table<'_, '_>) -> Option<ExpansionParams> {
+    let t = km.table("expansion")?;
+    for key in ["neighbours", "weight"] {
+        if t.get(key).is_none() {
+            t.require(key);
+        }
+    }
+    let neighbours = positive_int(&t, "neighbours", 1);
+    let weight = range(&t, "weight", t.f64("weight"), 0.0, 1.0);
+    let min_similarity = range(&t, "min_similarity", t.f64("min_similarity"), 0.0, 1.0)
+        .map(|x| x.0)
+        .unwrap_or(0.0);
+    let min_shared = if t.get("min_shared").is_some() {
+        positive_int(&t, "min_shared", 1)?
+    } else {
+        1
+    };
+    Some(ExpansionParams {
+        neighbours: neighbours?,
+        weight: weight?.0,
+        min_similarity,
+        min_shared,
+    })
+}
+
+/// Reads `[features.transition_match]`, if present.
+pub fn read_transitions(t: &Table<'_, '_>) -> Option<TransitionParams> {
+    let declared = range(t, "declared", t.req_f64("declared"), 0.0, f64::MAX);
+    let file = t.str("file").map(|(s, span)| Sp::new(s, span));
+    let smoothing = match (&file, t.f64("smoothing")) {
+        (_, Some(v)) => range(t, "smoothing", Some(v), 0.0, f64::MAX).map(|x| x.0),
+        (Some(_), None) => {
+            t.require("smoothing");
+            None
+        }
+        (None, None) => Some(0.0),
+    };
+    Some(TransitionParams {
+        declared: declared?.0,
+        file,
+        smoothing: smoothing?,
+        data: None,
+    })
+}
+
+/// Reads a transitions file: `[after."A"]` tables whose entries `"B" = n` say
+/// that tool B was called right after tool A `n` times (n ≥ 0, an integer or
+/// a float). Unknown top-level keys, wrong types and negative counts are errors
+/// with file:line:column.
+pub fn parse_transitions(file: Arc<SourceFile>) -> Result<TransitionData, LoadError> {
+    let f2 = file.clone();
+    Reader::parse_document(file, |root| {
+        let mut counts = Vec::new();
+        match root.table("after") {
+            Some(mut after) => {
+                for (from, _, v) in after.entries() {
+                    let Some(mut to) = v.table() else {
+                        continue;
+                    };
+                    for (name, span, c) in to.entries() {
+                        let Some(n) = c.f64() else { continue };
+                        if n < 0.0 {
+                            root.reader().error(
+                                ErrorKind::OutOfRange,
+                                c.span.clone(),
+                                format!(
+                                    "the count of `{from}` -> `{name}` must be 0 or more, found {n}"
+                                ),
+                            );
+                            continue;
+                        }
+                        counts.push((from.clone(), Sp::new(name, span), n));
+                    }
+                }
+            }
+            None => {
+                root.require("after");
+            }
+        }
+        TransitionData {
+            file: f2.clone(),
+            counts,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transitions_file() {
+        let f = SourceFile::new(
+            "t.toml",
+            "# counts\n[after.\"cd\"]\n\"ls\" = 3\nmkdir = 1.5\n[after.\"a.b\"]\n\"c\" = 0\n",
+        );
+        let d = parse_transitions(f).unwrap();
+        let got: Vec<(&str, &str, f64)> = d
+            .counts
+            .iter()
+            .map(|(a, b, n)| (a.as_str(), b.value.as_str(), *n))
+            .collect();
+        assert_eq!(
+            got,
+            vec![("cd", "ls", 3.0), ("cd", "mkdir", 1.5), ("a.b", "c", 0.0)]
+        );
+    }
+
+    #[test]
+    fn transitions_file_errors() {
+        let f = SourceFile::new("t.toml", "[after.cd]\nls = -1\nx = \"two\"\n[before]\n");
+        let e = parse_transitions(f).unwrap_err().to_string();
+        assert!(e.contains("t.toml:2:6"), "{e}");
+        assert!(e.contains("must be 0 or more"), "{e}");
+        assert!(e.contains("t.toml:3:5"), "{e}");
+        assert!(e.contains("unknown key `before`"), "{e}");
+    }
+}
