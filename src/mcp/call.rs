@@ -23,8 +23,9 @@ use super::audit::{AuditRecord, Outcome};
 use super::catalog::Catalog;
 use super::downstream::{Downstream, Status};
 use super::gate::Decision;
+use super::handler::ProxySession;
 use super::proxy::{
-    CALL_CONSISTENCY_WAIT, DEFAULT_TIMEOUT_SECONDS, Proxy, lock, metas, tool_error, unix_now,
+    CALL_CONSISTENCY_WAIT, DEFAULT_TIMEOUT_SECONDS, lock, metas, tool_error, unix_now,
 };
 
 /// The policy's per-call limits for `tool`: (timeout, retries), from
@@ -119,7 +120,7 @@ impl CallEnd {
     }
 }
 
-impl Proxy {
+impl ProxySession {
     /// Asks the user, through elicitation, to confirm; `Ok(true)` only on
     /// accept with the box ticked.
     async fn elicit_confirm(
@@ -256,13 +257,16 @@ impl Proxy {
                         detail,
                     };
                 }
-                Ok(Err(e)) => (
-                    format!(
-                        "server `{}` failed during the call of `{tool}`: {e}",
-                        server.spec.name
-                    ),
-                    Outcome::Unavailable,
-                ),
+                Ok(Err(e)) => {
+                    server.connection_failed();
+                    (
+                        format!(
+                            "server `{}` failed during the call of `{tool}`: {e}",
+                            server.spec.name
+                        ),
+                        Outcome::Unavailable,
+                    )
+                }
                 Err(_) => (
                     format!(
                         "`{tool}` gave no answer within {:.1} s",
@@ -327,7 +331,7 @@ impl Proxy {
                 return (end, facts);
             }
         };
-        if let Err(e) = inner.apply_meta(
+        if let Err(e) = self.apply_meta(
             &metas(context, request.meta.as_ref().map(|m| &m.0.0)),
             &cat.plan,
         ) {
@@ -410,9 +414,9 @@ impl Proxy {
             }
             inner.pins.accept(&tool, &cat.hashes[i], now_desc);
             inner.refresh_withheld(&cat);
-            inner.record(AuditRecord {
+            self.record(AuditRecord {
                 time: unix_now(),
-                session: inner.session_id.clone(),
+                session: self.session.id.clone(),
                 tool: tool.clone(),
                 name: facts.name.clone(),
                 server: facts.server.clone(),
@@ -424,7 +428,7 @@ impl Proxy {
                 attempts: 0,
                 detail: Some(format!("the user accepted the new definition of `{tool}`")),
             });
-            inner.dirty.notify_one();
+            self.session.dirty.notify_one();
         }
         let gate_name = if route.is_some() { &tool } else { &called };
         let decision = inner.gate.check(&cat.plan, gate_name, &args);
@@ -475,7 +479,7 @@ impl Proxy {
         };
         if !allow_inactive_calls(&cat.plan) {
             let listed = {
-                let mut st = lock(&inner.state);
+                let mut st = lock(&self.session.state);
                 inner.listed(&mut st, &cat).contains(&idx)
             };
             if !listed {
@@ -497,15 +501,15 @@ impl Proxy {
             .forward(&ds, &shown, &route.name, args, limits, context)
             .await;
         if end.attempts > 0 {
-            let mut st = lock(&inner.state);
-            let now = inner.now();
+            let mut st = lock(&self.session.state);
+            let now = st.now();
             let window = cat.plan.recent_calls_window;
             st.record_call(&tool, now, window);
             if let Some(k) = learn {
                 st.call_keywords = k;
             }
             drop(st);
-            inner.dirty.notify_one();
+            self.session.dirty.notify_one();
         }
         (end, facts)
     }
@@ -521,9 +525,9 @@ impl Proxy {
         let arrived = unix_now();
         let t0 = Instant::now();
         let (end, facts) = self.handle_call(request, context).await;
-        self.inner.record(AuditRecord {
+        self.record(AuditRecord {
             time: arrived,
-            session: self.inner.session_id.clone(),
+            session: self.session.id.clone(),
             tool: facts.tool,
             name: facts.name,
             server: facts.server,

@@ -1,7 +1,12 @@
 //! Downstream servers: each one a child process the proxy talks to as an MCP
-//! client over its stdio, watched by a supervisor task that lists its tools
-//! (following pagination), re-lists them on `notifications/tools/list_changed`,
-//! and restarts the process with exponential backoff when it exits.
+//! client over its stdio, or (feature `mcp-http`) a remote server spoken to
+//! with rmcp's Streamable HTTP client (headers from the configuration, their
+//! `${VAR}`s from the environment, marked sensitive so that no log shows
+//! them). A supervisor task per server lists its tools (following
+//! pagination), re-lists them on `notifications/tools/list_changed`, and
+//! restarts the process, or reconnects, with exponential backoff when it
+//! exits or its connection fails (an expired HTTP session is re-initialized
+//! by rmcp's client on its own).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -47,6 +52,8 @@ pub(crate) struct Downstream {
     listing_version: AtomicU64,
     /// Set on a downstream `tools/list_changed`, cleared once re-listed.
     relisting: AtomicBool,
+    /// A call met a transport failure on a remote server: reconnect.
+    reconnect: tokio::sync::Notify,
 }
 
 impl Downstream {
@@ -58,6 +65,16 @@ impl Downstream {
             listing: Mutex::new((Arc::new(Vec::new()), 0)),
             listing_version: AtomicU64::new(0),
             relisting: AtomicBool::new(false),
+            reconnect: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// A call failed in the transport (not with an MCP error). A remote
+    /// server is then reconnected (a new session, after the backoff); a
+    /// child process needs nothing: its exit is seen on its own.
+    pub fn connection_failed(&self) {
+        if self.spec.url.is_some() && matches!(self.status(), Status::Up { .. }) {
+            self.reconnect.notify_one();
         }
     }
 
@@ -219,6 +236,9 @@ pub(crate) async fn supervise(
                                         }
                                     }
                                 }
+                                _ = ds.reconnect.notified() => {
+                                    break "its connection failed during a call".to_string();
+                                }
                                 _ = shutdown.changed() => {
                                     ds.set_status(Status::Down { reason: "the proxy is shutting down".into(), retry_at: Instant::now() });
                                     // dropping `wait` drops the service: the child is killed
@@ -269,6 +289,13 @@ async fn start(
     timeout: Duration,
 ) -> Result<(Running, Option<u32>), String> {
     let spec = &ds.spec;
+    if let Some(url) = &spec.url {
+        let client = DownstreamClient {
+            server: ds.clone(),
+            relist,
+        };
+        return start_http(client, url, &spec.headers, timeout).await;
+    }
     let mut cmd = tokio::process::Command::new(&spec.command);
     cmd.args(&spec.args);
     for (k, v) in &spec.env {
@@ -291,5 +318,59 @@ async fn start(
         Ok(Ok(running)) => Ok((running, pid)),
         Ok(Err(e)) => Err(format!("MCP initialization failed: {e}")),
         Err(_) => Err(format!("no MCP initialization within {timeout:?}")),
+    }
+}
+
+#[cfg(not(feature = "mcp-http"))]
+async fn start_http(
+    _client: DownstreamClient,
+    url: &str,
+    _headers: &[(String, String)],
+    _timeout: Duration,
+) -> Result<(Running, Option<u32>), String> {
+    Err(format!(
+        "cannot connect to {}: this build has no Streamable HTTP client (cargo feature `mcp-http`)",
+        super::config::display_url(url)
+    ))
+}
+
+/// Connects to a remote server with rmcp's Streamable HTTP client.
+#[cfg(feature = "mcp-http")]
+async fn start_http(
+    client: DownstreamClient,
+    url: &str,
+    headers: &[(String, String)],
+    timeout: Duration,
+) -> Result<(Running, Option<u32>), String> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut map = std::collections::HashMap::new();
+    for (k, template) in headers {
+        let v = super::config::resolve_env_template(template, |n| std::env::var(n).ok())
+            .map_err(|e| format!("header `{k}`: {e}"))?;
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("`{k}` is not an HTTP header name"))?;
+        let mut value = HeaderValue::from_str(&v)
+            .map_err(|_| format!("header `{k}`: the value is not a valid HTTP header value"))?;
+        value.set_sensitive(true);
+        map.insert(name, value);
+    }
+    super::http::install_crypto_provider();
+    let http = reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {}", e.without_url()))?;
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
+        .custom_headers(map)
+        .reinit_on_expired_session(true);
+    let transport = StreamableHttpClientTransport::with_client(http, config);
+    let shown = super::config::display_url(url);
+    match tokio::time::timeout(timeout, client.serve(transport)).await {
+        Ok(Ok(running)) => Ok((running, None)),
+        Ok(Err(e)) => Err(format!("MCP initialization with {shown} failed: {e}")),
+        Err(_) => Err(format!(
+            "no MCP initialization with {shown} within {timeout:?}"
+        )),
     }
 }
