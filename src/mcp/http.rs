@@ -52,6 +52,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::proxy::Proxy;
 
+/// At shutdown, the pause between the last answer written and the closing
+/// of the sessions' streams: a client reads its last answers on their POST
+/// streams before it sees its GET stream end (several clients treat that as
+/// the end of the session).
+const CLOSE_LINGER: Duration = Duration::from_millis(250);
+
 /// Installs rustls's `ring` crypto provider as the process default, once
 /// (rmcp's HTTP client is built on reqwest with rustls and no provider of
 /// its own). Harmless when one is installed already.
@@ -330,6 +336,10 @@ pub async fn serve_http(
     let _ = tokio::time::timeout(rest, posts.wait_for(|n| *n == 0)).await;
     if left > 0 {
         tracing::warn!("{left} calls still running after the grace period; they are cancelled");
+    } else {
+        // The last answers are written; clients read them on their POST
+        // streams before they see their GET streams close.
+        tokio::time::sleep(CLOSE_LINGER.min(cfg.shutdown_grace)).await;
     }
     ct.cancel();
     if tokio::time::timeout(Duration::from_secs(5), &mut server)

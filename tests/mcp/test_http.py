@@ -188,14 +188,22 @@ async def http_proxy(tmp_path: Path, *args: str, env: dict | None = None):
 
 
 @asynccontextmanager
-async def http_client(url: str, headers: dict | None = None):
-    """An `mcp` SDK client session over Streamable HTTP."""
+async def http_client(url: str, headers: dict | None = None, server_gone_at_exit: bool = False):
+    """An `mcp` SDK client session over Streamable HTTP. With
+    `server_gone_at_exit`, errors of the SDK's own closing requests (the
+    server has stopped) are ignored once the body has finished."""
     notes = Notes()
-    async with create_mcp_http_client(headers=headers) as http:
-        async with streamable_http_client(url, http_client=http) as (r, w):
-            async with ClientSession(r, w, message_handler=notes.handler) as s:
-                init = await s.initialize()
-                yield Proxy(s, notes, init, Path(os.devnull))
+    body_done = False
+    try:
+        async with create_mcp_http_client(headers=headers) as http:
+            async with streamable_http_client(url, http_client=http) as (r, w):
+                async with ClientSession(r, w, message_handler=notes.handler) as s:
+                    init = await s.initialize()
+                    yield Proxy(s, notes, init, Path(os.devnull))
+                    body_done = True
+    except BaseException:
+        if not (server_gone_at_exit and body_done):
+            raise
 
 
 def session_of(p: Proxy) -> str:
@@ -247,7 +255,7 @@ async def test_remote_server_with_a_token_from_the_environment(tmp_path):
     assert "remote.lookup_order" in audit.read_text()
     for f in (log, audit):
         assert token not in f.read_text(), f"the token leaked into {f.name}"
-    assert "http://127.0.0.1" in log.read_text(), "the trace log is the real one"
+    assert "StreamableHttpClientWorker" in log.read_text(), "the log is at trace level, HTTP client included"
 
 
 async def test_remote_server_with_a_wrong_token_is_reported_not_leaked(tmp_path):
@@ -331,7 +339,7 @@ TIME_CONTEXT = {"message": "what time is it now in Tokyo, convert the timezone"}
 async def test_two_http_clients_with_different_contexts(tmp_path, db):
     audit = tmp_path / "audit.jsonl"
     async with http_proxy(tmp_path, "--server", time_server(), "--server", sqlite_server(db),
-                          "--policy", SEED, "--audit", str(audit)) as hp:
+                          "--audit", str(audit)) as hp:
         async with http_client(hp.url) as a, http_client(hp.url) as b:
             assert session_of(a) != session_of(b)
             # both sessions, at the same time, with their own contexts
@@ -419,20 +427,22 @@ async def test_call_limits_per_session_and_global(tmp_path):
     async with http_proxy(tmp_path, "--config", str(config), "--server", slow_server(tmp_path),
                           "--audit", str(audit)) as hp:
         async with http_client(hp.url) as a, http_client(hp.url) as b, http_client(hp.url) as c:
+            for p in (a, b, c):
+                await p.tools()  # the SDK lists before its first call; not during the test
             results: dict[str, types.CallToolResult] = {}
 
             async def call(p: Proxy, key: str, seconds: float):
                 results[key] = await p.call("slow__sleep", {"seconds": seconds, "tag": key})
 
             async with anyio.create_task_group() as tg:
-                tg.start_soon(call, a, "a1", 1.5)
-                await anyio.sleep(0.3)
+                tg.start_soon(call, a, "a1", 3)
+                await anyio.sleep(0.8)
                 tg.start_soon(call, a, "a2", 0.1)   # the session's one slot is taken
-                tg.start_soon(call, b, "b1", 1.5)
-                await anyio.sleep(0.3)
+                tg.start_soon(call, b, "b1", 3)
+                await anyio.sleep(0.8)
                 tg.start_soon(call, c, "c1", 0.1)   # both global slots are taken
-            assert text_of(results["a1"]) == "slept 1.5 a1" and not results["a1"].is_error
-            assert text_of(results["b1"]) == "slept 1.5 b1"
+            assert text_of(results["a1"]) == "slept 3.0 a1" and not results["a1"].is_error
+            assert text_of(results["b1"]) == "slept 3.0 b1"
             assert results["a2"].is_error and "this session" in text_of(results["a2"])
             assert results["c1"].is_error and "limit of 2 calls" in text_of(results["c1"])
             # free again
@@ -447,6 +457,7 @@ async def test_calls_wait_for_a_slot_within_the_queue_time(tmp_path):
     config.write_text("max_concurrent_calls_per_session = 1\ncall_queue_ms = 10000\n")
     async with http_proxy(tmp_path, "--config", str(config), "--server", slow_server(tmp_path)) as hp:
         async with http_client(hp.url) as a:
+            await a.tools()
             results = {}
 
             async def call(key: str):
@@ -462,21 +473,27 @@ async def test_calls_wait_for_a_slot_within_the_queue_time(tmp_path):
 async def test_graceful_shutdown_finishes_calls_in_flight(tmp_path):
     audit = tmp_path / "audit.jsonl"
     async with http_proxy(tmp_path, "--server", slow_server(tmp_path), "--audit", str(audit)) as hp:
-        async with http_client(hp.url) as a, http_client(hp.url) as b:
+        async with (http_client(hp.url, server_gone_at_exit=True) as a,
+                    http_client(hp.url, server_gone_at_exit=True) as b):
+            await a.tools()
             r = await b.call("slow__sleep", {"seconds": 0, "tag": "warm"})
             assert not r.is_error
             results = {}
+            long_done = False
 
             async def long_call():
                 results["long"] = await a.call("slow__sleep", {"seconds": 2, "tag": "inflight"})
+                print("long", results["long"], file=sys.stderr)
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(long_call)
                 await anyio.sleep(0.5)
                 hp.proc.send_signal(signal.SIGTERM)
+                print("sigterm sent", file=sys.stderr)
                 await anyio.sleep(0.3)
                 # a new call on an open session is refused, with a reason
                 r = await b.call("slow__sleep", {"seconds": 0, "tag": "late"})
+                print("late", r, file=sys.stderr)
                 assert r.is_error and "shutting down" in text_of(r)
                 # a new session is refused
                 async with httpx.AsyncClient() as c:
@@ -490,6 +507,8 @@ async def test_graceful_shutdown_finishes_calls_in_flight(tmp_path):
                     except httpx.TransportError:
                         pass  # already closed: refused as well
             assert not results["long"].is_error and text_of(results["long"]) == "slept 2.0 inflight"
+            long_done = True
+        assert long_done
         with anyio.fail_after(15):
             while hp.proc.poll() is None:
                 await anyio.sleep(0.1)
