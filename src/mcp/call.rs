@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, JsonObject,
+    ElicitationSchema, JsonObject, RequestParamsMeta,
 };
 use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer, ServiceError};
 use serde_json::{Map, Value, json};
@@ -221,7 +221,16 @@ impl ProxySession {
                 }
             };
             attempts += 1;
-            let params = CallToolRequestParams::new(bare.to_string()).with_arguments(args.clone());
+            let mut params =
+                CallToolRequestParams::new(bare.to_string()).with_arguments(args.clone());
+            // the client's progressToken: relay the server's progress to it
+            let relay = context
+                .meta
+                .get_progress_token()
+                .map(|t| server.relay_progress(context.peer.clone(), t));
+            if let Some(r) = &relay {
+                params.set_progress_token(r.token.clone());
+            }
             let r = tokio::select! {
                 r = tokio::time::timeout(timeout, peer.call_tool_once(params)) => r,
                 _ = context.ct.cancelled() => {

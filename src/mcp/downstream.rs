@@ -13,8 +13,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::ClientHandler;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
-use rmcp::service::{NotificationContext, Peer, RoleClient, ServiceExt};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, NumberOrString, ProgressNotificationParam,
+    ProgressToken, Tool,
+};
+use rmcp::service::{NotificationContext, Peer, RoleClient, RoleServer, ServiceExt};
 use rmcp::transport::TokioChildProcess;
 use tokio::sync::{mpsc, watch};
 
@@ -54,6 +57,27 @@ pub(crate) struct Downstream {
     relisting: AtomicBool,
     /// A call met a transport failure on a remote server: reconnect.
     reconnect: tokio::sync::Notify,
+    /// Progress relays of the calls in flight: the token the proxy gave the
+    /// server -> the client session's peer and the client's own token.
+    progress: Mutex<std::collections::HashMap<ProgressToken, (Peer<RoleServer>, ProgressToken)>>,
+    progress_seq: AtomicU64,
+}
+
+/// A call's progress relay; unregistered when dropped.
+pub(crate) struct ProgressRelay<'a> {
+    server: &'a Downstream,
+    /// The token sent to the server.
+    pub token: ProgressToken,
+}
+
+impl Drop for ProgressRelay<'_> {
+    fn drop(&mut self) {
+        lock(&self.server.progress).remove(&self.token);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Downstream {
@@ -66,6 +90,26 @@ impl Downstream {
             listing_version: AtomicU64::new(0),
             relisting: AtomicBool::new(false),
             reconnect: tokio::sync::Notify::new(),
+            progress: Mutex::new(Default::default()),
+            progress_seq: AtomicU64::new(0),
+        }
+    }
+
+    /// Relays the server's `notifications/progress` for one call to the
+    /// client that asked for them (`client_token`, the `progressToken` of its
+    /// request): the server gets a token of the proxy's own, unique across
+    /// the sessions that share it.
+    pub fn relay_progress(
+        &self,
+        peer: Peer<RoleServer>,
+        client_token: ProgressToken,
+    ) -> ProgressRelay<'_> {
+        let n = self.progress_seq.fetch_add(1, Ordering::Relaxed);
+        let token = ProgressToken(NumberOrString::String(format!("toolgate-{n}").into()));
+        lock(&self.progress).insert(token.clone(), (peer, client_token));
+        ProgressRelay {
+            server: self,
+            token,
         }
     }
 
@@ -147,6 +191,24 @@ struct DownstreamClient {
 }
 
 impl ClientHandler for DownstreamClient {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let to = lock(&self.server.progress)
+            .get(&params.progress_token)
+            .cloned();
+        if let Some((peer, token)) = to {
+            let mut p = ProgressNotificationParam::new(token, params.progress);
+            p.total = params.total;
+            p.message = params.message;
+            if let Err(e) = peer.notify_progress(p).await {
+                tracing::debug!("cannot relay notifications/progress: {e}");
+            }
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::info!(server = %self.server.spec.name, "downstream tools/list_changed");
         self.server.relisting.store(true, Ordering::Release);

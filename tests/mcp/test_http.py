@@ -93,9 +93,17 @@ uvicorn.run(guarded, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning
 # A local server whose tool sleeps on demand (limits, shutdown).
 SLOW_SERVER = '''
 import anyio
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import FastMCP, Context
 
 mcp = FastMCP("slow")
+
+@mcp.tool()
+async def steps(n: int, tag: str, ctx: Context) -> str:
+    """Work through n steps, reporting progress after each."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n, f"{tag} step {i}")
+        await anyio.sleep(0.05)
+    return f"done {tag}"
 
 @mcp.tool()
 async def sleep(seconds: float, tag: str = "") -> str:
@@ -515,3 +523,33 @@ async def test_graceful_shutdown_finishes_calls_in_flight(tmp_path):
         assert hp.proc.returncode == 0, hp.log.read_text()[-3000:]
     outcomes = [(x["tool"], x["outcome"]) for x in audit_lines(audit)]
     assert ("slow.sleep", "ok") in outcomes and ("slow__sleep", "limited") in outcomes
+
+
+async def test_progress_of_a_call_reaches_the_session_that_made_it(tmp_path):
+    async with http_proxy(tmp_path, "--server", slow_server(tmp_path)) as hp:
+        async with http_client(hp.url) as a, http_client(hp.url) as b:
+            seen: dict[str, list] = {"a": [], "b": []}
+
+            def on_progress(key):
+                async def cb(progress, total, message):
+                    seen[key].append((progress, total, message))
+                return cb
+
+            results = {}
+
+            async def call(p, key, n):
+                results[key] = await p.session.call_tool(
+                    "slow__steps", {"n": n, "tag": key}, progress_callback=on_progress(key))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, a, "a", 3)
+                tg.start_soon(call, b, "b", 4)
+            assert text_of(results["a"]) == "done a" and text_of(results["b"]) == "done b"
+            assert seen["a"] == [(i, 3, f"a step {i}") for i in range(1, 4)], seen
+            assert seen["b"] == [(i, 4, f"b step {i}") for i in range(1, 5)], seen
+            # through the call-through tool too
+            seen["a"].clear()
+            r = await a.session.call_tool("toolgate__call_tool",
+                                          {"name": "slow__steps", "arguments": {"n": 2, "tag": "c"}},
+                                          progress_callback=on_progress("a"))
+            assert text_of(r) == "done c" and [m for _, _, m in seen["a"]] == ["c step 1", "c step 2"]
