@@ -20,6 +20,11 @@
 //! through the proxy (explained in docs/mcp-proxy.md), every one in
 //! [`FAIL_DIRECTLY`] fails directly as well. A scenario that moves fails the
 //! test, so the pass list in the docs stays true.
+//!
+//! A second run puts the proxy in front of the fixture's tools
+//! (tests/mcp/conformance_tools.py, FastMCP on stdio from `.venv-mcp1`), so
+//! that the suite's tool scenarios meet the tools they call:
+//! [`FIXTURE_PASS`] must pass there, [`FIXTURE_FAIL`] fail.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -76,6 +81,26 @@ const FAIL_DIRECTLY: &[(&str, bool)] = &[
     ("dns-rebinding-protection", true),
 ];
 
+/// Tool scenarios that pass through the proxy in front of the fixture's
+/// tools (tests/mcp/conformance_tools.py): content of every kind and errors
+/// come back unchanged, progress is relayed.
+const FIXTURE_PASS: &[&str] = &[
+    "server-initialize",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "tools-call-with-progress",
+];
+
+/// ... and those that fail there: the proxy does not relay a downstream
+/// server's log messages (its connection to a server is shared by every
+/// session; see docs/mcp-proxy.md).
+const FIXTURE_FAIL: &[&str] = &["tools-call-with-logging"];
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -104,6 +129,45 @@ impl Drop for Guard {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Starts `toolgate mcp-proxy --listen 127.0.0.1:0` in front of `server`
+/// (`NAME=COMMAND|URL`), names unchanged, every tool listed; returns it and
+/// its URL.
+fn start_proxy(root: &Path, server: &str, audit: &Path) -> (Guard, String) {
+    let mut proxy = Guard(
+        Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(["mcp-proxy", "--listen", "127.0.0.1:0"])
+            .arg("--server")
+            .arg(server)
+            .args(["--name-format", "{tool}", "--no-find-tools", "--no-call-tool"])
+            .arg("--policy")
+            .arg(root.join("tests/data/conformance/pass-through.toml"))
+            .arg("--audit")
+            .arg(audit)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot start the proxy"),
+    );
+    let stderr = proxy.0.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the proxy exited before listening")
+            .unwrap();
+        if let Some(u) = line.split(" at ").nth(1)
+            && line.contains("serving MCP (Streamable HTTP)")
+        {
+            break u.trim().to_string();
+        }
+    };
+    // keep draining the proxy's stderr
+    std::thread::spawn(move || for _ in lines {});
+    (proxy, url)
 }
 
 /// Runs the whole active suite against `url`; returns scenario -> passed,
@@ -196,38 +260,7 @@ fn conformance_suite_through_the_http_proxy() {
 
     // the proxy in front of it, over Streamable HTTP
     let audit = tmp.path().join("audit.jsonl");
-    let mut proxy = Guard(
-        Command::new(env!("CARGO_BIN_EXE_toolgate"))
-            .args(["mcp-proxy", "--listen", "127.0.0.1:0"])
-            .arg("--server")
-            .arg(format!("everything={direct_url}"))
-            .args(["--name-format", "{tool}", "--no-find-tools", "--no-call-tool"])
-            .arg("--policy")
-            .arg(root.join("tests/data/conformance/pass-through.toml"))
-            .arg("--audit")
-            .arg(&audit)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("cannot start the proxy"),
-    );
-    let stderr = proxy.0.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the proxy exited before listening")
-            .unwrap();
-        if let Some(u) = line.split(" at ").nth(1)
-            && line.contains("serving MCP (Streamable HTTP)")
-        {
-            break u.trim().to_string();
-        }
-    };
-    // keep draining the proxy's stderr
-    std::thread::spawn(move || for _ in lines {});
+    let (_proxy, url) = start_proxy(root, &format!("everything={direct_url}"), &audit);
 
     let direct = run_suite(&bin, &path, &direct_url, &tmp.path().join("direct"));
     let proxied = run_suite(&bin, &path, &url, &tmp.path().join("proxied"));
@@ -279,6 +312,47 @@ fn conformance_suite_through_the_http_proxy() {
             ));
         }
     }
+    // The suite's tool scenarios with the tools they expect: the proxy in
+    // front of tests/mcp/conformance_tools.py (the fixture's tools, FastMCP
+    // on stdio).
+    let python = std::env::var_os("TOOLGATE_MCP1_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".venv-mcp1"))
+        .join("bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing (the `mcp<2` virtualenv for the fixture server): run .ci/run, or set TOOLGATE_SKIP_CONFORMANCE=1 to skip the conformance run on purpose",
+        python.display()
+    );
+    let fixture = format!(
+        "conf={} {}",
+        python.display(),
+        root.join("tests/mcp/conformance_tools.py").display()
+    );
+    let audit2 = tmp.path().join("audit-fixture.jsonl");
+    let (_proxy2, url2) = start_proxy(root, &fixture, &audit2);
+    let with_fixture = run_suite(&bin, &path, &url2, &tmp.path().join("fixture"));
+    eprintln!("through the proxy, in front of the fixture's tools:");
+    for s in FIXTURE_PASS.iter().chain(FIXTURE_FAIL) {
+        eprintln!("  {s}: {:?}", with_fixture.get(*s));
+    }
+    for s in FIXTURE_PASS {
+        if with_fixture.get(*s) != Some(&true) {
+            problems.push(format!(
+                "{s}: expected to pass through the proxy in front of the fixture's tools, got {:?}",
+                with_fixture.get(*s)
+            ));
+        }
+    }
+    for s in FIXTURE_FAIL {
+        if with_fixture.get(*s) != Some(&false) {
+            problems.push(format!(
+                "{s}: expected to fail through the proxy in front of the fixture's tools, got {:?}",
+                with_fixture.get(*s)
+            ));
+        }
+    }
+
     // every call the suite made through the proxy was gated and audited
     let audited = std::fs::read_to_string(&audit).unwrap_or_default();
     assert!(

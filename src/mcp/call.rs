@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, JsonObject, RequestParamsMeta,
+    ElicitationSchema, JsonObject, ProgressToken, RequestParamsMeta,
 };
 use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer, ServiceError};
 use serde_json::{Map, Value, json};
@@ -188,6 +188,7 @@ impl ProxySession {
         bare: &str,
         args: Value,
         limits: (Duration, u32),
+        progress: Option<ProgressToken>,
         context: &RequestContext<RoleServer>,
     ) -> CallEnd {
         let (timeout, retries) = limits;
@@ -221,18 +222,20 @@ impl ProxySession {
                 }
             };
             attempts += 1;
-            let mut params =
-                CallToolRequestParams::new(bare.to_string()).with_arguments(args.clone());
-            // the client's progressToken: relay the server's progress to it
-            let relay = context
-                .meta
-                .get_progress_token()
-                .map(|t| server.relay_progress(context.peer.clone(), t));
-            if let Some(r) = &relay {
-                params.set_progress_token(r.token.clone());
-            }
+            let params = CallToolRequestParams::new(bare.to_string()).with_arguments(args.clone());
+            let call = async {
+                match &progress {
+                    // the client asked for progress: relay the server's to it
+                    Some(t) => {
+                        server
+                            .call_relaying_progress(&peer, params, context.peer.clone(), t.clone())
+                            .await
+                    }
+                    None => peer.call_tool_once(params).await,
+                }
+            };
             let r = tokio::select! {
-                r = tokio::time::timeout(timeout, peer.call_tool_once(params)) => r,
+                r = tokio::time::timeout(timeout, call) => r,
                 _ = context.ct.cancelled() => {
                     return CallEnd {
                         response: Err(McpError::internal_error("the request was cancelled", None)),
@@ -311,6 +314,10 @@ impl ProxySession {
     ) -> (CallEnd, CallFacts) {
         let inner = &self.inner;
         let called = request.name.to_string();
+        // the client's progressToken (rmcp may lift `_meta` into the context)
+        let progress = request
+            .progress_token()
+            .or_else(|| context.meta.get_progress_token());
         let mut facts = CallFacts::new(&called);
         // The server, from the name's prefix, for a catalog that is not ready yet.
         let server = inner
@@ -507,7 +514,7 @@ impl ProxySession {
                 .extract(&super::session::argument_text(&args))
         });
         let end = self
-            .forward(&ds, &shown, &route.name, args, limits, context)
+            .forward(&ds, &shown, &route.name, args, limits, progress, context)
             .await;
         if end.attempts > 0 {
             let mut st = lock(&self.session.state);

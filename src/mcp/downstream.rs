@@ -14,10 +14,14 @@ use std::time::{Duration, Instant};
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, NumberOrString, ProgressNotificationParam,
-    ProgressToken, Tool,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+    ClientConfig, ClientRequest, Implementation, ProgressNotificationParam, ProgressToken,
+    RequestId, ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient, RoleServer, ServiceExt};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RoleClient, RoleServer, ServiceError,
+    ServiceExt,
+};
 use rmcp::transport::TokioChildProcess;
 use tokio::sync::{mpsc, watch};
 
@@ -57,10 +61,46 @@ pub(crate) struct Downstream {
     relisting: AtomicBool,
     /// A call met a transport failure on a remote server: reconnect.
     reconnect: tokio::sync::Notify,
-    /// Progress relays of the calls in flight: the token the proxy gave the
-    /// server -> the client session's peer and the client's own token.
-    progress: Mutex<std::collections::HashMap<ProgressToken, (Peer<RoleServer>, ProgressToken)>>,
-    progress_seq: AtomicU64,
+    /// Progress relays of the calls in flight: the token the server got
+    /// (rmcp's, unique per connection) -> the client session's peer and the
+    /// client's own token.
+    progress: Mutex<std::collections::HashMap<ProgressToken, Arc<Relay>>>,
+    /// Held for writing while a relayed call is sent and registered, for
+    /// reading while a progress notification is looked up: none is missed.
+    progress_gate: tokio::sync::RwLock<()>,
+}
+
+/// Where a call's progress goes: the client session and its token; the last
+/// progress value sent (notifications are handled concurrently and may
+/// arrive out of order; a value not above the last one sent is dropped, as
+/// progress must increase).
+pub(crate) struct Relay {
+    client: Peer<RoleServer>,
+    token: ProgressToken,
+    last: tokio::sync::Mutex<Option<f64>>,
+}
+
+/// Sends `notifications/cancelled` for a request abandoned before its
+/// answer (the call timed out, or the client cancelled).
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        if let (Ok(rt), Ok(param)) = (
+            tokio::runtime::Handle::try_current(),
+            serde_json::from_value(serde_json::json!({
+                "requestId": id, "reason": "request abandoned by the caller"})),
+        ) {
+            rt.spawn(async move {
+                let _ = peer.notify_cancelled(param).await;
+            });
+        }
+    }
 }
 
 /// A call's progress relay; unregistered when dropped.
@@ -91,25 +131,52 @@ impl Downstream {
             relisting: AtomicBool::new(false),
             reconnect: tokio::sync::Notify::new(),
             progress: Mutex::new(Default::default()),
-            progress_seq: AtomicU64::new(0),
+            progress_gate: tokio::sync::RwLock::new(()),
         }
     }
 
-    /// Relays the server's `notifications/progress` for one call to the
-    /// client that asked for them (`client_token`, the `progressToken` of its
-    /// request): the server gets a token of the proxy's own, unique across
-    /// the sessions that share it.
-    pub fn relay_progress(
+    /// Calls a tool on `peer` (this server's connection) and relays its
+    /// `notifications/progress` to the client session `client` under the
+    /// client's `client_token`. The server sees rmcp's own token for the
+    /// request (unique on the connection, so across the sessions sharing
+    /// it). Abandoning the call (dropping the future) cancels it downstream.
+    pub async fn call_relaying_progress(
         &self,
-        peer: Peer<RoleServer>,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        client: Peer<RoleServer>,
         client_token: ProgressToken,
-    ) -> ProgressRelay<'_> {
-        let n = self.progress_seq.fetch_add(1, Ordering::Relaxed);
-        let token = ProgressToken(NumberOrString::String(format!("toolgate-{n}").into()));
-        lock(&self.progress).insert(token.clone(), (peer, client_token));
-        ProgressRelay {
+    ) -> Result<CallToolResponse, ServiceError> {
+        let gate = self.progress_gate.write().await;
+        let handle = peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await?;
+        let relay = Arc::new(Relay {
+            client,
+            token: client_token,
+            last: tokio::sync::Mutex::new(None),
+        });
+        lock(&self.progress).insert(handle.progress_token.clone(), relay);
+        drop(gate);
+        let _relay = ProgressRelay {
             server: self,
-            token,
+            token: handle.progress_token.clone(),
+        };
+        let mut cancel = CancelOnDrop {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let result = handle.await_response().await;
+        cancel.id = None;
+        match result? {
+            ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+            ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
+            ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
+            ServerResult::EmptyResult(_) => Ok(CallToolResponse::Complete(CallToolResult::default())),
+            _ => Err(ServiceError::UnexpectedResponse),
         }
     }
 
@@ -196,16 +263,23 @@ impl ClientHandler for DownstreamClient {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let to = lock(&self.server.progress)
-            .get(&params.progress_token)
-            .cloned();
-        if let Some((peer, token)) = to {
-            let mut p = ProgressNotificationParam::new(token, params.progress);
-            p.total = params.total;
-            p.message = params.message;
-            if let Err(e) = peer.notify_progress(p).await {
-                tracing::debug!("cannot relay notifications/progress: {e}");
-            }
+        let to = {
+            let _g = self.server.progress_gate.read().await;
+            lock(&self.server.progress)
+                .get(&params.progress_token)
+                .cloned()
+        };
+        let Some(relay) = to else { return };
+        let mut last = relay.last.lock().await;
+        if last.is_some_and(|l| params.progress <= l) {
+            return; // out of order: a later value was relayed already
+        }
+        *last = Some(params.progress);
+        let mut p = ProgressNotificationParam::new(relay.token.clone(), params.progress);
+        p.total = params.total;
+        p.message = params.message;
+        if let Err(e) = relay.client.notify_progress(p).await {
+            tracing::debug!("cannot relay notifications/progress: {e}");
         }
     }
 
