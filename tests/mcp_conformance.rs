@@ -140,7 +140,12 @@ fn start_proxy(root: &Path, server: &str, audit: &Path) -> (Guard, String) {
             .args(["mcp-proxy", "--listen", "127.0.0.1:0"])
             .arg("--server")
             .arg(server)
-            .args(["--name-format", "{tool}", "--no-find-tools", "--no-call-tool"])
+            .args([
+                "--name-format",
+                "{tool}",
+                "--no-find-tools",
+                "--no-call-tool",
+            ])
             .arg("--policy")
             .arg(root.join("tests/data/conformance/pass-through.toml"))
             .arg("--audit")

@@ -181,6 +181,10 @@ impl ProxySession {
             .await
     }
 
+    /// Forwards an allowed call to `server` (tool `bare` there, `tool` as
+    /// shown to the client) with the time limit and retries of `limits`,
+    /// relaying progress to the client's `progress` token if it gave one.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn forward(
         &self,
         server: &Arc<Downstream>,

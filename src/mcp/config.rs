@@ -133,11 +133,7 @@ pub fn resolve_env_template(
                 .find('}')
                 .ok_or_else(|| format!("unclosed `${{` in a header value (`{}`)", &rest[i..]))?;
             let var = r[..end].strip_prefix("env:").unwrap_or(&r[..end]);
-            if var.is_empty()
-                || !var
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_')
-            {
+            if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
                 return Err(format!(
                     "`${{{}}}`: an environment variable name has letters, digits and `_` only",
                     &r[..end]
@@ -545,7 +541,9 @@ struct RawServer {
 /// `[::1]:8765`, `localhost:8765`; port 0 picks a free port).
 pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     let s = s.trim();
-    let s2 = s.strip_prefix("localhost:").map(|p| format!("127.0.0.1:{p}"));
+    let s2 = s
+        .strip_prefix("localhost:")
+        .map(|p| format!("127.0.0.1:{p}"));
     s2.as_deref()
         .unwrap_or(s)
         .parse()
@@ -747,7 +745,10 @@ fn check_remote(s: &ServerSpec) -> Result<(), String> {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
         {
-            return Err(format!("server `{}`: `{k}` is not an HTTP header name", s.name));
+            return Err(format!(
+                "server `{}`: `{k}` is not an HTTP header name",
+                s.name
+            ));
         }
         if RESERVED_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
             return Err(format!(
@@ -848,7 +849,10 @@ cwd = "work"
             display_url("https://user:pw@api.example.com:8443/mcp?key=abc#f"),
             "https://api.example.com:8443/mcp"
         );
-        assert_eq!(display_url("http://127.0.0.1:9/mcp"), "http://127.0.0.1:9/mcp");
+        assert_eq!(
+            display_url("http://127.0.0.1:9/mcp"),
+            "http://127.0.0.1:9/mcp"
+        );
         let s = ServerSpec::parse_cli("gh=https://t:secret@api.example.com/mcp?token=x").unwrap();
         assert!(s.url.is_some() && s.command.is_empty());
         assert_eq!(s.display_command(), "https://api.example.com/mcp");
@@ -879,21 +883,42 @@ headers = { Authorization = "Bearer ${TOOLGATE_TEST_CONFIG_TOKEN}", "X-Team" = "
         let s = &c.servers[0];
         assert_eq!(s.url.as_deref(), Some("https://mcp.example.com/mcp"));
         assert_eq!(s.headers.len(), 2);
-        assert!(!format!("{c:?}").contains("tok-123"), "header values never displayed");
+        assert!(
+            !format!("{c:?}").contains("tok-123"),
+            "header values never displayed"
+        );
         assert_eq!(c.max_concurrent_calls, 4);
         assert_eq!(c.max_concurrent_calls_per_session, 2);
         assert_eq!(c.call_queue_timeout, Duration::ZERO);
         assert_eq!(c.http.listen, Some("127.0.0.1:0".parse().unwrap()));
         assert_eq!(c.http.shutdown_grace, Duration::from_millis(1500));
         let bad = [
-            ("[[server]]\nname='r'\nurl='https://x.example/mcp'\ncommand='x'\n", "not both"),
+            (
+                "[[server]]\nname='r'\nurl='https://x.example/mcp'\ncommand='x'\n",
+                "not both",
+            ),
             ("[[server]]\nname='r'\n", "needs `command`"),
-            ("[[server]]\nname='r'\nurl='ftp://x.example/mcp'\n", "http:// or https://"),
-            ("[[server]]\nname='r'\nurl='https://x.example/mcp'\nheaders={A='${TOOLGATE_TEST_UNSET_VAR}'}\n", "`TOOLGATE_TEST_UNSET_VAR` is not set"),
-            ("[[server]]\nname='r'\nurl='https://x.example/mcp'\nheaders={Accept='x'}\n", "set by the MCP client"),
-            ("[[server]]\nname='r'\ncommand='x'\nheaders={A='b'}\n", "remote server"),
+            (
+                "[[server]]\nname='r'\nurl='ftp://x.example/mcp'\n",
+                "http:// or https://",
+            ),
+            (
+                "[[server]]\nname='r'\nurl='https://x.example/mcp'\nheaders={A='${TOOLGATE_TEST_UNSET_VAR}'}\n",
+                "`TOOLGATE_TEST_UNSET_VAR` is not set",
+            ),
+            (
+                "[[server]]\nname='r'\nurl='https://x.example/mcp'\nheaders={Accept='x'}\n",
+                "set by the MCP client",
+            ),
+            (
+                "[[server]]\nname='r'\ncommand='x'\nheaders={A='b'}\n",
+                "remote server",
+            ),
             ("max_concurrent_calls = 0\n", ">= 1"),
-            ("[http]\nbearer_token_env = 'TOOLGATE_TEST_UNSET_VAR'\n", "not set"),
+            (
+                "[http]\nbearer_token_env = 'TOOLGATE_TEST_UNSET_VAR'\n",
+                "not set",
+            ),
             ("[http]\nlisten = 'nowhere'\n", "listen address"),
         ];
         for (text, want) in bad {

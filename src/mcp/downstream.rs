@@ -19,8 +19,7 @@ use rmcp::model::{
     RequestId, ServerResult, Tool,
 };
 use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RoleClient, RoleServer, ServiceError,
-    ServiceExt,
+    NotificationContext, Peer, PeerRequestOptions, RoleClient, RoleServer, ServiceError, ServiceExt,
 };
 use rmcp::transport::TokioChildProcess;
 use tokio::sync::{mpsc, watch};
@@ -175,7 +174,9 @@ impl Downstream {
             ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
             ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
             ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
-            ServerResult::EmptyResult(_) => Ok(CallToolResponse::Complete(CallToolResult::default())),
+            ServerResult::EmptyResult(_) => {
+                Ok(CallToolResponse::Complete(CallToolResult::default()))
+            }
             _ => Err(ServiceError::UnexpectedResponse),
         }
     }

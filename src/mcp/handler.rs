@@ -80,7 +80,9 @@ pub(crate) struct CallSlot {
 
 impl Drop for CallSlot {
     fn drop(&mut self) {
-        self.inner.in_flight.send_modify(|n| *n = n.saturating_sub(1));
+        self.inner
+            .in_flight
+            .send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 

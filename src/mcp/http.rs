@@ -202,9 +202,7 @@ fn plain(status: StatusCode, text: &'static str) -> Response {
 
 async fn front(State(front): State<Arc<Front>>, req: Request, next: Next) -> Response {
     if let Some(o) = req.headers().get(header::ORIGIN) {
-        let ok = o
-            .to_str()
-            .is_ok_and(|o| origin_allowed(o, &front.origins));
+        let ok = o.to_str().is_ok_and(|o| origin_allowed(o, &front.origins));
         if !ok {
             tracing::warn!(
                 origin = ?o,
@@ -291,19 +289,17 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_cancellation_token(ct.child_token());
     let p2 = proxy.clone();
-    let service = StreamableHttpService::new(move || Ok(p2.session()), Arc::new(manager), server_cfg);
+    let service =
+        StreamableHttpService::new(move || Ok(p2.session()), Arc::new(manager), server_cfg);
     let front_state = Arc::new(Front {
         token,
         origins: cfg.allowed_origins.clone(),
         draining: AtomicBool::new(false),
         posts: watch::Sender::new(0),
     });
-    let app = axum::Router::new()
-        .route_service(&cfg.path, service)
-        .layer(axum::middleware::from_fn_with_state(
-            front_state.clone(),
-            front,
-        ));
+    let app = axum::Router::new().route_service(&cfg.path, service).layer(
+        axum::middleware::from_fn_with_state(front_state.clone(), front),
+    );
     let stop = ct.clone();
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         stop.cancelled().await;
@@ -363,16 +359,30 @@ mod tests {
 
     #[test]
     fn origins_match_scheme_host_and_port() {
-        let allowed = list(&["http://localhost:*", "https://app.example:8443", "http://[::1]:*", "null"]);
+        let allowed = list(&[
+            "http://localhost:*",
+            "https://app.example:8443",
+            "http://[::1]:*",
+            "null",
+        ]);
         assert!(origin_allowed("http://localhost:6274", &allowed));
         assert!(origin_allowed("http://LOCALHOST", &allowed));
         assert!(origin_allowed("http://[::1]:3000", &allowed));
         assert!(origin_allowed("https://app.example:8443", &allowed));
         assert!(origin_allowed("null", &allowed));
-        assert!(!origin_allowed("https://app.example", &allowed), "443 is not 8443");
-        assert!(!origin_allowed("https://localhost:6274", &allowed), "scheme differs");
+        assert!(
+            !origin_allowed("https://app.example", &allowed),
+            "443 is not 8443"
+        );
+        assert!(
+            !origin_allowed("https://localhost:6274", &allowed),
+            "scheme differs"
+        );
         assert!(!origin_allowed("http://evil.example", &allowed));
-        assert!(!origin_allowed("http://localhost.evil.example:80", &allowed));
+        assert!(!origin_allowed(
+            "http://localhost.evil.example:80",
+            &allowed
+        ));
         assert!(!origin_allowed("garbage", &allowed));
         assert!(!origin_allowed("http://localhost:1/path", &allowed));
         assert!(!origin_allowed("null", &list(&["http://localhost:*"])));

@@ -235,7 +235,10 @@ impl Proxy {
     /// notifier stops when the session is dropped.
     pub fn session(&self) -> ProxySession {
         let n = self.inner.session_seq.fetch_add(1, Ordering::Relaxed) + 1;
-        ProxySession::new(self.inner.clone(), format!("{}-{n}", self.inner.instance_id))
+        ProxySession::new(
+            self.inner.clone(),
+            format!("{}-{n}", self.inner.instance_id),
+        )
     }
 
     /// Sessions open now.
@@ -494,4 +497,3 @@ impl Inner {
         self.audit.record(&rec);
     }
 }
-
