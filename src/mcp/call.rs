@@ -383,8 +383,11 @@ impl ProxySession {
             return (CallEnd::refused(Outcome::Unavailable, msg), facts);
         }
         // A changed definition: withheld until confirmed, or never exposed.
+        let withheld = route
+            .as_ref()
+            .is_some_and(|(i, _)| inner.is_withheld(&lock(&self.session.state), &cat, *i));
         if let Some((i, _)) = &route
-            && inner.is_withheld(&cat, *i)
+            && withheld
         {
             let i = *i;
             let pinned = inner.pins.pin(&tool);
@@ -432,8 +435,18 @@ impl ProxySession {
                 );
                 return (CallEnd::refused(Outcome::Declined, msg), facts);
             }
-            inner.pins.accept(&tool, &cat.hashes[i], now_desc);
-            inner.refresh_withheld(&cat);
+            let scope = if self.session.shared_pins {
+                // the only client: its user's confirmation is the new pin
+                inner.pins.accept(&tool, &cat.hashes[i], now_desc);
+                inner.refresh_withheld(&cat);
+                "the new pin"
+            } else {
+                // one of many clients: trusted in this session only
+                lock(&self.session.state)
+                    .accepted
+                    .insert(tool.clone(), cat.hashes[i].clone());
+                "trusted in this session only"
+            };
             self.record(AuditRecord {
                 time: unix_now(),
                 session: self.session.id.clone(),
@@ -446,7 +459,9 @@ impl ProxySession {
                 latency_ms: 0.0,
                 outcome: Outcome::DefinitionAccepted,
                 attempts: 0,
-                detail: Some(format!("the user accepted the new definition of `{tool}`")),
+                detail: Some(format!(
+                    "the user accepted the new definition of `{tool}` ({scope})"
+                )),
             });
             self.session.dirty.notify_one();
         }

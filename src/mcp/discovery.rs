@@ -345,7 +345,7 @@ impl ProxySession {
                 now,
                 &query,
                 limit,
-                |i| !inner.is_withheld(&cat, i),
+                |i| !inner.is_withheld(&st, &cat, i),
                 call_tool,
             );
             st.set_found(

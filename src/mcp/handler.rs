@@ -54,6 +54,10 @@ pub(crate) struct SessionCore {
     calls: Arc<Semaphore>,
     /// Turns true when the session is dropped.
     closed: watch::Sender<bool>,
+    /// Whether a confirmed changed definition becomes the proxy's pin (the
+    /// session is the proxy's only client, on stdio) or is trusted in this
+    /// session only (one of many, over HTTP).
+    pub(crate) shared_pins: bool,
 }
 
 /// One client session: an rmcp [`ServerHandler`]. Dropping it (the client
@@ -87,7 +91,7 @@ impl Drop for CallSlot {
 }
 
 impl ProxySession {
-    pub(crate) fn new(inner: Arc<Inner>, id: String) -> Self {
+    pub(crate) fn new(inner: Arc<Inner>, id: String, shared_pins: bool) -> Self {
         let per_session = inner.config.max_concurrent_calls_per_session.max(1);
         let session = Arc::new(SessionCore {
             id,
@@ -96,6 +100,7 @@ impl ProxySession {
             client: OnceLock::new(),
             calls: Arc::new(Semaphore::new(per_session)),
             closed: watch::Sender::new(false),
+            shared_pins,
         });
         inner.sessions.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(session = %session.id, "session opened");

@@ -5,8 +5,9 @@
 //! in its stateful mode: one MCP session per `initialize`, named by the
 //! `Mcp-Session-Id` header), served by axum on one path (default `/mcp`).
 //! Each MCP session gets its own [`ProxySession`](super::handler::ProxySession)
-//! from [`Proxy::session`]: its own context, active set, found tools and
-//! audit session id, over the servers and catalog that all sessions share.
+//! from [`Proxy::shared_session`]: its own context, active set, found tools,
+//! confirmations of changed definitions and audit session id, over the
+//! servers, catalog and pins that all sessions share.
 //!
 //! In front of rmcp's service, in this order:
 //!
@@ -289,8 +290,11 @@ pub async fn serve_http(
         .enforce_origin_validation()
         .with_cancellation_token(ct.child_token());
     let p2 = proxy.clone();
-    let service =
-        StreamableHttpService::new(move || Ok(p2.session()), Arc::new(manager), server_cfg);
+    let service = StreamableHttpService::new(
+        move || Ok(p2.shared_session()),
+        Arc::new(manager),
+        server_cfg,
+    );
     let front_state = Arc::new(Front {
         token,
         origins: cfg.allowed_origins.clone(),

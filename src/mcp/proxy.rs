@@ -230,14 +230,29 @@ impl Proxy {
 
     /// A new client session (its own context, active set, found tools,
     /// announced list and audit session id) over the shared servers and
-    /// catalog. Serve it on a transport (`rmcp::ServiceExt::serve`); call
-    /// inside a tokio runtime, after [`Proxy::start`]. Its list-change
-    /// notifier stops when the session is dropped.
+    /// catalog, for a proxy that has this one client (stdio): a changed
+    /// definition its user confirms becomes the proxy's pin. Serve it on a
+    /// transport (`rmcp::ServiceExt::serve`); call inside a tokio runtime,
+    /// after [`Proxy::start`]. Its list-change notifier stops when the
+    /// session is dropped.
     pub fn session(&self) -> ProxySession {
+        self.new_session(true)
+    }
+
+    /// A new session for a proxy with many clients (HTTP): as
+    /// [`Proxy::session`], except that a changed definition its user
+    /// confirms is trusted in this session only; the pin, and every other
+    /// session, keep the definition first seen.
+    pub fn shared_session(&self) -> ProxySession {
+        self.new_session(false)
+    }
+
+    fn new_session(&self, shared_pins: bool) -> ProxySession {
         let n = self.inner.session_seq.fetch_add(1, Ordering::Relaxed) + 1;
         ProxySession::new(
             self.inner.clone(),
             format!("{}-{n}", self.inner.instance_id),
+            shared_pins,
         )
     }
 
@@ -407,10 +422,14 @@ impl Inner {
         }
     }
 
-    /// Whether plan tool `i` of `c` is withheld.
-    pub(crate) fn is_withheld(&self, c: &Catalog, i: usize) -> bool {
+    /// Whether plan tool `i` of `c` is withheld from session `st`: its
+    /// definition differs from its pin, and the session has not confirmed
+    /// this very definition.
+    pub(crate) fn is_withheld(&self, st: &SessionState, c: &Catalog, i: usize) -> bool {
         let w = self.withheld.load();
-        !w.is_empty() && w.contains(c.catalog_name(i))
+        !w.is_empty()
+            && w.contains(c.catalog_name(i))
+            && st.accepted.get(c.catalog_name(i)) != Some(&c.hashes[i])
     }
 
     fn consistent(&self, c: &Catalog, server: Option<usize>) -> bool {
@@ -476,7 +495,7 @@ impl Inner {
             }
         }
         (0..on.len())
-            .filter(|&i| on[i] && !self.is_withheld(cat, i))
+            .filter(|&i| on[i] && !self.is_withheld(st, cat, i))
             .collect()
     }
 

@@ -55,6 +55,10 @@ pub(crate) struct SessionState {
     pub found: Vec<Found>,
     /// The last evaluation (for hysteresis).
     pub last: Option<Activation>,
+    /// Changed definitions this session's user confirmed (catalog name ->
+    /// definition hash) while the proxy serves several sessions: trusted in
+    /// this session only (see [`super::pins`]).
+    pub accepted: rustc_hash::FxHashMap<String, String>,
     /// The exposed names listed as of the last `notifications/tools/list_changed`
     /// (or of the first `tools/list` answer): a change from it is announced.
     pub announced: Option<BTreeSet<String>>,
@@ -71,6 +75,7 @@ impl Default for SessionState {
             call_keywords: Vec::new(),
             found: Vec::new(),
             last: None,
+            accepted: Default::default(),
             announced: None,
         }
     }

@@ -29,6 +29,7 @@ import pytest
 from mcp import ClientSession, types
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
+from test_discovery import MUTATING_SERVER
 from conftest import (
     SEED,
     VENV1,
@@ -196,7 +197,8 @@ async def http_proxy(tmp_path: Path, *args: str, env: dict | None = None):
 
 
 @asynccontextmanager
-async def http_client(url: str, headers: dict | None = None, server_gone_at_exit: bool = False):
+async def http_client(url: str, headers: dict | None = None, server_gone_at_exit: bool = False,
+                      elicitation=None):
     """An `mcp` SDK client session over Streamable HTTP. With
     `server_gone_at_exit`, errors of the SDK's own closing requests (the
     server has stopped) are ignored once the body has finished."""
@@ -205,7 +207,10 @@ async def http_client(url: str, headers: dict | None = None, server_gone_at_exit
     try:
         async with create_mcp_http_client(headers=headers) as http:
             async with streamable_http_client(url, http_client=http) as (r, w):
-                async with ClientSession(r, w, message_handler=notes.handler) as s:
+                kwargs = {"message_handler": notes.handler}
+                if elicitation is not None:
+                    kwargs["elicitation_callback"] = elicitation
+                async with ClientSession(r, w, **kwargs) as s:
                     init = await s.initialize()
                     yield Proxy(s, notes, init, Path(os.devnull))
                     body_done = True
@@ -558,3 +563,39 @@ async def test_progress_of_a_call_reaches_the_session_that_made_it(tmp_path):
                                           {"name": "slow__steps", "arguments": {"n": 2, "tag": "c"}},
                                           progress_callback=on_progress("a"))
             assert text_of(r) == "done c" and seen["a"][-1] == (2, 2, "c step 2"), seen
+
+
+async def test_a_changed_definition_confirmed_in_one_session_stays_withheld_in_the_others(tmp_path):
+    script = tmp_path / "mut_server.py"
+    script.write_text(MUTATING_SERVER)
+    audit = tmp_path / "audit.jsonl"
+    asked = []
+
+    async def accept(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    async with http_proxy(tmp_path, "--server", f"mut={VENV1 / 'python'} {script}",
+                          "--audit", str(audit), "--debounce-ms", "20") as hp:
+        async with http_client(hp.url, elicitation=accept) as a, http_client(hp.url) as b:
+            for p in (a, b):
+                r = await p.call("toolgate__find_tools", {"query": "summarise the sales report"})
+                assert "mut__report" in [t["name"] for t in r.structured_content["tools"]]
+            assert text_of(await a.call("toolgate__call_tool", {"name": "mut__mutate", "arguments": {}})) == "mutated"
+            with anyio.fail_after(15):
+                while "mut__report" in await b.names():
+                    await anyio.sleep(0.1)
+            # the user of session a confirms the new definition: a may call it ...
+            r = await a.call("mut__report", {"path": "q3.csv"})
+            assert not r.is_error and text_of(r) == "report: 3 sales", text_of(r)
+            assert len(asked) == 1 and "id_rsa" in asked[0]
+            assert "mut__report" in await a.names()
+            # ... session b did not: it stays withheld there
+            assert "mut__report" not in await b.names()
+            r = await b.call("mut__report", {"path": "q3.csv"})
+            assert r.is_error and "withheld" in text_of(r) and "report: 3 sales" not in text_of(r)
+            sa = session_of(a)
+    pins = json.loads((tmp_path / "audit.pins.json").read_text())
+    assert "id_rsa" not in pins["tools"]["mut.report"]["description"], "the pin keeps the first definition"
+    accepted = [x for x in audit_lines(audit) if x["outcome"] == "definition_accepted"]
+    assert len(accepted) == 1 and accepted[0]["session"] == sa and "this session only" in accepted[0]["detail"]
