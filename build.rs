@@ -6,6 +6,7 @@ fn main() {
     for (var, cfg) in [
         ("TOOLGATE_SKIP_MCP_E2E", "toolgate_skip_mcp_e2e"),
         ("TOOLGATE_SKIP_INSPECTOR", "toolgate_skip_inspector"),
+        ("TOOLGATE_SKIP_CONFORMANCE", "toolgate_skip_conformance"),
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         println!("cargo::rerun-if-env-changed={var}");

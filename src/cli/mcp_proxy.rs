@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use toolgate::mcp::{BuildError, ProxyConfig, ServerSpec, build_proxy, serve_stdio};
+use toolgate::mcp::{
+    BuildError, ProxyConfig, ServerSpec, build_proxy, serve_http, serve_stdio, shutdown_signal,
+};
 
 /// Options of `toolgate mcp-proxy`; each overrides the `--config` file's value.
 #[derive(Args, Clone)]
@@ -50,6 +52,15 @@ pub struct McpProxyArgs {
     /// Do not offer the call-through tool (toolgate__call_tool).
     #[arg(long)]
     pub no_call_tool: bool,
+    /// Serve MCP over Streamable HTTP on ADDR (e.g. 127.0.0.1:8765; port 0
+    /// picks a free one) at the path `[http] path` (default /mcp), to many
+    /// clients at once, instead of stdio. The address is printed on stderr.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// With --listen: clients must send `Authorization: Bearer <token>`,
+    /// where the token is the value of the environment variable VAR.
+    #[arg(long, value_name = "VAR")]
+    pub bearer_token_env: Option<String>,
 }
 
 /// Why the proxy stopped with an error.
@@ -100,6 +111,12 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     if args.no_list_changed {
         c.list_changed = false;
     }
+    if let Some(l) = &args.listen {
+        c.http.listen = Some(toolgate::mcp::config::parse_listen(l)?);
+    }
+    if args.bearer_token_env.is_some() {
+        c.http.bearer_token_env = args.bearer_token_env.clone();
+    }
     if c.servers.is_empty() {
         return Err(
             "no downstream server: give --server NAME=COMMAND or a --config file with [[server]] entries"
@@ -110,10 +127,14 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     Ok(c)
 }
 
-/// Runs the proxy on stdin/stdout until the client disconnects. Writes
-/// nothing to stdout but MCP messages.
+/// Runs the proxy on stdin/stdout until the client disconnects (writing
+/// nothing to stdout but MCP messages), or, with `--listen`, over
+/// Streamable HTTP until SIGINT or SIGTERM (then it finishes the calls in
+/// flight first).
 pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
     let cfg = config(args).map_err(ProxyFail::Usage)?;
+    let listen = cfg.http.listen;
+    let path = cfg.http.path.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -124,7 +145,19 @@ pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
             BuildError::Load(l) => ProxyFail::Load(l),
             BuildError::Other(s) => ProxyFail::Runtime(s),
         })?;
-        serve_stdio(proxy)
+        let Some(addr) = listen else {
+            return serve_stdio(proxy)
+                .await
+                .map_err(|e| ProxyFail::Runtime(e.to_string()));
+        };
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| ProxyFail::Runtime(format!("cannot listen on {addr}: {e}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| ProxyFail::Runtime(e.to_string()))?;
+        eprintln!("toolgate mcp-proxy: serving MCP (Streamable HTTP) at http://{bound}{path}");
+        serve_http(proxy, listener, shutdown_signal())
             .await
             .map_err(|e| ProxyFail::Runtime(e.to_string()))
     })?;

@@ -38,6 +38,10 @@ pub enum Outcome {
     Inactive,
     /// The client cancelled the request.
     Cancelled,
+    /// Not forwarded: no call slot was free within the queue time
+    /// (`max_concurrent_calls_per_session`, `max_concurrent_calls`), or the
+    /// proxy is shutting down.
+    Limited,
     /// Not a call: a downstream tool's definition (description or
     /// `inputSchema`) differs from its pin; `decision` is the policy's
     /// `[discovery] on_definition_change`.

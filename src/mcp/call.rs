@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequestParams, ElicitationAction,
-    ElicitationSchema, JsonObject,
+    ElicitationSchema, JsonObject, ProgressToken, RequestParamsMeta,
 };
 use rmcp::service::{ElicitationMode, Peer, RequestContext, RoleServer, ServiceError};
 use serde_json::{Map, Value, json};
@@ -23,8 +23,9 @@ use super::audit::{AuditRecord, Outcome};
 use super::catalog::Catalog;
 use super::downstream::{Downstream, Status};
 use super::gate::Decision;
+use super::handler::ProxySession;
 use super::proxy::{
-    CALL_CONSISTENCY_WAIT, DEFAULT_TIMEOUT_SECONDS, Proxy, lock, metas, tool_error, unix_now,
+    CALL_CONSISTENCY_WAIT, DEFAULT_TIMEOUT_SECONDS, lock, metas, tool_error, unix_now,
 };
 
 /// The policy's per-call limits for `tool`: (timeout, retries), from
@@ -119,7 +120,7 @@ impl CallEnd {
     }
 }
 
-impl Proxy {
+impl ProxySession {
     /// Asks the user, through elicitation, to confirm; `Ok(true)` only on
     /// accept with the box ticked.
     async fn elicit_confirm(
@@ -180,6 +181,10 @@ impl Proxy {
             .await
     }
 
+    /// Forwards an allowed call to `server` (tool `bare` there, `tool` as
+    /// shown to the client) with the time limit and retries of `limits`,
+    /// relaying progress to the client's `progress` token if it gave one.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn forward(
         &self,
         server: &Arc<Downstream>,
@@ -187,6 +192,7 @@ impl Proxy {
         bare: &str,
         args: Value,
         limits: (Duration, u32),
+        progress: Option<ProgressToken>,
         context: &RequestContext<RoleServer>,
     ) -> CallEnd {
         let (timeout, retries) = limits;
@@ -221,8 +227,19 @@ impl Proxy {
             };
             attempts += 1;
             let params = CallToolRequestParams::new(bare.to_string()).with_arguments(args.clone());
+            let call = async {
+                match &progress {
+                    // the client asked for progress: relay the server's to it
+                    Some(t) => {
+                        server
+                            .call_relaying_progress(&peer, params, context.peer.clone(), t.clone())
+                            .await
+                    }
+                    None => peer.call_tool_once(params).await,
+                }
+            };
             let r = tokio::select! {
-                r = tokio::time::timeout(timeout, peer.call_tool_once(params)) => r,
+                r = tokio::time::timeout(timeout, call) => r,
                 _ = context.ct.cancelled() => {
                     return CallEnd {
                         response: Err(McpError::internal_error("the request was cancelled", None)),
@@ -256,13 +273,16 @@ impl Proxy {
                         detail,
                     };
                 }
-                Ok(Err(e)) => (
-                    format!(
-                        "server `{}` failed during the call of `{tool}`: {e}",
-                        server.spec.name
-                    ),
-                    Outcome::Unavailable,
-                ),
+                Ok(Err(e)) => {
+                    server.connection_failed();
+                    (
+                        format!(
+                            "server `{}` failed during the call of `{tool}`: {e}",
+                            server.spec.name
+                        ),
+                        Outcome::Unavailable,
+                    )
+                }
                 Err(_) => (
                     format!(
                         "`{tool}` gave no answer within {:.1} s",
@@ -298,6 +318,10 @@ impl Proxy {
     ) -> (CallEnd, CallFacts) {
         let inner = &self.inner;
         let called = request.name.to_string();
+        // the client's progressToken (rmcp may lift `_meta` into the context)
+        let progress = request
+            .progress_token()
+            .or_else(|| context.meta.get_progress_token());
         let mut facts = CallFacts::new(&called);
         // The server, from the name's prefix, for a catalog that is not ready yet.
         let server = inner
@@ -327,7 +351,7 @@ impl Proxy {
                 return (end, facts);
             }
         };
-        if let Err(e) = inner.apply_meta(
+        if let Err(e) = self.apply_meta(
             &metas(context, request.meta.as_ref().map(|m| &m.0.0)),
             &cat.plan,
         ) {
@@ -359,8 +383,11 @@ impl Proxy {
             return (CallEnd::refused(Outcome::Unavailable, msg), facts);
         }
         // A changed definition: withheld until confirmed, or never exposed.
+        let withheld = route
+            .as_ref()
+            .is_some_and(|(i, _)| inner.is_withheld(&lock(&self.session.state), &cat, *i));
         if let Some((i, _)) = &route
-            && inner.is_withheld(&cat, *i)
+            && withheld
         {
             let i = *i;
             let pinned = inner.pins.pin(&tool);
@@ -408,11 +435,21 @@ impl Proxy {
                 );
                 return (CallEnd::refused(Outcome::Declined, msg), facts);
             }
-            inner.pins.accept(&tool, &cat.hashes[i], now_desc);
-            inner.refresh_withheld(&cat);
-            inner.record(AuditRecord {
+            let scope = if self.session.shared_pins {
+                // the only client: its user's confirmation is the new pin
+                inner.pins.accept(&tool, &cat.hashes[i], now_desc);
+                inner.refresh_withheld(&cat);
+                "the new pin"
+            } else {
+                // one of many clients: trusted in this session only
+                lock(&self.session.state)
+                    .accepted
+                    .insert(tool.clone(), cat.hashes[i].clone());
+                "trusted in this session only"
+            };
+            self.record(AuditRecord {
                 time: unix_now(),
-                session: inner.session_id.clone(),
+                session: self.session.id.clone(),
                 tool: tool.clone(),
                 name: facts.name.clone(),
                 server: facts.server.clone(),
@@ -422,9 +459,11 @@ impl Proxy {
                 latency_ms: 0.0,
                 outcome: Outcome::DefinitionAccepted,
                 attempts: 0,
-                detail: Some(format!("the user accepted the new definition of `{tool}`")),
+                detail: Some(format!(
+                    "the user accepted the new definition of `{tool}` ({scope})"
+                )),
             });
-            inner.dirty.notify_one();
+            self.session.dirty.notify_one();
         }
         let gate_name = if route.is_some() { &tool } else { &called };
         let decision = inner.gate.check(&cat.plan, gate_name, &args);
@@ -475,7 +514,7 @@ impl Proxy {
         };
         if !allow_inactive_calls(&cat.plan) {
             let listed = {
-                let mut st = lock(&inner.state);
+                let mut st = lock(&self.session.state);
                 inner.listed(&mut st, &cat).contains(&idx)
             };
             if !listed {
@@ -494,18 +533,18 @@ impl Proxy {
                 .extract(&super::session::argument_text(&args))
         });
         let end = self
-            .forward(&ds, &shown, &route.name, args, limits, context)
+            .forward(&ds, &shown, &route.name, args, limits, progress, context)
             .await;
         if end.attempts > 0 {
-            let mut st = lock(&inner.state);
-            let now = inner.now();
+            let mut st = lock(&self.session.state);
+            let now = st.now();
             let window = cat.plan.recent_calls_window;
             st.record_call(&tool, now, window);
             if let Some(k) = learn {
                 st.call_keywords = k;
             }
             drop(st);
-            inner.dirty.notify_one();
+            self.session.dirty.notify_one();
         }
         (end, facts)
     }
@@ -521,9 +560,9 @@ impl Proxy {
         let arrived = unix_now();
         let t0 = Instant::now();
         let (end, facts) = self.handle_call(request, context).await;
-        self.inner.record(AuditRecord {
+        self.record(AuditRecord {
             time: arrived,
-            session: self.inner.session_id.clone(),
+            session: self.session.id.clone(),
             tool: facts.tool,
             name: facts.name,
             server: facts.server,

@@ -33,8 +33,33 @@
 //! command = "mcp-server-memory"
 //! env = { MEMORY_FILE_PATH = "/tmp/memory.jsonl" }
 //! cwd = "/tmp"
+//!
+//! [[server]]                          # a remote server over Streamable HTTP
+//! name = "github"
+//! url = "https://api.githubcopilot.com/mcp/"
+//! headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }   # ${VAR}: from the environment
+//!
+//! max_concurrent_calls = 256          # tools/call in progress, whole proxy
+//! max_concurrent_calls_per_session = 16
+//! call_queue_ms = 10000               # wait this long for a free slot, then refuse
+//!
+//! [http]                              # serving clients over Streamable HTTP (--listen)
+//! listen = "127.0.0.1:8765"
+//! path = "/mcp"
+//! bearer_token_env = "TOOLGATE_TOKEN" # clients must send Authorization: Bearer <its value>
+//! allowed_origins = ["http://localhost:*"]   # default: loopback origins only
+//! allowed_hosts = ["localhost", "127.0.0.1", "::1"]
+//! shutdown_grace_ms = 30000           # on SIGTERM/SIGINT, calls in flight get this long to finish
+//! session_idle_timeout_ms = 300000    # an HTTP session unused this long is closed
 //! ```
+//!
+//! Header values may name environment variables as `${VAR}` (or
+//! `${env:VAR}`; `$$` is a literal `$`): secrets stay out of the file, and
+//! the proxy never writes a header value to its logs or the audit (values
+//! are marked sensitive; a server is displayed by its URL without query or
+//! user info).
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -42,12 +67,14 @@ use serde::Deserialize;
 
 use super::names::NameFormat;
 
-/// One downstream MCP server, started as a child process speaking MCP over stdio.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One downstream MCP server: a child process speaking MCP over stdio
+/// (`command`), or a remote server over Streamable HTTP (`url`).
+#[derive(Clone, PartialEq, Eq)]
 pub struct ServerSpec {
     /// Namespace of its tools (`NAME.tool`): letters, digits, `_` and `-`.
     pub name: String,
-    /// Program to run (looked up in `PATH` when it has no `/`).
+    /// Program to run (looked up in `PATH` when it has no `/`); empty for a
+    /// server with a `url`.
     pub command: String,
     /// Its arguments.
     pub args: Vec<String>,
@@ -55,6 +82,91 @@ pub struct ServerSpec {
     pub env: Vec<(String, String)>,
     /// Working directory (default: the proxy's).
     pub cwd: Option<PathBuf>,
+    /// The MCP endpoint of a remote server (`http://` or `https://`),
+    /// spoken to with rmcp's Streamable HTTP client instead of a process.
+    pub url: Option<String>,
+    /// HTTP headers sent with every request to `url`: (name, value template),
+    /// where the template may name environment variables (`${VAR}`,
+    /// [`resolve_env_template`]). The values are secrets: never displayed.
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for ServerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSpec")
+            .field("name", &self.name)
+            .field("command", &self.display_command())
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// Header names rmcp's HTTP client sets itself and will not take from the
+/// configuration.
+const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+/// Expands `${VAR}` and `${env:VAR}` in `template` with `lookup` (the
+/// environment); `$$` is a literal `$`, any other `$` stays as it is. The
+/// error names the missing variable, never a value.
+pub fn resolve_env_template(
+    template: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        if let Some(r) = after.strip_prefix('$') {
+            out.push('$');
+            rest = r;
+        } else if let Some(r) = after.strip_prefix('{') {
+            let end = r
+                .find('}')
+                .ok_or_else(|| format!("unclosed `${{` in a header value (`{}`)", &rest[i..]))?;
+            let var = r[..end].strip_prefix("env:").unwrap_or(&r[..end]);
+            if var.is_empty() || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!(
+                    "`${{{}}}`: an environment variable name has letters, digits and `_` only",
+                    &r[..end]
+                ));
+            }
+            let v = lookup(var)
+                .ok_or_else(|| format!("the environment variable `{var}` is not set"))?;
+            out.push_str(&v);
+            rest = &r[end + 1..];
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// `url` for display: scheme, host, port and path, without user info,
+/// query or fragment (where tokens hide).
+pub fn display_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    if scheme.is_empty() {
+        format!("{host}{path}")
+    } else {
+        format!("{scheme}://{host}{path}")
+    }
 }
 
 impl ServerSpec {
@@ -62,12 +174,26 @@ impl ServerSpec {
     /// line is split like a shell does (whitespace, `'...'`, `"..."`, `\`),
     /// without expansions. Leading `VAR=value` words after the `=` are not
     /// special: use `env VAR=value cmd` for environment variables.
+    /// `NAME=http://...` or `NAME=https://...` is a remote server (headers
+    /// need a configuration file).
     pub fn parse_cli(s: &str) -> Result<Self, String> {
         let (name, cmd) = s
             .split_once('=')
             .ok_or_else(|| format!("`{s}`: expected NAME=COMMAND, e.g. `time=mcp-server-time`"))?;
         let name = name.trim();
         validate_server_name(name)?;
+        let trimmed = cmd.trim();
+        if trimmed.starts_with("http://") || trimmed.starts_with("https://") {
+            return Ok(ServerSpec {
+                name: name.to_string(),
+                command: String::new(),
+                args: Vec::new(),
+                env: Vec::new(),
+                cwd: None,
+                url: Some(trimmed.to_string()),
+                headers: Vec::new(),
+            });
+        }
         let mut words = split_command(cmd)?;
         if words.is_empty() {
             return Err(format!("server `{name}`: the command is empty"));
@@ -79,11 +205,17 @@ impl ServerSpec {
             args: words,
             env: Vec::new(),
             cwd: None,
+            url: None,
+            headers: Vec::new(),
         })
     }
 
-    /// The command line as one display string.
+    /// The command line as one display string; for a remote server its URL
+    /// without user info, query or fragment.
     pub fn display_command(&self) -> String {
+        if let Some(u) = &self.url {
+            return display_url(u);
+        }
         std::iter::once(&self.command)
             .chain(self.args.iter())
             .map(|w| {
@@ -239,6 +371,61 @@ pub struct ProxyConfig {
     pub find_tools: MetaToolConfig,
     /// The call-through tool.
     pub call_tool: MetaToolConfig,
+    /// `tools/call`s in progress at once, whole proxy (all sessions).
+    pub max_concurrent_calls: usize,
+    /// `tools/call`s in progress at once in one session.
+    pub max_concurrent_calls_per_session: usize,
+    /// How long a call waits for a free slot before it is refused (zero:
+    /// refused at once).
+    pub call_queue_timeout: Duration,
+    /// Serving clients over Streamable HTTP (`--listen`).
+    pub http: HttpConfig,
+}
+
+/// The Streamable HTTP endpoint toward clients (`[http]`, `--listen`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpConfig {
+    /// Address to listen on (`None`: serve stdio).
+    pub listen: Option<SocketAddr>,
+    /// The MCP endpoint's path.
+    pub path: String,
+    /// Name of the environment variable holding the bearer token clients
+    /// must send (`Authorization: Bearer <token>`); `None`: no token check.
+    pub bearer_token_env: Option<String>,
+    /// Browser origins accepted in an `Origin` header (rmcp's syntax:
+    /// `scheme://host[:port|:*]`, `null`); a request with another `Origin`
+    /// gets 403 (the spec's DNS-rebinding defence). Requests without
+    /// `Origin` (non-browser clients) pass.
+    pub allowed_origins: Vec<String>,
+    /// Accepted `Host` header values (`host` or `host:port`); 403 otherwise.
+    pub allowed_hosts: Vec<String>,
+    /// On SIGTERM or SIGINT, calls in flight get this long to finish.
+    pub shutdown_grace: Duration,
+    /// An HTTP session with no request for this long is closed.
+    pub session_idle_timeout: Duration,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: None,
+            path: "/mcp".into(),
+            bearer_token_env: None,
+            allowed_origins: [
+                "http://localhost:*",
+                "https://localhost:*",
+                "http://127.0.0.1:*",
+                "https://127.0.0.1:*",
+                "http://[::1]:*",
+                "https://[::1]:*",
+            ]
+            .map(String::from)
+            .to_vec(),
+            allowed_hosts: ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec(),
+            shutdown_grace: Duration::from_secs(30),
+            session_idle_timeout: Duration::from_secs(300),
+        }
+    }
 }
 
 impl Default for ProxyConfig {
@@ -266,6 +453,10 @@ impl Default for ProxyConfig {
                 name: "toolgate__call_tool".into(),
                 description: CALL_TOOL_DESCRIPTION.into(),
             },
+            max_concurrent_calls: 256,
+            max_concurrent_calls_per_session: 16,
+            call_queue_timeout: Duration::from_secs(10),
+            http: HttpConfig::default(),
         }
     }
 }
@@ -311,20 +502,52 @@ struct RawConfig {
     name_max_length: Option<usize>,
     find_tools: Option<RawMetaTool>,
     call_tool: Option<RawMetaTool>,
+    max_concurrent_calls: Option<usize>,
+    max_concurrent_calls_per_session: Option<usize>,
+    call_queue_ms: Option<u64>,
+    http: Option<RawHttp>,
     #[serde(default)]
     server: Vec<RawServer>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct RawHttp {
+    listen: Option<String>,
+    path: Option<String>,
+    bearer_token_env: Option<String>,
+    allowed_origins: Option<Vec<String>>,
+    allowed_hosts: Option<Vec<String>>,
+    shutdown_grace_ms: Option<u64>,
+    session_idle_timeout_ms: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RawServer {
     name: String,
-    command: String,
+    command: Option<String>,
+    url: Option<String>,
     #[serde(default)]
     args: Vec<String>,
     #[serde(default)]
     env: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    headers: std::collections::BTreeMap<String, String>,
     cwd: Option<PathBuf>,
+}
+
+/// Parses a `--listen` / `[http] listen` address (`127.0.0.1:8765`,
+/// `[::1]:8765`, `localhost:8765`; port 0 picks a free port).
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    let s = s.trim();
+    let s2 = s
+        .strip_prefix("localhost:")
+        .map(|p| format!("127.0.0.1:{p}"));
+    s2.as_deref()
+        .unwrap_or(s)
+        .parse()
+        .map_err(|e| format!("listen address `{s}`: {e} (expected e.g. 127.0.0.1:8765)"))
 }
 
 impl ProxyConfig {
@@ -346,17 +569,60 @@ impl ProxyConfig {
         let mut servers = Vec::new();
         for s in raw.server {
             validate_server_name(&s.name)?;
-            if s.command.is_empty() {
-                return Err(format!("server `{}`: the command is empty", s.name));
+            let command = match (s.command, &s.url) {
+                (Some(c), None) if c.is_empty() => {
+                    return Err(format!("server `{}`: the command is empty", s.name));
+                }
+                (Some(c), None) => c,
+                (None, Some(_)) => String::new(),
+                (Some(_), Some(_)) => {
+                    return Err(format!(
+                        "server `{}`: give `command` (a local server) or `url` (a remote one), not both",
+                        s.name
+                    ));
+                }
+                (None, None) => {
+                    return Err(format!(
+                        "server `{}`: needs `command` (a local server) or `url` (a remote one)",
+                        s.name
+                    ));
+                }
+            };
+            if s.url.is_some() && (!s.args.is_empty() || !s.env.is_empty() || s.cwd.is_some()) {
+                return Err(format!(
+                    "server `{}`: `args`, `env` and `cwd` are for a local server, not one with a `url`",
+                    s.name
+                ));
+            }
+            if s.url.is_none() && !s.headers.is_empty() {
+                return Err(format!(
+                    "server `{}`: `headers` are for a remote server (`url`)",
+                    s.name
+                ));
             }
             servers.push(ServerSpec {
                 name: s.name,
-                command: s.command,
+                command,
                 args: s.args,
                 env: s.env.into_iter().collect(),
                 cwd: s.cwd.map(abs),
+                url: s.url,
+                headers: s.headers.into_iter().collect(),
             });
         }
+        let dh = HttpConfig::default();
+        let http = match raw.http {
+            None => dh,
+            Some(h) => HttpConfig {
+                listen: h.listen.as_deref().map(parse_listen).transpose()?,
+                path: h.path.unwrap_or(dh.path),
+                bearer_token_env: h.bearer_token_env,
+                allowed_origins: h.allowed_origins.unwrap_or(dh.allowed_origins),
+                allowed_hosts: h.allowed_hosts.unwrap_or(dh.allowed_hosts),
+                shutdown_grace: ms(h.shutdown_grace_ms, dh.shutdown_grace),
+                session_idle_timeout: ms(h.session_idle_timeout_ms, dh.session_idle_timeout),
+            },
+        };
         let meta = |raw: Option<RawMetaTool>, d: MetaToolConfig| match raw {
             None => d,
             Some(r) => MetaToolConfig {
@@ -386,18 +652,51 @@ impl ProxyConfig {
             name_format,
             find_tools: meta(raw.find_tools, d.find_tools),
             call_tool: meta(raw.call_tool, d.call_tool),
+            max_concurrent_calls: raw.max_concurrent_calls.unwrap_or(d.max_concurrent_calls),
+            max_concurrent_calls_per_session: raw
+                .max_concurrent_calls_per_session
+                .unwrap_or(d.max_concurrent_calls_per_session),
+            call_queue_timeout: ms(raw.call_queue_ms, d.call_queue_timeout),
+            http,
         };
         cfg.check()?;
         Ok(cfg)
     }
 
-    /// Checks what parsing cannot: unique server names, sane durations.
+    /// Checks what parsing cannot: unique server names, remote servers'
+    /// URLs and headers (every environment variable a header names is set),
+    /// call limits, the HTTP endpoint, sane durations.
     pub fn check(&self) -> Result<(), String> {
         for (i, s) in self.servers.iter().enumerate() {
             validate_server_name(&s.name)?;
             if self.servers[..i].iter().any(|o| o.name == s.name) {
                 return Err(format!("server `{}` is configured twice", s.name));
             }
+            check_remote(s)?;
+        }
+        if self.max_concurrent_calls == 0 || self.max_concurrent_calls_per_session == 0 {
+            return Err(
+                "max_concurrent_calls and max_concurrent_calls_per_session must be >= 1".into(),
+            );
+        }
+        if !self.http.path.starts_with('/') {
+            return Err(format!(
+                "[http] path `{}` must start with `/`",
+                self.http.path
+            ));
+        }
+        if let Some(v) = &self.http.bearer_token_env {
+            match std::env::var(v) {
+                Ok(t) if !t.trim().is_empty() => {}
+                _ => {
+                    return Err(format!(
+                        "[http] bearer_token_env: the environment variable `{v}` is not set (or empty)"
+                    ));
+                }
+            }
+        }
+        if self.http.session_idle_timeout.is_zero() {
+            return Err("[http] session_idle_timeout_ms must be > 0".into());
         }
         if self.poll_interval.is_some_and(|p| p.is_zero()) {
             return Err("poll_ms must be > 0".into());
@@ -425,6 +724,42 @@ impl ProxyConfig {
         }
         Ok(())
     }
+}
+
+/// Checks a remote server's URL and headers; every variable the header
+/// templates name must be set (the values are not kept).
+fn check_remote(s: &ServerSpec) -> Result<(), String> {
+    let Some(url) = &s.url else {
+        return Ok(());
+    };
+    if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
+        return Err(format!(
+            "server `{}`: url `{}` must be an http:// or https:// URL",
+            s.name,
+            display_url(url)
+        ));
+    }
+    for (k, v) in &s.headers {
+        if k.is_empty()
+            || !k
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        {
+            return Err(format!(
+                "server `{}`: `{k}` is not an HTTP header name",
+                s.name
+            ));
+        }
+        if RESERVED_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
+            return Err(format!(
+                "server `{}`: the header `{k}` is set by the MCP client itself and cannot be configured",
+                s.name
+            ));
+        }
+        resolve_env_template(v, |n| std::env::var(n).ok())
+            .map_err(|e| format!("server `{}`: header `{k}`: {e}", s.name))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -491,5 +826,104 @@ cwd = "work"
                 .unwrap_err()
                 .contains("twice")
         );
+    }
+
+    #[test]
+    fn header_templates_take_variables_from_the_environment() {
+        let env = |n: &str| (n == "TOKEN").then(|| "s3cr3t".to_string());
+        assert_eq!(
+            resolve_env_template("Bearer ${TOKEN}", env).unwrap(),
+            "Bearer s3cr3t"
+        );
+        assert_eq!(resolve_env_template("${env:TOKEN}", env).unwrap(), "s3cr3t");
+        assert_eq!(resolve_env_template("a$$b $x", env).unwrap(), "a$b $x");
+        let e = resolve_env_template("Bearer ${MISSING}", env).unwrap_err();
+        assert!(e.contains("`MISSING`") && !e.contains("s3cr3t"), "{e}");
+        assert!(resolve_env_template("${TOKEN", env).is_err());
+        assert!(resolve_env_template("${BAD-NAME}", env).is_err());
+    }
+
+    #[test]
+    fn urls_are_displayed_without_secrets() {
+        assert_eq!(
+            display_url("https://user:pw@api.example.com:8443/mcp?key=abc#f"),
+            "https://api.example.com:8443/mcp"
+        );
+        assert_eq!(
+            display_url("http://127.0.0.1:9/mcp"),
+            "http://127.0.0.1:9/mcp"
+        );
+        let s = ServerSpec::parse_cli("gh=https://t:secret@api.example.com/mcp?token=x").unwrap();
+        assert!(s.url.is_some() && s.command.is_empty());
+        assert_eq!(s.display_command(), "https://api.example.com/mcp");
+        assert!(!format!("{s:?}").contains("secret"));
+    }
+
+    #[test]
+    fn remote_servers_in_toml() {
+        // SAFETY: a variable of this test's own name
+        unsafe { std::env::set_var("TOOLGATE_TEST_CONFIG_TOKEN", "tok-123") };
+        let c = ProxyConfig::from_toml_str(
+            r#"
+max_concurrent_calls = 4
+max_concurrent_calls_per_session = 2
+call_queue_ms = 0
+[http]
+listen = "127.0.0.1:0"
+allowed_origins = ["http://localhost:*"]
+shutdown_grace_ms = 1500
+[[server]]
+name = "remote"
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = "Bearer ${TOOLGATE_TEST_CONFIG_TOKEN}", "X-Team" = "tools" }
+"#,
+            Path::new("/base"),
+        )
+        .unwrap();
+        let s = &c.servers[0];
+        assert_eq!(s.url.as_deref(), Some("https://mcp.example.com/mcp"));
+        assert_eq!(s.headers.len(), 2);
+        assert!(
+            !format!("{c:?}").contains("tok-123"),
+            "header values never displayed"
+        );
+        assert_eq!(c.max_concurrent_calls, 4);
+        assert_eq!(c.max_concurrent_calls_per_session, 2);
+        assert_eq!(c.call_queue_timeout, Duration::ZERO);
+        assert_eq!(c.http.listen, Some("127.0.0.1:0".parse().unwrap()));
+        assert_eq!(c.http.shutdown_grace, Duration::from_millis(1500));
+        let bad = [
+            (
+                "[[server]]\nname='r'\nurl='https://x.example/mcp'\ncommand='x'\n",
+                "not both",
+            ),
+            ("[[server]]\nname='r'\n", "needs `command`"),
+            (
+                "[[server]]\nname='r'\nurl='ftp://x.example/mcp'\n",
+                "http:// or https://",
+            ),
+            (
+                "[[server]]\nname='r'\nurl='https://x.example/mcp'\nheaders={A='${TOOLGATE_TEST_UNSET_VAR}'}\n",
+                "`TOOLGATE_TEST_UNSET_VAR` is not set",
+            ),
+            (
+                "[[server]]\nname='r'\nurl='https://x.example/mcp'\nheaders={Accept='x'}\n",
+                "set by the MCP client",
+            ),
+            (
+                "[[server]]\nname='r'\ncommand='x'\nheaders={A='b'}\n",
+                "remote server",
+            ),
+            ("max_concurrent_calls = 0\n", ">= 1"),
+            (
+                "[http]\nbearer_token_env = 'TOOLGATE_TEST_UNSET_VAR'\n",
+                "not set",
+            ),
+            ("[http]\nlisten = 'nowhere'\n", "listen address"),
+        ];
+        for (text, want) in bad {
+            let e = ProxyConfig::from_toml_str(text, Path::new(".")).unwrap_err();
+            assert!(e.contains(want), "{text}: {e}");
+        }
     }
 }

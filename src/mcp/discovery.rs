@@ -38,7 +38,8 @@ use crate::plan::Plan;
 use super::audit::{AuditRecord, Outcome};
 use super::catalog::Catalog;
 use super::config::ProxyConfig;
-use super::proxy::{LIST_CONSISTENCY_WAIT, Proxy, lock, metas, tool_error, unix_now};
+use super::handler::ProxySession;
+use super::proxy::{LIST_CONSISTENCY_WAIT, lock, metas, tool_error, unix_now};
 
 fn object(v: Value) -> Arc<JsonObject> {
     match v {
@@ -293,7 +294,7 @@ fn read_limit(v: Option<&Value>) -> Result<Option<usize>, String> {
     }
 }
 
-impl Proxy {
+impl ProxySession {
     /// `toolgate__find_tools` (see the module docs).
     pub(crate) async fn find_tools(
         &self,
@@ -306,7 +307,7 @@ impl Proxy {
         let name = request.name.to_string();
         let args = request.arguments.clone().unwrap_or_default();
         let cat = inner.catalog_for(None, LIST_CONSISTENCY_WAIT).await?;
-        inner.apply_meta(
+        self.apply_meta(
             &metas(context, request.meta.as_ref().map(|m| &m.0.0)),
             &cat.plan,
         )?;
@@ -329,13 +330,13 @@ impl Proxy {
             .enabled
             .then_some(inner.config.call_tool.name.as_str());
         let (result, matches, announce) = {
-            let mut st = lock(&inner.state);
+            let mut st = lock(&self.session.state);
             // The query is the session's user message: its keywords replace
             // the intent keywords; the rest of the context (stage, language,
             // project, usage, recency) is the session's. What it finds joins
             // the list as the found set (not as a standing intent, so that
             // `limit` and the expiry decide what stays listed).
-            let now = inner.now();
+            let now = st.now();
             let ctx = st.effective_context(now);
             let (result, matches) = search(
                 &cat,
@@ -344,7 +345,7 @@ impl Proxy {
                 now,
                 &query,
                 limit,
-                |i| !inner.is_withheld(&cat, i),
+                |i| !inner.is_withheld(&st, &cat, i),
                 call_tool,
             );
             st.set_found(
@@ -370,9 +371,9 @@ impl Proxy {
             tracing::warn!("cannot send tools/list_changed: {e}");
         }
         let found: Vec<&str> = matches.iter().map(|m| cat.catalog_name(m.tool)).collect();
-        inner.record(AuditRecord {
+        self.record(AuditRecord {
             time: arrived,
-            session: inner.session_id.clone(),
+            session: self.session.id.clone(),
             tool: name.clone(),
             name: Some(name),
             server: None,

@@ -1,15 +1,26 @@
 //! Downstream servers: each one a child process the proxy talks to as an MCP
-//! client over its stdio, watched by a supervisor task that lists its tools
-//! (following pagination), re-lists them on `notifications/tools/list_changed`,
-//! and restarts the process with exponential backoff when it exits.
+//! client over its stdio, or (feature `mcp-http`) a remote server spoken to
+//! with rmcp's Streamable HTTP client (headers from the configuration, their
+//! `${VAR}`s from the environment, marked sensitive so that no log shows
+//! them). A supervisor task per server lists its tools (following
+//! pagination), re-lists them on `notifications/tools/list_changed`, and
+//! restarts the process, or reconnects, with exponential backoff when it
+//! exits or its connection fails (an expired HTTP session is re-initialized
+//! by rmcp's client on its own).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::ClientHandler;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, Tool};
-use rmcp::service::{NotificationContext, Peer, RoleClient, ServiceExt};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+    ClientConfig, ClientRequest, Implementation, ProgressNotificationParam, ProgressToken,
+    RequestId, ServerResult, Tool,
+};
+use rmcp::service::{
+    NotificationContext, Peer, PeerRequestOptions, RoleClient, RoleServer, ServiceError, ServiceExt,
+};
 use rmcp::transport::TokioChildProcess;
 use tokio::sync::{mpsc, watch};
 
@@ -47,6 +58,65 @@ pub(crate) struct Downstream {
     listing_version: AtomicU64,
     /// Set on a downstream `tools/list_changed`, cleared once re-listed.
     relisting: AtomicBool,
+    /// A call met a transport failure on a remote server: reconnect.
+    reconnect: tokio::sync::Notify,
+    /// Progress relays of the calls in flight: the token the server got
+    /// (rmcp's, unique per connection) -> the client session's peer and the
+    /// client's own token.
+    progress: Mutex<std::collections::HashMap<ProgressToken, Arc<Relay>>>,
+    /// Held for writing while a relayed call is sent and registered, for
+    /// reading while a progress notification is looked up: none is missed.
+    progress_gate: tokio::sync::RwLock<()>,
+}
+
+/// Where a call's progress goes: the client session and its token; the last
+/// progress value sent (notifications are handled concurrently and may
+/// arrive out of order; a value not above the last one sent is dropped, as
+/// progress must increase).
+pub(crate) struct Relay {
+    client: Peer<RoleServer>,
+    token: ProgressToken,
+    last: tokio::sync::Mutex<Option<f64>>,
+}
+
+/// Sends `notifications/cancelled` for a request abandoned before its
+/// answer (the call timed out, or the client cancelled).
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        if let (Ok(rt), Ok(param)) = (
+            tokio::runtime::Handle::try_current(),
+            serde_json::from_value(serde_json::json!({
+                "requestId": id, "reason": "request abandoned by the caller"})),
+        ) {
+            rt.spawn(async move {
+                let _ = peer.notify_cancelled(param).await;
+            });
+        }
+    }
+}
+
+/// A call's progress relay; unregistered when dropped.
+pub(crate) struct ProgressRelay<'a> {
+    server: &'a Downstream,
+    /// The token sent to the server.
+    pub token: ProgressToken,
+}
+
+impl Drop for ProgressRelay<'_> {
+    fn drop(&mut self) {
+        lock(&self.server.progress).remove(&self.token);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Downstream {
@@ -58,6 +128,65 @@ impl Downstream {
             listing: Mutex::new((Arc::new(Vec::new()), 0)),
             listing_version: AtomicU64::new(0),
             relisting: AtomicBool::new(false),
+            reconnect: tokio::sync::Notify::new(),
+            progress: Mutex::new(Default::default()),
+            progress_gate: tokio::sync::RwLock::new(()),
+        }
+    }
+
+    /// Calls a tool on `peer` (this server's connection) and relays its
+    /// `notifications/progress` to the client session `client` under the
+    /// client's `client_token`. The server sees rmcp's own token for the
+    /// request (unique on the connection, so across the sessions sharing
+    /// it). Abandoning the call (dropping the future) cancels it downstream.
+    pub async fn call_relaying_progress(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        client: Peer<RoleServer>,
+        client_token: ProgressToken,
+    ) -> Result<CallToolResponse, ServiceError> {
+        let gate = self.progress_gate.write().await;
+        let handle = peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options(),
+            )
+            .await?;
+        let relay = Arc::new(Relay {
+            client,
+            token: client_token,
+            last: tokio::sync::Mutex::new(None),
+        });
+        lock(&self.progress).insert(handle.progress_token.clone(), relay);
+        drop(gate);
+        let _relay = ProgressRelay {
+            server: self,
+            token: handle.progress_token.clone(),
+        };
+        let mut cancel = CancelOnDrop {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let result = handle.await_response().await;
+        cancel.id = None;
+        match result? {
+            ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+            ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
+            ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
+            ServerResult::EmptyResult(_) => {
+                Ok(CallToolResponse::Complete(CallToolResult::default()))
+            }
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
+    }
+
+    /// A call failed in the transport (not with an MCP error). A remote
+    /// server is then reconnected (a new session, after the backoff); a
+    /// child process needs nothing: its exit is seen on its own.
+    pub fn connection_failed(&self) {
+        if self.spec.url.is_some() && matches!(self.status(), Status::Up { .. }) {
+            self.reconnect.notify_one();
         }
     }
 
@@ -130,6 +259,31 @@ struct DownstreamClient {
 }
 
 impl ClientHandler for DownstreamClient {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let to = {
+            let _g = self.server.progress_gate.read().await;
+            lock(&self.server.progress)
+                .get(&params.progress_token)
+                .cloned()
+        };
+        let Some(relay) = to else { return };
+        let mut last = relay.last.lock().await;
+        if last.is_some_and(|l| params.progress <= l) {
+            return; // out of order: a later value was relayed already
+        }
+        *last = Some(params.progress);
+        let mut p = ProgressNotificationParam::new(relay.token.clone(), params.progress);
+        p.total = params.total;
+        p.message = params.message;
+        if let Err(e) = relay.client.notify_progress(p).await {
+            tracing::debug!("cannot relay notifications/progress: {e}");
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         tracing::info!(server = %self.server.spec.name, "downstream tools/list_changed");
         self.server.relisting.store(true, Ordering::Release);
@@ -219,6 +373,9 @@ pub(crate) async fn supervise(
                                         }
                                     }
                                 }
+                                _ = ds.reconnect.notified() => {
+                                    break "its connection failed during a call".to_string();
+                                }
                                 _ = shutdown.changed() => {
                                     ds.set_status(Status::Down { reason: "the proxy is shutting down".into(), retry_at: Instant::now() });
                                     // dropping `wait` drops the service: the child is killed
@@ -269,6 +426,13 @@ async fn start(
     timeout: Duration,
 ) -> Result<(Running, Option<u32>), String> {
     let spec = &ds.spec;
+    if let Some(url) = &spec.url {
+        let client = DownstreamClient {
+            server: ds.clone(),
+            relist,
+        };
+        return start_http(client, url, &spec.headers, timeout).await;
+    }
     let mut cmd = tokio::process::Command::new(&spec.command);
     cmd.args(&spec.args);
     for (k, v) in &spec.env {
@@ -291,5 +455,59 @@ async fn start(
         Ok(Ok(running)) => Ok((running, pid)),
         Ok(Err(e)) => Err(format!("MCP initialization failed: {e}")),
         Err(_) => Err(format!("no MCP initialization within {timeout:?}")),
+    }
+}
+
+#[cfg(not(feature = "mcp-http"))]
+async fn start_http(
+    _client: DownstreamClient,
+    url: &str,
+    _headers: &[(String, String)],
+    _timeout: Duration,
+) -> Result<(Running, Option<u32>), String> {
+    Err(format!(
+        "cannot connect to {}: this build has no Streamable HTTP client (cargo feature `mcp-http`)",
+        super::config::display_url(url)
+    ))
+}
+
+/// Connects to a remote server with rmcp's Streamable HTTP client.
+#[cfg(feature = "mcp-http")]
+async fn start_http(
+    client: DownstreamClient,
+    url: &str,
+    headers: &[(String, String)],
+    timeout: Duration,
+) -> Result<(Running, Option<u32>), String> {
+    use reqwest::header::{HeaderName, HeaderValue};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut map = std::collections::HashMap::new();
+    for (k, template) in headers {
+        let v = super::config::resolve_env_template(template, |n| std::env::var(n).ok())
+            .map_err(|e| format!("header `{k}`: {e}"))?;
+        let name = HeaderName::from_bytes(k.as_bytes())
+            .map_err(|_| format!("`{k}` is not an HTTP header name"))?;
+        let mut value = HeaderValue::from_str(&v)
+            .map_err(|_| format!("header `{k}`: the value is not a valid HTTP header value"))?;
+        value.set_sensitive(true);
+        map.insert(name, value);
+    }
+    super::http::install_crypto_provider();
+    let http = reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {}", e.without_url()))?;
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
+        .custom_headers(map)
+        .reinit_on_expired_session(true);
+    let transport = StreamableHttpClientTransport::with_client(http, config);
+    let shown = super::config::display_url(url);
+    match tokio::time::timeout(timeout, client.serve(transport)).await {
+        Ok(Ok(running)) => Ok((running, None)),
+        Ok(Err(e)) => Err(format!("MCP initialization with {shown} failed: {e}")),
+        Err(_) => Err(format!(
+            "no MCP initialization with {shown} within {timeout:?}"
+        )),
     }
 }

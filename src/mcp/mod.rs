@@ -1,7 +1,10 @@
 //! The MCP proxy (feature `mcp`): toolgate in front of real MCP servers.
 //!
-//! Toward the client the proxy is an MCP server (stdio); toward each
-//! downstream server it is an MCP client over the stdio of a child process.
+//! Toward its clients the proxy is an MCP server: on stdio (one client), or
+//! over Streamable HTTP (feature `mcp-http`, [`serve_http`]: many clients,
+//! one [`ProxySession`] each). Toward each downstream server it is an MCP
+//! client over the stdio of a child process, or over Streamable HTTP to a
+//! remote server (`[[server]] url = ...`).
 //! It lists every server's tools, names them `server.tool`, merges them with
 //! the tool tags into a [`Plan`](crate::plan::Plan) ([`catalog`]), and answers
 //! `tools/list` with the active tools only. Context comes from `_meta`
@@ -37,6 +40,9 @@ pub mod context;
 pub mod discovery;
 mod downstream;
 pub mod gate;
+pub mod handler;
+#[cfg(feature = "mcp-http")]
+pub mod http;
 pub mod names;
 pub mod pins;
 pub mod proxy;
@@ -49,9 +55,12 @@ use std::sync::Arc;
 pub use audit::{AuditRecord, AuditSink, JsonlAudit, NoAudit, Outcome};
 pub use call::allow_inactive_calls;
 pub use catalog::{Catalog, Naming, build_catalog};
-pub use config::{MetaToolConfig, ProxyConfig, ServerSpec};
+pub use config::{HttpConfig, MetaToolConfig, ProxyConfig, ServerSpec};
 pub use context::{CONTEXT_META_KEY, ContextUpdate};
 pub use gate::{CallGate, Decision, PolicyGate, TagGate};
+pub use handler::ProxySession;
+#[cfg(feature = "mcp-http")]
+pub use http::{serve_http, shutdown_signal};
 pub use names::NameFormat;
 pub use pins::PinStore;
 pub use proxy::Proxy;
@@ -128,7 +137,7 @@ pub fn build_proxy(config: ProxyConfig) -> Result<Proxy, BuildError> {
 /// client disconnects; then stops the downstream servers.
 pub async fn serve_stdio(proxy: Proxy) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     proxy.start();
-    let running = proxy.clone().serve(stdio::LineTransport::stdio()).await;
+    let running = proxy.session().serve(stdio::LineTransport::stdio()).await;
     let result = match running {
         Ok(r) => r.waiting().await.map(|_| ()).map_err(|e| e.into()),
         Err(e) => Err(format!("MCP initialization with the client failed: {e}").into()),

@@ -1,27 +1,25 @@
-//! The proxy itself: an MCP server toward the client whose tools are the
-//! proxy's own tools plus the tools the session lists ([`super::session`])
-//! under their client-safe names ([`super::names`]).
+//! The proxy's shared part: the downstream servers, the compiled catalog,
+//! the definition pins, the audit sink and the call limits, which every
+//! client session shares. Each client connection (the one stdio client, or
+//! each MCP session over Streamable HTTP) is a [`ProxySession`]
+//! ([`super::handler`]) made by [`Proxy::session`]: an MCP server whose
+//! tools are the proxy's own tools plus the tools *that* session lists
+//! ([`super::session`]) under their client-safe names ([`super::names`]).
 //!
 //! The request paths live beside it: `tools/call` in [`super::call`], the
 //! search and call-through tools in [`super::discovery`].
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use arc_swap::{ArcSwap, ArcSwapOption};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    ServerConfig, Tool,
-};
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
-use rmcp::{ErrorData as McpError, ServerHandler};
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject, Tool};
+use rmcp::service::{RequestContext, RoleServer};
 use rustc_hash::FxHashSet;
-use serde_json::{Map, json};
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 
 use crate::eval::Activation;
 use crate::parse::discovery::DefinitionChange;
@@ -30,14 +28,14 @@ use crate::plan::Plan;
 use super::audit::{AuditRecord, AuditSink, Outcome};
 use super::catalog::{Catalog, Naming, ServerTools, build_catalog};
 use super::config::ProxyConfig;
-use super::context::{ContextUpdate, detect_project, root_dirs};
 use super::downstream::{Downstream, Event, Timing, supervise};
 use super::gate::CallGate;
+use super::handler::ProxySession;
 use super::pins::{Observation, PinStore};
 use super::session::SessionState;
 use super::source::PlanSource;
 
-/// The `_meta` key of the proxy's `initialize` result: `{"gate", "servers", "context_key"}`.
+/// The `_meta` key of the proxy's `initialize` result: `{"gate", "servers", "context_key", "session"}`.
 pub const PROXY_META_KEY: &str = "toolgate/proxy";
 
 /// Default per-call time limit when neither the tool's tags nor the policy's
@@ -55,26 +53,35 @@ pub(crate) struct Inner {
     pub(crate) gate: Arc<dyn CallGate>,
     audit: Arc<dyn AuditSink>,
     pub(crate) servers: Vec<Arc<Downstream>>,
-    catalog: ArcSwapOption<Catalog>,
+    pub(crate) catalog: ArcSwapOption<Catalog>,
     /// Tool-definition pins.
     pub(crate) pins: PinStore,
     /// Catalog names of the tools withheld (changed definition, not confirmed).
     pub(crate) withheld: ArcSwap<FxHashSet<String>>,
-    catalog_tx: watch::Sender<u64>,
+    /// Bumped on every catalog rebuild and every change of the withheld
+    /// set: each session's notifier re-evaluates its list.
+    pub(crate) catalog_tx: watch::Sender<u64>,
     last_error: Mutex<Option<String>>,
     rebuild_lock: Mutex<()>,
-    pub(crate) state: Mutex<SessionState>,
-    pub(crate) dirty: Notify,
-    client: OnceLock<Peer<RoleServer>>,
-    started: Instant,
     ready: watch::Sender<bool>,
-    shutdown: watch::Sender<bool>,
-    pub(crate) session_id: String,
+    pub(crate) shutdown: watch::Sender<bool>,
+    /// The proxy instance's id; sessions are `{instance_id}-{n}`.
+    pub(crate) instance_id: String,
+    session_seq: AtomicU64,
+    /// Sessions open now.
+    pub(crate) sessions: AtomicUsize,
+    /// Global limit on concurrent `tools/call`s (`max_concurrent_calls`).
+    pub(crate) call_slots: Arc<Semaphore>,
+    /// `tools/call`s holding a slot now.
+    pub(crate) in_flight: watch::Sender<usize>,
+    /// Set by [`Proxy::drain`]: new calls are refused.
+    pub(crate) draining: AtomicBool,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// The MCP proxy. Clone it freely (it is a handle); [`Proxy::start`] it inside
-/// a tokio runtime, then serve it on a transport (see [`serve_stdio`](super::serve_stdio)).
+/// a tokio runtime, then serve its sessions ([`Proxy::session`]) on a
+/// transport (see [`serve_stdio`](super::serve_stdio) and `serve_http`).
 #[derive(Clone)]
 pub struct Proxy {
     pub(crate) inner: Arc<Inner>,
@@ -139,6 +146,7 @@ impl Proxy {
             .duration_since(SystemTime::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or(0);
+        let max_calls = config.max_concurrent_calls.max(1);
         let inner = Arc::new(Inner {
             config,
             source,
@@ -151,13 +159,14 @@ impl Proxy {
             catalog_tx: watch::Sender::new(0),
             last_error: Mutex::new(None),
             rebuild_lock: Mutex::new(()),
-            state: Mutex::new(SessionState::default()),
-            dirty: Notify::new(),
-            client: OnceLock::new(),
-            started: Instant::now(),
             ready: watch::Sender::new(false),
             shutdown: watch::Sender::new(false),
-            session_id: format!("{:x}-{:x}", std::process::id(), nanos & 0xffff_ffff),
+            instance_id: format!("{:x}-{:x}", std::process::id(), nanos & 0xffff_ffff),
+            session_seq: AtomicU64::new(0),
+            sessions: AtomicUsize::new(0),
+            call_slots: Arc::new(Semaphore::new(max_calls)),
+            in_flight: watch::Sender::new(0),
+            draining: AtomicBool::new(false),
             tasks: Mutex::new(Vec::new()),
         });
         inner.rebuild();
@@ -185,7 +194,6 @@ impl Proxy {
         }
         drop(tx);
         tasks.push(tokio::spawn(control(inner.clone(), rx)));
-        tasks.push(tokio::spawn(notifier(inner.clone())));
         let i2 = inner.clone();
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(i2.config.startup_timeout).await;
@@ -213,9 +221,60 @@ impl Proxy {
         self.inner.catalog.load_full()
     }
 
-    /// The proxy session's id (as written to the audit).
+    /// The proxy instance's id: the audit's `session` for records that
+    /// belong to no session (a changed definition seen at a listing);
+    /// sessions are `{id}-{n}`.
     pub fn session_id(&self) -> &str {
-        &self.inner.session_id
+        &self.inner.instance_id
+    }
+
+    /// A new client session (its own context, active set, found tools,
+    /// announced list and audit session id) over the shared servers and
+    /// catalog, for a proxy that has this one client (stdio): a changed
+    /// definition its user confirms becomes the proxy's pin. Serve it on a
+    /// transport (`rmcp::ServiceExt::serve`); call inside a tokio runtime,
+    /// after [`Proxy::start`]. Its list-change notifier stops when the
+    /// session is dropped.
+    pub fn session(&self) -> ProxySession {
+        self.new_session(true)
+    }
+
+    /// A new session for a proxy with many clients (HTTP): as
+    /// [`Proxy::session`], except that a changed definition its user
+    /// confirms is trusted in this session only; the pin, and every other
+    /// session, keep the definition first seen.
+    pub fn shared_session(&self) -> ProxySession {
+        self.new_session(false)
+    }
+
+    fn new_session(&self, shared_pins: bool) -> ProxySession {
+        let n = self.inner.session_seq.fetch_add(1, Ordering::Relaxed) + 1;
+        ProxySession::new(
+            self.inner.clone(),
+            format!("{}-{n}", self.inner.instance_id),
+            shared_pins,
+        )
+    }
+
+    /// Sessions open now.
+    pub fn open_sessions(&self) -> usize {
+        self.inner.sessions.load(Ordering::Relaxed)
+    }
+
+    /// `tools/call`s in progress now (those holding a call slot).
+    pub fn calls_in_flight(&self) -> usize {
+        *self.inner.in_flight.borrow()
+    }
+
+    /// Stops taking new `tools/call`s (they get a tool error saying the
+    /// proxy is shutting down) and waits until the calls in progress have
+    /// answered, at most `grace`. Returns the number still running when it
+    /// gave up (0: all finished).
+    pub async fn drain(&self, grace: Duration) -> usize {
+        self.inner.draining.store(true, Ordering::SeqCst);
+        let mut rx = self.inner.in_flight.subscribe();
+        let _ = tokio::time::timeout(grace, rx.wait_for(|n| *n == 0)).await;
+        self.calls_in_flight()
     }
 }
 
@@ -251,30 +310,7 @@ async fn control(inner: Arc<Inner>, mut events: mpsc::UnboundedReceiver<Event>) 
     }
 }
 
-async fn notifier(inner: Arc<Inner>) {
-    loop {
-        // wake for a change, or when a found tool expires by time
-        match inner.next_expiry() {
-            Some(d) => {
-                let _ = tokio::time::timeout(d, inner.dirty.notified()).await;
-            }
-            None => inner.dirty.notified().await,
-        }
-        tokio::time::sleep(inner.config.debounce).await;
-        if let Some(peer) = inner.changed_since_listed() {
-            tracing::debug!("active set changed: notifications/tools/list_changed");
-            if let Err(e) = peer.notify_tool_list_changed().await {
-                tracing::warn!("cannot send tools/list_changed: {e}");
-            }
-        }
-    }
-}
-
 impl Inner {
-    pub(crate) fn now(&self) -> f64 {
-        self.started.elapsed().as_secs_f64()
-    }
-
     fn rebuild(&self) {
         let _g = lock(&self.rebuild_lock);
         let inputs = self.source.current();
@@ -291,7 +327,6 @@ impl Inner {
                 self.observe_definitions(&c);
                 self.catalog.store(Some(Arc::new(c)));
                 *lock(&self.last_error) = None;
-                self.dirty.notify_one();
             }
             Err(e) => {
                 let msg = e
@@ -354,7 +389,7 @@ impl Inner {
             }
             self.record(AuditRecord {
                 time: unix_now(),
-                session: self.session_id.clone(),
+                session: self.instance_id.clone(),
                 tool: name.to_string(),
                 name: Some(c.exposed(i).to_string()),
                 server: Some(self.servers[c.routes[i].server].spec.name.clone()),
@@ -379,13 +414,22 @@ impl Inner {
         if !set.is_empty() {
             tracing::info!(tools = ?set, "withheld: changed definitions");
         }
+        let changed = **self.withheld.load() != set;
         self.withheld.store(Arc::new(set));
+        if changed {
+            // every session's list may move
+            self.catalog_tx.send_modify(|v| *v += 1);
+        }
     }
 
-    /// Whether plan tool `i` of `c` is withheld.
-    pub(crate) fn is_withheld(&self, c: &Catalog, i: usize) -> bool {
+    /// Whether plan tool `i` of `c` is withheld from session `st`: its
+    /// definition differs from its pin, and the session has not confirmed
+    /// this very definition.
+    pub(crate) fn is_withheld(&self, st: &SessionState, c: &Catalog, i: usize) -> bool {
         let w = self.withheld.load();
-        !w.is_empty() && w.contains(c.catalog_name(i))
+        !w.is_empty()
+            && w.contains(c.catalog_name(i))
+            && st.accepted.get(c.catalog_name(i)) != Some(&c.hashes[i])
     }
 
     fn consistent(&self, c: &Catalog, server: Option<usize>) -> bool {
@@ -433,7 +477,7 @@ impl Inner {
     }
 
     pub(crate) fn evaluate(&self, st: &mut SessionState, plan: &Arc<Plan>) -> Activation {
-        let now = self.now();
+        let now = st.now();
         let ctx = st.effective_context(now);
         plan.evaluate_with_previous(&ctx, &st.session.usage, now, st.last.as_ref())
     }
@@ -441,7 +485,7 @@ impl Inner {
     /// The plan tools the session lists (see [`super::session`]), in catalog
     /// order: re-evaluates, expires found tools, leaves withheld tools out.
     pub(crate) fn listed(&self, st: &mut SessionState, cat: &Catalog) -> Vec<usize> {
-        st.expire(&cat.discovery, self.now());
+        st.expire(&cat.discovery, st.now());
         let act = self.evaluate(st, &cat.plan);
         let mut on: Vec<bool> = act.tools.iter().map(|t| t.active).collect();
         st.last = Some(act);
@@ -451,7 +495,7 @@ impl Inner {
             }
         }
         (0..on.len())
-            .filter(|&i| on[i] && !self.is_withheld(cat, i))
+            .filter(|&i| on[i] && !self.is_withheld(st, cat, i))
             .collect()
     }
 
@@ -468,251 +512,7 @@ impl Inner {
             .collect()
     }
 
-    /// Seconds until the next found tool expires by time.
-    fn next_expiry(&self) -> Option<Duration> {
-        if !self.config.list_changed {
-            return None; // nothing to announce; expiry applies at the next listing
-        }
-        let cat = self.catalog.load_full()?;
-        let st = lock(&self.state);
-        st.next_expiry(&cat.discovery, self.now())
-            .map(|s| Duration::from_secs_f64(s + 0.001))
-    }
-
-    /// Re-evaluates; returns the client's peer when a list_changed is due:
-    /// the listing differs from the one last announced (a client that
-    /// re-listed in between gets a redundant notification, never a missed one).
-    fn changed_since_listed(&self) -> Option<Peer<RoleServer>> {
-        if !self.config.list_changed {
-            return None;
-        }
-        let cat = self.catalog.load_full()?;
-        let mut st = lock(&self.state);
-        let tools = self.listed(&mut st, &cat);
-        let set = self.listed_names(&cat, &tools);
-        let differs = st.announced.as_ref().is_some_and(|a| *a != set);
-        if differs {
-            st.announced = Some(set);
-            return self.client.get().cloned();
-        }
-        None
-    }
-
-    /// Applies `_meta["toolgate/context"]` of the request, if any.
-    pub(crate) fn apply_meta(&self, metas: &[&JsonObject], plan: &Plan) -> Result<(), McpError> {
-        for m in metas {
-            let update =
-                ContextUpdate::from_meta(m).map_err(|e| McpError::invalid_params(e, None))?;
-            if let Some(u) = update {
-                let mut st = lock(&self.state);
-                let changed = u
-                    .apply(&mut st.client, plan)
-                    .map_err(|e| McpError::invalid_params(e, None))?;
-                if changed {
-                    tracing::debug!(context = ?st.client, "context updated from _meta");
-                    self.dirty.notify_one();
-                }
-            }
-        }
-        Ok(())
-    }
-
-    // Roots are deprecated by SEP-2577 (protocol 2026-07-28); the proxy
-    // speaks the versions with `initialize`, where they are current.
-    #[allow(deprecated)]
-    async fn refresh_roots(self: Arc<Self>, peer: Peer<RoleServer>) {
-        let r = peer.list_roots().await;
-        let roots = match r {
-            Ok(r) => r.roots,
-            Err(e) => {
-                tracing::warn!("roots/list failed: {e}");
-                return;
-            }
-        };
-        let dirs = root_dirs(roots.iter().map(|r| r.uri.as_str()));
-        let d2 = dirs.clone();
-        let info = tokio::task::spawn_blocking(move || detect_project(&d2))
-            .await
-            .unwrap_or_default();
-        tracing::info!(
-            roots = dirs.len(),
-            language = ?info.language,
-            project_type = ?info.project_type,
-            evidence = ?info.evidence,
-            "roots read"
-        );
-        let mut st = lock(&self.state);
-        st.roots = dirs;
-        if st.project != info {
-            st.project = info;
-            self.dirty.notify_one();
-        }
-    }
-
     pub(crate) fn record(&self, rec: AuditRecord) {
         self.audit.record(&rec);
-    }
-}
-
-impl ServerHandler for Proxy {
-    fn get_info(&self) -> ServerConfig {
-        let caps = if self.inner.config.list_changed {
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build()
-        } else {
-            ServerCapabilities::builder().enable_tools().build()
-        };
-        let mut info = InitializeResult::new(caps);
-        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
-        info.server_info = Implementation::new("toolgate", env!("CARGO_PKG_VERSION"));
-        info.instructions = Some(format!(
-            "toolgate proxies the MCP servers {} and lists only the tools that its policy activates for this session.{} \
-             Hosts may send context in a request's _meta under \"{}\" (e.g. {{\"message\": \"...\", \"conversation_stage\": \"debugging\"}}); \
-             the tool list changes with it and with your calls.",
-            self.inner
-                .servers
-                .iter()
-                .map(|s| s.spec.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            super::discovery::instructions(&self.inner.config),
-            super::context::CONTEXT_META_KEY
-        ));
-        let mut meta = Map::new();
-        meta.insert(
-            PROXY_META_KEY.into(),
-            json!({
-                "gate": self.inner.gate.name(),
-                "servers": self.inner.servers.iter().map(|s| s.spec.name.clone()).collect::<Vec<_>>(),
-                "context_key": super::context::CONTEXT_META_KEY,
-                "session": self.inner.session_id,
-            }),
-        );
-        info.meta = Some(MetaObject(meta));
-        info
-    }
-
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        // Versions with an `initialize` handshake, where the proxy may send
-        // requests (roots/list, elicitation) to the client.
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
-    }
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, McpError> {
-        context.peer.set_peer_info(request.clone());
-        let _ = self.inner.client.set(context.peer.clone());
-        self.negotiate_initialize(&request)
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let peer = context.peer.clone();
-        let _ = self.inner.client.set(peer.clone());
-        let roots = peer
-            .peer_info()
-            .is_some_and(|i| i.capabilities.roots.is_some());
-        if roots {
-            tokio::spawn(self.inner.clone().refresh_roots(peer));
-        }
-    }
-
-    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
-        tokio::spawn(self.inner.clone().refresh_roots(context.peer.clone()));
-    }
-
-    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        if ContextUpdate::from_meta(&context.meta.0.0)
-            .map_err(|e| McpError::invalid_params(e, None))?
-            .is_some()
-        {
-            self.inner.wait_ready().await;
-            let cat = self.inner.catalog_for(None, LIST_CONSISTENCY_WAIT).await?;
-            self.inner.apply_meta(&metas(&context, None), &cat.plan)?;
-        }
-        Ok(())
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let inner = &self.inner;
-        inner.wait_ready().await;
-        let cat = inner.catalog_for(None, LIST_CONSISTENCY_WAIT).await?;
-        let pmeta = request
-            .as_ref()
-            .and_then(|r| r.meta.as_ref())
-            .map(|m| &m.0.0);
-        inner.apply_meta(&metas(&context, pmeta), &cat.plan)?;
-        let mut st = lock(&inner.state);
-        let listed = inner.listed(&mut st, &cat);
-        if st.announced.is_none() {
-            st.announced = Some(inner.listed_names(&cat, &listed));
-        }
-        drop(st);
-        let mut tools = inner.meta_tools();
-        tools.extend(listed.iter().map(|&i| cat.tools[i].clone()));
-        Ok(ListToolsResult::with_all_items(tools))
-    }
-
-    async fn on_custom_request(
-        &self,
-        request: CustomRequest,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, McpError> {
-        // rmcp falls back to a custom request when a standard method's params
-        // do not parse: that is an invalid-params error, not an unknown method.
-        const STANDARD: &[&str] = &[
-            "initialize",
-            "ping",
-            "tools/list",
-            "tools/call",
-            "resources/list",
-            "resources/read",
-            "resources/templates/list",
-            "resources/subscribe",
-            "resources/unsubscribe",
-            "prompts/list",
-            "prompts/get",
-            "completion/complete",
-            "logging/setLevel",
-        ];
-        if STANDARD.contains(&request.method.as_str()) {
-            Err(McpError::invalid_params(
-                format!("invalid params for `{}`", request.method),
-                None,
-            ))
-        } else {
-            Err(McpError::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                format!("method not found: {}", request.method),
-                None,
-            ))
-        }
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        self.inner.wait_ready().await;
-        let cfg = &self.inner.config;
-        let name = request.name.as_ref();
-        if cfg.find_tools.enabled && name == cfg.find_tools.name {
-            return self.find_tools(request, &context).await;
-        }
-        if cfg.call_tool.enabled && name == cfg.call_tool.name {
-            return self.call_through(request, &context).await;
-        }
-        self.call_and_audit(request, &context, None).await
     }
 }

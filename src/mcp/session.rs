@@ -16,6 +16,7 @@
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
+use std::time::Instant;
 
 use crate::context::{Session, SessionContext};
 use crate::eval::Activation;
@@ -35,8 +36,10 @@ pub(crate) struct Found {
 }
 
 /// The session as the proxy keeps it.
-#[derive(Default)]
 pub(crate) struct SessionState {
+    /// When the session began: session time (seconds, [`SessionState::now`])
+    /// counts from here.
+    pub started: Instant,
     /// Context given by the client in `_meta`.
     pub client: SessionContext,
     /// What the roots tell.
@@ -52,12 +55,38 @@ pub(crate) struct SessionState {
     pub found: Vec<Found>,
     /// The last evaluation (for hysteresis).
     pub last: Option<Activation>,
+    /// Changed definitions this session's user confirmed (catalog name ->
+    /// definition hash) while the proxy serves several sessions: trusted in
+    /// this session only (see [`super::pins`]).
+    pub accepted: rustc_hash::FxHashMap<String, String>,
     /// The exposed names listed as of the last `notifications/tools/list_changed`
     /// (or of the first `tools/list` answer): a change from it is announced.
     pub announced: Option<BTreeSet<String>>,
 }
 
+impl Default for SessionState {
+    fn default() -> Self {
+        SessionState {
+            started: Instant::now(),
+            client: SessionContext::default(),
+            project: ProjectInfo::default(),
+            roots: Vec::new(),
+            session: Session::default(),
+            call_keywords: Vec::new(),
+            found: Vec::new(),
+            last: None,
+            accepted: Default::default(),
+            announced: None,
+        }
+    }
+}
+
 impl SessionState {
+    /// Session time now: seconds since the session began.
+    pub fn now(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
     /// The context evaluations see at session time `now` (seconds).
     pub fn effective_context(&self, now: f64) -> SessionContext {
         let mut c = self.client.clone();

@@ -190,6 +190,7 @@ async def proxy(
     *args: str,
     elicitation=None,
     roots=None,
+    env: dict | None = None,
 ):
     """Starts `toolgate mcp-proxy ARGS...` and yields a connected Proxy."""
     log = tmp_path / f"proxy-{os.getpid()}-{id(args)}.log"
@@ -197,7 +198,7 @@ async def proxy(
     params = StdioServerParameters(
         command=str(toolgate_bin()),
         args=["mcp-proxy", *args],
-        env={"RUST_LOG": os.environ.get("RUST_LOG", "warn,toolgate::mcp=debug")},
+        env={"RUST_LOG": os.environ.get("RUST_LOG", "warn,toolgate::mcp=debug"), **(env or {})},
         # the gate's default path root is the working directory: the test's own folder
         cwd=str(tmp_path),
     )

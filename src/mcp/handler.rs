@@ -1,0 +1,471 @@
+//! One client session of the proxy: the MCP server a client talks to.
+//!
+//! A [`ProxySession`] is made by [`Proxy::session`](super::proxy::Proxy::session)
+//! for each client connection: the one client on stdio, or each MCP session
+//! of the Streamable HTTP endpoint ([`super::http`]). Sessions share the
+//! downstream servers, the catalog, the pins, the gate and the audit sink;
+//! each has its own context (`_meta`, roots, calls), active set, found tools,
+//! announced list, list-change notifier, audit session id and limit on
+//! concurrent calls. The request paths are in [`super::call`] (`tools/call`)
+//! and [`super::discovery`] (the proxy's own tools).
+//!
+//! Concurrent calls are bounded twice: per session
+//! ([`ProxyConfig::max_concurrent_calls_per_session`](super::config::ProxyConfig::max_concurrent_calls_per_session))
+//! and for the whole proxy ([`ProxyConfig::max_concurrent_calls`](super::config::ProxyConfig::max_concurrent_calls)).
+//! A call waits for a slot at most
+//! [`ProxyConfig::call_queue_timeout`](super::config::ProxyConfig::call_queue_timeout),
+//! then gets a tool error (audited with the outcome `limited`); while the
+//! proxy drains for shutdown, new calls get a tool error at once.
+
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::{Map, json};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
+
+use crate::plan::Plan;
+
+use super::audit::{AuditRecord, Outcome};
+use super::context::{ContextUpdate, detect_project, root_dirs};
+use super::proxy::{
+    Inner, LIST_CONSISTENCY_WAIT, PROXY_META_KEY, lock, metas, tool_error, unix_now,
+};
+use super::session::SessionState;
+
+/// What a session keeps besides the [`SessionState`]; shared with its
+/// notifier task.
+pub(crate) struct SessionCore {
+    /// The audit's `session` (`{instance}-{n}`).
+    pub(crate) id: String,
+    pub(crate) state: Mutex<SessionState>,
+    /// Something that can move this session's list happened.
+    pub(crate) dirty: Notify,
+    client: OnceLock<Peer<RoleServer>>,
+    /// This session's concurrent-call slots.
+    calls: Arc<Semaphore>,
+    /// Turns true when the session is dropped.
+    closed: watch::Sender<bool>,
+    /// Whether a confirmed changed definition becomes the proxy's pin (the
+    /// session is the proxy's only client, on stdio) or is trusted in this
+    /// session only (one of many, over HTTP).
+    pub(crate) shared_pins: bool,
+}
+
+/// One client session: an rmcp [`ServerHandler`]. Dropping it (the client
+/// disconnected, or its HTTP session ended) stops its notifier.
+pub struct ProxySession {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) session: Arc<SessionCore>,
+}
+
+impl Drop for ProxySession {
+    fn drop(&mut self) {
+        self.session.closed.send_replace(true);
+        self.inner.sessions.fetch_sub(1, Ordering::Relaxed);
+        tracing::debug!(session = %self.session.id, "session closed");
+    }
+}
+
+/// A `tools/call`'s place in the limits; released when dropped.
+pub(crate) struct CallSlot {
+    _session: OwnedSemaphorePermit,
+    _global: OwnedSemaphorePermit,
+    inner: Arc<Inner>,
+}
+
+impl Drop for CallSlot {
+    fn drop(&mut self) {
+        self.inner
+            .in_flight
+            .send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+impl ProxySession {
+    pub(crate) fn new(inner: Arc<Inner>, id: String, shared_pins: bool) -> Self {
+        let per_session = inner.config.max_concurrent_calls_per_session.max(1);
+        let session = Arc::new(SessionCore {
+            id,
+            state: Mutex::new(SessionState::default()),
+            dirty: Notify::new(),
+            client: OnceLock::new(),
+            calls: Arc::new(Semaphore::new(per_session)),
+            closed: watch::Sender::new(false),
+            shared_pins,
+        });
+        inner.sessions.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(session = %session.id, "session opened");
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(notifier(inner.clone(), session.clone()));
+        }
+        ProxySession { inner, session }
+    }
+
+    /// The session's id, as written to the audit.
+    pub fn id(&self) -> &str {
+        &self.session.id
+    }
+
+    /// Writes an audit record.
+    pub(crate) fn record(&self, rec: AuditRecord) {
+        self.inner.record(rec);
+    }
+
+    /// Applies `_meta["toolgate/context"]` of the request, if any.
+    pub(crate) fn apply_meta(&self, metas: &[&JsonObject], plan: &Plan) -> Result<(), McpError> {
+        for m in metas {
+            let update =
+                ContextUpdate::from_meta(m).map_err(|e| McpError::invalid_params(e, None))?;
+            if let Some(u) = update {
+                let mut st = lock(&self.session.state);
+                let changed = u
+                    .apply(&mut st.client, plan)
+                    .map_err(|e| McpError::invalid_params(e, None))?;
+                if changed {
+                    tracing::debug!(context = ?st.client, "context updated from _meta");
+                    self.session.dirty.notify_one();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes a call slot (per session, then global), waiting at most the
+    /// configured queue time; a tool error (audited) when none is free or
+    /// the proxy is draining.
+    async fn acquire_slot(&self, tool: &str) -> Result<CallSlot, CallToolResponse> {
+        let inner = &self.inner;
+        let refuse = |text: String| {
+            self.record(AuditRecord {
+                time: unix_now(),
+                session: self.session.id.clone(),
+                tool: tool.to_string(),
+                name: None,
+                server: None,
+                via: None,
+                decision: "none",
+                confirmed: None,
+                latency_ms: 0.0,
+                outcome: Outcome::Limited,
+                attempts: 0,
+                detail: Some(text.clone()),
+            });
+            tool_error(text)
+        };
+        if inner.draining.load(Ordering::SeqCst) {
+            return Err(refuse(format!(
+                "toolgate is shutting down; `{tool}` was not called"
+            )));
+        }
+        let cfg = &inner.config;
+        let deadline = Instant::now() + cfg.call_queue_timeout;
+        let take = |sem: Arc<Semaphore>| async move {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match sem.clone().try_acquire_owned() {
+                Ok(p) => Some(p),
+                Err(_) if left.is_zero() => None,
+                Err(_) => tokio::time::timeout(left, sem.acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok),
+            }
+        };
+        let Some(s) = take(self.session.calls.clone()).await else {
+            return Err(refuse(format!(
+                "too many calls in progress in this session (limit {}, max_concurrent_calls_per_session); `{tool}` was not called: wait for a result, then try again",
+                cfg.max_concurrent_calls_per_session
+            )));
+        };
+        let Some(g) = take(inner.call_slots.clone()).await else {
+            return Err(refuse(format!(
+                "toolgate is at its limit of {} calls in progress (max_concurrent_calls); `{tool}` was not called: try again shortly",
+                cfg.max_concurrent_calls
+            )));
+        };
+        inner.in_flight.send_modify(|n| *n += 1);
+        Ok(CallSlot {
+            _session: s,
+            _global: g,
+            inner: inner.clone(),
+        })
+    }
+
+    // Roots are deprecated by SEP-2577 (protocol 2026-07-28); the proxy
+    // speaks the versions with `initialize`, where they are current.
+    #[allow(deprecated)]
+    async fn refresh_roots(session: Arc<SessionCore>, peer: Peer<RoleServer>) {
+        let r = peer.list_roots().await;
+        let roots = match r {
+            Ok(r) => r.roots,
+            Err(e) => {
+                tracing::warn!("roots/list failed: {e}");
+                return;
+            }
+        };
+        let dirs = root_dirs(roots.iter().map(|r| r.uri.as_str()));
+        let d2 = dirs.clone();
+        let info = tokio::task::spawn_blocking(move || detect_project(&d2))
+            .await
+            .unwrap_or_default();
+        tracing::info!(
+            session = %session.id,
+            roots = dirs.len(),
+            language = ?info.language,
+            project_type = ?info.project_type,
+            evidence = ?info.evidence,
+            "roots read"
+        );
+        let mut st = lock(&session.state);
+        st.roots = dirs;
+        if st.project != info {
+            st.project = info;
+            session.dirty.notify_one();
+        }
+    }
+}
+
+/// Seconds until the session's next found tool expires by time.
+fn next_expiry(inner: &Inner, session: &SessionCore) -> Option<Duration> {
+    if !inner.config.list_changed {
+        return None; // nothing to announce; expiry applies at the next listing
+    }
+    let cat = inner.catalog.load_full()?;
+    let st = lock(&session.state);
+    st.next_expiry(&cat.discovery, st.now())
+        .map(|s| Duration::from_secs_f64(s + 0.001))
+}
+
+/// Re-evaluates; returns the client's peer when a list_changed is due: the
+/// listing differs from the one last announced (a client that re-listed in
+/// between gets a redundant notification, never a missed one).
+fn changed_since_listed(inner: &Inner, session: &SessionCore) -> Option<Peer<RoleServer>> {
+    if !inner.config.list_changed {
+        return None;
+    }
+    let cat = inner.catalog.load_full()?;
+    let mut st = lock(&session.state);
+    let tools = inner.listed(&mut st, &cat);
+    let set = inner.listed_names(&cat, &tools);
+    let differs = st.announced.as_ref().is_some_and(|a| *a != set);
+    if differs {
+        st.announced = Some(set);
+        return session.client.get().cloned();
+    }
+    None
+}
+
+/// A session's list-change notifier: wakes on a change of the session
+/// (context, call, search), of the catalog or the withheld set (every
+/// session), or when a found tool expires; debounces; announces.
+async fn notifier(inner: Arc<Inner>, session: Arc<SessionCore>) {
+    let mut closed = session.closed.subscribe();
+    let mut shutdown = inner.shutdown.subscribe();
+    let mut catalog = inner.catalog_tx.subscribe();
+    loop {
+        let expiry = next_expiry(&inner, &session);
+        let wake = async {
+            match expiry {
+                Some(d) => {
+                    let _ = tokio::time::timeout(d, session.dirty.notified()).await;
+                }
+                None => session.dirty.notified().await,
+            }
+        };
+        tokio::select! {
+            _ = wake => {}
+            r = catalog.changed() => if r.is_err() { return },
+            _ = closed.wait_for(|c| *c) => return,
+            _ = shutdown.wait_for(|c| *c) => return,
+        }
+        tokio::time::sleep(inner.config.debounce).await;
+        if *closed.borrow() {
+            return;
+        }
+        if let Some(peer) = changed_since_listed(&inner, &session) {
+            tracing::debug!(session = %session.id, "active set changed: notifications/tools/list_changed");
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                tracing::warn!("cannot send tools/list_changed: {e}");
+            }
+        }
+    }
+}
+
+impl ServerHandler for ProxySession {
+    fn get_info(&self) -> ServerConfig {
+        let inner = &self.inner;
+        let caps = if inner.config.list_changed {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().build()
+        };
+        let mut info = InitializeResult::new(caps);
+        info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        info.server_info = Implementation::new("toolgate", env!("CARGO_PKG_VERSION"));
+        info.instructions = Some(format!(
+            "toolgate proxies the MCP servers {} and lists only the tools that its policy activates for this session.{} \
+             Hosts may send context in a request's _meta under \"{}\" (e.g. {{\"message\": \"...\", \"conversation_stage\": \"debugging\"}}); \
+             the tool list changes with it and with your calls.",
+            inner
+                .servers
+                .iter()
+                .map(|s| s.spec.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            super::discovery::instructions(&inner.config),
+            super::context::CONTEXT_META_KEY
+        ));
+        let mut meta = Map::new();
+        meta.insert(
+            PROXY_META_KEY.into(),
+            json!({
+                "gate": inner.gate.name(),
+                "servers": inner.servers.iter().map(|s| s.spec.name.clone()).collect::<Vec<_>>(),
+                "context_key": super::context::CONTEXT_META_KEY,
+                "session": self.session.id,
+            }),
+        );
+        info.meta = Some(MetaObject(meta));
+        info
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        // Versions with an `initialize` handshake, where the proxy may send
+        // requests (roots/list, elicitation) to the client.
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let _ = self.session.client.set(context.peer.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let peer = context.peer.clone();
+        let _ = self.session.client.set(peer.clone());
+        let roots = peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.roots.is_some());
+        if roots {
+            tokio::spawn(Self::refresh_roots(self.session.clone(), peer));
+        }
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        tokio::spawn(Self::refresh_roots(
+            self.session.clone(),
+            context.peer.clone(),
+        ));
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        if ContextUpdate::from_meta(&context.meta.0.0)
+            .map_err(|e| McpError::invalid_params(e, None))?
+            .is_some()
+        {
+            self.inner.wait_ready().await;
+            let cat = self.inner.catalog_for(None, LIST_CONSISTENCY_WAIT).await?;
+            self.apply_meta(&metas(&context, None), &cat.plan)?;
+        }
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let inner = &self.inner;
+        inner.wait_ready().await;
+        let cat = inner.catalog_for(None, LIST_CONSISTENCY_WAIT).await?;
+        let pmeta = request
+            .as_ref()
+            .and_then(|r| r.meta.as_ref())
+            .map(|m| &m.0.0);
+        self.apply_meta(&metas(&context, pmeta), &cat.plan)?;
+        let mut st = lock(&self.session.state);
+        let listed = inner.listed(&mut st, &cat);
+        if st.announced.is_none() {
+            st.announced = Some(inner.listed_names(&cat, &listed));
+        }
+        drop(st);
+        let mut tools = inner.meta_tools();
+        tools.extend(listed.iter().map(|&i| cat.tools[i].clone()));
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        // rmcp falls back to a custom request when a standard method's params
+        // do not parse: that is an invalid-params error, not an unknown method.
+        const STANDARD: &[&str] = &[
+            "initialize",
+            "ping",
+            "tools/list",
+            "tools/call",
+            "resources/list",
+            "resources/read",
+            "resources/templates/list",
+            "resources/subscribe",
+            "resources/unsubscribe",
+            "prompts/list",
+            "prompts/get",
+            "completion/complete",
+            "logging/setLevel",
+        ];
+        if STANDARD.contains(&request.method.as_str()) {
+            Err(McpError::invalid_params(
+                format!("invalid params for `{}`", request.method),
+                None,
+            ))
+        } else {
+            Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {}", request.method),
+                None,
+            ))
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        self.inner.wait_ready().await;
+        let _slot = match self.acquire_slot(&request.name).await {
+            Ok(s) => s,
+            Err(refused) => return Ok(refused),
+        };
+        let cfg = &self.inner.config;
+        let name = request.name.as_ref();
+        if cfg.find_tools.enabled && name == cfg.find_tools.name {
+            return self.find_tools(request, &context).await;
+        }
+        if cfg.call_tool.enabled && name == cfg.call_tool.name {
+            return self.call_through(request, &context).await;
+        }
+        self.call_and_audit(request, &context, None).await
+    }
+}
