@@ -6,8 +6,10 @@
 //!
 //! 1. **Input** — the tool must be registered ([`Verdict`] names the closest
 //!    tools otherwise); the arguments must be a JSON object within
-//!    `[gate.limits]`; they are coerced toward the declared types and
-//!    validated against the tool's JSON Schema ([`schema`]).
+//!    `[gate.limits]`; they are coerced toward the declared types, through
+//!    `$ref`s, `anyOf`/`oneOf` branches and `type` lists ([`coerce`]), and
+//!    validated against the tool's JSON Schema ([`schema`]). Every coercion
+//!    is listed in the verdict.
 //! 2. **Danger analysis** — arguments whose role is declared in the tool's
 //!    tags (or inferred by `[[gate.infer]]`) are parsed: shell command lines
 //!    and argv ([`shell`], brush-parser), SQL ([`sql`], sqlparser), paths
@@ -39,6 +41,7 @@
 //! ```
 
 pub mod audit;
+pub mod coerce;
 pub mod exec;
 pub mod path;
 pub mod patterns;
@@ -63,7 +66,8 @@ pub use path::{PathConfig, analyze_path};
 pub use patterns::{PatternRule, PatternScope, PatternSet};
 pub use shell::{ShellConfig, ShellInput, analyze_shell};
 pub use sql::{SqlConfig, analyze_sql};
-pub use types::{Action, Check, Finding, FindingKind, Severity, decide};
+pub use schema::SchemaCheck;
+pub use types::{Action, Check, Coerced, Finding, FindingKind, Severity, decide};
 
 use crate::parse::tags::ArgRole;
 use crate::plan::Plan;
@@ -77,6 +81,9 @@ pub struct Verdict {
     pub arguments: Value,
     /// Everything found, most decisive first.
     pub findings: Vec<Finding>,
+    /// Every coercion made to the arguments (path, type sent, type passed
+    /// on), in the order of the schema walk.
+    pub coercions: Vec<Coerced>,
     /// For the model: what was found, which parameter, what to do instead.
     pub message: String,
     /// The tool's canonical name (the name as called when it is unknown).
@@ -297,11 +304,14 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
         }
     }
     // Layer 1: schema, with coercion.
-    let schema_findings = gt.schema.check(name, &mut args, &cfg.coercion, &cfg.checks);
-    if schema_findings.iter().any(|f| f.action == Action::Deny) {
-        return finish(name, args, schema_findings, Action::Deny, None);
+    let checked = gt.schema.check(name, &mut args, &cfg.coercion, &cfg.checks);
+    let coercions = checked.coerced;
+    if checked.findings.iter().any(|f| f.action == Action::Deny) {
+        let mut v = finish(name, args, checked.findings, Action::Deny, None);
+        v.coercions = coercions;
+        return v;
     }
-    let mut findings = schema_findings;
+    let mut findings = checked.findings;
     // Layer 2: danger analysis.
     analyze(&g, gt, &args, &mut findings);
     // Layer 3: risk gates.
@@ -334,6 +344,7 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
     }
     findings.truncate(cfg.limits.max_findings.max(1));
     let mut v = finish(name, args, findings, decision, rule.map(|r| r.name.clone()));
+    v.coercions = coercions;
     if let Some(r) = rule
         && decision < decide(&v.findings)
     {
@@ -487,6 +498,7 @@ fn finish(
         decision,
         arguments,
         findings,
+        coercions: Vec::new(),
         message: message.trim_end().to_string(),
         tool: tool.to_string(),
         risk_rule,

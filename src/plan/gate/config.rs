@@ -128,6 +128,11 @@ pub struct Coercion {
     /// Spellings of false.
     #[serde(default = "d::coercion_false_values")]
     pub false_values: Vec<String>,
+    /// Most values one call's coercion may visit while trying `anyOf`/`oneOf`
+    /// branches (each try works on a copy of the value); past it, values are
+    /// left as sent and validation decides. Bounds the work on nested unions.
+    #[serde(default = "d::coercion_max_trial_values")]
+    pub max_trial_values: usize,
 }
 
 /// JSON type an inferred argument must have.
@@ -326,6 +331,7 @@ pub(crate) mod d {
         coercion_json_strings: bool = coercion.json_strings;
         coercion_true_values: Vec<String> = coercion.true_values;
         coercion_false_values: Vec<String> = coercion.false_values;
+        coercion_max_trial_values: usize = coercion.max_trial_values;
         risk_default_risk_level: RiskLevel = risk.default_risk_level;
         risk_rules: Vec<RiskRule> = risk.rules;
         execution_timeout_seconds: f64 = execution.timeout_seconds;
