@@ -1,7 +1,8 @@
 //! Compiling the call gate's part of a plan (feature `gate`): reading a
 //! policy's `[gate]` (serde, with the shipped value of every key left out),
-//! compiling its danger patterns, each tool's input schema, and the argument
-//! roles `[[gate.infer]]` gives tools whose tags declare none.
+//! compiling its danger patterns, each tool's input schema, the argument
+//! roles its tags declare (checked against the schema) and those
+//! `[[gate.infer]]` gives tools whose tags declare none, at any depth.
 
 use std::sync::Arc;
 
@@ -9,9 +10,9 @@ use serde_json::Value;
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink};
 use crate::parse::policy::PolicySource;
-use crate::parse::tags::{ArgRole, ToolSpec};
+use crate::parse::tags::{ArgRole, RoleSeg, ToolSpec, parse_role_path, role_path_string};
 use crate::plan::CompiledTool;
-use crate::plan::gate::config::{GateConfig, JsonType, Wrapper, shipped};
+use crate::plan::gate::config::{GateConfig, InferRule, JsonType, Wrapper, shipped};
 use crate::plan::gate::patterns::PatternSet;
 use crate::plan::gate::schema::ToolSchema;
 use crate::plan::gate::{CompiledGate, GateTool};
@@ -126,18 +127,140 @@ pub fn compile_tool_schema(
     }
 }
 
+/// Most schema nodes visited when inferring the roles of one tool.
+const MAX_INFER_NODES: usize = 10_000;
+/// Deepest property nesting where a role is inferred or a declared path is
+/// looked up.
+const MAX_SCHEMA_PATH_DEPTH: usize = 32;
+/// Most roles of one tool (the gate walks them as a 64-bit set).
+const MAX_ROLES: usize = 64;
+/// Most subschemas (`$ref` targets, `allOf`, `anyOf`, `oneOf` members) read
+/// as describing one value.
+const MAX_FACETS: usize = 32;
+
+/// `schema` with the subschemas that describe the same value: its `$ref`
+/// target, `allOf`, `anyOf` and `oneOf` members (transitively, bounded).
+fn facets<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a Value> {
+    let mut out: Vec<&Value> = Vec::new();
+    let mut stack = vec![schema];
+    while let Some(s) = stack.pop() {
+        if out.len() >= MAX_FACETS {
+            break;
+        }
+        if !s.is_object() || out.iter().any(|f| std::ptr::eq(*f, s)) {
+            continue;
+        }
+        out.push(s);
+        for key in ["oneOf", "anyOf", "allOf"] {
+            if let Some(Value::Array(bs)) = s.get(key) {
+                stack.extend(bs.iter().rev());
+            }
+        }
+        if let Some(t) = s
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix('#'))
+            .and_then(|p| root.pointer(p))
+        {
+            stack.push(t);
+        }
+    }
+    out
+}
+
+/// The types a value described by `schema` may have, `null` left out.
+fn value_types<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    for f in facets(root, schema) {
+        let types: Vec<&str> = match f.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for t in types {
+            if t != "null" && !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+struct Infer<'a> {
+    root: &'a Value,
+    rules: Vec<&'a InferRule>,
+    out: Vec<(Vec<RoleSeg>, ArgRole)>,
+    budget: usize,
+}
+
+impl<'a> Infer<'a> {
+    fn walk(&mut self, schema: &'a Value, path: &mut Vec<RoleSeg>) {
+        if path.len() >= MAX_SCHEMA_PATH_DEPTH || self.budget == 0 || self.out.len() >= MAX_ROLES {
+            return;
+        }
+        self.budget -= 1;
+        for f in facets(self.root, schema) {
+            if let Some(props) = f.get("properties").and_then(Value::as_object) {
+                for (name, prop) in props {
+                    let types = value_types(self.root, prop);
+                    let rule = self.rules.iter().find(|r| {
+                        let want = match r.json_type {
+                            JsonType::String => "string",
+                            JsonType::Array => "array",
+                        };
+                        types.contains(&want)
+                            && r.names.iter().any(|n| n.eq_ignore_ascii_case(name))
+                    });
+                    path.push(RoleSeg::Key(name.clone()));
+                    match rule {
+                        Some(r) => {
+                            if !self.out.iter().any(|(p, _)| p == path)
+                                && self.out.len() < MAX_ROLES
+                            {
+                                self.out.push((path.clone(), r.role));
+                            }
+                        }
+                        None => self.walk(prop, path),
+                    }
+                    path.pop();
+                }
+            }
+            let mut children: Vec<(RoleSeg, &'a Value)> = Vec::new();
+            match f.get("items") {
+                Some(Value::Array(tuple)) => {
+                    for (i, s) in tuple.iter().enumerate() {
+                        children.push((RoleSeg::Key(i.to_string()), s));
+                    }
+                }
+                Some(s @ Value::Object(_)) => children.push((RoleSeg::Any, s)),
+                _ => {}
+            }
+            if let Some(Value::Array(prefix)) = f.get("prefixItems") {
+                for (i, s) in prefix.iter().enumerate() {
+                    children.push((RoleSeg::Key(i.to_string()), s));
+                }
+            }
+            if let Some(s @ Value::Object(_)) = f.get("additionalProperties") {
+                children.push((RoleSeg::Any, s));
+            }
+            for (seg, s) in children {
+                path.push(seg);
+                self.walk(s, path);
+                path.pop();
+            }
+        }
+    }
+}
+
+/// The roles `[[gate.infer]]` gives a tool whose tags declare none: every
+/// property, at any depth of the input schema, whose name and declared type
+/// a rule in scope lists. The outermost match wins (nothing is inferred
+/// below a property that got a role).
 fn infer_roles(
     cfg: &GateConfig,
     tool: &CompiledTool,
     domains: &[String],
-) -> Vec<(String, ArgRole)> {
-    let Some(props) = tool
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object)
-    else {
-        return Vec::new();
-    };
+) -> Vec<(Vec<RoleSeg>, ArgRole)> {
     let tool_domains: Vec<&str> = tool
         .domains
         .iter()
@@ -148,29 +271,176 @@ fn infer_roles(
         .category
         .clone()
         .or_else(|| tool.name.split_once('.').map(|(ns, _)| ns.to_string()));
-    let mut out = Vec::new();
-    for (name, prop) in props {
-        let ty = prop.get("type").and_then(Value::as_str);
-        for rule in &cfg.infer {
-            let type_ok = match rule.json_type {
-                JsonType::String => ty == Some("string"),
-                JsonType::Array => ty == Some("array"),
-            };
-            let scope_ok = (rule.domains.is_empty() && rule.categories.is_empty())
+    let rules: Vec<&InferRule> = cfg
+        .infer
+        .iter()
+        .filter(|rule| {
+            (rule.domains.is_empty() && rule.categories.is_empty())
                 || rule
                     .domains
                     .iter()
                     .any(|d| tool_domains.contains(&d.as_str()))
                 || category
                     .as_deref()
-                    .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)));
-            if type_ok && scope_ok && rule.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-                out.push((name.clone(), rule.role));
-                break;
+                    .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)))
+        })
+        .collect();
+    if rules.is_empty() {
+        return Vec::new();
+    }
+    let mut w = Infer {
+        root: &tool.input_schema,
+        rules,
+        out: Vec::new(),
+        budget: MAX_INFER_NODES,
+    };
+    w.walk(&tool.input_schema, &mut Vec::new());
+    w.out
+}
+
+/// Whether `segs` can name a value the schema describes: `Some(true)` when a
+/// route exists, `Some(false)` when the schema declares the properties (or
+/// items) at some level and none matches, `None` when it cannot tell (no
+/// `properties` declared there, `patternProperties`, too deep).
+fn path_in_schema(root: &Value, schema: &Value, segs: &[RoleSeg], depth: usize) -> Option<bool> {
+    let Some((seg, rest)) = segs.split_first() else {
+        return Some(true);
+    };
+    if depth > MAX_SCHEMA_PATH_DEPTH {
+        return None;
+    }
+    let mut structural = false;
+    let mut unknown = false;
+    let go = |s: &Value, unknown: &mut bool| match path_in_schema(root, s, rest, depth + 1) {
+        Some(true) => true,
+        Some(false) => false,
+        None => {
+            *unknown = true;
+            false
+        }
+    };
+    for f in facets(root, schema) {
+        if f.get("patternProperties").is_some() {
+            unknown = true;
+        }
+        if let Some(props) = f.get("properties").and_then(Value::as_object)
+            && !props.is_empty()
+        {
+            structural = true;
+            match seg {
+                RoleSeg::Key(k) => {
+                    if let Some(s) = props.get(k)
+                        && go(s, &mut unknown)
+                    {
+                        return Some(true);
+                    }
+                }
+                RoleSeg::Any => {
+                    for s in props.values() {
+                        if go(s, &mut unknown) {
+                            return Some(true);
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(s @ Value::Object(_)) = f.get("additionalProperties") {
+            structural = true;
+            if go(s, &mut unknown) {
+                return Some(true);
+            }
+        }
+        let mut items: Vec<&Value> = Vec::new();
+        match f.get("items") {
+            Some(Value::Array(t)) => items.extend(t.iter()),
+            Some(s @ Value::Object(_)) => items.push(s),
+            _ => {}
+        }
+        if let Some(Value::Array(p)) = f.get("prefixItems") {
+            items.extend(p.iter());
+        }
+        if !items.is_empty() {
+            let index_like = match seg {
+                RoleSeg::Any => true,
+                RoleSeg::Key(k) => !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()),
+            };
+            structural = true;
+            if index_like {
+                for s in items {
+                    if go(s, &mut unknown) {
+                        return Some(true);
+                    }
+                }
             }
         }
     }
-    out
+    if unknown || !structural {
+        None
+    } else {
+        Some(false)
+    }
+}
+
+/// Checks the argument roles declared in `spec`'s tags: each key is a
+/// parameter name or a path ([`parse_role_path`]) that names something the
+/// input schema describes. A role that can never apply would leave the
+/// argument it was meant for unchecked, so it is an error at its key's
+/// file:line:column (a did-you-mean among the schema's parameters).
+pub fn check_role_paths(spec: &ToolSpec, sink: &mut Sink) {
+    let args = &spec.gate.arguments;
+    let span_of = |i: usize| spec.gate.argument_spans.get(i).cloned().unwrap_or(0..0);
+    if args.len() > MAX_ROLES {
+        sink.push(spec.diag(
+            ErrorKind::OutOfRange,
+            span_of(MAX_ROLES),
+            format!(
+                "tool `{}` declares {} argument roles; at most {MAX_ROLES} are supported",
+                spec.name.value,
+                args.len()
+            ),
+        ));
+    }
+    let root = &spec.input_schema;
+    for (i, (key, _)) in args.iter().enumerate() {
+        let segs = match parse_role_path(key) {
+            Ok(s) => s,
+            Err(e) => {
+                sink.push(spec.diag(
+                    ErrorKind::InvalidValue,
+                    span_of(i),
+                    format!("tool `{}`: {e}", spec.name.value),
+                ));
+                continue;
+            }
+        };
+        if path_in_schema(root, root, &segs, 0) == Some(false) {
+            let params: Vec<&str> = root
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|o| o.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            let first = match segs.first() {
+                Some(RoleSeg::Key(k)) => k.as_str(),
+                _ => "",
+            };
+            sink.push(
+                spec.diag(
+                    ErrorKind::UnknownKey,
+                    span_of(i),
+                    format!(
+                        "tool `{}`: argument `{key}` names no parameter of its input schema, so its role would never be checked (parameters: {})",
+                        spec.name.value,
+                        if params.is_empty() {
+                            "none".to_string()
+                        } else {
+                            params.join(", ")
+                        }
+                    ),
+                )
+                .with_suggestion(first, params.iter().copied()),
+            );
+        }
+    }
 }
 
 /// `[gate]` read and its patterns compiled, for the policy texts seen last:
@@ -226,14 +496,26 @@ pub fn build_gate(
     let mut out = Vec::with_capacity(tools.len());
     for (t, s) in tools.iter().zip(schemas) {
         let schema = s?;
-        let (roles, inferred) = if t.gate.arguments.is_empty() {
+        let (role_paths, inferred) = if t.gate.arguments.is_empty() {
             (infer_roles(&config, t, domains), true)
         } else {
-            (t.gate.arguments.clone(), false)
+            let declared: Vec<(Vec<RoleSeg>, ArgRole)> = t
+                .gate
+                .arguments
+                .iter()
+                .filter_map(|(k, r)| parse_role_path(k).ok().map(|p| (p, *r)))
+                .take(MAX_ROLES)
+                .collect();
+            (declared, false)
         };
+        let roles = role_paths
+            .iter()
+            .map(|(p, r)| (role_path_string(p), *r))
+            .collect();
         out.push(GateTool {
             schema,
             roles,
+            role_paths,
             roles_inferred: inferred,
             risk_level: t.gate.risk_level.unwrap_or(config.risk.default_risk_level),
             requires_confirmation: t.gate.requires_confirmation,

@@ -11,10 +11,11 @@
 //!    validated against the tool's JSON Schema ([`schema`]). Every coercion
 //!    is listed in the verdict.
 //! 2. **Danger analysis** — arguments whose role is declared in the tool's
-//!    tags (or inferred by `[[gate.infer]]`) are parsed: shell command lines
-//!    and argv ([`shell`], brush-parser), SQL ([`sql`], sqlparser), paths
-//!    ([`path`]); every string argument is scanned by the regex rules
-//!    ([`patterns`], one `RegexSet`).
+//!    tags (or inferred by `[[gate.infer]]`), at any depth (`/edits/*/file_path`),
+//!    are parsed: shell command lines and argv ([`shell`], brush-parser), SQL
+//!    ([`sql`], sqlparser), paths ([`path`]); every other string argument is
+//!    scanned by the regex rules ([`patterns`], one `RegexSet`). [`roles`]
+//!    walks the arguments.
 //! 3. **Risk gates** — the `[gate.risk]` table turns the tool's risk level,
 //!    its confirmation flag and the findings into the decision ([`risk`]).
 //!
@@ -46,6 +47,7 @@ pub mod exec;
 pub mod path;
 pub mod patterns;
 pub mod risk;
+pub mod roles;
 pub mod schema;
 pub mod shell;
 pub mod sql;
@@ -64,12 +66,11 @@ pub use config::GateConfig;
 pub use exec::{ExecError, ExecSettings, Execution, ToolError};
 pub use path::{PathConfig, analyze_path};
 pub use patterns::{PatternRule, PatternScope, PatternSet};
+pub use schema::SchemaCheck;
 pub use shell::{ShellConfig, ShellInput, analyze_shell};
 pub use sql::{SqlConfig, analyze_sql};
-pub use schema::SchemaCheck;
 pub use types::{Action, Check, Coerced, Finding, FindingKind, Severity, decide};
 
-use crate::parse::tags::ArgRole;
 use crate::plan::Plan;
 
 /// The gate's answer for one call.
@@ -155,14 +156,6 @@ fn over_limits(v: &Value, limits: &config::Limits) -> Option<String> {
         }
     }
     None
-}
-
-fn escape_ptr(key: &str) -> String {
-    if key.contains(['~', '/']) {
-        key.replace('~', "~0").replace('/', "~1")
-    } else {
-        key.to_string()
-    }
 }
 
 /// Checks a call against `plan`'s gate. Pure: no audit, no tracing (see
@@ -313,7 +306,7 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
     }
     let mut findings = checked.findings;
     // Layer 2: danger analysis.
-    analyze(&g, gt, &args, &mut findings);
+    roles::analyze(&g, gt, &args, &mut findings);
     // Layer 3: risk gates.
     let tr = risk::ToolRisk {
         risk_level: gt.risk_level,
@@ -376,101 +369,6 @@ fn kind_name(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
-    }
-}
-
-fn analyze(g: &CompiledGate, gt: &GateTool, args: &Value, out: &mut Vec<Finding>) {
-    let cfg = &g.config;
-    let Value::Object(map) = args else {
-        return;
-    };
-    for (key, value) in map {
-        let ptr = format!("/{}", escape_ptr(key));
-        match (gt.role_of(key), value) {
-            (Some(ArgRole::Shell), Value::String(s)) => {
-                out.extend(shell::analyze_shell(&cfg.shell, &ptr, ShellInput::Line(s)));
-                out.extend(g.patterns.scan_as(PatternScope::Shell, &ptr, s));
-            }
-            (Some(ArgRole::Shell | ArgRole::ShellArgv), Value::Array(items))
-                if items.iter().all(Value::is_string) =>
-            {
-                let argv: Vec<String> = items
-                    .iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
-                    .collect();
-                if argv.is_empty() {
-                    continue;
-                }
-                out.extend(shell::analyze_shell(
-                    &cfg.shell,
-                    &ptr,
-                    ShellInput::Argv(&argv),
-                ));
-                for (i, a) in argv.iter().enumerate() {
-                    out.extend(
-                        g.patterns
-                            .scan_as(PatternScope::Shell, &format!("{ptr}/{i}"), a),
-                    );
-                }
-            }
-            (Some(ArgRole::ShellArgv), Value::String(s)) => {
-                out.extend(shell::analyze_shell(&cfg.shell, &ptr, ShellInput::Line(s)));
-                out.extend(g.patterns.scan_as(PatternScope::Shell, &ptr, s));
-            }
-            (Some(ArgRole::Sql), Value::String(s)) => {
-                out.extend(sql::analyze_sql(
-                    &cfg.sql,
-                    &ptr,
-                    s,
-                    &gt.sql_dialect,
-                    gt.read_only,
-                ));
-                out.extend(g.patterns.scan_as(PatternScope::Sql, &ptr, s));
-            }
-            (Some(ArgRole::Path), Value::String(s)) => {
-                out.extend(path::analyze_path(&cfg.paths, &ptr, s, !gt.read_only));
-                out.extend(g.patterns.scan_as(PatternScope::Path, &ptr, s));
-            }
-            (Some(ArgRole::Path), Value::Array(items)) => {
-                for (i, x) in items.iter().enumerate() {
-                    let p = format!("{ptr}/{i}");
-                    match x {
-                        Value::String(s) => {
-                            out.extend(path::analyze_path(&cfg.paths, &p, s, !gt.read_only));
-                            out.extend(g.patterns.scan_as(PatternScope::Path, &p, s));
-                        }
-                        other => scan_text(g, other, &mut p.clone(), out),
-                    }
-                }
-            }
-            (_, other) => scan_text(g, other, &mut ptr.clone(), out),
-        }
-    }
-}
-
-/// Regex rules over every string leaf of `v`.
-fn scan_text(g: &CompiledGate, v: &Value, ptr: &mut String, out: &mut Vec<Finding>) {
-    match v {
-        Value::String(s) => out.extend(g.patterns.scan_as(PatternScope::Text, ptr, s)),
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                let len = ptr.len();
-                ptr.push('/');
-                ptr.push_str(&i.to_string());
-                scan_text(g, x, ptr, out);
-                ptr.truncate(len);
-            }
-        }
-        Value::Object(o) => {
-            for (k, x) in o {
-                let len = ptr.len();
-                ptr.push('/');
-                ptr.push_str(&escape_ptr(k));
-                scan_text(g, x, ptr, out);
-                ptr.truncate(len);
-            }
-        }
-        _ => {}
     }
 }
 

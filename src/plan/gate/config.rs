@@ -146,9 +146,12 @@ pub enum JsonType {
 }
 
 /// `[[gate.infer]]`: for a tool whose tags declare no `arguments`, a
-/// top-level property with one of `names` and the declared `type` gets
-/// `role` when the tool has one of `domains` or `categories` (both empty:
-/// any tool).
+/// property with one of `names` and the declared `type` gets `role` when the
+/// tool has one of `domains` or `categories` (both empty: any tool). The
+/// property may sit at any depth of the input schema (inside objects, array
+/// items, `$ref`s and `anyOf`/`oneOf` branches): the role's path is then
+/// `/edits/*/file_path`, and every value at it is checked. A property whose
+/// declared types include `type` matches (`anyOf: [string, null]` is a string).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InferRule {
