@@ -401,5 +401,6 @@ pub(crate) mod d {
         paths_checks_outside_write: Check = paths.checks.outside_write;
         paths_checks_symlink_escape: Check = paths.checks.symlink_escape;
         paths_checks_unresolvable: Check = paths.checks.unresolvable;
+        paths_checks_hard_link_write: Check = paths.checks.hard_link_write;
     }
 }
