@@ -159,20 +159,15 @@ impl<'a> Facets<'a> {
             if let Some(s) = f.get("prefixItems").and_then(|p| p.get(i)) {
                 return Some(s);
             }
+            // `prefixItems` did not cover `i` (checked above): `items`
+            // applies, as a tuple (drafts 4 to 2019-09) or a schema.
             match f.get("items") {
                 Some(Value::Array(tuple)) => {
                     if let Some(s) = tuple.get(i) {
                         return Some(s);
                     }
                 }
-                Some(s @ Value::Object(_)) => {
-                    if f.get("prefixItems")
-                        .and_then(Value::as_array)
-                        .is_none_or(|p| i >= p.len())
-                    {
-                        return Some(s);
-                    }
-                }
+                Some(s @ Value::Object(_)) => return Some(s),
                 _ => {}
             }
         }
