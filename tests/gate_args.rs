@@ -543,3 +543,33 @@ fn a_name_and_its_one_segment_path_are_the_same_role() {
         assert_eq!(v.decision, Action::Allow, "{decl}: {}", v.message);
     }
 }
+
+#[test]
+fn a_schema_that_drifted_from_its_tags_warns_and_falls_back_to_inference() {
+    // The MCP proxy serves the live server's schema with the shipped tags.
+    // Here the server renamed `query` to `sql`: the declared role names
+    // nothing, so the plan warns and infers roles from the live schema.
+    let mut tools = load_catalog(&Sources::default()).unwrap();
+    let t = tools
+        .iter_mut()
+        .find(|t| t.name.value == "sqlite.write_query")
+        .unwrap();
+    t.input_schema = json!({"type": "object", "properties": {"sql": {"type": "string"}}});
+    let plan = toolgate::compile::compile(&load_policy(None).unwrap(), tools).unwrap();
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.contains("sqlite.write_query") && w.contains("`query`")),
+        "{:?}",
+        plan.warnings
+    );
+    let g = Gate::new(Arc::new(plan));
+    let v = g.check("sqlite.write_query", json!({"sql": "DELETE FROM users"}));
+    assert_eq!(v.decision, Action::Deny, "{}", v.message);
+    assert_eq!(v.findings[0].path, "/sql");
+    let v = g.check(
+        "sqlite.write_query",
+        json!({"sql": "DELETE FROM users WHERE id = 3"}),
+    );
+    assert_eq!(v.decision, Action::Allow, "{}", v.message);
+}

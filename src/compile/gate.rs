@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink};
 use crate::parse::policy::PolicySource;
+use crate::parse::roles::{facets, path_in_schema};
 use crate::parse::tags::{ArgRole, RoleSeg, ToolSpec, parse_role_path, role_path_string};
 use crate::plan::CompiledTool;
 use crate::plan::gate::config::{GateConfig, InferRule, JsonType, Wrapper, shipped};
@@ -134,40 +135,6 @@ const MAX_INFER_NODES: usize = 10_000;
 const MAX_SCHEMA_PATH_DEPTH: usize = 32;
 /// Most roles of one tool (the gate walks them as a 64-bit set).
 const MAX_ROLES: usize = 64;
-/// Most subschemas (`$ref` targets, `allOf`, `anyOf`, `oneOf` members) read
-/// as describing one value.
-const MAX_FACETS: usize = 32;
-
-/// `schema` with the subschemas that describe the same value: its `$ref`
-/// target, `allOf`, `anyOf` and `oneOf` members (transitively, bounded).
-fn facets<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a Value> {
-    let mut out: Vec<&Value> = Vec::new();
-    let mut stack = vec![schema];
-    while let Some(s) = stack.pop() {
-        if out.len() >= MAX_FACETS {
-            break;
-        }
-        if !s.is_object() || out.iter().any(|f| std::ptr::eq(*f, s)) {
-            continue;
-        }
-        out.push(s);
-        for key in ["oneOf", "anyOf", "allOf"] {
-            if let Some(Value::Array(bs)) = s.get(key) {
-                stack.extend(bs.iter().rev());
-            }
-        }
-        if let Some(t) = s
-            .get("$ref")
-            .and_then(Value::as_str)
-            .and_then(|r| r.strip_prefix('#'))
-            .and_then(|p| root.pointer(p))
-        {
-            stack.push(t);
-        }
-    }
-    out
-}
-
 /// The types a value described by `schema` may have, `null` left out.
 fn value_types<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a str> {
     let mut out = Vec::new();
@@ -298,95 +265,28 @@ fn infer_roles(
     w.out
 }
 
-/// Whether `segs` can name a value the schema describes: `Some(true)` when a
-/// route exists, `Some(false)` when the schema declares the properties (or
-/// items) at some level and none matches, `None` when it cannot tell (no
-/// `properties` declared there, `patternProperties`, too deep).
-fn path_in_schema(root: &Value, schema: &Value, segs: &[RoleSeg], depth: usize) -> Option<bool> {
-    let Some((seg, rest)) = segs.split_first() else {
-        return Some(true);
-    };
-    if depth > MAX_SCHEMA_PATH_DEPTH {
-        return None;
-    }
-    let mut structural = false;
-    let mut unknown = false;
-    let go = |s: &Value, unknown: &mut bool| match path_in_schema(root, s, rest, depth + 1) {
-        Some(true) => true,
-        Some(false) => false,
-        None => {
-            *unknown = true;
-            false
-        }
-    };
-    for f in facets(root, schema) {
-        if f.get("patternProperties").is_some() {
-            unknown = true;
-        }
-        if let Some(props) = f.get("properties").and_then(Value::as_object)
-            && !props.is_empty()
-        {
-            structural = true;
-            match seg {
-                RoleSeg::Key(k) => {
-                    if let Some(s) = props.get(k)
-                        && go(s, &mut unknown)
-                    {
-                        return Some(true);
-                    }
-                }
-                RoleSeg::Any => {
-                    for s in props.values() {
-                        if go(s, &mut unknown) {
-                            return Some(true);
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(s @ Value::Object(_)) = f.get("additionalProperties") {
-            structural = true;
-            if go(s, &mut unknown) {
-                return Some(true);
-            }
-        }
-        let mut items: Vec<&Value> = Vec::new();
-        match f.get("items") {
-            Some(Value::Array(t)) => items.extend(t.iter()),
-            Some(s @ Value::Object(_)) => items.push(s),
-            _ => {}
-        }
-        if let Some(Value::Array(p)) = f.get("prefixItems") {
-            items.extend(p.iter());
-        }
-        if !items.is_empty() {
-            let index_like = match seg {
-                RoleSeg::Any => true,
-                RoleSeg::Key(k) => !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()),
-            };
-            structural = true;
-            if index_like {
-                for s in items {
-                    if go(s, &mut unknown) {
-                        return Some(true);
-                    }
-                }
-            }
-        }
-    }
-    if unknown || !structural {
-        None
-    } else {
-        Some(false)
-    }
+/// The declared role paths of `tool` that name nothing its input schema
+/// describes (see [`path_in_schema`]).
+fn dead_roles<'a>(args: &'a [(String, ArgRole)], schema: &Value) -> Vec<&'a str> {
+    args.iter()
+        .filter(|(k, _)| {
+            parse_role_path(k)
+                .is_ok_and(|segs| path_in_schema(schema, schema, &segs, 0) == Some(false))
+        })
+        .map(|(k, _)| k.as_str())
+        .collect()
 }
 
-/// Checks the argument roles declared in `spec`'s tags: each key is a
-/// parameter name or a path ([`parse_role_path`]) that names something the
-/// input schema describes. A role that can never apply would leave the
-/// argument it was meant for unchecked, so it is an error at its key's
-/// file:line:column (a did-you-mean among the schema's parameters).
-pub fn check_role_paths(spec: &ToolSpec, sink: &mut Sink) {
+/// Checks the argument roles declared for `spec`: each key must be a
+/// parameter name or a path ([`parse_role_path`]; an error otherwise, for
+/// tools that did not come from a tag file, whose reader reports it at the
+/// key), and a tool has at most 64 roles. A role whose path names nothing
+/// the tool's input schema describes is a warning (returned): a tag file
+/// whose own schema lacks it is already an error at the key, so this is a
+/// tool whose schema comes from elsewhere (the MCP proxy serves the live
+/// server's schema with the shipped tags), and the gate then also infers
+/// roles from that schema.
+pub fn check_role_paths(spec: &ToolSpec, sink: &mut Sink) -> Vec<String> {
     let args = &spec.gate.arguments;
     let span_of = |i: usize| spec.gate.argument_spans.get(i).cloned().unwrap_or(0..0);
     if args.len() > MAX_ROLES {
@@ -400,47 +300,24 @@ pub fn check_role_paths(spec: &ToolSpec, sink: &mut Sink) {
             ),
         ));
     }
-    let root = &spec.input_schema;
     for (i, (key, _)) in args.iter().enumerate() {
-        let segs = match parse_role_path(key) {
-            Ok(s) => s,
-            Err(e) => {
-                sink.push(spec.diag(
-                    ErrorKind::InvalidValue,
-                    span_of(i),
-                    format!("tool `{}`: {e}", spec.name.value),
-                ));
-                continue;
-            }
-        };
-        if path_in_schema(root, root, &segs, 0) == Some(false) {
-            let params: Vec<&str> = root
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|o| o.keys().map(String::as_str).collect())
-                .unwrap_or_default();
-            let first = match segs.first() {
-                Some(RoleSeg::Key(k)) => k.as_str(),
-                _ => "",
-            };
-            sink.push(
-                spec.diag(
-                    ErrorKind::UnknownKey,
-                    span_of(i),
-                    format!(
-                        "tool `{}`: argument `{key}` names no parameter of its input schema, so its role would never be checked (parameters: {})",
-                        spec.name.value,
-                        if params.is_empty() {
-                            "none".to_string()
-                        } else {
-                            params.join(", ")
-                        }
-                    ),
-                )
-                .with_suggestion(first, params.iter().copied()),
-            );
+        if let Err(e) = parse_role_path(key) {
+            sink.push(spec.diag(
+                ErrorKind::InvalidValue,
+                span_of(i),
+                format!("tool `{}`: {e}", spec.name.value),
+            ));
         }
     }
+    dead_roles(args, &spec.input_schema)
+        .into_iter()
+        .map(|k| {
+            format!(
+                "tool `{}`: argument role `{k}` names no parameter of the tool's input schema; roles are also inferred from the schema by [[gate.infer]]",
+                spec.name.value
+            )
+        })
+        .collect()
 }
 
 /// `[gate]` read and its patterns compiled, for the policy texts seen last:
@@ -499,14 +376,25 @@ pub fn build_gate(
         let (role_paths, inferred) = if t.gate.arguments.is_empty() {
             (infer_roles(&config, t, domains), true)
         } else {
-            let declared: Vec<(Vec<RoleSeg>, ArgRole)> = t
+            let mut declared: Vec<(Vec<RoleSeg>, ArgRole)> = t
                 .gate
                 .arguments
                 .iter()
                 .filter_map(|(k, r)| parse_role_path(k).ok().map(|p| (p, *r)))
                 .take(MAX_ROLES)
                 .collect();
-            (declared, false)
+            // A declared role the schema does not have: the schema changed
+            // under the tags (a live server's), so what the tags meant may
+            // sit under another name; infer from the schema too.
+            let dead = !dead_roles(&t.gate.arguments, &t.input_schema).is_empty();
+            if dead {
+                for (p, r) in infer_roles(&config, t, domains) {
+                    if declared.len() < MAX_ROLES && !declared.iter().any(|(q, _)| *q == p) {
+                        declared.push((p, r));
+                    }
+                }
+            }
+            (declared, dead)
         };
         let roles = role_paths
             .iter()

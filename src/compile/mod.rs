@@ -480,7 +480,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         #[cfg(feature = "gate")]
         {
             schemas.push(gate::compile_tool_schema(&t, &mut schema_cache, &mut sink));
-            gate::check_role_paths(&t, &mut sink);
+            warnings.extend(gate::check_role_paths(&t, &mut sink));
         }
         let mut ids: Vec<u32> = Vec::new();
         for k in &keywords {

@@ -3,4 +3,5 @@
 
 pub mod policy;
 pub mod reader;
+pub mod roles;
 pub mod tags;

@@ -47,119 +47,9 @@ pub enum ArgRole {
     Path,
 }
 
-/// One segment of an argument role's path ([`parse_role_path`]).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum RoleSeg {
-    /// An object key, or an array index written in decimal.
-    Key(String),
-    /// `*`: every array item and every object member.
-    Any,
-}
-
-impl RoleSeg {
-    /// Whether the segment matches object key `k`.
-    pub fn matches_key(&self, k: &str) -> bool {
-        match self {
-            RoleSeg::Any => true,
-            RoleSeg::Key(s) => s == k,
-        }
-    }
-
-    /// Whether the segment matches array index `i`.
-    pub fn matches_index(&self, i: usize) -> bool {
-        match self {
-            RoleSeg::Any => true,
-            RoleSeg::Key(s) => {
-                !s.is_empty()
-                    && s.bytes().all(|b| b.is_ascii_digit())
-                    && (s == "0" || !s.starts_with('0'))
-                    && s.parse::<usize>() == Ok(i)
-            }
-        }
-    }
-}
-
-/// Most segments in one argument role path.
-pub const MAX_ROLE_PATH_SEGMENTS: usize = 32;
-
-/// Reads the key of an `arguments` entry: a top-level parameter name
-/// (`command`, taken literally), or a path into the arguments written as a
-/// JSON Pointer (RFC 6901: `/` between segments, `~1` for a `/` and `~0` for
-/// a `~` inside one) whose `*` segments match every array item and object
-/// member: `/edits/*/file_path`, `/options/cwd`, `/files/*`.
-///
-/// Errors (a message for the policy author): an empty path or segment, a
-/// `~` not followed by `0` or `1`, a name containing `/` without the leading
-/// `/` of a path, more than [`MAX_ROLE_PATH_SEGMENTS`] segments.
-pub fn parse_role_path(key: &str) -> Result<Vec<RoleSeg>, String> {
-    let Some(rest) = key.strip_prefix('/') else {
-        if key.is_empty() {
-            return Err("an argument name cannot be empty".into());
-        }
-        if key.contains('/') {
-            return Err(format!(
-                "argument `{key}` contains `/`: a path into the arguments starts with `/` (`/{key}`)"
-            ));
-        }
-        return Ok(vec![RoleSeg::Key(key.to_string())]);
-    };
-    let mut out = Vec::new();
-    for raw in rest.split('/') {
-        if raw.is_empty() {
-            return Err(format!(
-                "argument path `{key}` has an empty segment; write `/a/*/b`"
-            ));
-        }
-        if raw == "*" {
-            out.push(RoleSeg::Any);
-            continue;
-        }
-        let mut seg = String::with_capacity(raw.len());
-        let mut chars = raw.chars();
-        while let Some(c) = chars.next() {
-            if c != '~' {
-                seg.push(c);
-                continue;
-            }
-            match chars.next() {
-                Some('0') => seg.push('~'),
-                Some('1') => seg.push('/'),
-                _ => {
-                    return Err(format!(
-                        "argument path `{key}`: `~` must be followed by 0 (for `~`) or 1 (for `/`)"
-                    ));
-                }
-            }
-        }
-        out.push(RoleSeg::Key(seg));
-    }
-    if out.len() > MAX_ROLE_PATH_SEGMENTS {
-        return Err(format!(
-            "argument path `{key}` has more than {MAX_ROLE_PATH_SEGMENTS} segments"
-        ));
-    }
-    Ok(out)
-}
-
-/// Writes a role path back: a bare name for one plain segment, else
-/// `/a/*/b` with `~0`/`~1` escapes.
-pub fn role_path_string(segs: &[RoleSeg]) -> String {
-    if let [RoleSeg::Key(k)] = segs
-        && !k.contains('/')
-        && !k.is_empty()
-    {
-        return k.clone();
-    }
-    let mut out = String::new();
-    for s in segs {
-        out.push('/');
-        match s {
-            RoleSeg::Any => out.push('*'),
-            RoleSeg::Key(k) => out.push_str(&k.replace('~', "~0").replace('/', "~1")),
-        }
-    }
-    out
-}
+pub use super::roles::{
+    MAX_ROLE_PATH_SEGMENTS, RoleSeg, parse_role_path, path_in_schema, role_path_string,
+};
 
 /// The call-gate fields of a tool (seed 002). Read now so the format need not
 /// change when the gate lands.
@@ -328,6 +218,47 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
     }
 }
 
+/// A declared role whose path names nothing the tool's own input schema
+/// describes (a typo such as `/edits/*/file_pth`) would leave the argument
+/// it was meant for unchecked: an error at the key, with a did-you-mean
+/// among the schema's parameters.
+fn check_role_paths(r: &Reader, gate: &GateTags, schema: &Value) {
+    for (i, (key, _)) in gate.arguments.iter().enumerate() {
+        let Ok(segs) = parse_role_path(key) else {
+            continue;
+        };
+        if path_in_schema(schema, schema, &segs, 0) != Some(false) {
+            continue;
+        }
+        let params: Vec<&str> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let first = match segs.first() {
+            Some(RoleSeg::Key(k)) => k.as_str(),
+            _ => "",
+        };
+        let span = gate.argument_spans.get(i).cloned().unwrap_or(0..0);
+        r.push(
+            Diagnostic::at(
+                ErrorKind::UnknownKey,
+                &r.file,
+                span,
+                format!(
+                    "argument `{key}` names no parameter of the tool's input_schema, so its role would never be checked (parameters: {})",
+                    if params.is_empty() {
+                        "none".to_string()
+                    } else {
+                        params.join(", ")
+                    }
+                ),
+            )
+            .with_suggestion(first, params.iter().copied()),
+        );
+    }
+}
+
 fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
     let r = t.reader();
     let name = t
@@ -429,6 +360,7 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
         None
     };
     let gate = read_gate(t);
+    check_role_paths(r, &gate, &input_schema);
     let name = name?;
     if has_tags && tags.is_none() {
         return None;
@@ -722,46 +654,6 @@ pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadEr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn k(s: &str) -> RoleSeg {
-        RoleSeg::Key(s.into())
-    }
-
-    #[test]
-    fn role_paths_read_names_and_pointers() {
-        assert_eq!(parse_role_path("command").unwrap(), [k("command")]);
-        assert_eq!(parse_role_path("/command").unwrap(), [k("command")]);
-        assert_eq!(
-            parse_role_path("/edits/*/file_path").unwrap(),
-            [k("edits"), RoleSeg::Any, k("file_path")]
-        );
-        assert_eq!(
-            parse_role_path("/a~1b/~0c/0").unwrap(),
-            [k("a/b"), k("~c"), k("0")]
-        );
-        assert_eq!(parse_role_path("*").unwrap(), [k("*")]);
-        for bad in ["", "/", "/a//b", "/a/", "a/b", "/a/~2", "/a~"] {
-            assert!(parse_role_path(bad).is_err(), "{bad:?}");
-        }
-        let long = "/x".repeat(MAX_ROLE_PATH_SEGMENTS + 1);
-        assert!(parse_role_path(&long).is_err());
-    }
-
-    #[test]
-    fn role_paths_write_back() {
-        for s in ["command", "/edits/*/file_path", "/a~1b/~0c", "/*"] {
-            assert_eq!(role_path_string(&parse_role_path(s).unwrap()), s);
-        }
-        assert_eq!(role_path_string(&parse_role_path("/path").unwrap()), "path");
-    }
-
-    #[test]
-    fn segments_match_keys_and_indices() {
-        assert!(RoleSeg::Any.matches_key("x") && RoleSeg::Any.matches_index(7));
-        assert!(k("3").matches_index(3) && k("3").matches_key("3"));
-        assert!(!k("03").matches_index(3) && !k("").matches_index(0) && !k("x").matches_index(0));
-        assert!(k("0").matches_index(0));
-    }
 
     #[test]
     fn tag_files_report_bad_role_paths_at_the_key() {

@@ -33,7 +33,9 @@ pub struct GateTool {
     /// The same roles as path segments (a name is a one-segment path), in
     /// the same order; at most 64 (the gate walks them as a bit set).
     pub role_paths: Vec<(Vec<RoleSeg>, ArgRole)>,
-    /// Whether the roles were inferred by `[[gate.infer]]`.
+    /// Whether the roles were inferred by `[[gate.infer]]` (all of them, or
+    /// some besides the declared ones, when a declared role names nothing
+    /// the schema describes).
     pub roles_inferred: bool,
     /// Risk level (the policy's default when the tags say nothing).
     pub risk_level: RiskLevel,
