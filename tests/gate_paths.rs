@@ -176,6 +176,71 @@ fn odd_characters_are_flagged() {
     assert_eq!(action(&fx, "données/café.txt", true), Action::Allow);
 }
 
+/// `base/root/notes.txt` is a hard link to `base/outside/secret.txt`;
+/// `base/root/single.txt` has one link; `base/root/twin-a` and `twin-b` are
+/// two names of one file, both inside the root.
+fn hard_link_fixture() -> Fixture {
+    let fx = fixture();
+    let root = fx.base.join("root");
+    std::fs::hard_link(fx.base.join("outside/secret.txt"), root.join("notes.txt")).unwrap();
+    std::fs::write(root.join("single.txt"), "one").unwrap();
+    std::fs::write(root.join("twin-a"), "t").unwrap();
+    std::fs::hard_link(root.join("twin-a"), root.join("twin-b")).unwrap();
+    fx
+}
+
+#[test]
+fn writing_through_a_hard_link_is_asked_per_the_policy() {
+    let fx = hard_link_fixture();
+    for p in ["notes.txt", "./sub/../notes.txt", "twin-b"] {
+        let f = analyze_path(&fx.cfg, "/path", p, true);
+        assert_eq!(decide(&f), Action::Ask, "{p}: {f:?}");
+        assert_eq!(f.len(), 1, "{p}: {f:?}");
+        assert_eq!(f[0].rule_id, "path.hard-link");
+        assert_eq!(f[0].kind, FindingKind::Path);
+        assert!(
+            f[0].message.contains("2 hard links")
+                && f[0].message.contains("outside the allowed roots"),
+            "{}",
+            f[0].message
+        );
+    }
+    // Through a symlink to the hard-linked file: the same file.
+    symlink("notes.txt", fx.base.join("root/via-link")).unwrap();
+    let f = analyze_path(&fx.cfg, "/path", "via-link", true);
+    assert_eq!(f[0].rule_id, "path.hard-link", "{f:?}");
+    // The action comes from the policy.
+    let mut cfg = fx.cfg.clone();
+    cfg.checks.hard_link_write.action = Action::Deny;
+    assert_eq!(
+        decide(&analyze_path(&cfg, "/path", "notes.txt", true)),
+        Action::Deny
+    );
+}
+
+#[test]
+fn new_files_single_links_and_reads_are_unaffected() {
+    let fx = hard_link_fixture();
+    for p in ["single.txt", "new.txt", "sub/new.txt", "sub", "."] {
+        assert_eq!(action(&fx, p, true), Action::Allow, "write {p}");
+    }
+    for p in ["notes.txt", "twin-a", "single.txt"] {
+        assert_eq!(action(&fx, p, false), Action::Allow, "read {p}");
+    }
+    // Unless the policy checks reads too.
+    let mut cfg = fx.cfg.clone();
+    let mut read_check = cfg.checks.hard_link_write.clone();
+    read_check.action = Action::Deny;
+    cfg.checks.hard_link_read = Some(read_check);
+    let f = analyze_path(&cfg, "/path", "notes.txt", false);
+    assert_eq!(decide(&f), Action::Deny, "{f:?}");
+    assert!(f[0].message.contains("a later write"), "{}", f[0].message);
+    assert_eq!(
+        decide(&analyze_path(&cfg, "/path", "single.txt", false)),
+        Action::Allow
+    );
+}
+
 #[test]
 fn no_roots_fails_closed() {
     let mut cfg = common::config().paths;
@@ -375,6 +440,22 @@ mod through_the_gate {
             let v = read(&e, p);
             assert_ne!(v.decision, Action::Allow, "{p:?}: {}", v.message);
         }
+    }
+
+    #[test]
+    fn a_write_through_a_hard_link_to_a_file_outside_is_asked() {
+        let e = env();
+        let root = e.base.join("root");
+        std::fs::hard_link(e.base.join("outside/secret.txt"), root.join("linked.txt")).unwrap();
+        let v = write(&e, "linked.txt");
+        assert_eq!(v.decision, Action::Ask, "{}", v.message);
+        assert_eq!(v.findings[0].rule_id, "path.hard-link");
+        assert_eq!(v.findings[0].path, "/path");
+        assert!(v.message.contains("hard link"), "{}", v.message);
+        // Reading it, writing a file with one link, or a new file: allowed.
+        assert_eq!(read(&e, "linked.txt").decision, Action::Allow);
+        assert_eq!(write(&e, "notes.txt").decision, Action::Allow);
+        assert_eq!(write(&e, "brand-new.txt").decision, Action::Allow);
     }
 
     #[test]

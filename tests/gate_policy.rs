@@ -307,3 +307,59 @@ fn mistakes_in_the_effect_model_are_errors_at_their_location() {
         "{err}"
     );
 }
+
+#[test]
+fn hard_link_checks_and_the_trial_bound_come_from_the_policy() {
+    let text = DEFAULT_POLICY.1;
+    let cut = text.find("\n# ===").unwrap();
+    // Shipped: writes asked, reads not checked, 10,000 trial values.
+    let cfg = load(&text[..cut]).unwrap();
+    assert_eq!(cfg.paths.checks.hard_link_write.action, Action::Ask);
+    assert_eq!(cfg.paths.checks.hard_link_write.id, "path.hard-link");
+    assert!(cfg.paths.checks.hard_link_read.is_none());
+    assert_eq!(cfg.coercion.max_trial_values, 10_000);
+    let mine = format!(
+        "{}\n[gate.coercion]\nmax_trial_values = 50\n\n[gate.paths.checks]\nhard_link_write = {{ id = \"hl\", severity = \"critical\", action = \"deny\", message = \"no: {{detail}}\" }}\nhard_link_read = {{ id = \"hl-read\", severity = \"low\", action = \"ask\", message = \"read: {{detail}}\" }}\n",
+        &text[..cut]
+    );
+    let cfg = load(&mine).unwrap();
+    assert_eq!(cfg.coercion.max_trial_values, 50);
+    assert_eq!(cfg.coercion.true_values, shipped().coercion.true_values);
+    assert_eq!(cfg.paths.checks.hard_link_write.action, Action::Deny);
+    assert_eq!(
+        cfg.paths.checks.hard_link_read.as_ref().unwrap().action,
+        Action::Ask
+    );
+    assert_eq!(
+        cfg.paths.checks.outside_write,
+        shipped().paths.checks.outside_write
+    );
+    // Bad values are errors at their line.
+    for (bad, needle) in [
+        (
+            "[gate.paths.checks]\nhard_link_read = { id = \"x\", severity = \"loud\", action = \"ask\", message = \"m\" }\n",
+            "severity = \"loud\"",
+        ),
+        (
+            "[gate.paths.checks]\nhard_link_write = { id = \"x\", severity = \"high\", action = \"maybe\", message = \"m\" }\n",
+            "action = \"maybe\"",
+        ),
+        (
+            "[gate.coercion]\nmax_trial_values = -3\n",
+            "max_trial_values = -3",
+        ),
+        (
+            "[gate.coercion]\nmax_trial_values = \"many\"\n",
+            "max_trial_values = \"many\"",
+        ),
+    ] {
+        let text = format!("{}\n{bad}", &text[..cut]);
+        let err = load(&text).unwrap_err();
+        let d = &err.diagnostics[0];
+        assert_eq!(
+            d.line_col().unwrap().0,
+            line_of(&text, needle),
+            "{bad}: {err}"
+        );
+    }
+}

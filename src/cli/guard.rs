@@ -86,6 +86,12 @@ pub fn print_verdict(o: &mut String, v: &Verdict, format: Format) {
             }
         }
     }
+    if !v.coercions.is_empty() {
+        w!(o, "coercions:");
+        for c in &v.coercions {
+            w!(o, "  {}: {} -> {}", c.path, c.from, c.to);
+        }
+    }
     if v.decision == Action::Allow {
         w!(o, "arguments: {}", v.arguments);
     }

@@ -1,7 +1,8 @@
 //! Compiling the call gate's part of a plan (feature `gate`): reading a
 //! policy's `[gate]` (serde, with the shipped value of every key left out),
-//! compiling its danger patterns, each tool's input schema, and the argument
-//! roles `[[gate.infer]]` gives tools whose tags declare none.
+//! compiling its danger patterns, each tool's input schema, the argument
+//! roles its tags declare (checked against the schema) and those
+//! `[[gate.infer]]` gives tools whose tags declare none, at any depth.
 
 use std::sync::Arc;
 
@@ -9,9 +10,10 @@ use serde_json::Value;
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink};
 use crate::parse::policy::PolicySource;
-use crate::parse::tags::{ArgRole, ToolSpec};
+use crate::parse::roles::{facets, path_in_schema};
+use crate::parse::tags::{ArgRole, RoleSeg, ToolSpec, parse_role_path, role_path_string};
 use crate::plan::CompiledTool;
-use crate::plan::gate::config::{GateConfig, JsonType, Wrapper, shipped};
+use crate::plan::gate::config::{GateConfig, InferRule, JsonType, Wrapper, shipped};
 use crate::plan::gate::patterns::PatternSet;
 use crate::plan::gate::schema::ToolSchema;
 use crate::plan::gate::{CompiledGate, GateTool};
@@ -239,18 +241,106 @@ pub fn compile_tool_schema(
     }
 }
 
+/// Most schema nodes visited when inferring the roles of one tool.
+const MAX_INFER_NODES: usize = 10_000;
+/// Deepest property nesting where a role is inferred or a declared path is
+/// looked up.
+const MAX_SCHEMA_PATH_DEPTH: usize = 32;
+/// Most roles of one tool (the gate walks them as a 64-bit set).
+const MAX_ROLES: usize = 64;
+/// The types a value described by `schema` may have, `null` left out.
+fn value_types<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    for f in facets(root, schema) {
+        let types: Vec<&str> = match f.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for t in types {
+            if t != "null" && !out.contains(&t) {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+struct Infer<'a> {
+    root: &'a Value,
+    rules: Vec<&'a InferRule>,
+    out: Vec<(Vec<RoleSeg>, ArgRole)>,
+    budget: usize,
+}
+
+impl<'a> Infer<'a> {
+    fn walk(&mut self, schema: &'a Value, path: &mut Vec<RoleSeg>) {
+        if path.len() >= MAX_SCHEMA_PATH_DEPTH || self.budget == 0 || self.out.len() >= MAX_ROLES {
+            return;
+        }
+        self.budget -= 1;
+        for f in facets(self.root, schema) {
+            if let Some(props) = f.get("properties").and_then(Value::as_object) {
+                for (name, prop) in props {
+                    let types = value_types(self.root, prop);
+                    let rule = self.rules.iter().find(|r| {
+                        let want = match r.json_type {
+                            JsonType::String => "string",
+                            JsonType::Array => "array",
+                        };
+                        types.contains(&want)
+                            && r.names.iter().any(|n| n.eq_ignore_ascii_case(name))
+                    });
+                    path.push(RoleSeg::Key(name.clone()));
+                    match rule {
+                        Some(r) => {
+                            if !self.out.iter().any(|(p, _)| p == path)
+                                && self.out.len() < MAX_ROLES
+                            {
+                                self.out.push((path.clone(), r.role));
+                            }
+                        }
+                        None => self.walk(prop, path),
+                    }
+                    path.pop();
+                }
+            }
+            let mut children: Vec<(RoleSeg, &'a Value)> = Vec::new();
+            match f.get("items") {
+                Some(Value::Array(tuple)) => {
+                    for (i, s) in tuple.iter().enumerate() {
+                        children.push((RoleSeg::Key(i.to_string()), s));
+                    }
+                }
+                Some(s @ Value::Object(_)) => children.push((RoleSeg::Any, s)),
+                _ => {}
+            }
+            if let Some(Value::Array(prefix)) = f.get("prefixItems") {
+                for (i, s) in prefix.iter().enumerate() {
+                    children.push((RoleSeg::Key(i.to_string()), s));
+                }
+            }
+            if let Some(s @ Value::Object(_)) = f.get("additionalProperties") {
+                children.push((RoleSeg::Any, s));
+            }
+            for (seg, s) in children {
+                path.push(seg);
+                self.walk(s, path);
+                path.pop();
+            }
+        }
+    }
+}
+
+/// The roles `[[gate.infer]]` gives a tool whose tags declare none: every
+/// property, at any depth of the input schema, whose name and declared type
+/// a rule in scope lists. The outermost match wins (nothing is inferred
+/// below a property that got a role).
 fn infer_roles(
     cfg: &GateConfig,
     tool: &CompiledTool,
     domains: &[String],
-) -> Vec<(String, ArgRole)> {
-    let Some(props) = tool
-        .input_schema
-        .get("properties")
-        .and_then(Value::as_object)
-    else {
-        return Vec::new();
-    };
+) -> Vec<(Vec<RoleSeg>, ArgRole)> {
     let tool_domains: Vec<&str> = tool
         .domains
         .iter()
@@ -261,29 +351,86 @@ fn infer_roles(
         .category
         .clone()
         .or_else(|| tool.name.split_once('.').map(|(ns, _)| ns.to_string()));
-    let mut out = Vec::new();
-    for (name, prop) in props {
-        let ty = prop.get("type").and_then(Value::as_str);
-        for rule in &cfg.infer {
-            let type_ok = match rule.json_type {
-                JsonType::String => ty == Some("string"),
-                JsonType::Array => ty == Some("array"),
-            };
-            let scope_ok = (rule.domains.is_empty() && rule.categories.is_empty())
+    let rules: Vec<&InferRule> = cfg
+        .infer
+        .iter()
+        .filter(|rule| {
+            (rule.domains.is_empty() && rule.categories.is_empty())
                 || rule
                     .domains
                     .iter()
                     .any(|d| tool_domains.contains(&d.as_str()))
                 || category
                     .as_deref()
-                    .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)));
-            if type_ok && scope_ok && rule.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
-                out.push((name.clone(), rule.role));
-                break;
-            }
+                    .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)))
+        })
+        .collect();
+    if rules.is_empty() {
+        return Vec::new();
+    }
+    let mut w = Infer {
+        root: &tool.input_schema,
+        rules,
+        out: Vec::new(),
+        budget: MAX_INFER_NODES,
+    };
+    w.walk(&tool.input_schema, &mut Vec::new());
+    w.out
+}
+
+/// The declared role paths of `tool` that name nothing its input schema
+/// describes (see [`path_in_schema`]).
+fn dead_roles<'a>(args: &'a [(String, ArgRole)], schema: &Value) -> Vec<&'a str> {
+    args.iter()
+        .filter(|(k, _)| {
+            parse_role_path(k)
+                .is_ok_and(|segs| path_in_schema(schema, schema, &segs, 0) == Some(false))
+        })
+        .map(|(k, _)| k.as_str())
+        .collect()
+}
+
+/// Checks the argument roles declared for `spec`: each key must be a
+/// parameter name or a path ([`parse_role_path`]; an error otherwise, for
+/// tools that did not come from a tag file, whose reader reports it at the
+/// key), and a tool has at most 64 roles. A role whose path names nothing
+/// the tool's input schema describes is a warning (returned): a tag file
+/// whose own schema lacks it is already an error at the key, so this is a
+/// tool whose schema comes from elsewhere (the MCP proxy serves the live
+/// server's schema with the shipped tags), and the gate then also infers
+/// roles from that schema.
+pub fn check_role_paths(spec: &ToolSpec, sink: &mut Sink) -> Vec<String> {
+    let args = &spec.gate.arguments;
+    let span_of = |i: usize| spec.gate.argument_spans.get(i).cloned().unwrap_or(0..0);
+    if args.len() > MAX_ROLES {
+        sink.push(spec.diag(
+            ErrorKind::OutOfRange,
+            span_of(MAX_ROLES),
+            format!(
+                "tool `{}` declares {} argument roles; at most {MAX_ROLES} are supported",
+                spec.name.value,
+                args.len()
+            ),
+        ));
+    }
+    for (i, (key, _)) in args.iter().enumerate() {
+        if let Err(e) = parse_role_path(key) {
+            sink.push(spec.diag(
+                ErrorKind::InvalidValue,
+                span_of(i),
+                format!("tool `{}`: {e}", spec.name.value),
+            ));
         }
     }
-    out
+    dead_roles(args, &spec.input_schema)
+        .into_iter()
+        .map(|k| {
+            format!(
+                "tool `{}`: argument role `{k}` names no parameter of the tool's input schema; roles are also inferred from the schema by [[gate.infer]]",
+                spec.name.value
+            )
+        })
+        .collect()
 }
 
 /// `[gate]` read and its patterns compiled, for the policy texts seen last:
@@ -339,14 +486,37 @@ pub fn build_gate(
     let mut out = Vec::with_capacity(tools.len());
     for (t, s) in tools.iter().zip(schemas) {
         let schema = s?;
-        let (roles, inferred) = if t.gate.arguments.is_empty() {
+        let (role_paths, inferred) = if t.gate.arguments.is_empty() {
             (infer_roles(&config, t, domains), true)
         } else {
-            (t.gate.arguments.clone(), false)
+            let mut declared: Vec<(Vec<RoleSeg>, ArgRole)> = t
+                .gate
+                .arguments
+                .iter()
+                .filter_map(|(k, r)| parse_role_path(k).ok().map(|p| (p, *r)))
+                .take(MAX_ROLES)
+                .collect();
+            // A declared role the schema does not have: the schema changed
+            // under the tags (a live server's), so what the tags meant may
+            // sit under another name; infer from the schema too.
+            let dead = !dead_roles(&t.gate.arguments, &t.input_schema).is_empty();
+            if dead {
+                for (p, r) in infer_roles(&config, t, domains) {
+                    if declared.len() < MAX_ROLES && !declared.iter().any(|(q, _)| *q == p) {
+                        declared.push((p, r));
+                    }
+                }
+            }
+            (declared, dead)
         };
+        let roles = role_paths
+            .iter()
+            .map(|(p, r)| (role_path_string(p), *r))
+            .collect();
         out.push(GateTool {
             schema,
             roles,
+            role_paths,
             roles_inferred: inferred,
             risk_level: t.gate.risk_level.unwrap_or(config.risk.default_risk_level),
             requires_confirmation: t.gate.requires_confirmation,

@@ -489,7 +489,10 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             continue;
         }
         #[cfg(feature = "gate")]
-        schemas.push(gate::compile_tool_schema(&t, &mut schema_cache, &mut sink));
+        {
+            schemas.push(gate::compile_tool_schema(&t, &mut schema_cache, &mut sink));
+            warnings.extend(gate::check_role_paths(&t, &mut sink));
+        }
         let mut ids: Vec<u32> = Vec::new();
         for k in &keywords {
             for term in analyzer.expand_keyword(k) {

@@ -6,13 +6,16 @@
 //!
 //! 1. **Input** — the tool must be registered ([`Verdict`] names the closest
 //!    tools otherwise); the arguments must be a JSON object within
-//!    `[gate.limits]`; they are coerced toward the declared types and
-//!    validated against the tool's JSON Schema ([`schema`]).
+//!    `[gate.limits]`; they are coerced toward the declared types, through
+//!    `$ref`s, `anyOf`/`oneOf` branches and `type` lists ([`coerce`]), and
+//!    validated against the tool's JSON Schema ([`schema`]). Every coercion
+//!    is listed in the verdict.
 //! 2. **Danger analysis** — arguments whose role is declared in the tool's
-//!    tags (or inferred by `[[gate.infer]]`) are parsed: shell command lines
-//!    and argv ([`shell`], brush-parser), SQL ([`sql`], sqlparser), paths
-//!    ([`path`]); every string argument is scanned by the regex rules
-//!    ([`patterns`], one `RegexSet`).
+//!    tags (or inferred by `[[gate.infer]]`), at any depth (`/edits/*/file_path`),
+//!    are parsed: shell command lines and argv ([`shell`], brush-parser), SQL
+//!    ([`sql`], sqlparser), paths ([`path`]); every other string argument is
+//!    scanned by the regex rules ([`patterns`], one `RegexSet`). [`roles`]
+//!    walks the arguments.
 //! 3. **Risk gates** — the `[gate.risk]` table turns the tool's risk level,
 //!    its confirmation flag and the findings into the decision ([`risk`]).
 //!
@@ -40,10 +43,12 @@
 
 pub mod audit;
 pub mod code;
+pub mod coerce;
 pub mod exec;
 pub mod path;
 pub mod patterns;
 pub mod risk;
+pub mod roles;
 pub mod schema;
 pub mod shell;
 pub mod sql;
@@ -62,11 +67,11 @@ pub use config::GateConfig;
 pub use exec::{ExecError, ExecSettings, Execution, ToolError};
 pub use path::{PathConfig, analyze_path};
 pub use patterns::{PatternRule, PatternScope, PatternSet};
+pub use schema::SchemaCheck;
 pub use shell::{ShellAnalysis, ShellConfig, ShellInput, analyze_shell, analyze_shell_full};
 pub use sql::{SqlConfig, analyze_sql};
-pub use types::{Action, Check, EffectFound, Finding, FindingKind, Severity, decide};
+pub use types::{Action, Check, Coerced, EffectFound, Finding, FindingKind, Severity, decide};
 
-use crate::parse::tags::ArgRole;
 use crate::plan::Plan;
 
 /// The gate's answer for one call.
@@ -78,6 +83,9 @@ pub struct Verdict {
     pub arguments: Value,
     /// Everything found, most decisive first.
     pub findings: Vec<Finding>,
+    /// Every coercion made to the arguments (path, type sent, type passed
+    /// on), in the order of the schema walk.
+    pub coercions: Vec<Coerced>,
     /// For the model: what was found, which parameter, what to do instead.
     pub message: String,
     /// The effects the analysis found (shell commands: paths read, written
@@ -153,14 +161,6 @@ fn over_limits(v: &Value, limits: &config::Limits) -> Option<String> {
         }
     }
     None
-}
-
-fn escape_ptr(key: &str) -> String {
-    if key.contains(['~', '/']) {
-        key.replace('~', "~0").replace('/', "~1")
-    } else {
-        key.to_string()
-    }
 }
 
 /// Checks a call against `plan`'s gate. Pure: no audit, no tracing (see
@@ -302,11 +302,14 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
         }
     }
     // Layer 1: schema, with coercion.
-    let schema_findings = gt.schema.check(name, &mut args, &cfg.coercion, &cfg.checks);
-    if schema_findings.iter().any(|f| f.action == Action::Deny) {
-        return finish(name, args, schema_findings, Action::Deny, None);
+    let checked = gt.schema.check(name, &mut args, &cfg.coercion, &cfg.checks);
+    let coercions = checked.coerced;
+    if checked.findings.iter().any(|f| f.action == Action::Deny) {
+        let mut v = finish(name, args, checked.findings, Action::Deny, None);
+        v.coercions = coercions;
+        return v;
     }
-    let mut findings = schema_findings;
+    let mut findings = checked.findings;
     // Arguments no rule can see: on a tool with a shell, SQL or path role,
     // an argument the schema does not declare is refused.
     if let Some(f) = undeclared(
@@ -315,11 +318,13 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
         &plan.tools[idx].input_schema,
         &args,
     ) {
-        return finish(name, args, vec![f], Action::Deny, None);
+        let mut v = finish(name, args, vec![f], Action::Deny, None);
+        v.coercions = coercions;
+        return v;
     }
     // Layer 2: danger analysis.
     let mut effects = Vec::new();
-    analyze(&g, gt, &args, &mut findings, &mut effects);
+    roles::analyze(&g, gt, &args, &mut findings, &mut effects);
     // Layer 3: risk gates.
     let tr = risk::ToolRisk {
         risk_level: gt.risk_level,
@@ -351,6 +356,7 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
     findings.truncate(cfg.limits.max_findings.max(1));
     let mut v = finish(name, args, findings, decision, rule.map(|r| r.name.clone()));
     v.effects = effects;
+    v.coercions = coercions;
     if let Some(r) = rule
         && decision < decide(&v.findings)
     {
@@ -423,129 +429,12 @@ fn undeclared(check: &Check, gt: &GateTool, schema: &Value, args: &Value) -> Opt
             list(&declared)
         }
     );
-    let ptr = format!("/{}", escape_ptr(extra[0]));
+    let mut ptr = String::new();
+    schema::push_ptr(&mut ptr, extra[0]);
     Some(check.finding(FindingKind::Schema, &ptr, &detail))
 }
 
-fn analyze(
-    g: &CompiledGate,
-    gt: &GateTool,
-    args: &Value,
-    out: &mut Vec<Finding>,
-    effects: &mut Vec<EffectFound>,
-) {
-    let cfg = &g.config;
-    let Value::Object(map) = args else {
-        return;
-    };
-    // The directory the command line runs in, when the tool takes one.
-    let start = cfg.shell.cwd_arguments.iter().find_map(|n| {
-        map.get(n)
-            .and_then(Value::as_str)
-            .filter(|_| gt.role_of(n) == Some(ArgRole::Path))
-    });
-    let shell =
-        |input: ShellInput, ptr: &str, out: &mut Vec<Finding>, effects: &mut Vec<EffectFound>| {
-            let a = shell::analyze_shell_full(&cfg.shell, &cfg.paths, ptr, input, start);
-            out.extend(a.findings);
-            effects.extend(a.effects);
-        };
-    for (key, value) in map {
-        let ptr = format!("/{}", escape_ptr(key));
-        match (gt.role_of(key), value) {
-            (Some(ArgRole::Shell | ArgRole::ShellArgv), Value::String(s)) => {
-                shell(ShellInput::Line(s), &ptr, out, effects);
-                out.extend(g.patterns.scan_as(PatternScope::Shell, &ptr, s));
-            }
-            (Some(ArgRole::Shell | ArgRole::ShellArgv), Value::Array(items))
-                if items.iter().all(Value::is_string) =>
-            {
-                let argv: Vec<String> = items
-                    .iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
-                    .collect();
-                if argv.is_empty() {
-                    continue;
-                }
-                shell(ShellInput::Argv(&argv), &ptr, out, effects);
-                for (i, a) in argv.iter().enumerate() {
-                    out.extend(
-                        g.patterns
-                            .scan_as(PatternScope::Shell, &format!("{ptr}/{i}"), a),
-                    );
-                }
-            }
-            (Some(ArgRole::Sql), Value::String(s)) => {
-                out.extend(sql::analyze_sql(
-                    &cfg.sql,
-                    &ptr,
-                    s,
-                    &gt.sql_dialect,
-                    gt.read_only,
-                ));
-                out.extend(g.patterns.scan_as(PatternScope::Sql, &ptr, s));
-            }
-            (Some(ArgRole::Path), Value::String(s)) => {
-                out.extend(path::analyze_path(&cfg.paths, &ptr, s, !gt.read_only));
-                out.extend(g.patterns.scan_as(PatternScope::Path, &ptr, s));
-                effects.push(path_effect(gt, s));
-            }
-            (Some(ArgRole::Path), Value::Array(items)) => {
-                for (i, x) in items.iter().enumerate() {
-                    let p = format!("{ptr}/{i}");
-                    match x {
-                        Value::String(s) => {
-                            out.extend(path::analyze_path(&cfg.paths, &p, s, !gt.read_only));
-                            out.extend(g.patterns.scan_as(PatternScope::Path, &p, s));
-                            effects.push(path_effect(gt, s));
-                        }
-                        other => scan_text(g, other, &mut p.clone(), out),
-                    }
-                }
-            }
-            (_, other) => scan_text(g, other, &mut ptr.clone(), out),
-        }
-    }
-}
-
-/// The effect of a path argument: read by a read-only tool, written
-/// otherwise.
-fn path_effect(gt: &GateTool, s: &str) -> EffectFound {
-    EffectFound {
-        kind: if gt.read_only { "read" } else { "write" }.to_string(),
-        operand: s.to_string(),
-        resolved: path::normalize(std::path::Path::new(s))
-            .display()
-            .to_string(),
-    }
-}
-
-/// Regex rules over every string leaf of `v`.
-fn scan_text(g: &CompiledGate, v: &Value, ptr: &mut String, out: &mut Vec<Finding>) {
-    match v {
-        Value::String(s) => out.extend(g.patterns.scan_as(PatternScope::Text, ptr, s)),
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                let len = ptr.len();
-                ptr.push('/');
-                ptr.push_str(&i.to_string());
-                scan_text(g, x, ptr, out);
-                ptr.truncate(len);
-            }
-        }
-        Value::Object(o) => {
-            for (k, x) in o {
-                let len = ptr.len();
-                ptr.push('/');
-                ptr.push_str(&escape_ptr(k));
-                scan_text(g, x, ptr, out);
-                ptr.truncate(len);
-            }
-        }
-        _ => {}
-    }
-}
-
+/// An argument the schema does not declare, on a tool whose arguments are
 fn finish(
     tool: &str,
     arguments: Value,
@@ -574,6 +463,7 @@ fn finish(
         decision,
         arguments,
         findings,
+        coercions: Vec::new(),
         message: message.trim_end().to_string(),
         effects: Vec::new(),
         tool: tool.to_string(),

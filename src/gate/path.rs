@@ -5,6 +5,13 @@
 //! kernel does (a path that does not exist yet resolves its nearest existing
 //! ancestor and appends the rest). Containment compares whole components,
 //! so `/srv/share` does not contain `/srv/share-secret`.
+//!
+//! Neither check can see a hard link: a file inside a root may be another
+//! name of a file outside it. A write to an existing regular file whose link
+//! count is above one is therefore reported (`hard_link_write`; reads only
+//! when the policy sets `hard_link_read`). The link count is read with
+//! `lstat` on the resolved path, after the containment checks; a file that
+//! does not exist yet is not affected.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -108,9 +115,41 @@ pub fn analyze_path(cfg: &PathConfig, path_ptr: &str, value: &str, write: bool) 
             );
             out.push(c.symlink_escape.finding(FindingKind::Path, path_ptr, &d));
         }
-        Some(_) => {}
+        Some(real) => {
+            let check = if write {
+                Some(&c.hard_link_write)
+            } else {
+                c.hard_link_read.as_ref()
+            };
+            if let Some(check) = check
+                && let Some(links) = hard_links(&real)
+            {
+                let d = format!(
+                    "`{shown}` is an existing file with {links} hard links: the same data has {} other name{}, which may be outside the allowed roots ({roots_list}), and {} changes it under every name",
+                    links - 1,
+                    if links == 2 { "" } else { "s" },
+                    if write { "a write" } else { "a later write" },
+                );
+                out.push(check.finding(FindingKind::Path, path_ptr, &d));
+            }
+        }
     }
     out
+}
+
+/// The link count of `p` when it is an existing regular file with more
+/// than one hard link (`p` is resolved: no symlink left in it).
+#[cfg(unix)]
+fn hard_links(p: &Path) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(p).ok()?;
+    (m.file_type().is_file() && m.nlink() > 1).then_some(m.nlink())
+}
+
+/// Link counts are not read on this platform.
+#[cfg(not(unix))]
+fn hard_links(_p: &Path) -> Option<u64> {
+    None
 }
 
 /// Lexical normalisation: `.` dropped, `..` pops (never above `/`), made

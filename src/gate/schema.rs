@@ -1,57 +1,60 @@
 //! Arguments against the tool's JSON Schema, with coercion toward the
-//! declared type only.
+//! declared types only.
 //!
 //! Each tool's schema is compiled once, when the plan is built, with the
 //! `jsonschema` crate (draft from `$schema`: 2020-12 by default, 2019-09, 7,
 //! 6 and 4 supported). A call's arguments are first coerced where the schema
-//! declares a type the value does not have and `[gate.coercion]` allows it:
+//! declares a type the value does not have and `[gate.coercion]` allows it
+//! ([`coerce`](super::coerce) documents the kinds, the walk through `$ref`,
+//! `allOf`, `anyOf`/`oneOf`, `type` lists and `nullable`, and which branch
+//! wins). Every coercion made is listed ([`Coerced`]).
 //!
-//! - a numeric string where an integer or number is declared (`"3"` → 3;
-//!   `"3.5"` for an integer is an error, so is a non-finite number);
-//! - a boolean spelling where a boolean is declared, by value (`" yes "`,
-//!   `"FALSE"`), never by truthiness: `"maybe"` is an error listing the
-//!   accepted spellings;
-//! - a JSON-encoded string where an array or object is declared, whose
-//!   contents are then coerced too.
-//!
-//! A string is never turned into a number where a string is allowed
-//! (`"00713"` stays a string) and a number is never stringified. The coerced
-//! arguments are then validated (type, required, enum, minimum, ...), and
-//! every error becomes a finding that names the parameter, its description,
-//! the expected type or values, and for unknown parameters the accepted ones.
+//! The coerced arguments are then validated (type, required, enum, minimum,
+//! ...), and every error becomes a finding that names the parameter, its
+//! description, the expected type or values, and for unknown parameters the
+//! accepted ones.
 
 use std::fmt::Write as _;
 
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
 
+use super::coerce::{Cx, allowed_types, child_schema, description_of, types_phrase};
 use super::config::{CallChecks, Coercion};
-use super::types::{Finding, FindingKind};
+use super::types::{Coerced, Finding, FindingKind};
 
 pub use crate::plan::gate::schema::{ToolSchema, draft_of};
 
+/// What checking arguments against a schema gives.
+#[derive(Debug, Clone, Default)]
+pub struct SchemaCheck {
+    /// Coercion and validation errors (empty when the arguments are valid).
+    pub findings: Vec<Finding>,
+    /// Every coercion made, in the order of the walk.
+    pub coerced: Vec<Coerced>,
+}
+
 impl ToolSchema {
-    /// Coerces `args` in place, then validates them. Returns the findings
-    /// (empty when the arguments are valid).
+    /// Coerces `args` in place, then validates them.
     pub fn check(
         &self,
         tool: &str,
         args: &mut Value,
         coercion: &Coercion,
         checks: &CallChecks,
-    ) -> Vec<Finding> {
-        let mut errors: Vec<Finding> = Vec::new();
+    ) -> SchemaCheck {
+        let root: &Value = &self.schema;
+        let mut cx = Cx::new(root, &self.branches, coercion, checks);
         if !self.strings_only {
             let mut ptr = String::new();
-            let mut cx = Cx {
-                root: &self.schema,
-                cfg: coercion,
-                checks,
-                errors: &mut errors,
-            };
-            cx.coerce(&self.schema, args, &mut ptr, 0);
+            cx.coerce(root, args, &mut ptr, 0);
         }
+        let mut errors = cx.errors;
+        let coerced = cx.coerced;
         if self.validator.is_valid(args) {
-            return errors;
+            return SchemaCheck {
+                findings: errors,
+                coerced,
+            };
         }
         let coerced_paths: Vec<String> = errors.iter().map(|f| f.path.clone()).collect();
         for e in self.validator.iter_errors(args) {
@@ -62,7 +65,10 @@ impl ToolSchema {
             errors.push(self.describe(tool, &e, path, checks));
         }
         errors.dedup_by(|a, b| a.path == b.path && a.message == b.message);
-        errors
+        SchemaCheck {
+            findings: errors,
+            coerced,
+        }
     }
 
     fn describe(
@@ -73,28 +79,23 @@ impl ToolSchema {
         checks: &CallChecks,
     ) -> Finding {
         use jsonschema::error::ValidationErrorKind as K;
+        let root: &Value = &self.schema;
         let check = &checks.invalid_arguments;
         let (suffix, msg) = match e.kind() {
             K::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
-                let parent = schema_at(&self.schema, &path);
-                let prop = parent
-                    .and_then(|p| p.get("properties"))
-                    .and_then(|p| p.get(name));
+                let prop = schema_at(root, &path).and_then(|p| child_schema(root, p, name));
                 let mut m = format!("Missing required parameter `{}`", join_ptr(&path, name));
                 if let Some(p) = prop {
-                    let _ = write!(m, "{}", about(p));
+                    let _ = write!(m, "{}", about(root, p));
                 }
                 m.push_str(". Add it to the arguments.");
                 ("required", m)
             }
             K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
-                let parent = schema_at(&self.schema, &path);
-                let accepted: Vec<String> = parent
-                    .and_then(|p| p.get("properties"))
-                    .and_then(Value::as_object)
-                    .map(|o| o.keys().map(|k| format!("`{k}`")).collect())
-                    .unwrap_or_default();
+                let parent = schema_at(root, &path);
+                let props: Vec<&str> = parent.map(|p| property_names(root, p)).unwrap_or_default();
+                let accepted: Vec<String> = props.iter().map(|k| format!("`{k}`")).collect();
                 let names: Vec<String> = unexpected
                     .iter()
                     .map(|u| format!("`{}`", join_ptr(&path, u)))
@@ -106,16 +107,7 @@ impl ToolSchema {
                 };
                 let hint = unexpected
                     .first()
-                    .and_then(|u| {
-                        crate::diag::did_you_mean(
-                            u,
-                            parent
-                                .and_then(|p| p.get("properties"))
-                                .and_then(Value::as_object)
-                                .into_iter()
-                                .flat_map(|o| o.keys().map(String::as_str)),
-                        )
-                    })
+                    .and_then(|u| crate::diag::did_you_mean(u, props.iter().copied()))
                     .map(|s| format!(" Did you mean `{s}`?"))
                     .unwrap_or_default();
                 let accepted = if accepted.is_empty() {
@@ -143,7 +135,7 @@ impl ToolSchema {
                         display_ptr(&path),
                         allowed.join(", "),
                         excerpt(e.instance()),
-                        about_at(&self.schema, &path),
+                        about_at(root, &path),
                     ),
                 )
             }
@@ -161,19 +153,47 @@ impl ToolSchema {
                 format!(
                     "Parameter `{}` must be {}; got {} {}{}. Send a value of the declared type.",
                     display_ptr(&path),
-                    expected_type(schema_at(&self.schema, &path)),
+                    expected_type(root, schema_at(root, &path)),
                     type_article(e.instance()),
                     excerpt(e.instance()),
-                    about_at(&self.schema, &path),
+                    about_at(root, &path),
                 ),
             ),
+            K::AnyOf { context } | K::OneOfNotValid { context } => {
+                let suffix = if matches!(e.kind(), K::AnyOf { .. }) {
+                    "anyOf"
+                } else {
+                    "oneOf"
+                };
+                // A branch whose type the value has: its own complaint says
+                // more than "matches no branch".
+                let closest = context
+                    .iter()
+                    .find(|errs| {
+                        !errs.is_empty() && errs.iter().all(|x| !matches!(x.kind(), K::Type { .. }))
+                    })
+                    .and_then(|errs| errs.first())
+                    .map(|x| format!(" ({x})"))
+                    .unwrap_or_default();
+                (
+                    suffix,
+                    format!(
+                        "Parameter `{}` must be {}; got {} {}{closest}{}. Send a value of one of the declared types.",
+                        display_ptr(&path),
+                        expected_type(root, schema_at(root, &path)),
+                        type_article(e.instance()),
+                        excerpt(e.instance()),
+                        about_at(root, &path),
+                    ),
+                )
+            }
             other => (
                 other.keyword(),
                 format!(
                     "Parameter `{}`: {}{}.",
                     display_ptr(&path),
                     e,
-                    about_at(&self.schema, &path)
+                    about_at(root, &path)
                 ),
             ),
         };
@@ -188,301 +208,69 @@ impl ToolSchema {
     }
 }
 
-struct Cx<'a> {
-    root: &'a Value,
-    cfg: &'a Coercion,
-    checks: &'a CallChecks,
-    errors: &'a mut Vec<Finding>,
+/// Property names declared for an object schema (through `$ref`, `allOf`
+/// and `anyOf`/`oneOf` branches), in schema order.
+fn property_names<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    collect_props(root, schema, &mut out, 0);
+    out
 }
 
-const MAX_REF_HOPS: usize = 16;
-const MAX_COERCE_DEPTH: usize = 64;
-
-impl Cx<'_> {
-    fn error(&mut self, ptr: &str, suffix: &str, msg: String) {
-        let c = &self.checks.invalid_arguments;
-        self.errors.push(Finding {
-            rule_id: format!("{}.{suffix}", c.id),
-            kind: FindingKind::Schema,
-            path: ptr.to_string(),
-            severity: c.severity,
-            action: c.action,
-            message: super::types::fill(&c.message, &msg),
-        });
+fn collect_props<'a>(root: &'a Value, schema: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
+    if depth > 8 {
+        return;
     }
-
-    fn coerce(&mut self, schema: &Value, v: &mut Value, ptr: &mut String, depth: usize) {
-        if depth > MAX_COERCE_DEPTH {
-            return;
-        }
-        let schema = resolve(self.root, schema);
-        let types = declared_types(schema);
-        if let Value::String(s) = v {
-            if !types.is_empty()
-                && !types.contains(&"string")
-                && let Some(new) = self.coerce_string(schema, &types, s, ptr)
-            {
-                *v = new;
-                if v.is_array() || v.is_object() {
-                    self.coerce(schema, v, ptr, depth + 1);
-                }
+    if let Some(p) = schema.get("properties").and_then(Value::as_object) {
+        for k in p.keys() {
+            if !out.contains(&k.as_str()) {
+                out.push(k);
             }
-            return;
-        }
-        match v {
-            Value::Object(map) => self.coerce_object(schema, map, ptr, depth),
-            Value::Array(items) => {
-                let prefix = schema.get("prefixItems").and_then(Value::as_array);
-                let items_schema = schema.get("items");
-                for (i, item) in items.iter_mut().enumerate() {
-                    let sub = match (prefix.and_then(|p| p.get(i)), items_schema) {
-                        (Some(s), _) => s,
-                        (None, Some(Value::Array(tuple))) => match tuple.get(i) {
-                            Some(s) => s,
-                            None => continue,
-                        },
-                        (None, Some(s)) => s,
-                        (None, None) => continue,
-                    };
-                    let len = ptr.len();
-                    let _ = write!(ptr, "/{i}");
-                    self.coerce(sub, item, ptr, depth + 1);
-                    ptr.truncate(len);
-                }
-            }
-            _ => {}
         }
     }
-
-    fn coerce_object(
-        &mut self,
-        schema: &Value,
-        map: &mut Map<String, Value>,
-        ptr: &mut String,
-        depth: usize,
-    ) {
-        let props = schema.get("properties").and_then(Value::as_object);
-        let extra = schema.get("additionalProperties").filter(|a| a.is_object());
-        for (k, child) in map.iter_mut() {
-            let sub = match props.and_then(|p| p.get(k)) {
-                Some(s) => s,
-                None => match extra {
-                    Some(s) => s,
-                    None => continue,
-                },
-            };
-            let len = ptr.len();
-            ptr.push('/');
-            ptr.push_str(&k.replace('~', "~0").replace('/', "~1"));
-            self.coerce(sub, child, ptr, depth + 1);
-            ptr.truncate(len);
-        }
+    if let Some(t) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| super::coerce::resolve_ref(root, r))
+    {
+        collect_props(root, t, out, depth + 1);
     }
-
-    fn coerce_string(
-        &mut self,
-        schema: &Value,
-        types: &[&str],
-        s: &str,
-        ptr: &str,
-    ) -> Option<Value> {
-        let shown = excerpt(&Value::String(s.to_string()));
-        let about = about(schema);
-        let param = display_ptr(ptr);
-        let wants_int = types.contains(&"integer");
-        let wants_num = types.contains(&"number");
-        if (wants_int || wants_num) && self.cfg.numeric_strings {
-            let t = s.trim();
-            if let Ok(i) = t.parse::<i64>() {
-                return Some(Value::from(i));
-            }
-            if let Ok(u) = t.parse::<u64>() {
-                return Some(Value::from(u));
-            }
-            let looks_numeric = !t.is_empty()
-                && t.chars()
-                    .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'));
-            match t.parse::<f64>() {
-                Ok(x) if looks_numeric && x.is_finite() => {
-                    if wants_num {
-                        return Number::from_f64(x).map(Value::Number);
-                    }
-                    if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 {
-                        return Some(Value::from(x as i64));
-                    }
-                    if !types.contains(&"boolean") {
-                        self.error(
-                            ptr,
-                            "coercion",
-                            format!(
-                                "Parameter `{param}` must be an integer{about}; got {shown}, which is not a whole number. Send a whole number such as {}.",
-                                x.trunc()
-                            ),
-                        );
-                        return None;
-                    }
-                }
-                Ok(_) if looks_numeric => {
-                    self.error(
-                        ptr,
-                        "coercion",
-                        format!(
-                            "Parameter `{param}` must be a finite {}{about}; got {shown}. Send a finite number.",
-                            if wants_int { "integer" } else { "number" }
-                        ),
-                    );
-                    return None;
-                }
-                _ => {}
+    for key in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(bs)) = schema.get(key) {
+            for b in bs {
+                collect_props(root, b, out, depth + 1);
             }
         }
-        if types.contains(&"boolean") && self.cfg.boolean_strings {
-            let t = s.trim();
-            if self
-                .cfg
-                .true_values
-                .iter()
-                .any(|x| x.trim().eq_ignore_ascii_case(t))
-            {
-                return Some(Value::Bool(true));
-            }
-            if self
-                .cfg
-                .false_values
-                .iter()
-                .any(|x| x.trim().eq_ignore_ascii_case(t))
-            {
-                return Some(Value::Bool(false));
-            }
-            if !(types.contains(&"array") || types.contains(&"object")) {
-                let spellings: Vec<&str> = self
-                    .cfg
-                    .true_values
-                    .iter()
-                    .chain(self.cfg.false_values.iter())
-                    .map(String::as_str)
-                    .collect();
-                self.error(
-                    ptr,
-                    "coercion",
-                    format!(
-                        "Parameter `{param}` must be a boolean{about}; got {shown}. Send true or false (accepted spellings: {}).",
-                        spellings.join(", ")
-                    ),
-                );
-                return None;
-            }
-        }
-        let wants_array = types.contains(&"array");
-        let wants_object = types.contains(&"object");
-        if (wants_array || wants_object) && self.cfg.json_strings {
-            let t = s.trim_start();
-            let opens = (wants_array && t.starts_with('[')) || (wants_object && t.starts_with('{'));
-            if opens {
-                match serde_json::from_str::<Value>(s) {
-                    Ok(v @ Value::Array(_)) if wants_array => return Some(v),
-                    Ok(v @ Value::Object(_)) if wants_object => return Some(v),
-                    Ok(_) => {}
-                    Err(e) => {
-                        self.error(
-                            ptr,
-                            "coercion",
-                            format!(
-                                "Parameter `{param}` must be {}{about}; got a string that is not valid JSON ({e}). Send the value itself, not a string.",
-                                expected_type(Some(schema))
-                            ),
-                        );
-                        return None;
-                    }
-                }
-            }
-        }
-        None
-    }
-}
-
-/// Follows local `$ref`s (`#/...`) from `schema`, at most a few hops.
-fn resolve<'a>(root: &'a Value, mut schema: &'a Value) -> &'a Value {
-    for _ in 0..MAX_REF_HOPS {
-        let Some(r) = schema.get("$ref").and_then(Value::as_str) else {
-            break;
-        };
-        let Some(ptr) = r.strip_prefix('#') else {
-            break;
-        };
-        match root.pointer(ptr) {
-            Some(s) => schema = s,
-            None => break,
-        }
-    }
-    schema
-}
-
-fn declared_types(schema: &Value) -> Vec<&str> {
-    match schema.get("type") {
-        Some(Value::String(s)) => vec![s.as_str()],
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
     }
 }
 
 /// The subschema describing the instance at JSON pointer `ptr`, following
-/// `properties`, `additionalProperties`, `items` and `prefixItems`.
-fn schema_at<'a>(root: &'a Value, ptr: &str) -> Option<&'a Value> {
-    let mut s = resolve(root, root);
+/// `properties`, `additionalProperties`, `items` and `prefixItems`, through
+/// `$ref`, `allOf` and `anyOf`/`oneOf` branches.
+pub(crate) fn schema_at<'a>(root: &'a Value, ptr: &str) -> Option<&'a Value> {
+    let mut s = root;
     if ptr.is_empty() {
         return Some(s);
     }
     for seg in ptr.split('/').skip(1) {
         let seg = seg.replace("~1", "/").replace("~0", "~");
-        let next = s
-            .get("properties")
-            .and_then(|p| p.get(&seg))
-            .or_else(|| {
-                let i: usize = seg.parse().ok()?;
-                s.get("prefixItems")
-                    .and_then(|p| p.get(i))
-                    .or_else(|| match s.get("items") {
-                        Some(Value::Array(t)) => t.get(i),
-                        other => other,
-                    })
-            })
-            .or_else(|| s.get("additionalProperties").filter(|a| a.is_object()))?;
-        s = resolve(root, next);
+        s = child_schema(root, s, &seg)?;
     }
     Some(s)
 }
 
-fn expected_type(schema: Option<&Value>) -> String {
+/// "an integer or null", "an array of strings": what a subschema accepts.
+pub(crate) fn expected_type(root: &Value, schema: Option<&Value>) -> String {
     let Some(schema) = schema else {
         return "of the declared type".into();
     };
-    let types = declared_types(schema);
-    let name = |t: &str| match t {
-        "integer" => "an integer".to_string(),
-        "number" => "a number".to_string(),
-        "boolean" => "a boolean (true or false)".to_string(),
-        "string" => "a string".to_string(),
-        "null" => "null".to_string(),
-        "object" => "an object".to_string(),
-        "array" => match schema
-            .get("items")
-            .map(declared_types)
-            .and_then(|t| t.first().copied())
-        {
-            Some(item) => format!("an array of {item}s"),
-            None => "an array".to_string(),
-        },
-        other => other.to_string(),
-    };
-    if types.is_empty() {
-        return "of the declared type".into();
+    let types = allowed_types(root, schema);
+    if types == ["array"]
+        && let Some(items) = schema.get("items").filter(|i| i.is_object())
+        && let Some(item) = allowed_types(root, items).first()
+    {
+        return format!("an array of {item}s");
     }
-    types
-        .iter()
-        .map(|t| name(t))
-        .collect::<Vec<_>>()
-        .join(" or ")
+    types_phrase(&types)
 }
 
 fn type_article(v: &Value) -> &'static str {
@@ -497,13 +285,13 @@ fn type_article(v: &Value) -> &'static str {
 }
 
 /// ` (integer: description; one of "a", "b")` for a parameter schema.
-fn about(schema: &Value) -> String {
+pub(crate) fn about(root: &Value, schema: &Value) -> String {
     let mut parts = Vec::new();
-    let types = declared_types(schema);
+    let types = allowed_types(root, schema);
     if !types.is_empty() {
         parts.push(types.join(" or "));
     }
-    if let Some(d) = schema.get("description").and_then(Value::as_str) {
+    if let Some(d) = description_of(root, schema) {
         let d = d.trim();
         if !d.is_empty() {
             let short: String = d.chars().take(160).collect();
@@ -523,7 +311,7 @@ fn about(schema: &Value) -> String {
 
 fn about_at(root: &Value, ptr: &str) -> String {
     schema_at(root, ptr)
-        .and_then(|s| s.get("description").and_then(Value::as_str))
+        .and_then(|s| description_of(root, s))
         .map(|d| {
             let short: String = d.trim().chars().take(160).collect();
             format!(" (`{}`: {short})", display_ptr(ptr))
@@ -531,12 +319,24 @@ fn about_at(root: &Value, ptr: &str) -> String {
         .unwrap_or_default()
 }
 
-fn display_ptr(ptr: &str) -> String {
+/// A JSON pointer as shown to the model: `edits/1/file_path`, or
+/// `arguments` for the whole call.
+pub(crate) fn display_ptr(ptr: &str) -> String {
     let p = ptr.strip_prefix('/').unwrap_or(ptr);
     if p.is_empty() {
         "arguments".to_string()
     } else {
         p.to_string()
+    }
+}
+
+/// Appends `/key` to a JSON pointer, escaping `~` and `/`.
+pub(crate) fn push_ptr(ptr: &mut String, key: &str) {
+    ptr.push('/');
+    if key.contains(['~', '/']) {
+        ptr.push_str(&key.replace('~', "~0").replace('/', "~1"));
+    } else {
+        ptr.push_str(key);
     }
 }
 
@@ -549,7 +349,8 @@ fn join_ptr(ptr: &str, name: &str) -> String {
     }
 }
 
-fn excerpt(v: &Value) -> String {
+/// A value as JSON, cut to 80 bytes.
+pub(crate) fn excerpt(v: &Value) -> String {
     let s = v.to_string();
     if s.len() <= 80 {
         s
@@ -578,11 +379,16 @@ mod tests {
         }, "required": ["depth"], "additionalProperties": false})
     }
 
-    fn run(args: Value) -> (Value, Vec<Finding>) {
+    fn run_with(schema: Value, args: Value) -> (Value, Vec<Finding>, Vec<Coerced>) {
         let cfg = super::super::config::shipped();
-        let s = ToolSchema::compile(&sch()).unwrap();
+        let s = ToolSchema::compile(&schema).unwrap();
         let mut a = args;
-        let f = s.check("t", &mut a, &cfg.coercion, &cfg.checks);
+        let r = s.check("t", &mut a, &cfg.coercion, &cfg.checks);
+        (a, r.findings, r.coerced)
+    }
+
+    fn run(args: Value) -> (Value, Vec<Finding>) {
+        let (a, f, _) = run_with(sch(), args);
         (a, f)
     }
 
@@ -629,11 +435,71 @@ mod tests {
     }
 
     #[test]
-    fn draft_is_read_from_schema_keyword() {
-        assert_eq!(
-            draft_of(&json!({"$schema": "http://json-schema.org/draft-07/schema#"})),
-            jsonschema::Draft::Draft7
+    fn every_coercion_is_listed() {
+        let (_, f, c) = run_with(
+            sch(),
+            json!({"depth": "3", "flag": "yes", "tags": "[\"1\"]"}),
         );
-        assert_eq!(draft_of(&json!({})), jsonschema::Draft::Draft202012);
+        assert!(f.is_empty(), "{f:?}");
+        let got: Vec<(&str, &str, &str)> =
+            c.iter().map(|c| (c.path.as_str(), c.from, c.to)).collect();
+        assert_eq!(
+            got,
+            [
+                ("/depth", "string", "integer"),
+                ("/flag", "string", "boolean"),
+                ("/tags", "string", "array"),
+                ("/tags/0", "string", "integer"),
+            ]
+        );
+    }
+
+    #[test]
+    fn optional_integer_written_as_any_of_with_null() {
+        let s = json!({"type": "object", "properties": {
+            "count": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": null, "description": "How many"}
+        }});
+        let (a, f, c) = run_with(s.clone(), json!({"count": "42"}));
+        assert!(f.is_empty(), "{f:?}");
+        assert_eq!(a, json!({"count": 42}));
+        assert_eq!(c.len(), 1);
+        let (a, f, c) = run_with(s.clone(), json!({"count": null}));
+        assert!(f.is_empty() && c.is_empty(), "{f:?}");
+        assert_eq!(a, json!({"count": null}));
+        let (_, f, _) = run_with(s.clone(), json!({"count": "3.5"}));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].rule_id, "schema.coercion");
+        assert!(f[0].message.contains("whole number"), "{}", f[0].message);
+        let (_, f, _) = run_with(s, json!({"count": "many"}));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].rule_id, "schema.anyOf");
+        assert!(
+            f[0].message.contains("an integer or null") && f[0].message.contains("How many"),
+            "{}",
+            f[0].message
+        );
+    }
+
+    #[test]
+    fn null_is_never_coerced() {
+        let s = json!({"type": "object", "properties": {
+            "n": {"type": "integer"}, "s": {"type": "string"}
+        }});
+        let (a, f, c) = run_with(s, json!({"n": null, "s": null}));
+        assert_eq!(a, json!({"n": null, "s": null}));
+        assert!(c.is_empty());
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert!(f.iter().all(|f| f.rule_id == "schema.type"));
+    }
+
+    #[test]
+    fn union_error_names_the_closest_branch() {
+        let s = json!({"type": "object", "properties": {
+            "n": {"anyOf": [{"type": "integer", "minimum": 10}, {"type": "null"}]}
+        }});
+        let (a, f, _) = run_with(s, json!({"n": "5"}));
+        assert_eq!(a, json!({"n": 5}));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].message.contains("minimum"), "{}", f[0].message);
     }
 }

@@ -66,6 +66,19 @@ pub struct Finding {
     pub message: String,
 }
 
+/// One coercion the gate made to a call's arguments: the value at `path`
+/// was sent as a `from` and is passed on as a `to` (both JSON Schema type
+/// names; `from` is always `string`: only strings are ever coerced).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Coerced {
+    /// JSON pointer of the value, e.g. `/count` or `/edits/0/line`.
+    pub path: String,
+    /// The type the value was sent as.
+    pub from: &'static str,
+    /// The type it was coerced to.
+    pub to: &'static str,
+}
+
 impl Check {
     /// Builds a finding of `kind` at `path` with `detail` put into the message.
     pub fn finding(&self, kind: FindingKind, path: &str, detail: &str) -> Finding {

@@ -6,4 +6,5 @@ pub mod policy;
 pub mod properties;
 pub mod reader;
 pub mod selection;
+pub mod roles;
 pub mod tags;

@@ -47,6 +47,10 @@ pub enum ArgRole {
     Path,
 }
 
+pub use super::roles::{
+    MAX_ROLE_PATH_SEGMENTS, RoleSeg, parse_role_path, path_in_schema, role_path_string,
+};
+
 /// The call-gate fields of a tool (seed 002). Read now so the format need not
 /// change when the gate lands.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -63,8 +67,12 @@ pub struct GateTags {
     pub category: Option<String>,
     /// The tool never changes anything (a read-only SQL tool accepts one read statement).
     pub read_only: bool,
-    /// Argument name → role.
+    /// Argument → role: a top-level parameter name or a path into the
+    /// arguments (`/edits/*/file_path`, see [`parse_role_path`]).
     pub arguments: Vec<(String, ArgRole)>,
+    /// Where each entry of `arguments` is written (its key), in the same
+    /// order, when the tool comes from a tag file (empty otherwise).
+    pub argument_spans: Vec<Range<usize>>,
     /// SQL dialect for `sql` arguments (`generic` when absent).
     pub sql_dialect: Option<String>,
 }
@@ -166,8 +174,13 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
         }
     });
     let mut arguments = Vec::new();
+    let mut argument_spans = Vec::new();
     if let Some(mut a) = t.table("arguments") {
-        for (k, _, v) in a.entries() {
+        for (k, kspan, v) in a.entries() {
+            if let Err(msg) = parse_role_path(&k) {
+                r.error(ErrorKind::InvalidValue, kspan, msg);
+                continue;
+            }
             if let Some(s) = v.string() {
                 let role = match s.as_str() {
                     "shell" => Some(ArgRole::Shell),
@@ -177,7 +190,10 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
                     _ => None,
                 };
                 match role {
-                    Some(role) => arguments.push((k, role)),
+                    Some(role) => {
+                        arguments.push((k, role));
+                        argument_spans.push(kspan);
+                    }
                     None => r.push(
                         Diagnostic::at(
                             ErrorKind::InvalidValue,
@@ -201,7 +217,49 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
         category: t.str("category").map(|x| x.0),
         read_only: t.bool("read_only").unwrap_or(false),
         arguments,
+        argument_spans,
         sql_dialect: t.str("sql_dialect").map(|x| x.0),
+    }
+}
+
+/// A declared role whose path names nothing the tool's own input schema
+/// describes (a typo such as `/edits/*/file_pth`) would leave the argument
+/// it was meant for unchecked: an error at the key, with a did-you-mean
+/// among the schema's parameters.
+fn check_role_paths(r: &Reader, gate: &GateTags, schema: &Value) {
+    for (i, (key, _)) in gate.arguments.iter().enumerate() {
+        let Ok(segs) = parse_role_path(key) else {
+            continue;
+        };
+        if path_in_schema(schema, schema, &segs, 0) != Some(false) {
+            continue;
+        }
+        let params: Vec<&str> = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let first = match segs.first() {
+            Some(RoleSeg::Key(k)) => k.as_str(),
+            _ => "",
+        };
+        let span = gate.argument_spans.get(i).cloned().unwrap_or(0..0);
+        r.push(
+            Diagnostic::at(
+                ErrorKind::UnknownKey,
+                &r.file,
+                span,
+                format!(
+                    "argument `{key}` names no parameter of the tool's input_schema, so its role would never be checked (parameters: {})",
+                    if params.is_empty() {
+                        "none".to_string()
+                    } else {
+                        params.join(", ")
+                    }
+                ),
+            )
+            .with_suggestion(first, params.iter().copied()),
+        );
     }
 }
 
@@ -306,6 +364,7 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
         None
     };
     let gate = read_gate(t);
+    check_role_paths(r, &gate, &input_schema);
     let follows = t
         .str_list("follows")
         .unwrap_or_default()
@@ -435,7 +494,8 @@ pub struct InlineTool {
     /// Read-only.
     #[serde(default)]
     pub read_only: bool,
-    /// Argument roles.
+    /// Argument roles: a top-level parameter name or a path into the
+    /// arguments (`/edits/*/file_path`) → role.
     #[serde(default)]
     pub arguments: std::collections::BTreeMap<String, ArgRole>,
     /// Tools this one often follows (see [`ToolSpec::follows`]).
@@ -459,6 +519,9 @@ impl InlineTool {
                 "tool `{}`: base_priority and parameter_complexity are required when semantic tags are given (omit all tags to auto-tag the tool)",
                 self.name
             ));
+        }
+        for k in self.arguments.keys() {
+            parse_role_path(k).map_err(|e| format!("tool `{}`: {e}", self.name))?;
         }
         Ok(())
     }
@@ -602,4 +665,18 @@ pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadEr
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_files_report_bad_role_paths_at_the_key() {
+        let text = "[[tool]]\nname = \"t\"\narguments = { \"/a//b\" = \"path\", ok = \"sql\" }\n";
+        let err = parse_tag_file(SourceFile::new("t.toml", text)).unwrap_err();
+        let d = &err.diagnostics[0];
+        assert!(d.to_string().starts_with("t.toml:3:15:"), "{d}");
+        assert!(d.message.contains("empty segment"), "{d}");
+    }
 }

@@ -133,6 +133,11 @@ pub struct Coercion {
     /// Spellings of false.
     #[serde(default = "d::coercion_false_values")]
     pub false_values: Vec<String>,
+    /// Most values one call's coercion may visit while trying `anyOf`/`oneOf`
+    /// branches (each try works on a copy of the value); past it, values are
+    /// left as sent and validation decides. Bounds the work on nested unions.
+    #[serde(default = "d::coercion_max_trial_values")]
+    pub max_trial_values: usize,
 }
 
 /// JSON type an inferred argument must have.
@@ -146,9 +151,12 @@ pub enum JsonType {
 }
 
 /// `[[gate.infer]]`: for a tool whose tags declare no `arguments`, a
-/// top-level property with one of `names` and the declared `type` gets
-/// `role` when the tool has one of `domains` or `categories` (both empty:
-/// any tool).
+/// property with one of `names` and the declared `type` gets `role` when the
+/// tool has one of `domains` or `categories` (both empty: any tool). The
+/// property may sit at any depth of the input schema (inside objects, array
+/// items, `$ref`s and `anyOf`/`oneOf` branches): the role's path is then
+/// `/edits/*/file_path`, and every value at it is checked. A property whose
+/// declared types include `type` matches (`anyOf: [string, null]` is a string).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InferRule {
@@ -332,6 +340,7 @@ pub(crate) mod d {
         coercion_json_strings: bool = coercion.json_strings;
         coercion_true_values: Vec<String> = coercion.true_values;
         coercion_false_values: Vec<String> = coercion.false_values;
+        coercion_max_trial_values: usize = coercion.max_trial_values;
         risk_default_risk_level: RiskLevel = risk.default_risk_level;
         risk_rules: Vec<RiskRule> = risk.rules;
         execution_timeout_seconds: f64 = execution.timeout_seconds;
@@ -434,5 +443,6 @@ pub(crate) mod d {
         paths_checks_outside_write: Check = paths.checks.outside_write;
         paths_checks_symlink_escape: Check = paths.checks.symlink_escape;
         paths_checks_unresolvable: Check = paths.checks.unresolvable;
+        paths_checks_hard_link_write: Check = paths.checks.hard_link_write;
     }
 }

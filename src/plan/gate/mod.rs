@@ -20,7 +20,7 @@ pub mod shell;
 pub mod sql;
 pub mod types;
 
-use crate::parse::tags::{ArgRole, RiskLevel};
+use crate::parse::tags::{ArgRole, RiskLevel, RoleSeg};
 
 use config::GateConfig;
 use patterns::PatternSet;
@@ -31,9 +31,15 @@ use schema::ToolSchema;
 pub struct GateTool {
     /// The compiled input schema.
     pub schema: ToolSchema,
-    /// Top-level argument name → role (declared in the tags, or inferred).
+    /// Argument → role, as written (declared in the tags, or inferred): a
+    /// top-level parameter name or a path such as `/edits/*/file_path`.
     pub roles: Vec<(String, ArgRole)>,
-    /// Whether the roles were inferred by `[[gate.infer]]`.
+    /// The same roles as path segments (a name is a one-segment path), in
+    /// the same order; at most 64 (the gate walks them as a bit set).
+    pub role_paths: Vec<(Vec<RoleSeg>, ArgRole)>,
+    /// Whether the roles were inferred by `[[gate.infer]]` (all of them, or
+    /// some besides the declared ones, when a declared role names nothing
+    /// the schema describes).
     pub roles_inferred: bool,
     /// Risk level (the policy's default when the tags say nothing).
     pub risk_level: RiskLevel,
@@ -46,9 +52,18 @@ pub struct GateTool {
 }
 
 impl GateTool {
-    /// The role of top-level argument `name`, if any.
+    /// The role of top-level argument `name`, if any (a role whose path is
+    /// `name`, `/name` or `/*`).
     pub fn role_of(&self, name: &str) -> Option<ArgRole> {
-        self.roles.iter().find(|(n, _)| n == name).map(|(_, r)| *r)
+        self.role_paths
+            .iter()
+            .find(|(p, _)| p.len() == 1 && p[0].matches_key(name))
+            .map(|(_, r)| *r)
+    }
+
+    /// Whether any role reaches below the top level of the arguments.
+    pub fn has_nested_roles(&self) -> bool {
+        self.role_paths.iter().any(|(p, _)| p.len() > 1)
     }
 }
 

@@ -61,4 +61,14 @@ pub struct PathChecks {
     /// Too many symlinks to resolve (a loop).
     #[serde(default = "crate::plan::gate::config::d::paths_checks_unresolvable")]
     pub unresolvable: Check,
+    /// A write to an existing regular file with more than one hard link:
+    /// the same file has another name, which may lie outside the roots, and
+    /// neither the path's text nor its symlinks show where. New files and
+    /// files with one link are not affected.
+    #[serde(default = "crate::plan::gate::config::d::paths_checks_hard_link_write")]
+    pub hard_link_write: Check,
+    /// The same for reads; not checked when absent (the shipped policy
+    /// leaves it out: reading a hard-linked file is allowed).
+    #[serde(default)]
+    pub hard_link_read: Option<Check>,
 }

@@ -1,19 +1,191 @@
 //! A tool's input schema, compiled with the `jsonschema` crate when the plan
 //! is built (draft from `$schema`: 2020-12 by default, 2019-09, 7, 6 and 4
 //! supported). Checking arguments against it is the gate's first layer.
+//!
+//! Two things are prepared here besides the validator:
+//!
+//! - OpenAPI's `nullable: true` (emitted by zod's OpenAPI target, Gemini-style
+//!   function declarations and OpenAPI 3.0 generators) is not a JSON Schema
+//!   keyword, so a validator would ignore it and refuse `null`. The schema is
+//!   read with `nullable: true` turned into the JSON Schema spelling: `"null"`
+//!   added to the `type` (or a `{"type": "null"}` branch added to an
+//!   `anyOf`/`oneOf`, or the whole subschema wrapped in one).
+//! - Every `anyOf`/`oneOf` branch is indexed, and a validator for it is
+//!   compiled the first time coercion needs to know whether a value already
+//!   satisfies that branch (so a plan with many tools does not pay for
+//!   branches no call ever reaches).
 
-use serde_json::Value;
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{Map, Value};
 
 /// A tool's compiled input schema.
 #[derive(Debug, Clone)]
 pub struct ToolSchema {
     pub(crate) validator: jsonschema::Validator,
-    pub(crate) schema: Value,
+    /// The schema as validated (`nullable` read as a null type). Shared, so
+    /// the addresses of its subschemas are stable: [`Branches`] is keyed by
+    /// them.
+    pub(crate) schema: Arc<Value>,
     /// Top-level parameter names, in schema order.
     pub(crate) params: Vec<String>,
     /// The schema needs no coercion walk: it declares no property that is
     /// not a plain string (so a string value can never be coerced).
     pub(crate) strings_only: bool,
+    /// The `anyOf`/`oneOf` branches of the schema, with their validators.
+    pub(crate) branches: Arc<Branches>,
+}
+
+/// The `anyOf`/`oneOf` branches of one schema, by the address of the
+/// branch's value inside [`ToolSchema::schema`], each with its JSON Pointer
+/// in the schema and a validator compiled on first use.
+pub struct Branches {
+    draft: jsonschema::Draft,
+    /// Sorted by address.
+    entries: Vec<Branch>,
+}
+
+struct Branch {
+    addr: usize,
+    pointer: String,
+    validator: OnceLock<Option<jsonschema::Validator>>,
+}
+
+impl std::fmt::Debug for Branches {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Branches")
+            .field("count", &self.entries.len())
+            .finish()
+    }
+}
+
+/// Most `anyOf`/`oneOf` branches indexed in one schema; branches past it are
+/// judged by their declared types only.
+const MAX_BRANCHES: usize = 4096;
+/// Deepest schema nesting walked when indexing branches or reading `nullable`.
+const MAX_SCHEMA_DEPTH: usize = 128;
+/// The URI the schema is registered under when a branch validator is built.
+const BASE_URI: &str = "urn:toolgate:input-schema";
+
+impl Branches {
+    fn index(root: &Value, draft: jsonschema::Draft) -> Branches {
+        let mut entries = Vec::new();
+        let mut ptr = String::new();
+        walk_branches(root, &mut ptr, 0, &mut entries);
+        entries.sort_by_key(|b| b.addr);
+        Branches { draft, entries }
+    }
+
+    /// Whether `instance` is valid against `branch`, a subschema of `root`
+    /// found in an `anyOf`/`oneOf` list. `None` when the branch is not
+    /// indexed or its validator cannot be built (the caller then judges by
+    /// declared types).
+    pub(crate) fn is_valid(&self, root: &Value, branch: &Value, instance: &Value) -> Option<bool> {
+        let addr = branch as *const Value as usize;
+        let i = self.entries.binary_search_by_key(&addr, |b| b.addr).ok()?;
+        let b = &self.entries[i];
+        let v = b
+            .validator
+            .get_or_init(|| compile_at(root, &b.pointer, self.draft));
+        v.as_ref().map(|v| v.is_valid(instance))
+    }
+
+    /// Number of indexed branches.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the schema has no `anyOf`/`oneOf` branch.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+fn walk_branches(v: &Value, ptr: &mut String, depth: usize, out: &mut Vec<Branch>) {
+    if depth > MAX_SCHEMA_DEPTH || out.len() >= MAX_BRANCHES {
+        return;
+    }
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                let len = ptr.len();
+                ptr.push('/');
+                push_escaped(ptr, k);
+                if (k == "anyOf" || k == "oneOf")
+                    && let Value::Array(items) = child
+                {
+                    for (i, b) in items.iter().enumerate() {
+                        if out.len() >= MAX_BRANCHES {
+                            break;
+                        }
+                        let l2 = ptr.len();
+                        ptr.push('/');
+                        ptr.push_str(&i.to_string());
+                        out.push(Branch {
+                            addr: b as *const Value as usize,
+                            pointer: ptr.clone(),
+                            validator: OnceLock::new(),
+                        });
+                        ptr.truncate(l2);
+                    }
+                }
+                walk_branches(child, ptr, depth + 1, out);
+                ptr.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                let len = ptr.len();
+                ptr.push('/');
+                ptr.push_str(&i.to_string());
+                walk_branches(child, ptr, depth + 1, out);
+                ptr.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn push_escaped(ptr: &mut String, key: &str) {
+    for c in key.chars() {
+        match c {
+            '~' => ptr.push_str("~0"),
+            '/' => ptr.push_str("~1"),
+            c => ptr.push(c),
+        }
+    }
+}
+
+/// A validator for the subschema of `root` at JSON Pointer `pointer`: the
+/// root is registered as a resource, so `$ref`s inside the branch resolve
+/// against the whole schema (`#/$defs/...`), as they do in the tool's own
+/// validator.
+fn compile_at(
+    root: &Value,
+    pointer: &str,
+    draft: jsonschema::Draft,
+) -> Option<jsonschema::Validator> {
+    let registry = jsonschema::Registry::new()
+        .draft(draft)
+        .retrieve_known_draft_meta_schemas(false)
+        .add(BASE_URI, root.clone())
+        .ok()?
+        .prepare()
+        .ok()?;
+    let mut fragment = String::with_capacity(pointer.len());
+    for b in pointer.bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~!$&'()*+,;=:@".contains(&b) {
+            fragment.push(b as char);
+        } else {
+            fragment.push_str(&format!("%{b:02X}"));
+        }
+    }
+    let wrapper = serde_json::json!({ "$ref": format!("{BASE_URI}#{fragment}") });
+    jsonschema::options()
+        .with_draft(draft)
+        .with_registry(&registry)
+        .build(&wrapper)
+        .ok()
 }
 
 /// Which JSON Schema draft a schema is read with, from its `$schema`.
@@ -28,12 +200,164 @@ pub fn draft_of(schema: &Value) -> jsonschema::Draft {
     }
 }
 
+/// Whether any object in `v` has the key `nullable` (bounded walk).
+fn mentions_nullable(v: &Value, depth: usize) -> bool {
+    if depth > MAX_SCHEMA_DEPTH {
+        return false;
+    }
+    match v {
+        Value::Object(m) => {
+            m.contains_key("nullable") || m.values().any(|c| mentions_nullable(c, depth + 1))
+        }
+        Value::Array(a) => a.iter().any(|c| mentions_nullable(c, depth + 1)),
+        _ => false,
+    }
+}
+
+/// Reads OpenAPI's `nullable: true` as JSON Schema: `"null"` joins the
+/// `type`; without a `type`, a `{"type": "null"}` branch joins an
+/// `anyOf`/`oneOf`, or the subschema's constraints become
+/// `anyOf: [constraints, {"type": "null"}]`. `nullable: false` is dropped.
+/// The keyword is only read where a schema is expected (not inside
+/// `properties` names, `enum`, `const`, `default` or `examples`).
+pub fn normalize_nullable(v: &mut Value) {
+    normalize_at(v, 0);
+}
+
+fn normalize_at(v: &mut Value, depth: usize) {
+    if depth > MAX_SCHEMA_DEPTH {
+        return;
+    }
+    let Value::Object(map) = v else {
+        return;
+    };
+    // Subschemas first.
+    for (k, child) in map.iter_mut() {
+        match k.as_str() {
+            "enum" | "const" | "default" | "examples" | "example" => {}
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if let Value::Object(m) = child {
+                    for s in m.values_mut() {
+                        normalize_at(s, depth + 1);
+                    }
+                }
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(a) = child {
+                    for s in a.iter_mut() {
+                        normalize_at(s, depth + 1);
+                    }
+                }
+            }
+            "items" => match child {
+                Value::Array(a) => {
+                    for s in a.iter_mut() {
+                        normalize_at(s, depth + 1);
+                    }
+                }
+                s => normalize_at(s, depth + 1),
+            },
+            "additionalProperties"
+            | "additionalItems"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "unevaluatedItems" => normalize_at(child, depth + 1),
+            _ => {}
+        }
+    }
+    let Some(nullable) = map.get("nullable").and_then(Value::as_bool) else {
+        return;
+    };
+    map.remove("nullable");
+    if !nullable {
+        return;
+    }
+    let null = Value::String("null".into());
+    match map.get_mut("type") {
+        Some(Value::String(t)) => {
+            if t != "null" {
+                let t = std::mem::take(t);
+                map.insert("type".into(), Value::Array(vec![Value::String(t), null]));
+            }
+            add_null_to_enum(map);
+            return;
+        }
+        Some(Value::Array(a)) => {
+            if !a.contains(&null) {
+                a.push(null);
+            }
+            add_null_to_enum(map);
+            return;
+        }
+        _ => {}
+    }
+    for key in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(a)) = map.get_mut(key) {
+            a.push(serde_json::json!({"type": "null"}));
+            return;
+        }
+    }
+    // No type, no union: the constraints (a `$ref`, an `allOf`, ...) or null.
+    let keep = [
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$defs",
+        "definitions",
+        "$schema",
+        "$id",
+        "$comment",
+    ];
+    let mut inner = Map::new();
+    let keys: Vec<String> = map.keys().cloned().collect();
+    for k in keys {
+        if !keep.contains(&k.as_str())
+            && let Some(x) = map.remove(&k)
+        {
+            inner.insert(k, x);
+        }
+    }
+    if inner.is_empty() {
+        return;
+    }
+    map.insert(
+        "anyOf".into(),
+        Value::Array(vec![
+            Value::Object(inner),
+            serde_json::json!({"type": "null"}),
+        ]),
+    );
+}
+
+/// With `nullable`, an `enum` must list `null` for null to pass it.
+fn add_null_to_enum(map: &mut Map<String, Value>) {
+    if let Some(Value::Array(e)) = map.get_mut("enum")
+        && !e.contains(&Value::Null)
+    {
+        e.push(Value::Null);
+    }
+}
+
 impl ToolSchema {
     /// Compiles `schema`; the error says why it is not a usable JSON Schema.
     pub fn compile(schema: &Value) -> Result<ToolSchema, String> {
+        let schema = if mentions_nullable(schema, 0) {
+            let mut s = schema.clone();
+            normalize_nullable(&mut s);
+            s
+        } else {
+            schema.clone()
+        };
+        let draft = draft_of(&schema);
         let validator = jsonschema::options()
-            .with_draft(draft_of(schema))
-            .build(schema)
+            .with_draft(draft)
+            .build(&schema)
             .map_err(|e| e.to_string())?;
         let params = schema
             .get("properties")
@@ -47,22 +371,32 @@ impl ToolSchema {
                 props.values().all(|p| {
                     p.get("type").and_then(Value::as_str) == Some("string")
                         && p.get("$ref").is_none()
+                        && p.get("anyOf").is_none()
+                        && p.get("oneOf").is_none()
+                        && p.get("allOf").is_none()
                 })
             })
             && schema.get("$ref").is_none()
+            && schema.get("anyOf").is_none()
+            && schema.get("oneOf").is_none()
+            && schema.get("allOf").is_none()
             && schema
                 .get("additionalProperties")
                 .is_none_or(|a| !a.is_object())
             && schema.get("patternProperties").is_none();
+        let schema = Arc::new(schema);
+        let branches = Arc::new(Branches::index(&schema, draft));
         Ok(ToolSchema {
             validator,
-            schema: schema.clone(),
+            schema,
             params,
             strings_only,
+            branches,
         })
     }
 
-    /// The schema as declared.
+    /// The schema as validated: the declared schema, with OpenAPI's
+    /// `nullable: true` read as a null type.
     pub fn schema(&self) -> &Value {
         &self.schema
     }
@@ -70,5 +404,92 @@ impl ToolSchema {
     /// Top-level parameter names.
     pub fn params(&self) -> &[String] {
         &self.params
+    }
+
+    /// The `anyOf`/`oneOf` branches of the schema.
+    pub fn branches(&self) -> &Branches {
+        &self.branches
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nullable_becomes_a_null_type() {
+        let mut s = json!({"type": "object", "properties": {
+            "a": {"type": "integer", "nullable": true},
+            "b": {"type": ["string"], "nullable": true, "enum": ["x"]},
+            "c": {"anyOf": [{"type": "integer"}], "nullable": true},
+            "d": {"$ref": "#/$defs/D", "nullable": true, "description": "d"},
+            "e": {"type": "integer", "nullable": false},
+            "f": {"enum": [{"nullable": true}]}
+        }, "$defs": {"D": {"type": "object", "properties": {"x": {"type": "number", "nullable": true}}}}});
+        normalize_nullable(&mut s);
+        let p = &s["properties"];
+        assert_eq!(p["a"], json!({"type": ["integer", "null"]}));
+        assert_eq!(
+            p["b"],
+            json!({"type": ["string", "null"], "enum": ["x", null]})
+        );
+        assert_eq!(
+            p["c"],
+            json!({"anyOf": [{"type": "integer"}, {"type": "null"}]})
+        );
+        assert_eq!(
+            p["d"],
+            json!({"description": "d", "anyOf": [{"$ref": "#/$defs/D"}, {"type": "null"}]})
+        );
+        assert_eq!(p["e"], json!({"type": "integer"}));
+        assert_eq!(p["f"], json!({"enum": [{"nullable": true}]}));
+        assert_eq!(
+            s["$defs"]["D"]["properties"]["x"],
+            json!({"type": ["number", "null"]})
+        );
+    }
+
+    #[test]
+    fn branch_validators_resolve_refs_against_the_whole_schema() {
+        let s = ToolSchema::compile(&json!({
+            "type": "object",
+            "properties": {"m": {"anyOf": [{"$ref": "#/$defs/M"}, {"type": "null"}]}},
+            "$defs": {"M": {"type": "integer", "minimum": 3}}
+        }))
+        .unwrap();
+        assert_eq!(s.branches().len(), 2);
+        let root = s.schema();
+        let b0 = &root["properties"]["m"]["anyOf"][0];
+        let b1 = &root["properties"]["m"]["anyOf"][1];
+        assert_eq!(s.branches.is_valid(root, b0, &json!(4)), Some(true));
+        assert_eq!(s.branches.is_valid(root, b0, &json!(2)), Some(false));
+        assert_eq!(s.branches.is_valid(root, b0, &json!("4")), Some(false));
+        assert_eq!(s.branches.is_valid(root, b1, &json!(null)), Some(true));
+        // A value that is not a branch of this schema is not judged.
+        assert_eq!(s.branches.is_valid(root, &json!({}), &json!(1)), None);
+    }
+
+    #[test]
+    fn branch_pointers_escape_odd_property_names() {
+        let s = ToolSchema::compile(&json!({
+            "type": "object",
+            "properties": {"a/b ~c%d é": {"oneOf": [{"type": "integer"}, {"type": "string", "enum": ["x"]}]}}
+        }))
+        .unwrap();
+        let root = s.schema();
+        let p = &root["properties"]["a/b ~c%d é"]["oneOf"];
+        assert_eq!(s.branches.is_valid(root, &p[0], &json!(1)), Some(true));
+        assert_eq!(s.branches.is_valid(root, &p[1], &json!("x")), Some(true));
+        assert_eq!(s.branches.is_valid(root, &p[1], &json!("y")), Some(false));
+    }
+
+    #[test]
+    fn draft_is_read_from_schema_keyword() {
+        assert_eq!(
+            draft_of(&json!({"$schema": "http://json-schema.org/draft-07/schema#"})),
+            jsonschema::Draft::Draft7
+        );
+        assert_eq!(draft_of(&json!({})), jsonschema::Draft::Draft202012);
     }
 }
