@@ -22,6 +22,10 @@ const SELECTION: &str = include_str!("../policies/selection.toml");
 
 fn load(text: &str) -> Result<(PolicySource, Arc<Plan>), LoadError> {
     let mut p = parse_policy(SourceFile::new("p.toml", text))?;
+    // Data files (selection.toml's transitions) are read beside policies/.
+    let name = std::mem::replace(&mut p.file, SourceFile::new("policies/p.toml", text));
+    toolgate::load::load_data_files(&mut p)?;
+    p.file = name;
     p.examples.clear();
     let tools = load_catalog(&Sources::default()).unwrap();
     compile(&p, tools).map(|plan| (p, Arc::new(plan)))

@@ -459,15 +459,22 @@ fn recency_range(plan: &Plan) -> FeatureRange {
 
 /// `transition_match`: 0 (no call before, or a last call it does not follow)
 /// and, with `[features.transition_match]`, at most `max(declared, 1)` (a
-/// smoothed probability, or the declared value). The upper end has no recipe:
-/// a bound that needs it is reported as a bound only.
+/// smoothed probability, or the declared value). The upper end is listed as
+/// a point for searches, but no witness is built for it: a bound that needs
+/// it is reported as a bound only.
 fn transition_range(plan: &Plan) -> FeatureRange {
     let mut r = FeatureRange::from_points(vec![Point {
         value: 0.0,
         recipe: Recipe::Fixed,
     }]);
     if let Some(t) = &plan.transitions {
-        r.interval = Interval::new(0.0, t.declared.max(1.0));
+        let hi = t.declared.max(1.0);
+        // Listed for searches (monotonicity); no witness reaches it.
+        r.points.push(Point {
+            value: hi,
+            recipe: Recipe::Fixed,
+        });
+        r.interval = Interval::new(0.0, hi);
     }
     r
 }
