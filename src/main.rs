@@ -200,7 +200,7 @@ enum Command {
         #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=60_000))]
         debounce: Option<u64>,
     },
-    /// Run as an MCP server (stdio) in front of MCP servers: list only the active tools, gate every call.
+    /// Run as an MCP server (stdio, or Streamable HTTP with --listen) in front of MCP servers: list only the active tools, gate every call.
     ///
     /// Clients see the servers' tools under client-safe names ({server}__{tool}) plus two tools of
     /// the proxy: toolgate__find_tools (search; the matches join the list) and toolgate__call_tool

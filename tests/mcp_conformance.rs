@@ -6,8 +6,8 @@
 //! unchanged (`--name-format {tool}`), the proxy's own tools off, and a
 //! policy that lists every tool (tests/data/conformance/pass-through.toml).
 //!
-//! `.ci/run` installs Node 22 (the npm package `node@22`, which ships the
-//! binary), the suite and the server, pinned, into `.mcp-conformance`. When
+//! `scripts/test` (the README's test command, which `.ci/run` runs) installs
+//! Node 22 (the npm package `node@22`, which ships the binary), the suite and the server, pinned, into `.mcp-conformance`. When
 //! they are missing this test FAILS, unless `TOOLGATE_SKIP_CONFORMANCE=1`
 //! says to skip it on purpose.
 //!

@@ -127,18 +127,18 @@ fn the_shipped_policies_have_exact_bounds() {
 /// has no witness recipe: the top 1.1 + 0.8 is reported as a bound only.
 #[test]
 fn learned_transitions_widen_the_bound_and_make_it_a_bound_only() {
-    let (p, plan) = plan(SELECTION);
-    let b = score_bounds(&p, &plan);
+    let (p, pl) = plan(SELECTION);
+    let b = score_bounds(&p, &pl);
     assert!(close(b.raw[0], 0.0) && close(b.raw[1], 1.9), "{:?}", b.raw);
     assert!(!b.exact);
     // Without the transition term the bound is exact again, as before.
     let no_tr = SELECTION.replace(" + w_transition*transition_match", "");
     assert_ne!(no_tr, SELECTION);
-    let (p, plan) = plan(&no_tr);
-    let b = score_bounds(&p, &plan);
+    let (p, pl) = plan(&no_tr);
+    let b = score_bounds(&p, &pl);
     assert!(close(b.raw[0], 0.0) && close(b.raw[1], 1.1), "{:?}", b.raw);
     assert!(b.exact);
-    witnesses_reproduce(&p, &plan, &b);
+    witnesses_reproduce(&p, &pl, &b);
 }
 
 #[test]

@@ -11,8 +11,8 @@ use toolgate::mcp::{
 /// Options of `toolgate mcp-proxy`; each overrides the `--config` file's value.
 #[derive(Args, Clone)]
 pub struct McpProxyArgs {
-    /// A downstream server, `NAME=COMMAND [ARGS]` (repeatable); its tools are `NAME.tool` in policies and the audit, `NAME__tool` for clients.
-    #[arg(long = "server", value_name = "NAME=COMMAND")]
+    /// A downstream server, `NAME=COMMAND [ARGS]` or `NAME=URL` (Streamable HTTP) (repeatable); its tools are `NAME.tool` in policies and the audit, `NAME__tool` for clients.
+    #[arg(long = "server", value_name = "NAME=COMMAND|URL")]
     pub servers: Vec<String>,
     /// A TOML file with `[[server]]` entries and the options below (see docs/mcp-proxy.md).
     #[arg(long, value_name = "FILE")]
