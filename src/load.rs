@@ -43,6 +43,14 @@ pub fn load_policy(path: Option<&Path>) -> Result<PolicySource, LoadError> {
     Ok(policy)
 }
 
+/// Parses a policy file and reads the data files it references
+/// ([`load_data_files`]).
+pub fn parse_with_data(file: std::sync::Arc<SourceFile>) -> Result<PolicySource, LoadError> {
+    let mut policy = parse_policy(file)?;
+    load_data_files(&mut policy)?;
+    Ok(policy)
+}
+
 /// Reads the data files a parsed policy references, relative to the policy
 /// file's folder (its `SourceFile` name is its path): today the transitions
 /// file of `[features.transition_match] file`. A file that cannot be read is

@@ -164,8 +164,9 @@ enum Command {
         /// Keep at most N not-called tools per call (all by default).
         #[arg(long, value_name = "N")]
         negatives: Option<usize>,
-        /// Remove the policy's [[examples]] that fail under the fitted weights from the
-        /// written policy (without it, such a fit is reported and nothing is written).
+        /// Remove the policy's [[examples]] and [[properties]] that fail under the fitted
+        /// weights from the written policy (without it, such a fit is reported and nothing is
+        /// written).
         #[arg(long)]
         drop_failing_examples: bool,
         /// What to fit: the formula's weights and the threshold, or the absolute relevance

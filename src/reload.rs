@@ -68,7 +68,7 @@ use crate::context::{SessionContext, UsageStats};
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::eval::ActivationDiff;
 use crate::load::{DEFAULT_POLICY, DEFAULT_TAGS, Sources};
-use crate::parse::policy::{PolicySource, ReloadParams, parse_policy};
+use crate::parse::policy::{PolicySource, ReloadParams};
 use crate::parse::tags::{ToolSpec, import_tools_json, parse_tag_file};
 use crate::plan::Plan;
 
@@ -781,16 +781,10 @@ fn build(
     default_policy: (&'static str, &'static str),
 ) -> Result<(Plan, ReloadParams, Inputs), LoadError> {
     let policy = match &snap.policy {
-        None => parse_policy(crate::load::embedded_source(default_policy)).and_then(|mut p| {
-            crate::load::load_data_files(&mut p)?;
-            Ok(p)
-        }),
+        None => crate::load::parse_with_data(crate::load::embedded_source(default_policy)),
         // A referenced data file (transitions) is read as it is now; it is
         // not watched: save the policy again to reload after editing it.
-        Some((p, c)) => to_source(p, c).and_then(parse_policy).and_then(|mut p| {
-            crate::load::load_data_files(&mut p)?;
-            Ok(p)
-        }),
+        Some((p, c)) => to_source(p, c).and_then(crate::load::parse_with_data),
     };
     let mut tools: Vec<ToolSpec> = Vec::new();
     let mut diags = Vec::new();

@@ -244,12 +244,24 @@ fn fit_never_writes_a_policy_that_does_not_load() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("fitted.toml");
     let o = out.display().to_string();
+    // The default policy plus a property tied to its own weights' range,
+    // which the fitted weights break.
+    let policy = tmp.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            "{}\n[[properties]]\nname = \"raw scores stay within the formula's own range [0.01, 1.15]\"\nraw_score_within = [0.01, 1.15]\n",
+            std::fs::read_to_string("policies/default.toml").unwrap()
+        ),
+    )
+    .unwrap();
+    let policy = policy.display().to_string();
     let args = [
         "fit",
         "--trace",
         "examples/sessions.jsonl",
         "--policy",
-        "policies/default.toml",
+        &policy,
         "--target-recall",
         "0.95",
         "--out",
@@ -277,6 +289,13 @@ fn fit_never_writes_a_policy_that_does_not_load() {
         "{stdout}"
     );
     assert!(!stdout.contains("0/0"), "{stdout}");
+    // The default policy's declared range of raw scores is its own weights':
+    // the fitted weights move it, and fit says so.
+    assert!(
+        stdout.contains("declared properties that fail under the fitted weights (1):")
+            && stdout.contains("`raw scores stay within the formula's own range [0.01, 1.15]`"),
+        "{stdout}"
+    );
 
     let mut dropping = args.to_vec();
     dropping.push("--drop-failing-examples");
@@ -289,6 +308,11 @@ fn fit_never_writes_a_policy_that_does_not_load() {
     assert!(check.contains("examples: 2 checked, all hold"), "{check}");
     let fitted = std::fs::read_to_string(&out).unwrap();
     assert!(!fitted.contains("SQL exploration exposes"), "{fitted}");
+    assert!(
+        !fitted.contains("raw scores stay within the formula's own range"),
+        "{fitted}"
+    );
+    assert!(fitted.contains("scores stay within the clamp"), "{fitted}");
     assert!(fitted.contains("Chinese database request"));
 
     // JSON: no held-out quality, the failing example, what was written.

@@ -106,8 +106,10 @@ pub fn run_fit(
     }
     let report = fit(&policy, &catalog, &trace, opts)
         .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
-    // A fitted policy that does not load is never written.
-    let write = out.filter(|_| report.load_error.is_none());
+    // A fitted policy that does not load, or whose declared properties fail,
+    // is never written.
+    let properties_fail = !report.failing_properties.is_empty() && !report.examples_dropped;
+    let write = out.filter(|_| report.load_error.is_none() && !properties_fail);
     if let Some(path) = write {
         let text = relocated(&report.policy_text, args, path);
         std::fs::write(path, text)
@@ -122,6 +124,19 @@ pub fn run_fit(
         w!(o, "{v}");
     } else {
         print_text(o, &report, trace_path, opts, write);
+    }
+    if properties_fail && report.load_error.is_none() {
+        let e = Diagnostic::bare(
+            ErrorKind::ExampleFailed,
+            format!(
+                "the fitted policy was not written: {} of the policy's [[properties]] fail under the fitted weights",
+                report.failing_properties.len()
+            ),
+        )
+        .with_help(
+            "rerun with --drop-failing-examples to write it without them, or edit the properties",
+        );
+        return Err(Fail::Load(toolgate::diag::LoadError::single(e)));
     }
     match report.load_error {
         Some(mut e) => {
@@ -278,6 +293,42 @@ fn print_text(
             }
         );
         for f in &r.failing_examples {
+            w!(o, "  line {}: `{}`", f.line, f.name);
+            for e in &f.errors {
+                w!(o, "    {e}");
+            }
+        }
+    }
+    if !r.failing_properties.is_empty() {
+        w!(
+            o,
+            "declared properties that fail under the fitted weights ({}){}:",
+            r.failing_properties.len(),
+            if r.examples_dropped {
+                ", dropped from the fitted policy"
+            } else {
+                ""
+            }
+        );
+        for f in &r.failing_properties {
+            w!(o, "  line {}: `{}`", f.line, f.name);
+            for e in &f.errors {
+                w!(o, "    {e}");
+            }
+        }
+    }
+    if !r.failing_properties.is_empty() {
+        w!(
+            o,
+            "declared properties that fail under the fitted weights ({}){}:",
+            r.failing_properties.len(),
+            if r.examples_dropped {
+                ", dropped from the fitted policy"
+            } else {
+                ""
+            }
+        );
+        for f in &r.failing_properties {
             w!(o, "  line {}: `{}`", f.line, f.name);
             for e in &f.errors {
                 w!(o, "    {e}");

@@ -277,23 +277,31 @@ fn header(line: &str) -> Option<String> {
 /// blank lines just above that next header (they belong to it). An example
 /// written inline (`examples = [...]`) cannot be dropped: an error.
 pub fn drop_examples(text: &str, lines: &[usize]) -> Result<String, String> {
+    let tables: Vec<(usize, &str)> = lines.iter().map(|&l| (l, "examples")).collect();
+    drop_tables(text, &tables)
+}
+
+/// The policy's text without the array-of-tables blocks (`[[examples]]`,
+/// `[[properties]]`, ...) that contain the given 1-based lines, each given
+/// with its table name; see [`drop_examples`]. A line outside such a table
+/// is an error.
+pub fn drop_tables(text: &str, tables: &[(usize, &str)]) -> Result<String, String> {
     let all: Vec<&str> = text.split_inclusive('\n').collect();
     let mut drop = vec![false; all.len()];
-    for &line in lines {
+    for &(line, table) in tables {
         let at = line.saturating_sub(1).min(all.len().saturating_sub(1));
         let start = (0..=at)
             .rev()
-            .find(|&i| header(all[i]).as_deref() == Some("examples"))
+            .find(|&i| header(all[i]).as_deref() == Some(table))
             .filter(|&i| all[i].trim_start().starts_with("[["))
             .ok_or_else(|| {
-                format!(
-                    "the example at line {line} is not an [[examples]] table; remove it by hand"
-                )
+                format!("the entry at line {line} is not a [[{table}]] table; remove it by hand")
             })?;
+        let sub = format!("{table}.");
         let mut end = start + 1;
         while end < all.len() {
             match header(all[end]) {
-                Some(h) if !h.starts_with("examples.") => break,
+                Some(h) if !h.starts_with(&sub) => break,
                 _ => end += 1,
             }
         }
@@ -485,7 +493,13 @@ mod logistic {
         pub policy_text: String,
         /// The input policy's `[[examples]]` that fail under the fitted weights.
         pub failing_examples: Vec<ExampleFailure>,
-        /// Whether the failing examples were removed from `policy_text`.
+        /// The input policy's declared `[[properties]]` that fail under the
+        /// fitted weights (checked as `toolgate check` does; empty without
+        /// the `proptest` feature). Like failing examples, they keep the
+        /// policy from being written unless dropped.
+        pub failing_properties: Vec<ExampleFailure>,
+        /// Whether the failing examples and properties were removed from
+        /// `policy_text`.
         pub examples_dropped: bool,
         /// Why `policy_text` does not load (`None` when it loads, examples
         /// included): do not write it. Set when examples fail and were not
@@ -620,10 +634,16 @@ mod logistic {
         let text = rewrite_policy(policy, &new_weights, Some(threshold))?;
         let (_, plan_new) = plan_of(&text, &name, catalog)?;
         let failing_examples = failing_examples(&text, &name, catalog)?;
-        let examples_dropped = opts.drop_failing_examples && !failing_examples.is_empty();
+        let failing_properties = failing_properties(&text, &name, catalog)?;
+        let examples_dropped = opts.drop_failing_examples
+            && !(failing_examples.is_empty() && failing_properties.is_empty());
         let text = if examples_dropped {
-            let lines: Vec<usize> = failing_examples.iter().map(|f| f.line).collect();
-            drop_examples(&text, &lines)?
+            let tables: Vec<(usize, &str)> = failing_examples
+                .iter()
+                .map(|f| (f.line, "examples"))
+                .chain(failing_properties.iter().map(|f| (f.line, "properties")))
+                .collect();
+            drop_tables(&text, &tables)?
         } else {
             text
         };
@@ -669,9 +689,53 @@ mod logistic {
                 .count(),
             policy_text: text,
             failing_examples,
+            failing_properties,
             examples_dropped,
             load_error,
         })
+    }
+
+    /// The declared properties of the policy `text` that fail on its own
+    /// plan (examples left out), checked as `toolgate check` checks them.
+    #[cfg(feature = "proptest")]
+    fn failing_properties(
+        text: &str,
+        name: &str,
+        catalog: &[ToolSpec],
+    ) -> Result<Vec<ExampleFailure>, String> {
+        use crate::compile::witness::CatalogBounds;
+        use crate::fuzz::properties::{CheckOptions, check_properties};
+        let (src, plan) = plan_of(text, name, catalog)?;
+        if plan.properties.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cb = CatalogBounds::of(&plan);
+        Ok(
+            check_properties(&src, &plan, &cb, CheckOptions::default())
+                .into_iter()
+                .filter(|r| !r.holds)
+                .map(|r| {
+                    // `location` is `file:line:column`.
+                    let mut parts = r.location.rsplitn(3, ':');
+                    let line = parts.nth(1).and_then(|l| l.parse().ok()).unwrap_or(0);
+                    ExampleFailure {
+                        name: r.name,
+                        line,
+                        errors: vec![format!("{}: {}", r.location, r.detail)],
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    /// Without the `proptest` feature properties are not checked.
+    #[cfg(not(feature = "proptest"))]
+    fn failing_properties(
+        _text: &str,
+        _name: &str,
+        _catalog: &[ToolSpec],
+    ) -> Result<Vec<ExampleFailure>, String> {
+        Ok(Vec::new())
     }
 
     /// The examples of the policy `text` that fail on its own plan, each
