@@ -148,8 +148,10 @@ fn the_selection_policy_uses_bm25() {
     // The called tools of the two messages match them well, and are active.
     assert!(kw[0] > 0.5 && kw[1] > 0.5, "{kw:?}");
     let r = replay(&plan, &trace, &ReplayOptions::default()).unwrap();
+    // The second message's tool ranks 4th of 8: the remembered first
+    // message (decay 0.3) still lifts its tools.
     assert!(
-        r.steps[..2].iter().all(|s| s.hit && s.rank <= Some(3)),
+        r.steps[..2].iter().all(|s| s.hit && s.rank <= Some(4)),
         "{:?}",
         r.steps
     );

@@ -20,6 +20,7 @@ from conftest import (
     VENV1,
     direct,
     proxy,
+    selection_policy_text,
     server_bin,
     sqlite_server,
     tables,
@@ -51,7 +52,7 @@ async def test_first_list_is_never_empty_and_names_are_client_safe(tmp_path, db)
         assert "toolgate__find_tools" in (p.init.instructions or "")
     # the cold-start set comes from the policy: pinned tools, then min_active by score
     policy = tmp_path / "cold.toml"
-    policy.write_text((ROOT / "policies/selection.toml").read_text()
+    policy.write_text(selection_policy_text()
                       .replace('pinned = []', 'pinned = ["sqlite.list_tables"]', 1)
                       .replace('min_active = 0\n', 'min_active = 2\n', 1))
     async with proxy(tmp_path, "--server", time_server(), "--server", sqlite_server(db),
@@ -225,7 +226,7 @@ async def test_a_confirmed_definition_change_is_accepted(tmp_path):
 
 async def test_deny_never_exposes_a_changed_tool(tmp_path):
     policy = tmp_path / "deny.toml"
-    policy.write_text((ROOT / "policies/selection.toml").read_text()
+    policy.write_text(selection_policy_text()
                       .replace('on_definition_change = "ask"', 'on_definition_change = "deny"', 1))
 
     async def accept(context, params):
@@ -241,7 +242,7 @@ async def test_deny_never_exposes_a_changed_tool(tmp_path):
 async def test_policy_edit_while_connected_changes_the_list(tmp_path, db):
     for watch in ([], ["--poll-ms", "100"]):  # file-system events, then polling
         policy = tmp_path / f"policy{len(watch)}.toml"
-        text = (ROOT / "policies/selection.toml").read_text()
+        text = selection_policy_text()
         policy.write_text(text)
         async with proxy(tmp_path, "--server", time_server(), "--server", sqlite_server(db),
                          "--policy", str(policy), "--debounce-ms", "20", *watch) as p:
@@ -259,7 +260,7 @@ async def test_policy_edit_while_connected_changes_the_list(tmp_path, db):
 
 async def test_found_tools_expire_after_calls_of_other_tools(tmp_path, db):
     policy = tmp_path / "expiry.toml"
-    policy.write_text((ROOT / "policies/selection.toml").read_text()
+    policy.write_text(selection_policy_text()
                       .replace("expiry_calls = 0 ", "expiry_calls = 2 ", 1))
     async with proxy(tmp_path, "--server", time_server(), "--server", sqlite_server(db),
                      "--policy", str(policy), "--debounce-ms", "20") as p:
@@ -272,7 +273,7 @@ async def test_found_tools_expire_after_calls_of_other_tools(tmp_path, db):
 
 
 async def test_intent_from_calls_is_a_policy_switch(tmp_path, db):
-    text = (ROOT / "policies/selection.toml").read_text()
+    text = selection_policy_text()
     for on in (False, True):
         policy = tmp_path / f"intent{on}.toml"
         policy.write_text(text.replace("intent_from_calls = false", f"intent_from_calls = {str(on).lower()}", 1))

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, VENV1, server_bin, sqlite_server, tables, time_server, toolgate_bin
+from conftest import ROOT, VENV1, selection_policy_text, server_bin, sqlite_server, tables, time_server, toolgate_bin
 
 SAFE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 QUESTION = "which tables are in my sqlite database"
@@ -192,7 +192,7 @@ def test_a_changed_definition_is_withheld_with_the_inspector(tmp_path, mcpdo_ses
 
 def test_a_policy_edit_while_connected_changes_the_list(tmp_path, db, mcpdo_session):
     policy = tmp_path / "policy.toml"
-    text_ = (ROOT / "policies/selection.toml").read_text()
+    text_ = selection_policy_text()
     policy.write_text(text_)
     cfg = config(tmp_path, "--server", time_server(), "--server", sqlite_server(db), "--policy", str(policy))
     s = mcpdo_session(tmp_path, cfg)
