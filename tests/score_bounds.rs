@@ -118,7 +118,11 @@ fn the_default_policy_reaches_exactly_0_01_and_1_15() {
 fn the_shipped_policies_have_exact_bounds() {
     let (p, plan) = plan(ARTICLE);
     let b = score_bounds(&p, &plan);
-    assert!(close(b.raw[0], 0.01) && close(b.raw[1], 1.15), "{:?}", b.raw);
+    assert!(
+        close(b.raw[0], 0.01) && close(b.raw[1], 1.15),
+        "{:?}",
+        b.raw
+    );
     assert!(b.exact);
     witnesses_reproduce(&p, &plan, &b);
 }

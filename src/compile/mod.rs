@@ -26,8 +26,8 @@ pub mod formula;
 pub mod gate;
 pub mod interval;
 mod properties;
-pub mod witness;
 pub mod selection;
+pub mod witness;
 
 use std::collections::HashMap;
 use std::sync::Arc;

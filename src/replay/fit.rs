@@ -710,22 +710,20 @@ mod logistic {
             return Ok(Vec::new());
         }
         let cb = CatalogBounds::of(&plan);
-        Ok(
-            check_properties(&src, &plan, &cb, CheckOptions::default())
-                .into_iter()
-                .filter(|r| !r.holds)
-                .map(|r| {
-                    // `location` is `file:line:column`.
-                    let mut parts = r.location.rsplitn(3, ':');
-                    let line = parts.nth(1).and_then(|l| l.parse().ok()).unwrap_or(0);
-                    ExampleFailure {
-                        name: r.name,
-                        line,
-                        errors: vec![format!("{}: {}", r.location, r.detail)],
-                    }
-                })
-                .collect(),
-        )
+        Ok(check_properties(&src, &plan, &cb, CheckOptions::default())
+            .into_iter()
+            .filter(|r| !r.holds)
+            .map(|r| {
+                // `location` is `file:line:column`.
+                let mut parts = r.location.rsplitn(3, ':');
+                let line = parts.nth(1).and_then(|l| l.parse().ok()).unwrap_or(0);
+                ExampleFailure {
+                    name: r.name,
+                    line,
+                    errors: vec![format!("{}: {}", r.location, r.detail)],
+                }
+            })
+            .collect())
     }
 
     /// Without the `proptest` feature properties are not checked.
