@@ -434,7 +434,6 @@ fn undeclared(check: &Check, gt: &GateTool, schema: &Value, args: &Value) -> Opt
     Some(check.finding(FindingKind::Schema, &ptr, &detail))
 }
 
-/// An argument the schema does not declare, on a tool whose arguments are
 fn finish(
     tool: &str,
     arguments: Value,

@@ -131,7 +131,6 @@ impl Walk<'_> {
         next
     }
 
-    /// Runs `role`'s analysis on the value at `ptr`.
     /// The shell analysis of one command line or argv, findings and effects.
     fn shell(&mut self, input: ShellInput, ptr: &str) {
         let g = self.g;
@@ -150,6 +149,7 @@ impl Walk<'_> {
         self.effects.push(path_effect(gt, s));
     }
 
+    /// Runs `role`'s analysis on the value at `ptr`.
     fn apply(&mut self, role: ArgRole, v: &Value, ptr: &mut String, depth: usize) {
         let before = self.out.len();
         let (g, gt) = (self.g, self.gt);
