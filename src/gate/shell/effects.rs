@@ -464,13 +464,13 @@ impl Walker<'_> {
 
         // The arguments see the variables as they were before this
         // command's own prefix assignments.
-        let mut args: Vec<Arg> = Vec::new();
+        let mut args: Vec<Arg> = Vec::with_capacity(words.len());
         let mut pending = procsubs.into_iter().peekable();
         for (i, raw) in words.iter().enumerate() {
             while let Some((_, kind, sub)) = pending.next_if(|(at, _, _)| *at <= i) {
                 args.push(self.process_substitution(kind, sub, scope));
             }
-            args.extend(self.expand_word(raw, scope));
+            self.expand_word_into(raw, scope, &mut args);
         }
         for (_, kind, sub) in pending {
             args.push(self.process_substitution(kind, sub, scope));

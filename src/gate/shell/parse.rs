@@ -51,11 +51,14 @@ impl Walker<'_> {
     /// Tokenizes and parses one line (no cache: brush's own caches take a
     /// global lock and clone their results).
     fn parse(&self, line: &str) -> Result<ast::Program, brush_parser::ParseError> {
+        if let Some(mut t) = fast_tokens(line)
+            && let Some(program) = fast_parse(&mut t)
+        {
+            return Ok(program);
+        }
+        // (The fast parser may have taken words out of its tokens.)
         let tokens = match fast_tokens(line) {
-            Some(t) => match fast_parse(&t) {
-                Some(program) => return Ok(program),
-                None => t,
-            },
+            Some(t) => t,
             None => brush_parser::uncached_tokenize_str(line, &self.opts.tokenizer_options())
                 .map_err(|e| brush_parser::ParseError::Tokenizing {
                     inner: e,
@@ -259,7 +262,8 @@ fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
 /// fd number that does not fit falls back. The AST must be identical to
 /// brush's, locations included: the tests compare both parsers on known
 /// lines and on random ones.
-fn fast_parse(tokens: &[brush_parser::Token]) -> Option<ast::Program> {
+/// The words of `tokens` are moved into the AST (whatever the outcome).
+fn fast_parse(tokens: &mut [brush_parser::Token]) -> Option<ast::Program> {
     if tokens.is_empty() {
         return None;
     }
@@ -272,11 +276,21 @@ fn fast_parse(tokens: &[brush_parser::Token]) -> Option<ast::Program> {
 
 /// The position of [`fast_parse`] in its tokens.
 struct FastParser<'a> {
-    t: &'a [brush_parser::Token],
+    t: &'a mut [brush_parser::Token],
     i: usize,
 }
 
 impl FastParser<'_> {
+    /// The word at `i`, moved out of its token.
+    fn take_word(&mut self, i: usize) -> ast::Word {
+        match &mut self.t[i] {
+            brush_parser::Token::Word(w, l) | brush_parser::Token::Operator(w, l) => ast::Word {
+                value: std::mem::take(w),
+                loc: Some(l.clone()),
+            },
+        }
+    }
+
     /// The operator at the position, if any.
     fn op(&self) -> Option<&str> {
         match self.t.get(self.i) {
@@ -368,19 +382,20 @@ impl FastParser<'_> {
             if let Some(Token::Word(w, l)) = self.t.get(self.i)
                 && let Some(a) = assignment(w, l)
             {
-                prefix.push(I::AssignmentWord(a, ast::Word::with_location(w, l)));
+                let word = self.take_word(self.i);
+                prefix.push(I::AssignmentWord(a, word));
                 self.i += 1;
                 continue;
             }
             break;
         }
         let name = match self.t.get(self.i) {
-            Some(t @ Token::Word(w, _)) => {
+            Some(Token::Word(w, _)) => {
                 if is_reserved(w) {
                     return None;
                 }
                 self.i += 1;
-                ast::Word::from(t)
+                self.take_word(self.i - 1)
             }
             _ if prefix.is_empty() => return None,
             _ => {
@@ -398,11 +413,13 @@ impl FastParser<'_> {
                 continue;
             }
             match self.t.get(self.i) {
-                Some(t @ Token::Word(w, l)) => {
+                Some(Token::Word(w, l)) => {
+                    let a = assignment(w, l);
+                    let word = self.take_word(self.i);
                     self.i += 1;
-                    suffix.push(match assignment(w, l) {
-                        Some(a) => I::AssignmentWord(a, ast::Word::with_location(w, l)),
-                        None => I::Word(ast::Word::from(t)),
+                    suffix.push(match a {
+                        Some(a) => I::AssignmentWord(a, word),
+                        None => I::Word(word),
                     });
                 }
                 _ => break,
@@ -445,8 +462,9 @@ impl FastParser<'_> {
             "&>" | "&>>" => None,
             _ => return Some(None),
         };
+        let append = o == "&>>";
         let target = match self.t.get(at + 1) {
-            Some(t @ Token::Word(..)) => ast::Word::from(t),
+            Some(Token::Word(..)) => self.take_word(at + 1),
             _ => return None,
         };
         self.i = at + 2;
@@ -455,7 +473,7 @@ impl FastParser<'_> {
                 ast::IoRedirect::File(fd, k, T::Duplicate(target))
             }
             Some(k) => ast::IoRedirect::File(fd, k, T::Filename(target)),
-            None => ast::IoRedirect::OutputAndError(target, o == "&>>"),
+            None => ast::IoRedirect::OutputAndError(target, append),
         }))
     }
 }
@@ -637,7 +655,7 @@ mod fast_tokens_tests {
 
     /// Where the fast parser answers, its AST is brush's.
     fn same_ast(line: &str) -> bool {
-        match fast_tokens(line).and_then(|t| fast_parse(&t)) {
+        match fast_tokens(line).and_then(|mut t| fast_parse(&mut t)) {
             None => true,
             Some(p) => format!("{:?}", Some(p)) == brush_ast(line),
         }
@@ -686,18 +704,18 @@ mod fast_tokens_tests {
                 assert!(
                     same_ast(l),
                     "{l:?}: fast {:?}",
-                    fast_tokens(l).and_then(|t| fast_parse(&t))
+                    fast_tokens(l).and_then(|mut t| fast_parse(&mut t))
                 );
             }
         }
         // These take the fast path (so the comparison above compared).
         for l in lines[..19].iter().chain(&lines[22..23]) {
-            let t = fast_tokens(l).unwrap();
-            assert!(fast_parse(&t).is_some(), "{l:?} takes the fast path");
+            let mut t = fast_tokens(l).unwrap();
+            assert!(fast_parse(&mut t).is_some(), "{l:?} takes the fast path");
         }
         for l in ["time ls", "if x", "a;;", "a && ", "a >", "99999999999>f x"] {
-            if let Some(t) = fast_tokens(l) {
-                assert!(fast_parse(&t).is_none(), "{l:?}");
+            if let Some(mut t) = fast_tokens(l) {
+                assert!(fast_parse(&mut t).is_none(), "{l:?}");
             }
         }
     }
@@ -724,7 +742,7 @@ mod fast_tokens_tests {
             let line = proptest::strategy::ValueTree::current(
                 &command_atoms().new_tree(&mut runner).unwrap(),
             );
-            if let Some(p) = fast_tokens(&line).and_then(|t| fast_parse(&t)) {
+            if let Some(p) = fast_tokens(&line).and_then(|mut t| fast_parse(&mut t)) {
                 fast += 1;
                 assert_eq!(format!("{:?}", Some(p)), brush_ast(&line), "{line:?}");
             }
@@ -800,7 +818,7 @@ mod fast_tokens_tests {
 
         #[test]
         fn parses_like_brush_on_random_lines(line in command_atoms()) {
-            prop_assert!(same_ast(&line), "{:?}: fast {:?}", line, fast_tokens(&line).and_then(|t| fast_parse(&t)));
+            prop_assert!(same_ast(&line), "{:?}: fast {:?}", line, fast_tokens(&line).and_then(|mut t| fast_parse(&mut t)));
         }
     }
 }
