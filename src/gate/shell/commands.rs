@@ -309,7 +309,8 @@ impl Walker<'_> {
                     self.effect("chdir", &shown, &resolved);
                 }
                 // Into a directory that exists, `cd` does not fail.
-                let fail = if self.dirs_exist(&self.st.cwd) {
+                let cwd = self.st.cwd.clone();
+                let fail = if self.dirs_exist(&cwd) {
                     None
                 } else {
                     Some(before)

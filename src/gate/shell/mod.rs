@@ -192,6 +192,7 @@ pub(crate) fn analyze(
         record: true,
         want_effects: want.effects,
         want_runs: want.runs,
+        lstats: super::path::Lstats::default(),
     };
     let scope = Scope::default();
     match input {
@@ -320,6 +321,8 @@ struct Walker<'c> {
     want_effects: bool,
     /// Runs are wanted ([`Want`]).
     want_runs: bool,
+    /// What `lstat` said of the paths placed so far.
+    lstats: super::path::Lstats,
 }
 
 /// Parsed options and operands of a command.

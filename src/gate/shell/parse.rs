@@ -546,14 +546,16 @@ fn bracket_nesting(s: &str) -> usize {
     let mut depth: usize = 0;
     let mut max = 0;
     let mut backquotes = 0usize;
-    for c in s.chars() {
+    // Over bytes: the brackets are ASCII, and no byte of a multi-byte
+    // character is.
+    for c in s.bytes() {
         match c {
-            '(' | '{' | '[' => {
+            b'(' | b'{' | b'[' => {
                 depth += 1;
                 max = max.max(depth + backquotes);
             }
-            ')' | '}' | ']' => depth = depth.saturating_sub(1),
-            '`' => {
+            b')' | b'}' | b']' => depth = depth.saturating_sub(1),
+            b'`' => {
                 backquotes += 1;
                 max = max.max(depth + backquotes / 2);
             }

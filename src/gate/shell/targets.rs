@@ -26,7 +26,7 @@ use super::normalize::basename;
 use super::state::{Cwd, Dir};
 use super::{Arg, EffectChecks, RedirectMode, RunVia, Scope, Walker, excerpt};
 use crate::gate::code::{self, ScriptEffect};
-use crate::gate::path::{Placement, place};
+use crate::gate::path::{Placement, place, place_with};
 use crate::gate::types::{Action, Check, FindingKind};
 use crate::plan::gate::effect::Effect;
 use crate::plan::gate::shell::EnvValue;
@@ -182,7 +182,7 @@ impl Walker<'_> {
     }
 
     /// Whether every alternative of `cwd` is an existing directory.
-    pub(super) fn dirs_exist(&self, cwd: &Cwd) -> bool {
+    pub(super) fn dirs_exist(&mut self, cwd: &Cwd) -> bool {
         let Cwd::Known(dirs) = cwd else {
             return false;
         };
@@ -194,7 +194,7 @@ impl Walker<'_> {
             Place::Dynamic => false,
             Place::At(v) => v
                 .iter()
-                .all(|(_, abs)| abs.as_ref().is_some_and(|p| p.is_dir())),
+                .all(|(_, abs)| abs.as_ref().is_some_and(|p| self.lstats.is_dir(p))),
         }
     }
 
@@ -290,7 +290,7 @@ impl Walker<'_> {
                         continue;
                     }
                     let placement = match &abs {
-                        Some(p) => place(&self.roots, p, writes),
+                        Some(p) => place_with(&self.roots, p, writes, &mut self.lstats),
                         None => Placement::Outside,
                     };
                     let d = || {
