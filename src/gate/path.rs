@@ -176,44 +176,108 @@ fn lexical(p: &Path) -> PathBuf {
 /// one component at a time; the part that does not exist is appended
 /// lexically. `None` after `max_links` symlinks.
 fn resolve(p: &Path, max_links: usize) -> Option<PathBuf> {
-    resolve_under(PathBuf::from("/"), p, max_links)
+    resolve_under(PathBuf::from("/"), p, max_links, &mut Lstats::default())
+}
+
+/// What `lstat` said of the paths one check looked at: a command line
+/// often places several paths below the same directories (`tee a/log`,
+/// `>> a/times`). Only directories and files are remembered (a symlink is
+/// read again each time) and only for one check.
+#[derive(Debug, Default)]
+pub struct Lstats {
+    /// Paths that are not symlinks, and what they are.
+    seen: Vec<(PathBuf, Lstat)>,
+}
+
+/// One `lstat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lstat {
+    Symlink,
+    Dir,
+    File,
+    Missing,
+}
+
+impl Lstats {
+    fn lstat(&mut self, p: &Path) -> Lstat {
+        if let Some((_, l)) = self.seen.iter().find(|(q, _)| q == p) {
+            return *l;
+        }
+        let out = match std::fs::symlink_metadata(p) {
+            Ok(m) if m.file_type().is_symlink() => return Lstat::Symlink,
+            Ok(m) if m.is_dir() => Lstat::Dir,
+            Ok(_) => Lstat::File,
+            Err(_) => Lstat::Missing,
+        };
+        if self.seen.len() < 64 {
+            self.seen.push((p.to_path_buf(), out));
+        }
+        out
+    }
+
+    /// Whether `p` is a directory, through symlinks ([`Path::is_dir`]).
+    pub fn is_dir(&mut self, p: &Path) -> bool {
+        match self.lstat(p) {
+            // `lstat` follows every component but the last, as `stat` does.
+            Lstat::Dir => true,
+            Lstat::File | Lstat::Missing => false,
+            Lstat::Symlink => p.is_dir(),
+        }
+    }
 }
 
 /// [`resolve`] of `rest` under `base`, a path already resolved (no symlink
 /// in it): only the components of `rest` are looked at.
-fn resolve_under(base: PathBuf, rest: &Path, max_links: usize) -> Option<PathBuf> {
+fn resolve_under(
+    base: PathBuf,
+    rest: &Path,
+    max_links: usize,
+    lstats: &mut Lstats,
+) -> Option<PathBuf> {
     let mut out = base;
+    // Components still to walk: those of symlink targets met on the way
+    // (`pending`, first), then the rest of `rest`'s.
     let mut pending: VecDeque<OsString> = VecDeque::new();
-    push_components(&mut pending, rest, false);
+    let mut comps = rest.components();
     let mut links = 0;
     let mut exists = true;
-    while let Some(c) = pending.pop_front() {
+    loop {
+        let from_pending = pending.pop_front();
+        let c: &std::ffi::OsStr = match &from_pending {
+            Some(c) => c,
+            None => match comps.next() {
+                None => break,
+                Some(Component::ParentDir) => std::ffi::OsStr::new(".."),
+                Some(Component::Normal(n)) => n,
+                Some(_) => continue,
+            },
+        };
         if c == ".." {
             out.pop();
             continue;
         }
-        let candidate = out.join(&c);
+        out.push(c);
         if exists {
-            match std::fs::symlink_metadata(&candidate) {
-                Ok(m) if m.file_type().is_symlink() => {
+            match lstats.lstat(&out) {
+                Lstat::Symlink => {
                     links += 1;
                     if links > max_links {
                         return None;
                     }
-                    let Ok(target) = std::fs::read_link(&candidate) else {
+                    let Ok(target) = std::fs::read_link(&out) else {
                         return None;
                     };
+                    out.pop();
                     if target.is_absolute() {
                         out = PathBuf::from("/");
                     }
                     push_components(&mut pending, &target, true);
                     continue;
                 }
-                Ok(_) => {}
-                Err(_) => exists = false,
+                Lstat::Dir | Lstat::File => {}
+                Lstat::Missing => exists = false,
             }
         }
-        out = candidate;
     }
     Some(out)
 }
@@ -306,19 +370,25 @@ pub enum Placement {
 /// path is known), so a symlink inside a root that leads outside is found —
 /// for writes and deletes.
 pub fn place(roots: &Roots, abs: &Path, follow: bool) -> Placement {
+    place_with(roots, abs, follow, &mut Lstats::default())
+}
+
+/// [`place`], remembering what `lstat` says in `lstats` (for the paths of
+/// one check).
+pub fn place_with(roots: &Roots, abs: &Path, follow: bool, lstats: &mut Lstats) -> Placement {
     if roots.lexical.is_empty() {
         return Placement::NoRoots;
     }
     let abs = lexical(abs);
-    let mut base: Option<(PathBuf, PathBuf)> = None;
+    let mut base: Option<(&PathBuf, &Path)> = None;
     for (lex, real) in roots.lexical.iter().zip(&roots.real) {
         let Some(real) = real else { continue };
         if let Ok(rest) = abs.strip_prefix(lex) {
-            base = Some((real.clone(), rest.to_path_buf()));
+            base = Some((real, rest));
             break;
         }
         if let Ok(rest) = abs.strip_prefix(real) {
-            base = Some((real.clone(), rest.to_path_buf()));
+            base = Some((real, rest));
             break;
         }
     }
@@ -328,7 +398,7 @@ pub fn place(roots: &Roots, abs: &Path, follow: bool) -> Placement {
     if !follow {
         return Placement::Inside;
     }
-    match resolve_under(real_root, &rest, roots.max_symlinks) {
+    match resolve_under(real_root.clone(), rest, roots.max_symlinks, lstats) {
         None => Placement::Unresolvable,
         Some(real) => {
             if roots.real.iter().flatten().any(|r| real.starts_with(r)) {

@@ -134,7 +134,12 @@ impl Walk<'_> {
     /// The shell analysis of one command line or argv, findings and effects.
     fn shell(&mut self, input: ShellInput, ptr: &str) {
         let g = self.g;
-        let a = shell::analyze_shell_full(&g.config.shell, &g.config.paths, ptr, input, self.start);
+        // The programs run are not part of a verdict.
+        let want = shell::Want {
+            effects: true,
+            runs: false,
+        };
+        let a = shell::analyze(&g.config.shell, &g.config.paths, ptr, input, self.start, want);
         self.out.extend(a.findings);
         self.effects.extend(a.effects);
     }

@@ -29,8 +29,8 @@ pub(super) struct Ctx {
 
 impl Walker<'_> {
     /// The directory a command runs in.
-    pub(super) fn cwd_of(&self, ctx: &Ctx) -> Cwd {
-        ctx.cwd.clone().unwrap_or_else(|| self.st.cwd.clone())
+    pub(super) fn cwd_of<'a>(&'a self, ctx: &'a Ctx) -> &'a Cwd {
+        ctx.cwd.as_ref().unwrap_or(&self.st.cwd)
     }
 
     /// Analyzes one command given as argv (after expansion): follows it
@@ -53,7 +53,7 @@ impl Walker<'_> {
     }
 
     fn record_run(&mut self, args: &[Arg], ctx: &Ctx) {
-        if !self.record || self.runs.len() >= 4096 {
+        if !self.want_runs || !self.record || self.runs.len() >= 4096 {
             return;
         }
         let cwd = match self.cwd_of(ctx) {
@@ -106,7 +106,6 @@ impl Walker<'_> {
             }
             let cfg = self.cfg;
             // Rules, with the operands resolved where the line moved.
-            let view = self.rule_view(&name, &args, &ctx);
             let index = cfg.index();
             if index.rule_names.contains(name.as_str())
                 || cfg
@@ -114,6 +113,7 @@ impl Walker<'_> {
                     .iter()
                     .any(|r| r.command_regex.as_ref().is_some_and(|x| x.is_match(&name)))
             {
+                let view = self.rule_view(&name, &args, &ctx);
                 let parsed = self.parse_args(&name, &view[1..]);
                 self.rules(&name, &parsed, &view);
             }
@@ -273,7 +273,7 @@ impl Walker<'_> {
                     return Some(Flow::both(before));
                 }
                 let new = match (role, operands.first()) {
-                    (B::Popd, _) => match self.st.stack.pop() {
+                    (B::Popd, _) => match self.st_mut().stack.pop() {
                         Some(c) => c,
                         None => return Some(Flow::both(before)),
                     },
@@ -294,19 +294,23 @@ impl Walker<'_> {
                     },
                 };
                 if role == B::Pushd {
-                    self.st.stack.push(self.st.cwd.clone());
+                    let c = self.st.cwd.clone();
+                    self.st_mut().stack.push(c);
                 }
-                self.st.oldpwd = Some(self.st.cwd.clone());
-                self.st.cwd = new.merge(&new, max);
-                let shown = rest
-                    .iter()
-                    .map(|a| a.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                let resolved = self.cwd_texts().join(" | ");
-                self.effect("chdir", &shown, &resolved);
+                let st = self.st_mut();
+                st.oldpwd = Some(std::mem::replace(&mut st.cwd, new.merge(&new, max)));
+                if self.want_effects {
+                    let shown = rest
+                        .iter()
+                        .map(|a| a.text.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    let resolved = self.cwd_texts().join(" | ");
+                    self.effect("chdir", &shown, &resolved);
+                }
                 // Into a directory that exists, `cd` does not fail.
-                let fail = if self.dirs_exist(&self.st.cwd.clone()) {
+                let cwd = self.st.cwd.clone();
+                let fail = if self.dirs_exist(&cwd) {
                     None
                 } else {
                     Some(before)
@@ -366,14 +370,14 @@ impl Walker<'_> {
                 let functions = rest.iter().any(|a| a.text == "-f");
                 for a in operands {
                     if functions {
-                        self.st.functions.remove(&a.text);
+                        self.st_mut().functions.remove(&a.text);
                     } else if a.dynamic {
                         // Unknown names: nothing known about any variable.
-                        for v in self.st.vars.values_mut() {
+                        for v in self.st_mut().vars.values_mut() {
                             *v = Var::Unknown;
                         }
                     } else {
-                        self.st.vars.insert(a.text.clone(), Var::Unset);
+                        self.st_mut().vars.insert(a.text.clone(), Var::Unset);
                     }
                 }
                 Some(Flow::both(self.st.clone()))
@@ -382,7 +386,7 @@ impl Walker<'_> {
                 for a in operands {
                     let n = a.text.split_once('=').map(|(n, _)| n).unwrap_or(&a.text);
                     if is_name(n) {
-                        self.st.vars.insert(n.to_string(), Var::Unknown);
+                        self.st_mut().vars.insert(n.to_string(), Var::Unknown);
                     }
                 }
                 Some(Flow::both(self.st.clone()))
@@ -392,7 +396,7 @@ impl Walker<'_> {
                 if let Some(k) = rest.iter().position(|a| a.text == "-v")
                     && let Some(v) = rest.get(k + 1)
                 {
-                    self.st.vars.insert(v.text.clone(), Var::Unknown);
+                    self.st_mut().vars.insert(v.text.clone(), Var::Unknown);
                 }
                 None
             }
@@ -400,7 +404,7 @@ impl Walker<'_> {
                 for a in operands {
                     if let Some((n, v)) = a.text.split_once('=') {
                         if !self.st.aliases.iter().any(|x| x == n) {
-                            self.st.aliases.push(n.to_string());
+                            self.st_mut().aliases.push(n.to_string());
                         }
                         // What the alias would run is checked here.
                         let code = Arg {
@@ -470,7 +474,7 @@ impl Walker<'_> {
                     self.code(v, true, &format!("`{flag}` code"), scope);
                 }
                 if spec.chdir_flags.contains(flag) {
-                    let base = self.cwd_of(ctx);
+                    let base = self.cwd_of(ctx).clone();
                     ctx.cwd = Some(if v.dynamic {
                         Cwd::Unknown
                     } else {
@@ -706,7 +710,7 @@ impl Walker<'_> {
                 self.path_target(Effect::Script, &script.text, script.dynamic, ctx);
                 if spec.in_shell {
                     // A sourced script may set any variable.
-                    for v in self.st.vars.values_mut() {
+                    for v in self.st_mut().vars.values_mut() {
                         *v = Var::Unknown;
                     }
                 }
@@ -727,15 +731,15 @@ impl Walker<'_> {
             if spec.in_shell {
                 self.code(code, true, what, scope);
                 if code.dynamic {
-                    self.st.cwd = Cwd::Unknown;
-                    for v in self.st.vars.values_mut() {
+                    self.st_mut().cwd = Cwd::Unknown;
+                    for v in self.st_mut().vars.values_mut() {
                         *v = Var::Unknown;
                     }
                 }
                 return Flow::both(self.st.clone());
             }
             let saved = self.st.clone();
-            self.st = saved.child();
+            self.st = std::rc::Rc::new(saved.child());
             self.code(code, true, what, scope);
             self.st = saved;
             return Flow::both(self.st.clone());
@@ -764,7 +768,7 @@ impl Walker<'_> {
                 let what = format!("`{name}` here-document");
                 if spec.shell {
                     let saved = self.st.clone();
-                    self.st = saved.child();
+                    self.st = std::rc::Rc::new(saved.child());
                     self.code(&code, true, &what, scope);
                     self.st = saved;
                 } else {
@@ -815,7 +819,7 @@ impl Walker<'_> {
                 if t.effect == Effect::Chdir
                     && let Some(a) = source_arg(rest, &t.source)
                 {
-                    let base = self.cwd_of(&ctx);
+                    let base = self.cwd_of(&ctx).clone();
                     ctx.cwd = Some(if a.dynamic {
                         Cwd::Unknown
                     } else {

@@ -14,7 +14,7 @@ use std::rc::Rc;
 use brush_parser::ast;
 
 use super::normalize::has_substitution;
-use super::state::{Cwd, St, Var, merge_opt};
+use super::state::{Cwd, St, Var, merge_opt, merge_shared};
 use super::{Arg, RedirectMode, Scope, Stdin, Walker};
 use crate::gate::types::FindingKind;
 
@@ -180,7 +180,7 @@ impl Walker<'_> {
             }
             ast::Command::Function(def) => {
                 let name = self.word(&def.fname.value, scope).text;
-                self.st
+                self.st_mut()
                     .functions
                     .insert(name.clone(), Rc::new(def.body.clone()));
                 // The body is checked where it is defined too (a function
@@ -234,12 +234,12 @@ impl Walker<'_> {
         let f = self.compound_list(body, scope);
         self.settle(&f);
         let once = self.st.clone();
-        let mut merged = start.merge(&once, max);
+        let mut merged = merge_shared(&start, &once, max);
         if merged.cwd != start.cwd || merged.vars != start.vars {
             self.st = merged.clone();
             let g = self.compound_list(body, scope);
             self.settle(&g);
-            merged = merged.merge(&self.st, max);
+            merged = merge_shared(&merged, &self.st, max);
         }
         Flow::both(merged)
     }
@@ -302,18 +302,18 @@ impl Walker<'_> {
                                 exported: false,
                             }
                         };
-                        self.st.vars.insert(name.clone(), var);
+                        self.st_mut().vars.insert(name.clone(), var);
                         let g = self.compound_list(&f.body.list, scope);
                         self.settle(&g);
                     }
                     if values.is_empty() {
                         self.st = start;
                     } else if globbed {
-                        self.st = self.st.merge(&start, max);
+                        self.st = merge_shared(&self.st, &start, max);
                     }
                     Flow::both(self.st.clone())
                 } else {
-                    self.st.vars.insert(name, Var::Unknown);
+                    self.st_mut().vars.insert(name, Var::Unknown);
                     self.loop_body(&f.body.list, scope)
                 }
             }
@@ -464,13 +464,13 @@ impl Walker<'_> {
 
         // The arguments see the variables as they were before this
         // command's own prefix assignments.
-        let mut args: Vec<Arg> = Vec::new();
+        let mut args: Vec<Arg> = Vec::with_capacity(words.len());
         let mut pending = procsubs.into_iter().peekable();
         for (i, raw) in words.iter().enumerate() {
             while let Some((_, kind, sub)) = pending.next_if(|(at, _, _)| *at <= i) {
                 args.push(self.process_substitution(kind, sub, scope));
             }
-            args.extend(self.expand_word(raw, scope));
+            self.expand_word_into(raw, scope, &mut args);
         }
         for (_, kind, sub) in pending {
             args.push(self.process_substitution(kind, sub, scope));
@@ -558,7 +558,7 @@ impl Walker<'_> {
         if name == "PWD" || name == "OLDPWD" {
             // Assigning PWD does not move the shell.
         }
-        self.st.vars.insert(name.to_string(), v);
+        self.st_mut().vars.insert(name.to_string(), v);
     }
 
     fn process_substitution(

@@ -81,7 +81,11 @@ pub fn analyze_shell(
     path: &str,
     input: ShellInput,
 ) -> Vec<Finding> {
-    analyze_shell_full(cfg, paths, path, input, None).findings
+    let want = Want {
+        effects: false,
+        runs: false,
+    };
+    analyze(cfg, paths, path, input, None, want).findings
 }
 
 /// What the analysis of one command line found.
@@ -135,6 +139,39 @@ pub fn analyze_shell_full(
     input: ShellInput,
     start: Option<&str>,
 ) -> ShellAnalysis {
+    analyze(cfg, paths, path, input, start, Want::all())
+}
+
+/// What an analysis records beyond findings (each costs time: strings per
+/// effect and per program run).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Want {
+    /// Every effect found ([`ShellAnalysis::effects`]).
+    pub(crate) effects: bool,
+    /// The programs the line runs ([`ShellAnalysis::runs`]).
+    pub(crate) runs: bool,
+}
+
+impl Want {
+    /// Findings, effects and runs.
+    pub(crate) fn all() -> Want {
+        Want {
+            effects: true,
+            runs: true,
+        }
+    }
+}
+
+/// [`analyze_shell_full`], recording only what `want` asks for beyond the
+/// findings (which are the same either way).
+pub(crate) fn analyze(
+    cfg: &ShellConfig,
+    paths: &PathConfig,
+    path: &str,
+    input: ShellInput,
+    start: Option<&str>,
+    want: Want,
+) -> ShellAnalysis {
     let cwd = match start {
         None => Cwd::start(),
         Some(s) if s.contains('$') || s.contains('`') => Cwd::Unknown,
@@ -149,10 +186,13 @@ pub fn analyze_shell_full(
         runs: Vec::new(),
         opts: brush_parser::ParserOptions::default(),
         parses: 0,
-        st: St::new(cwd),
+        st: std::rc::Rc::new(state::State::new(cwd)),
         calls: 0,
         call_stack: Vec::new(),
         record: true,
+        want_effects: want.effects,
+        want_runs: want.runs,
+        lstats: super::path::Lstats::default(),
     };
     let scope = Scope::default();
     match input {
@@ -165,12 +205,25 @@ pub fn analyze_shell_full(
             w.command(args, &scope, 0, None);
         }
     }
-    let mut seen = BTreeSet::new();
-    w.findings
-        .retain(|f| seen.insert((f.rule_id.clone(), f.message.clone())));
-    let mut seen = BTreeSet::new();
-    w.effects
-        .retain(|e| seen.insert((e.kind.clone(), e.operand.clone(), e.resolved.clone())));
+    // The first of each (rule, message) and each (kind, operand, resolved).
+    let keep: Vec<bool> = {
+        let mut seen = BTreeSet::new();
+        w.findings
+            .iter()
+            .map(|f| seen.insert((f.rule_id.as_str(), f.message.as_str())))
+            .collect()
+    };
+    let mut k = keep.into_iter();
+    w.findings.retain(|_| k.next().unwrap_or(true));
+    let keep: Vec<bool> = {
+        let mut seen = BTreeSet::new();
+        w.effects
+            .iter()
+            .map(|e| seen.insert((e.kind.as_str(), e.operand.as_str(), e.resolved.as_str())))
+            .collect()
+    };
+    let mut k = keep.into_iter();
+    w.effects.retain(|_| k.next().unwrap_or(true));
     ShellAnalysis {
         findings: w.findings,
         effects: w.effects,
@@ -264,6 +317,12 @@ struct Walker<'c> {
     /// Runs are recorded (not while a function body is checked where it is
     /// defined, before any call).
     record: bool,
+    /// Effects are wanted ([`Want`]).
+    want_effects: bool,
+    /// Runs are wanted ([`Want`]).
+    want_runs: bool,
+    /// What `lstat` said of the paths placed so far.
+    lstats: super::path::Lstats,
 }
 
 /// Parsed options and operands of a command.
@@ -275,6 +334,11 @@ struct Parsed {
 }
 
 impl Walker<'_> {
+    /// The current state, to change (copied first when shared).
+    fn st_mut(&mut self) -> &mut state::State<brush_parser::ast::FunctionBody> {
+        std::rc::Rc::make_mut(&mut self.st)
+    }
+
     fn check(&mut self, pick: impl Fn(&ShellChecks) -> &Check, kind: FindingKind, detail: &str) {
         let f = pick(&self.cfg.checks).finding(kind, self.path, detail);
         self.findings.push(f);
@@ -303,7 +367,7 @@ impl Walker<'_> {
 
     /// Records an effect for `toolgate guard`.
     fn effect(&mut self, kind: &str, operand: &str, resolved: &str) {
-        if self.effects.len() < 256 {
+        if self.want_effects && self.effects.len() < 256 {
             self.effects.push(EffectFound {
                 kind: kind.to_string(),
                 operand: excerpt(operand),

@@ -54,8 +54,6 @@ pub struct Reading {
     pub targets: Vec<Target>,
     /// Effects without a target (`network`, `system`, ...).
     pub effects: Vec<Effect>,
-    /// Canonical flags present (for the rules).
-    pub flags: Vec<String>,
     /// Indices of the operands (for the rules).
     pub operands: Vec<usize>,
     /// The subcommand: its argument index (the rest is read with the
@@ -65,62 +63,92 @@ pub struct Reading {
     pub unknown_options: Vec<String>,
 }
 
+/// The canonical spelling of flag `f` (`flag_aliases`), or `f`.
+fn canon<'a>(spec: &'a CommandSpec, f: &'a str) -> &'a str {
+    spec.flag_aliases.get(f).map(String::as_str).unwrap_or(f)
+}
+
+/// Whether `f` (or its canonical spelling) takes a value (`value_flags`).
+fn takes_value(spec: &CommandSpec, f: &str) -> bool {
+    let c = canon(spec, f);
+    spec.value_flags.iter().any(|v| v == f || v == c)
+}
+
+/// A single-letter option `{sign}{c}` as text, without allocating.
+fn short_flag(buf: &mut [u8; 8], sign: u8, c: char) -> &str {
+    buf[0] = sign;
+    let n = c.encode_utf8(&mut buf[1..]).len();
+    std::str::from_utf8(&buf[..1 + n]).unwrap_or("")
+}
+
+/// What a reading notes while it goes: the options and canonical flags
+/// seen, kept only when the entry's `program_unless` needs them.
+struct Seen {
+    on: bool,
+    names: Vec<String>,
+}
+
+impl Seen {
+    fn note(&mut self, name: &str) {
+        if self.on {
+            self.names.push(name.to_string());
+        }
+    }
+}
+
+/// Applies flag `f`'s effects; false when the entry does not list it.
+fn flag(
+    spec: &CommandSpec,
+    f: &str,
+    r: &mut Reading,
+    operand_effect: &mut Effect,
+    clear: &mut bool,
+    seen: &mut Seen,
+) -> bool {
+    let c = canon(spec, f);
+    seen.note(c);
+    let Some(effs) = spec.flags.get(f).or_else(|| spec.flags.get(c)) else {
+        return false;
+    };
+    for e in &effs.0 {
+        match e {
+            Effect::Operands(x) => *operand_effect = (**x).clone(),
+            Effect::Clear => *clear = true,
+            Effect::Fixed(k, p) => r.targets.push(Target {
+                effect: (**k).clone(),
+                source: Source::Fixed(p.clone()),
+            }),
+            Effect::None => {}
+            other => r.effects.push(other.clone()),
+        }
+    }
+    true
+}
+
 /// Reads `args` (the arguments after the command name) with `spec`.
 pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
     let mut r = Reading::default();
     let mut operand_effect = spec.operands.clone();
     let mut operands: Vec<(usize, bool)> = Vec::new(); // (index, after --)
     let mut clear = false;
-    let mut seen_options: Vec<String> = Vec::new();
-    let canon = |f: &str| {
-        spec.flag_aliases
-            .get(f)
-            .cloned()
-            .unwrap_or_else(|| f.to_string())
+    // Options (as given) and canonical flags seen, for `program_unless`.
+    let mut seen = Seen {
+        on: spec.program_operand.is_some() && !spec.program_unless.is_empty(),
+        names: Vec::new(),
     };
+    let mut buf = [0u8; 8];
     let mut i = 0;
     let mut after_dashdash = false;
-    // Applies a flag's effects.
-    let flag = |f: &str,
-                r: &mut Reading,
-                operand_effect: &mut Effect,
-                clear: &mut bool,
-                seen: &mut Vec<String>|
-     -> bool {
-        let c = canon(f);
-        seen.push(c.clone());
-        r.flags.push(c.clone());
-        let Some(effs) = spec.flags.get(f).or_else(|| spec.flags.get(&c)) else {
-            return false;
-        };
-        for e in &effs.0 {
-            match e {
-                Effect::Operands(x) => *operand_effect = (**x).clone(),
-                Effect::Clear => *clear = true,
-                Effect::Fixed(k, p) => r.targets.push(Target {
-                    effect: (**k).clone(),
-                    source: Source::Fixed(p.clone()),
-                }),
-                Effect::None => {}
-                other => r.effects.push(other.clone()),
-            }
-        }
-        true
-    };
-    let takes_value = |f: &str| {
-        spec.value_flags.iter().any(|v| v == f) || spec.value_flags.iter().any(|v| *v == canon(f))
-    };
     // Old-style first argument: `tar xzf archive.tar`.
     if spec.old_style_flags
         && let Some(first) = args.first()
         && !first.text().starts_with('-')
         && !first.text().is_empty()
     {
-        let letters: Vec<char> = first.text().chars().collect();
         i = 1;
-        for c in letters {
-            let f = format!("-{c}");
-            if let Some(e) = spec.options.get(&f) {
+        for c in first.text().chars() {
+            let f = short_flag(&mut buf, b'-', c);
+            if let Some(e) = spec.options.get(f) {
                 if i < args.len() {
                     r.targets.push(Target {
                         effect: e.clone(),
@@ -128,19 +156,13 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                     });
                     i += 1;
                 }
-                seen_options.push(f.clone());
-                r.flags.push(canon(&f));
-            } else if takes_value(&f) {
+                seen.note(f);
+                seen.note(canon(spec, f));
+            } else if takes_value(spec, f) {
                 i += 1;
-                r.flags.push(canon(&f));
+                seen.note(canon(spec, f));
             } else {
-                flag(
-                    &f,
-                    &mut r,
-                    &mut operand_effect,
-                    &mut clear,
-                    &mut seen_options,
-                );
+                flag(spec, f, &mut r, &mut operand_effect, &mut clear, &mut seen);
             }
         }
     }
@@ -177,12 +199,12 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         // `--name=value` and `--name value`.
         if let Some(long) = t.strip_prefix("--") {
             let (name, attached) = match long.split_once('=') {
-                Some((n, _)) => (format!("--{n}"), Some(n.len() + 3)),
-                None => (t.to_string(), None),
+                Some((n, _)) => (&t[..n.len() + 2], Some(n.len() + 3)),
+                None => (t, None),
             };
-            if let Some(e) = spec.options.get(&name) {
-                seen_options.push(name.clone());
-                r.flags.push(canon(&name));
+            if let Some(e) = spec.options.get(name) {
+                seen.note(name);
+                seen.note(canon(spec, name));
                 let src = match attached {
                     Some(off) => Some(Source::Part(i, off)),
                     None if i + 1 < args.len() => {
@@ -197,29 +219,31 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                         source,
                     });
                 }
-            } else if takes_value(&name) {
-                r.flags.push(canon(&name));
+            } else if takes_value(spec, name) {
+                seen.note(canon(spec, name));
                 if attached.is_none() {
                     i += 1;
                 }
-            } else if spec.optional_value_flags.contains(&name) {
+            } else if spec.optional_value_flags.iter().any(|o| o == name) {
                 flag(
-                    &name,
+                    spec,
+                    name,
                     &mut r,
                     &mut operand_effect,
                     &mut clear,
-                    &mut seen_options,
+                    &mut seen,
                 );
             } else if !flag(
-                &name,
+                spec,
+                name,
                 &mut r,
                 &mut operand_effect,
                 &mut clear,
-                &mut seen_options,
+                &mut seen,
             ) && spec.strict_options
-                && !spec.flag_aliases.contains_key(&name)
+                && !spec.flag_aliases.contains_key(name)
             {
-                r.unknown_options.push(name);
+                r.unknown_options.push(name.to_string());
             }
             i += 1;
             continue;
@@ -227,8 +251,8 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         // A whole-word option: `-exec`, `-name`, `-jar`, `-fprint`.
         if t.len() > 2 {
             if let Some(e) = spec.options.get(t) {
-                seen_options.push(t.to_string());
-                r.flags.push(canon(t));
+                seen.note(t);
+                seen.note(canon(spec, t));
                 if i + 1 < args.len() {
                     i += 1;
                     r.targets.push(Target {
@@ -239,34 +263,28 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 i += 1;
                 continue;
             }
-            if takes_value(t) {
-                r.flags.push(canon(t));
+            if takes_value(spec, t) {
+                seen.note(canon(spec, t));
                 i += 2;
                 continue;
             }
             if spec.flags.contains_key(t) {
-                flag(
-                    t,
-                    &mut r,
-                    &mut operand_effect,
-                    &mut clear,
-                    &mut seen_options,
-                );
+                flag(spec, t, &mut r, &mut operand_effect, &mut clear, &mut seen);
                 i += 1;
                 continue;
             }
         }
         // A cluster of single-letter options: `-rf`, `-n5`, `-ofile`.
-        let sign = &t[..1];
-        let body: Vec<(usize, char)> = t[1..].char_indices().collect();
+        let sign = t.as_bytes()[0];
+        let body = &t[1..];
         let mut consumed_next = false;
-        for (k, (off, c)) in body.iter().enumerate() {
-            let f = format!("{sign}{c}");
+        for (off, c) in body.char_indices() {
+            let f = short_flag(&mut buf, sign, c);
             let rest_off = 1 + off + c.len_utf8();
-            let has_rest = k + 1 < body.len();
-            if let Some(e) = spec.options.get(&f) {
-                seen_options.push(f.clone());
-                r.flags.push(canon(&f));
+            let has_rest = off + c.len_utf8() < body.len();
+            if let Some(e) = spec.options.get(f) {
+                seen.note(f);
+                seen.note(canon(spec, f));
                 let src = if has_rest {
                     Some(Source::Part(i, rest_off))
                 } else if i + 1 < args.len() {
@@ -283,33 +301,22 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 }
                 break;
             }
-            if takes_value(&f) {
-                r.flags.push(canon(&f));
+            if takes_value(spec, f) {
+                seen.note(canon(spec, f));
                 if !has_rest {
                     consumed_next = true;
                 }
                 break;
             }
-            if spec.optional_value_flags.contains(&f) {
-                flag(
-                    &f,
-                    &mut r,
-                    &mut operand_effect,
-                    &mut clear,
-                    &mut seen_options,
-                );
+            if spec.optional_value_flags.iter().any(|o| o == f) {
+                flag(spec, f, &mut r, &mut operand_effect, &mut clear, &mut seen);
                 break;
             }
-            if !flag(
-                &f,
-                &mut r,
-                &mut operand_effect,
-                &mut clear,
-                &mut seen_options,
-            ) && spec.strict_options
-                && !spec.flag_aliases.contains_key(&f)
+            if !flag(spec, f, &mut r, &mut operand_effect, &mut clear, &mut seen)
+                && spec.strict_options
+                && !spec.flag_aliases.contains_key(f)
             {
-                r.unknown_options.push(f);
+                r.unknown_options.push(f.to_string());
             }
         }
         i += if consumed_next { 2 } else { 1 };
@@ -333,7 +340,7 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         && !spec
             .program_unless
             .iter()
-            .any(|u| seen_options.iter().any(|s| s == u) || r.flags.iter().any(|s| s == u))
+            .any(|u| seen.names.iter().any(|s| s == u))
         && let Some(pos) = rest.iter().position(|(_, dd)| !dd)
     {
         let (idx, _) = rest.remove(pos);

@@ -24,18 +24,25 @@ impl Walker<'_> {
     /// default IFS), unknown expansions rendered `$NAME`/`$(...)` and
     /// marked dynamic. One word may give several arguments, or none.
     pub(super) fn expand_word(&mut self, raw: &str, scope: &Scope) -> Vec<Arg> {
+        let mut out = Vec::new();
+        self.expand_word_into(raw, scope, &mut out);
+        out
+    }
+
+    /// [`Self::expand_word`], appending to `out`.
+    pub(super) fn expand_word_into(&mut self, raw: &str, scope: &Scope, out: &mut Vec<Arg>) {
         // A word holding code is not multiplied: its code is walked once.
         if raw.contains('{')
             && !has_substitution(raw)
             && let Ok(Some(pieces)) = word::parse_brace_expansions(raw, &self.opts)
         {
-            let mut out = vec![String::new()];
+            let mut words = vec![String::new()];
             let cap = self.cfg.limits.max_brace_expansion;
-            if brace_product(&pieces, &mut out, cap) {
-                return out
-                    .iter()
-                    .flat_map(|w| self.fields(w, scope, true))
-                    .collect();
+            if brace_product(&pieces, &mut words, cap) {
+                for w in &words {
+                    self.fields_into(w, scope, true, out);
+                }
+                return;
             }
             let d = format!(
                 "brace expansion of `{}` gives over {cap} words",
@@ -43,13 +50,16 @@ impl Walker<'_> {
             );
             self.check(|c| &c.too_complex, FindingKind::Shell, &d);
         }
-        self.fields(raw, scope, true)
+        self.fields_into(raw, scope, true, out);
     }
 
     /// A word as one argument, without field splitting (assignment values,
     /// redirection targets, here-strings, `case` words), walking any
     /// command substitution inside it.
     pub(super) fn word(&mut self, raw: &str, scope: &Scope) -> Arg {
+        if let Some(text) = plain_word(raw) {
+            return plain_arg(raw, text);
+        }
         let mut f = self.fields(raw, scope, false);
         match f.len() {
             1 => f.remove(0),
@@ -68,12 +78,18 @@ impl Walker<'_> {
     }
 
     fn fields(&mut self, raw: &str, scope: &Scope, split: bool) -> Vec<Arg> {
+        let mut out = Vec::new();
+        self.fields_into(raw, scope, split, &mut out);
+        out
+    }
+
+    /// The fields of `raw`, appended to `out`.
+    fn fields_into(&mut self, raw: &str, scope: &Scope, split: bool, out: &mut Vec<Arg>) {
         // A word of plain characters (or one simple double-quoted string) is
         // its own text: no quoting, escape, expansion or tilde to resolve.
         if let Some(text) = plain_word(raw) {
-            let mut a = Arg::literal(text);
-            a.glob = !raw.starts_with('"') && has_glob(text);
-            return vec![a];
+            out.push(plain_arg(raw, text));
+            return;
         }
         let mut f = Fields::new(split);
         match word::parse(raw, &self.opts) {
@@ -91,7 +107,7 @@ impl Walker<'_> {
                 f.dynamic(raw);
             }
         }
-        f.finish()
+        out.extend(f.finish());
     }
 
     fn pieces(
@@ -449,6 +465,13 @@ pub(super) fn flags_of(arg: &str) -> Vec<String> {
 /// The text of a word that needs no word parsing: plain characters only
 /// (a `~` not in tilde-prefix position), or one double-quoted string without
 /// `$`, backquote, backslash or `!` inside. `None`: parse it.
+/// The argument a [`plain_word`] gives.
+fn plain_arg(raw: &str, text: &str) -> Arg {
+    let mut a = Arg::literal(text);
+    a.glob = !raw.starts_with('"') && has_glob(text);
+    a
+}
+
 fn plain_word(raw: &str) -> Option<&str> {
     let plain = |b: u8| {
         b.is_ascii_alphanumeric()

@@ -51,6 +51,12 @@ impl Walker<'_> {
     /// Tokenizes and parses one line (no cache: brush's own caches take a
     /// global lock and clone their results).
     fn parse(&self, line: &str) -> Result<ast::Program, brush_parser::ParseError> {
+        if let Some(mut t) = fast_tokens(line)
+            && let Some(program) = fast_parse(&mut t)
+        {
+            return Ok(program);
+        }
+        // (The fast parser may have taken words out of its tokens.)
         let tokens = match fast_tokens(line) {
             Some(t) => t,
             None => brush_parser::uncached_tokenize_str(line, &self.opts.tokenizer_options())
@@ -242,20 +248,314 @@ fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
     Some(tokens)
 }
 
+/// brush-parser's AST for the tokens of [`fast_tokens`] in a conservative
+/// subset of the grammar, built directly instead of by brush's PEG parser
+/// (which tries every word of a command as an assignment and, when that
+/// fails, parses the word again to report the error: half of a check's
+/// parse); `None` for anything else, which brush parses.
+///
+/// The subset: one list of and-or lists separated by `;` or `&`, of
+/// pipelines (`|`, `|&`) of simple commands: assignments and redirections
+/// before the command word, words, assignments and redirections after it
+/// (`N>`, `N>&M`, `&>`, `&>>` and the other file redirections). A reserved
+/// word (or `time`) where a command word goes, a misplaced operator, or an
+/// fd number that does not fit falls back. The AST must be identical to
+/// brush's, locations included: the tests compare both parsers on known
+/// lines and on random ones.
+/// The words of `tokens` are moved into the AST (whatever the outcome).
+fn fast_parse(tokens: &mut [brush_parser::Token]) -> Option<ast::Program> {
+    if tokens.is_empty() {
+        return None;
+    }
+    let mut p = FastParser { t: tokens, i: 0 };
+    let list = p.complete_command()?;
+    (p.i == tokens.len()).then(|| ast::Program {
+        complete_commands: vec![list],
+    })
+}
+
+/// The position of [`fast_parse`] in its tokens.
+struct FastParser<'a> {
+    t: &'a mut [brush_parser::Token],
+    i: usize,
+}
+
+impl FastParser<'_> {
+    /// The word at `i`, moved out of its token.
+    fn take_word(&mut self, i: usize) -> ast::Word {
+        match &mut self.t[i] {
+            brush_parser::Token::Word(w, l) | brush_parser::Token::Operator(w, l) => ast::Word {
+                value: std::mem::take(w),
+                loc: Some(l.clone()),
+            },
+        }
+    }
+
+    /// The operator at the position, if any.
+    fn op(&self) -> Option<&str> {
+        match self.t.get(self.i) {
+            Some(brush_parser::Token::Operator(o, _)) => Some(o),
+            _ => None,
+        }
+    }
+
+    fn complete_command(&mut self) -> Option<ast::CompoundList> {
+        let mut items = Vec::new();
+        loop {
+            let ao = self.and_or()?;
+            if self.i == self.t.len() {
+                items.push(ast::CompoundListItem(ao, ast::SeparatorOperator::Sequence));
+                return Some(ast::CompoundList(items));
+            }
+            let sep = match self.op() {
+                Some(";") => ast::SeparatorOperator::Sequence,
+                Some("&") => ast::SeparatorOperator::Async,
+                _ => return None,
+            };
+            self.i += 1;
+            items.push(ast::CompoundListItem(ao, sep));
+            if self.i == self.t.len() {
+                return Some(ast::CompoundList(items));
+            }
+        }
+    }
+
+    fn and_or(&mut self) -> Option<ast::AndOrList> {
+        let first = self.pipeline()?;
+        let mut additional = Vec::new();
+        loop {
+            match self.op() {
+                Some("&&") => {
+                    self.i += 1;
+                    additional.push(ast::AndOr::And(self.pipeline()?));
+                }
+                Some("||") => {
+                    self.i += 1;
+                    additional.push(ast::AndOr::Or(self.pipeline()?));
+                }
+                _ => return Some(ast::AndOrList { first, additional }),
+            }
+        }
+    }
+
+    fn pipeline(&mut self) -> Option<ast::Pipeline> {
+        let mut seq = Vec::new();
+        loop {
+            let mut c = self.simple_command()?;
+            match self.op() {
+                Some("|") => self.i += 1,
+                Some("|&") => {
+                    // brush adds `2>&1` to the command before `|&`.
+                    self.i += 1;
+                    let r = ast::CommandPrefixOrSuffixItem::IoRedirect(ast::IoRedirect::File(
+                        Some(2),
+                        ast::IoFileRedirectKind::DuplicateOutput,
+                        ast::IoFileRedirectTarget::Fd(1),
+                    ));
+                    match &mut c.suffix {
+                        Some(s) => s.0.push(r),
+                        None => c.suffix = Some(ast::CommandSuffix(vec![r])),
+                    }
+                }
+                _ => {
+                    seq.push(ast::Command::Simple(c));
+                    return Some(ast::Pipeline {
+                        timed: None,
+                        bang: false,
+                        seq,
+                    });
+                }
+            }
+            seq.push(ast::Command::Simple(c));
+        }
+    }
+
+    fn simple_command(&mut self) -> Option<ast::SimpleCommand> {
+        use ast::CommandPrefixOrSuffixItem as I;
+        use brush_parser::Token;
+        let mut prefix = Vec::new();
+        loop {
+            if let Some(r) = self.io_redirect()? {
+                prefix.push(I::IoRedirect(r));
+                continue;
+            }
+            if let Some(Token::Word(w, l)) = self.t.get(self.i)
+                && let Some(a) = assignment(w, l)
+            {
+                let word = self.take_word(self.i);
+                prefix.push(I::AssignmentWord(a, word));
+                self.i += 1;
+                continue;
+            }
+            break;
+        }
+        let name = match self.t.get(self.i) {
+            Some(Token::Word(w, _)) => {
+                if is_reserved(w) {
+                    return None;
+                }
+                self.i += 1;
+                self.take_word(self.i - 1)
+            }
+            _ if prefix.is_empty() => return None,
+            _ => {
+                return Some(ast::SimpleCommand {
+                    prefix: Some(ast::CommandPrefix(prefix)),
+                    word_or_name: None,
+                    suffix: None,
+                });
+            }
+        };
+        let mut suffix = Vec::new();
+        loop {
+            if let Some(r) = self.io_redirect()? {
+                suffix.push(I::IoRedirect(r));
+                continue;
+            }
+            match self.t.get(self.i) {
+                Some(Token::Word(w, l)) => {
+                    let a = assignment(w, l);
+                    let word = self.take_word(self.i);
+                    self.i += 1;
+                    suffix.push(match a {
+                        Some(a) => I::AssignmentWord(a, word),
+                        None => I::Word(word),
+                    });
+                }
+                _ => break,
+            }
+        }
+        Some(ast::SimpleCommand {
+            prefix: (!prefix.is_empty()).then_some(ast::CommandPrefix(prefix)),
+            word_or_name: Some(name),
+            suffix: (!suffix.is_empty()).then_some(ast::CommandSuffix(suffix)),
+        })
+    }
+
+    /// A redirection at the position: `Some(None)` when there is none,
+    /// `None` when it is malformed (brush reports it).
+    fn io_redirect(&mut self) -> Option<Option<ast::IoRedirect>> {
+        use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T};
+        use brush_parser::Token;
+        let mut at = self.i;
+        let mut fd = None;
+        if let Some(Token::Word(w, wl)) = self.t.get(at)
+            && w.bytes().all(|c| c.is_ascii_digit())
+            && let Some(Token::Operator(o, ol)) = self.t.get(at + 1)
+            && o.starts_with(['<', '>'])
+            && wl.end.index == ol.start.index
+        {
+            fd = Some(w.parse().ok()?);
+            at += 1;
+        }
+        let Some(Token::Operator(o, _)) = self.t.get(at) else {
+            return Some(None);
+        };
+        let kind = match o.as_str() {
+            "<" => Some(K::Read),
+            "<&" => Some(K::DuplicateInput),
+            ">" => Some(K::Write),
+            ">&" => Some(K::DuplicateOutput),
+            ">>" => Some(K::Append),
+            "<>" => Some(K::ReadAndWrite),
+            ">|" => Some(K::Clobber),
+            "&>" | "&>>" => None,
+            _ => return Some(None),
+        };
+        let append = o == "&>>";
+        let target = match self.t.get(at + 1) {
+            Some(Token::Word(..)) => self.take_word(at + 1),
+            _ => return None,
+        };
+        self.i = at + 2;
+        Some(Some(match kind {
+            Some(k @ (K::DuplicateInput | K::DuplicateOutput)) => {
+                ast::IoRedirect::File(fd, k, T::Duplicate(target))
+            }
+            Some(k) => ast::IoRedirect::File(fd, k, T::Filename(target)),
+            None => ast::IoRedirect::OutputAndError(target, append),
+        }))
+    }
+}
+
+/// A reserved word of brush's grammar, or `time` (a timed pipeline).
+fn is_reserved(w: &str) -> bool {
+    matches!(
+        w,
+        "!" | "{"
+            | "}"
+            | "case"
+            | "do"
+            | "done"
+            | "elif"
+            | "else"
+            | "esac"
+            | "fi"
+            | "for"
+            | "if"
+            | "in"
+            | "then"
+            | "until"
+            | "while"
+            | "[["
+            | "]]"
+            | "function"
+            | "select"
+            | "time"
+    )
+}
+
+/// An assignment word as brush reads it (`NAME=value`, `NAME+=value`,
+/// `NAME[index]=value`).
+fn assignment(w: &str, loc: &brush_parser::TokenLocation) -> Option<ast::Assignment> {
+    let b = w.as_bytes();
+    if !(b.first()?.is_ascii_alphabetic() || b[0] == b'_') {
+        return None;
+    }
+    let mut i = 1;
+    while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+        i += 1;
+    }
+    let scalar = &w[..i];
+    let name = if b.get(i) == Some(&b'[') {
+        let close = i + 1 + w[i + 1..].find(']')?;
+        let index = &w[i + 1..close];
+        i = close + 1;
+        ast::AssignmentName::ArrayElementName(scalar.to_owned(), index.to_owned())
+    } else {
+        ast::AssignmentName::VariableName(scalar.to_owned())
+    };
+    let append = b.get(i) == Some(&b'+');
+    if append {
+        i += 1;
+    }
+    if b.get(i) != Some(&b'=') {
+        return None;
+    }
+    Some(ast::Assignment {
+        name,
+        value: ast::AssignmentValue::Scalar(ast::Word::from(w[i + 1..].to_owned())),
+        append,
+        loc: loc.clone(),
+    })
+}
+
 /// Deepest nesting of brackets, counted without regard to quoting (an
 /// over-estimate, which only makes the guard stricter).
 fn bracket_nesting(s: &str) -> usize {
     let mut depth: usize = 0;
     let mut max = 0;
     let mut backquotes = 0usize;
-    for c in s.chars() {
+    // Over bytes: the brackets are ASCII, and no byte of a multi-byte
+    // character is.
+    for c in s.bytes() {
         match c {
-            '(' | '{' | '[' => {
+            b'(' | b'{' | b'[' => {
                 depth += 1;
                 max = max.max(depth + backquotes);
             }
-            ')' | '}' | ']' => depth = depth.saturating_sub(1),
-            '`' => {
+            b')' | b'}' | b']' => depth = depth.saturating_sub(1),
+            b'`' => {
                 backquotes += 1;
                 max = max.max(depth + backquotes / 2);
             }
@@ -267,7 +567,7 @@ fn bracket_nesting(s: &str) -> usize {
 
 #[cfg(test)]
 mod fast_tokens_tests {
-    use super::fast_tokens;
+    use super::{fast_parse, fast_tokens};
     use proptest::prelude::*;
 
     fn brush(line: &str) -> Option<String> {
@@ -346,6 +646,82 @@ mod fast_tokens_tests {
         }
     }
 
+    fn brush_ast(line: &str) -> String {
+        let opts = brush_parser::ParserOptions::default();
+        let tokens = fast_tokens(line).expect("fast tokens");
+        format!(
+            "{:?}",
+            brush_parser::parse_tokens(&tokens, &opts, &brush_parser::SourceInfo::default()).ok()
+        )
+    }
+
+    /// Where the fast parser answers, its AST is brush's.
+    fn same_ast(line: &str) -> bool {
+        match fast_tokens(line).and_then(|mut t| fast_parse(&mut t)) {
+            None => true,
+            Some(p) => format!("{:?}", Some(p)) == brush_ast(line),
+        }
+    }
+
+    #[test]
+    fn parses_like_brush_on_known_lines() {
+        let lines = [
+            "cd target/tmp && cargo build --release 2>&1 | tee build.log && grep -n \"warning\" build.log | head -20 && echo \"built $(date +%s)\" >> times.txt && git diff --stat HEAD~1 -- src/",
+            "ls -la",
+            "git status",
+            "a&&b||c;d&e|f",
+            "x >/dev/null 2>&1",
+            "cat <in >out >>app 3<>rw 1>&2 2<&0 &>all &>>all2 >|clob",
+            "a |& b",
+            "a 2>&1 |& b | c",
+            "FOO=1 BAR=~/x env",
+            "FOO=1",
+            "A=1 B+=2 c[1]=3 >f",
+            "x=1 y",
+            "echo a=b c[x]=y d+=e",
+            "echo 2 >f 2>g 3 > h",
+            ">f",
+            ">f echo x",
+            "2>/dev/null git status",
+            "a; b; c;",
+            "a & b &",
+            "time ls",
+            "if x",
+            "a | if",
+            "echo if then fi",
+            "x=1 if",
+            "a;;",
+            "; a",
+            "a && ",
+            "a |",
+            "a >",
+            "a 2>",
+            "99999999999>f x",
+            "a[=1 b",
+            "a[1=2",
+            "_x=1 9a=2",
+        ];
+        for l in lines {
+            if fast_tokens(l).is_some() {
+                assert!(
+                    same_ast(l),
+                    "{l:?}: fast {:?}",
+                    fast_tokens(l).and_then(|mut t| fast_parse(&mut t))
+                );
+            }
+        }
+        // These take the fast path (so the comparison above compared).
+        for l in lines[..19].iter().chain(&lines[22..23]) {
+            let mut t = fast_tokens(l).unwrap();
+            assert!(fast_parse(&mut t).is_some(), "{l:?} takes the fast path");
+        }
+        for l in ["time ls", "if x", "a;;", "a && ", "a >", "99999999999>f x"] {
+            if let Some(mut t) = fast_tokens(l) {
+                assert!(fast_parse(&mut t).is_none(), "{l:?}");
+            }
+        }
+    }
+
     fn atoms() -> impl Strategy<Value = String> {
         prop::collection::vec(
             prop::sample::select(vec![
@@ -358,11 +734,93 @@ mod fast_tokens_tests {
         .prop_map(|v| v.concat())
     }
 
+    #[test]
+    fn random_lines_take_the_fast_path() {
+        // A deterministic sample of the proptest's lines: enough of them
+        // take the fast path for the comparison to mean something.
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let mut fast = 0;
+        for _ in 0..2000 {
+            let line = proptest::strategy::ValueTree::current(
+                &command_atoms().new_tree(&mut runner).unwrap(),
+            );
+            if let Some(p) = fast_tokens(&line).and_then(|mut t| fast_parse(&mut t)) {
+                fast += 1;
+                assert_eq!(format!("{:?}", Some(p)), brush_ast(&line), "{line:?}");
+            }
+        }
+        assert!(
+            fast >= 200,
+            "only {fast} of 2000 random lines took the fast path"
+        );
+    }
+
+    /// Words and operators of the fast parser's subset, and the words and
+    /// operators next to it.
+    fn command_atoms() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop::sample::select(vec![
+                "a",
+                "b",
+                "ls",
+                " ",
+                " ",
+                " ",
+                "-x",
+                "2",
+                "10",
+                "x=1",
+                "y+=2",
+                "z[1]=3",
+                "z[=",
+                "a=",
+                "=",
+                "_",
+                "&&",
+                "||",
+                "|",
+                "|&",
+                ";",
+                "&",
+                "<",
+                ">",
+                ">>",
+                ">&",
+                "<&",
+                "<>",
+                ">|",
+                "&>",
+                "&>>",
+                "if",
+                "then",
+                "fi",
+                "time",
+                "do",
+                "in",
+                "]]",
+                "select",
+                "\"q\"",
+                "'s'",
+                "$V",
+                "$(a b)",
+                "f.txt",
+                "/dev/null",
+            ]),
+            0..16,
+        )
+        .prop_map(|v| v.concat())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 4000, .. ProptestConfig::default() })]
         #[test]
         fn agrees_with_brush_on_random_lines(line in atoms()) {
             prop_assert!(same(&line), "{:?}: fast {:?}\nbrush {:?}", line, fast_tokens(&line), brush(&line));
+        }
+
+        #[test]
+        fn parses_like_brush_on_random_lines(line in command_atoms()) {
+            prop_assert!(same_ast(&line), "{:?}: fast {:?}", line, fast_tokens(&line).and_then(|mut t| fast_parse(&mut t)));
         }
     }
 }

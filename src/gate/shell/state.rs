@@ -116,6 +116,15 @@ impl Cwd {
         Cwd::Known(vec![Dir::start()])
     }
 
+    /// Whether merging with itself gives itself: the alternatives are
+    /// sorted, distinct and at most `max`.
+    fn is_merged(&self, max: usize) -> bool {
+        match self {
+            Cwd::Known(v) => v.len() <= max && v.windows(2).all(|w| w[0] < w[1]),
+            Cwd::Unknown => true,
+        }
+    }
+
     /// Union, with at most `max` alternatives (more is unknown).
     pub fn merge(&self, other: &Cwd, max: usize) -> Cwd {
         match (self, other) {
@@ -154,8 +163,10 @@ pub enum Var {
     Unknown,
 }
 
-/// The state one command runs in.
-pub(super) type St = State<ast::FunctionBody>;
+/// The state one command runs in, shared: copies (a subshell, the two
+/// outcomes of a command) share it until one of them changes it
+/// (`Rc::make_mut`).
+pub(super) type St = Rc<State<ast::FunctionBody>>;
 
 /// The state one command runs in, generic over what a function is.
 #[derive(Debug, Clone)]
@@ -254,10 +265,26 @@ impl<F> State<F> {
     }
 }
 
+/// Merges two shared states; a state merged with itself is itself (no
+/// copy) when [`State::merge`] would give the same.
+pub fn merge_shared<F: Clone>(a: &Rc<State<F>>, b: &Rc<State<F>>, max: usize) -> Rc<State<F>> {
+    if Rc::ptr_eq(a, b)
+        && a.cwd.is_merged(max)
+        && a.oldpwd.as_ref().is_none_or(|o| o.is_merged(max))
+    {
+        return a.clone();
+    }
+    Rc::new(a.merge(b, max))
+}
+
 /// Merges two optional states (a path that cannot be taken is `None`).
-pub fn merge_opt<F>(a: Option<State<F>>, b: Option<State<F>>, max: usize) -> Option<State<F>> {
+pub fn merge_opt<F: Clone>(
+    a: Option<Rc<State<F>>>,
+    b: Option<Rc<State<F>>>,
+    max: usize,
+) -> Option<Rc<State<F>>> {
     match (a, b) {
-        (Some(a), Some(b)) => Some(a.merge(&b, max)),
+        (Some(a), Some(b)) => Some(merge_shared(&a, &b, max)),
         (a, None) => a,
         (None, b) => b,
     }

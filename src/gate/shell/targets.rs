@@ -26,7 +26,7 @@ use super::normalize::basename;
 use super::state::{Cwd, Dir};
 use super::{Arg, EffectChecks, RedirectMode, RunVia, Scope, Walker, excerpt};
 use crate::gate::code::{self, ScriptEffect};
-use crate::gate::path::{Placement, place};
+use crate::gate::path::{Placement, place, place_with};
 use crate::gate::types::{Action, Check, FindingKind};
 use crate::plan::gate::effect::Effect;
 use crate::plan::gate::shell::EnvValue;
@@ -47,6 +47,19 @@ impl Walker<'_> {
         if c.action != Action::Allow {
             let f = c.finding(FindingKind::Shell, self.path, detail);
             self.findings.push(f);
+        }
+    }
+
+    /// [`Self::effect_check`] with the detail built only when the check
+    /// adds a finding.
+    fn effect_check_with(
+        &mut self,
+        pick: impl Fn(&EffectChecks) -> &Check,
+        detail: impl FnOnce() -> String,
+    ) {
+        if pick(&self.cfg.effects).action != Action::Allow {
+            let d = detail();
+            self.effect_check(pick, &d);
         }
     }
 
@@ -105,23 +118,23 @@ impl Walker<'_> {
 
     /// An effect of the run itself (`effects = [...]` of an entry).
     pub(super) fn effect_of_run(&mut self, e: &Effect, cmd: &str, args: &[Arg], ctx: &Ctx) {
-        let shown = format!("`{}`", excerpt(&super::rules::display(args)));
+        let shown = || format!("`{}`", excerpt(&super::rules::display(args)));
         match e {
             Effect::Network => {
                 self.effect("network", cmd, cmd);
-                self.effect_check(|c| &c.network, &shown);
+                self.effect_check_with(|c| &c.network, shown);
             }
             Effect::System => {
                 self.effect("system", cmd, cmd);
-                self.effect_check(|c| &c.system, &shown);
+                self.effect_check_with(|c| &c.system, shown);
             }
             Effect::Remote => {
                 self.effect("remote", cmd, cmd);
-                self.effect_check(|c| &c.remote, &shown);
+                self.effect_check_with(|c| &c.remote, shown);
             }
             Effect::Install => {
                 self.effect("install", cmd, cmd);
-                self.effect_check(|c| &c.install, &shown);
+                self.effect_check_with(|c| &c.install, shown);
             }
             Effect::Project => {
                 self.effect("project", cmd, cmd);
@@ -136,13 +149,20 @@ impl Walker<'_> {
                     || sub.as_deref().is_some_and(|s| self.cfg.trusted(s)))
                     && self.in_project(ctx);
                 if !trusted {
-                    self.effect_check(|c| &c.project, &shown);
+                    self.effect_check_with(|c| &c.project, shown);
                 }
             }
             Effect::Exec => {
                 self.effect("exec", cmd, cmd);
-                let d = format!("{shown} runs programs its configuration or arguments name");
-                self.effect_check(|c| &c.exec, &d);
+                self.effect_check_with(
+                    |c| &c.exec,
+                    || {
+                        format!(
+                            "{} runs programs its configuration or arguments name",
+                            shown()
+                        )
+                    },
+                );
             }
             _ => {}
         }
@@ -162,7 +182,7 @@ impl Walker<'_> {
     }
 
     /// Whether every alternative of `cwd` is an existing directory.
-    pub(super) fn dirs_exist(&self, cwd: &Cwd) -> bool {
+    pub(super) fn dirs_exist(&mut self, cwd: &Cwd) -> bool {
         let Cwd::Known(dirs) = cwd else {
             return false;
         };
@@ -174,7 +194,7 @@ impl Walker<'_> {
             Place::Dynamic => false,
             Place::At(v) => v
                 .iter()
-                .all(|(_, abs)| abs.as_ref().is_some_and(|p| p.is_dir())),
+                .all(|(_, abs)| abs.as_ref().is_some_and(|p| self.lstats.is_dir(p))),
         }
     }
 
@@ -192,16 +212,27 @@ impl Walker<'_> {
                 Cwd::Unknown => return Place::Dynamic,
             }
         };
-        let base = self.roots.lexical.first().cloned();
+        let base = self.roots.lexical.first();
         Place::At(
             dirs.into_iter()
                 .map(|d| match &d {
                     Dir::Rel(c) => {
-                        let abs = base.clone().map(|b| c.iter().fold(b, |p, x| p.join(x)));
-                        let shown = abs
-                            .as_ref()
-                            .map(|p| crate::gate::path::normalize(p).display().to_string())
-                            .unwrap_or_else(|| d.render());
+                        let abs = base.map(|b| {
+                            let mut p = b.clone();
+                            for x in c {
+                                p.push(x);
+                            }
+                            p
+                        });
+                        let shown = match &abs {
+                            // The root is normalised and so are the
+                            // components (no `.`, `..` only leading).
+                            Some(p) if c.first().is_none_or(|x| x != "..") => {
+                                p.display().to_string()
+                            }
+                            Some(p) => crate::gate::path::normalize(p).display().to_string(),
+                            None => d.render(),
+                        };
                         (shown, abs)
                     }
                     Dir::Abs(_) => {
@@ -232,10 +263,10 @@ impl Walker<'_> {
     /// Checks a path that a command reads, writes, deletes or runs as a
     /// script.
     pub(super) fn path_target(&mut self, effect: Effect, text: &str, dynamic: bool, ctx: &Ctx) {
-        let kind = effect.kind().to_string();
+        let kind = effect.kind();
         match self.place_of(text, dynamic, ctx) {
             Place::Dynamic => {
-                self.effect(&kind, text, "dynamic");
+                self.effect(kind, text, "dynamic");
                 let d = format!("`{}`", excerpt(text));
                 match effect {
                     Effect::Write | Effect::Delete => self.effect_check(|c| &c.dynamic_path, &d),
@@ -245,7 +276,7 @@ impl Walker<'_> {
             }
             Place::At(places) => {
                 for (shown, abs) in places {
-                    self.effect(&kind, text, &shown);
+                    self.effect(kind, text, &shown);
                     let writes = matches!(effect, Effect::Write | Effect::Delete);
                     if writes && self.cfg.harmless_redirects.is_match(&shown) {
                         continue;
@@ -259,28 +290,30 @@ impl Walker<'_> {
                         continue;
                     }
                     let placement = match &abs {
-                        Some(p) => place(&self.roots, p, writes),
+                        Some(p) => place_with(&self.roots, p, writes, &mut self.lstats),
                         None => Placement::Outside,
                     };
-                    let d = if shown == text {
-                        format!("`{shown}`")
-                    } else {
-                        format!("`{}` (`{shown}`)", excerpt(text))
+                    let d = || {
+                        if shown == text {
+                            format!("`{shown}`")
+                        } else {
+                            format!("`{}` (`{shown}`)", excerpt(text))
+                        }
                     };
                     match (placement, &effect) {
                         (Placement::Inside, _) => {}
                         (Placement::SymlinkEscape(real), Effect::Write | Effect::Delete) => {
-                            let d = format!("{d}, which leads to `{}`", real.display());
+                            let d = format!("{}, which leads to `{}`", d(), real.display());
                             self.effect_check(|c| &c.symlink_escape, &d);
                         }
                         (Placement::Unresolvable, Effect::Write | Effect::Delete) => {
-                            let d = format!("{d}, through too many symlinks");
+                            let d = format!("{}, through too many symlinks", d());
                             self.effect_check(|c| &c.symlink_escape, &d);
                         }
-                        (_, Effect::Write) => self.effect_check(|c| &c.write_outside, &d),
-                        (_, Effect::Delete) => self.effect_check(|c| &c.delete_outside, &d),
-                        (_, Effect::Script) => self.effect_check(|c| &c.script_outside, &d),
-                        (_, _) => self.effect_check(|c| &c.read_outside, &d),
+                        (_, Effect::Write) => self.effect_check_with(|c| &c.write_outside, d),
+                        (_, Effect::Delete) => self.effect_check_with(|c| &c.delete_outside, d),
+                        (_, Effect::Script) => self.effect_check_with(|c| &c.script_outside, d),
+                        (_, _) => self.effect_check_with(|c| &c.read_outside, d),
                     }
                 }
             }
@@ -340,9 +373,9 @@ impl Walker<'_> {
             glob: false,
         };
         let saved = self.st.clone();
-        self.st = saved.child();
+        self.st = std::rc::Rc::new(saved.child());
         if let Some(c) = &ctx.cwd {
-            self.st.cwd = c.clone();
+            self.st_mut().cwd = c.clone();
         }
         let rec = std::mem::replace(&mut self.record, false);
         self.code(&code, true, what, scope);
@@ -370,7 +403,7 @@ impl Walker<'_> {
             "awk" => code::awk::effects(&a.text),
             "shell" => {
                 let saved = self.st.clone();
-                self.st = saved.child();
+                self.st = std::rc::Rc::new(saved.child());
                 self.code(a, true, &what, scope);
                 self.st = saved;
                 return;
