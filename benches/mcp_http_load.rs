@@ -186,6 +186,8 @@ fn main() {
     let sessions = env_usize("TOOLGATE_LOAD_SESSIONS", 50);
     let calls = env_usize("TOOLGATE_LOAD_CALLS", 20_000);
     let idle = env_usize("TOOLGATE_LOAD_IDLE", 200);
+    // rmcp's HTTP client is reqwest with rustls and no provider of its own.
+    toolgate::mcp::http::install_crypto_provider();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
