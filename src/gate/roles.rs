@@ -139,7 +139,14 @@ impl Walk<'_> {
             effects: true,
             runs: false,
         };
-        let a = shell::analyze(&g.config.shell, &g.config.paths, ptr, input, self.start, want);
+        let a = shell::analyze(
+            &g.config.shell,
+            &g.config.paths,
+            ptr,
+            input,
+            self.start,
+            want,
+        );
         self.out.extend(a.findings);
         self.effects.extend(a.effects);
     }

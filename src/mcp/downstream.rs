@@ -496,6 +496,7 @@ async fn start_http(
     super::http::install_crypto_provider();
     let http = reqwest::Client::builder()
         .connect_timeout(timeout)
+        .tcp_nodelay(true)
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {}", e.without_url()))?;
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())

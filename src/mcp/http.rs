@@ -45,6 +45,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
 use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -305,6 +306,14 @@ pub async fn serve_http(
         axum::middleware::from_fn_with_state(front_state.clone(), front),
     );
     let stop = ct.clone();
+    // TCP_NODELAY on every accepted stream: a response goes out as several
+    // small writes (headers, then SSE events), and with Nagle's algorithm each
+    // one after the first waits for the peer's delayed ACK (~40 ms on Linux).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY on an accepted connection: {e}");
+        }
+    });
     let server = axum::serve(listener, app).with_graceful_shutdown(async move {
         stop.cancelled().await;
     });
