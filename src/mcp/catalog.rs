@@ -87,7 +87,7 @@ fn auto_spec(full: String, tool: &Tool) -> ToolSpec {
         name: Sp::new(full, 0..0),
         aliases: Vec::new(),
         description: tool.description.as_deref().unwrap_or_default().to_string(),
-        input_schema: Value::Object((*tool.input_schema).clone()),
+        input_schema: Arc::new(Value::Object((*tool.input_schema).clone())),
         tags: None,
         gate: GateTags {
             read_only,
@@ -128,7 +128,7 @@ pub fn build_catalog(
                     let mut spec = (*tag).clone();
                     spec.aliases.clear();
                     spec.description = t.description.as_deref().unwrap_or_default().to_string();
-                    spec.input_schema = Value::Object((*t.input_schema).clone());
+                    spec.input_schema = Arc::new(Value::Object((*t.input_schema).clone()));
                     spec
                 }
                 None => auto_spec(full.clone(), t),

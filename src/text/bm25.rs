@@ -53,6 +53,7 @@
 //! the tools; nothing per tool depends on the vocabulary size.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use rust_stemmers::Stemmer;
 use serde_json::Value;
@@ -74,24 +75,92 @@ pub struct ToolText<'a> {
     pub keywords: &'a [String],
 }
 
-/// The BM25 index of a catalog, built at compile time.
+/// The BM25 index of a catalog, built at compile time. The index data sit
+/// behind `Arc`s, so a plan that reuses a compiled catalog (a policy-only
+/// reload, `compile::CompileCache`) shares them and only replaces `params`
+/// (the query-time parameters: relevance floors, score floor).
 #[derive(Debug, Clone)]
 pub struct Bm25Index {
-    /// The parameters it was built with.
+    /// The parameters it was built with (the query-time ones may have been
+    /// replaced by a later policy's, see [`Bm25Index::with_params`]).
     pub params: Bm25Params,
     /// Term → id.
-    pub terms: HashMap<String, u32>,
+    pub terms: Arc<HashMap<String, u32>>,
     /// Per term id: `(tool index, weight)` for every tool containing the term.
-    pub postings: Vec<Vec<(u32, f64)>>,
+    pub postings: Arc<Vec<Vec<(u32, f64)>>>,
     /// Field-weighted document length per tool.
-    pub doc_len: Vec<f64>,
+    pub doc_len: Arc<Vec<f64>>,
     /// Mean document length.
     pub avg_len: f64,
     /// IDF per term id.
-    pub idf: Vec<f64>,
+    pub idf: Arc<Vec<f64>>,
     /// Per term id: related terms and their similarity, best first (empty
     /// without `[features.keyword_match.expansion]`).
-    pub related: Vec<Vec<(u32, f64)>>,
+    pub related: Arc<Vec<Vec<(u32, f64)>>>,
+}
+
+/// One tool's BM25 document before indexing: its distinct terms in order of
+/// first occurrence with their field-weighted frequencies, and its
+/// field-weighted length. Depends only on the tool and on the analysis
+/// parameters ([`Bm25Params::same_index`]), so a compiled catalog keeps it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Bm25Doc {
+    /// `(term, frequency)`, first occurrence first.
+    pub terms: Vec<(String, f64)>,
+    /// Field-weighted length.
+    pub len: f64,
+}
+
+impl Bm25Doc {
+    /// The document of `t` under the analysis `a` (fields weighted by `a`'s parameters).
+    pub fn of(a: &Bm25Analyzer<'_>, t: &ToolText<'_>) -> Bm25Doc {
+        let f = &a.params.fields;
+        let mut doc = Bm25Doc::default();
+        let mut at: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::new();
+        let mut add = |text: &str, weight: f64, doc: &mut Bm25Doc| {
+            if weight <= 0.0 {
+                return;
+            }
+            out.clear();
+            a.terms(text, &mut out);
+            doc.len += weight * out.len() as f64;
+            for term in out.drain(..) {
+                match at.get(&term) {
+                    Some(&i) => doc.terms[i].1 += weight,
+                    None => {
+                        at.insert(term.clone(), doc.terms.len());
+                        doc.terms.push((term, 0.0 + weight));
+                    }
+                }
+            }
+        };
+        add(t.name, f.name, &mut doc);
+        add(t.description, f.description, &mut doc);
+        if f.parameters > 0.0 || f.parameter_descriptions > 0.0 {
+            let (mut names, mut descs) = (Vec::new(), Vec::new());
+            if let Some(s) = t.input_schema {
+                schema_text(s, &mut names, &mut descs, 0);
+            }
+            add(&names.join(" "), f.parameters, &mut doc);
+            add(&descs.join(" "), f.parameter_descriptions, &mut doc);
+        }
+        add(&t.keywords.join(" "), f.keywords, &mut doc);
+        doc
+    }
+}
+
+impl Bm25Params {
+    /// Whether an index built with `self` is the index `other` builds: every
+    /// parameter but the query-time ones (`score_floor`, `relevance`) equal.
+    pub fn same_index(&self, other: &Bm25Params) -> bool {
+        self.k1.to_bits() == other.k1.to_bits()
+            && self.b.to_bits() == other.b.to_bits()
+            && self.fields == other.fields
+            && self.split_identifiers == other.split_identifiers
+            && self.stemmer == other.stemmer
+            && self.expansion == other.expansion
+    }
 }
 
 /// Raw BM25 scores of one query, with what the relevance floors need.
@@ -253,44 +322,42 @@ impl Bm25Index {
     /// Indexes `tools` (in catalog order).
     pub fn build(params: &Bm25Params, analyzer: &Analyzer, tools: &[ToolText<'_>]) -> Self {
         let a = Bm25Analyzer::new(params, analyzer);
-        let f = &params.fields;
+        let docs: Vec<Bm25Doc> = tools.iter().map(|t| Bm25Doc::of(&a, t)).collect();
+        Self::from_docs(params, &docs.iter().collect::<Vec<_>>())
+    }
+
+    /// This index under the query-time parameters of `params` (which must
+    /// give the same index, [`Bm25Params::same_index`]); the index data are
+    /// shared, not copied.
+    pub fn with_params(&self, params: &Bm25Params) -> Self {
+        debug_assert!(self.params.same_index(params));
+        Bm25Index {
+            params: params.clone(),
+            ..self.clone()
+        }
+    }
+
+    /// Indexes the documents of a catalog, one per tool in catalog order
+    /// (what [`Bm25Index::build`] does after analysing each tool).
+    pub fn from_docs(params: &Bm25Params, tools: &[&Bm25Doc]) -> Self {
         let mut terms: HashMap<String, u32> = HashMap::new();
         let mut docs: Vec<HashMap<u32, f64>> = Vec::with_capacity(tools.len());
         let mut doc_len = Vec::with_capacity(tools.len());
-        for t in tools {
-            let mut tf: HashMap<u32, f64> = HashMap::new();
-            let mut len = 0.0;
-            let mut add = |text: &str, weight: f64, tf: &mut HashMap<u32, f64>, len: &mut f64| {
-                if weight <= 0.0 {
-                    return;
-                }
-                let mut out = Vec::new();
-                a.terms(text, &mut out);
-                *len += weight * out.len() as f64;
-                for term in out {
-                    let next = terms.len() as u32;
-                    let id = *terms.entry(term).or_insert(next);
-                    *tf.entry(id).or_insert(0.0) += weight;
-                }
-            };
-            add(t.name, f.name, &mut tf, &mut len);
-            add(t.description, f.description, &mut tf, &mut len);
-            if f.parameters > 0.0 || f.parameter_descriptions > 0.0 {
-                let (mut names, mut descs) = (Vec::new(), Vec::new());
-                if let Some(s) = t.input_schema {
-                    schema_text(s, &mut names, &mut descs, 0);
-                }
-                add(&names.join(" "), f.parameters, &mut tf, &mut len);
-                add(
-                    &descs.join(" "),
-                    f.parameter_descriptions,
-                    &mut tf,
-                    &mut len,
-                );
+        for d in tools {
+            let mut tf: HashMap<u32, f64> = HashMap::with_capacity(d.terms.len());
+            for (term, f) in &d.terms {
+                let next = terms.len() as u32;
+                let id = match terms.get(term) {
+                    Some(id) => *id,
+                    None => {
+                        terms.insert(term.clone(), next);
+                        next
+                    }
+                };
+                tf.insert(id, *f);
             }
-            add(&t.keywords.join(" "), f.keywords, &mut tf, &mut len);
             docs.push(tf);
-            doc_len.push(len);
+            doc_len.push(d.len);
         }
         let n = tools.len() as f64;
         let avg_len = if tools.is_empty() {
@@ -332,12 +399,12 @@ impl Bm25Index {
         };
         Bm25Index {
             params: params.clone(),
-            terms,
-            postings,
-            doc_len,
+            terms: Arc::new(terms),
+            postings: Arc::new(postings),
+            doc_len: Arc::new(doc_len),
             avg_len,
-            idf,
-            related,
+            idf: Arc::new(idf),
+            related: Arc::new(related),
         }
     }
 

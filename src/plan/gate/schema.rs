@@ -22,13 +22,14 @@ use serde_json::{Map, Value};
 /// A tool's compiled input schema.
 #[derive(Debug, Clone)]
 pub struct ToolSchema {
-    pub(crate) validator: jsonschema::Validator,
+    /// Shared: the tools of a catalog with the same schema hold one validator.
+    pub(crate) validator: Arc<jsonschema::Validator>,
     /// The schema as validated (`nullable` read as a null type). Shared, so
     /// the addresses of its subschemas are stable: [`Branches`] is keyed by
     /// them.
     pub(crate) schema: Arc<Value>,
     /// Top-level parameter names, in schema order.
-    pub(crate) params: Vec<String>,
+    pub(crate) params: Arc<[String]>,
     /// The schema needs no coercion walk: it declares no property that is
     /// not a plain string (so a string value can never be coerced).
     pub(crate) strings_only: bool,
@@ -347,10 +348,16 @@ fn add_null_to_enum(map: &mut Map<String, Value>) {
 impl ToolSchema {
     /// Compiles `schema`; the error says why it is not a usable JSON Schema.
     pub fn compile(schema: &Value) -> Result<ToolSchema, String> {
+        Self::compile_shared(&Arc::new(schema.clone()))
+    }
+
+    /// [`ToolSchema::compile`] of a shared schema: the compiled schema keeps
+    /// `schema` itself (no copy) unless OpenAPI's `nullable` must be rewritten.
+    pub fn compile_shared(schema: &Arc<Value>) -> Result<ToolSchema, String> {
         let schema = if mentions_nullable(schema, 0) {
-            let mut s = schema.clone();
+            let mut s = (**schema).clone();
             normalize_nullable(&mut s);
-            s
+            Arc::new(s)
         } else {
             schema.clone()
         };
@@ -384,10 +391,9 @@ impl ToolSchema {
                 .get("additionalProperties")
                 .is_none_or(|a| !a.is_object())
             && schema.get("patternProperties").is_none();
-        let schema = Arc::new(schema);
         let branches = Arc::new(Branches::index(&schema, draft));
         Ok(ToolSchema {
-            validator,
+            validator: Arc::new(validator),
             schema,
             params,
             strings_only,
