@@ -289,7 +289,7 @@ pub(crate) fn compile_unit(
     let bm25 = key
         .bm25
         .as_ref()
-        .map(|p| Bm25Analyzer::new(p, cx.analyzer));
+        .map(|p| Bm25Analyzer::new(p, cx.analyzer).memoized());
     let tools = specs
         .iter()
         .map(|t| compile_tool(cx, t, schemas, bm25.as_ref()))

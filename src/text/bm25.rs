@@ -116,7 +116,6 @@ impl Bm25Doc {
     pub fn of(a: &Bm25Analyzer<'_>, t: &ToolText<'_>) -> Bm25Doc {
         let f = &a.params.fields;
         let mut doc = Bm25Doc::default();
-        let mut at: HashMap<String, usize> = HashMap::new();
         let mut out = Vec::new();
         let mut add = |text: &str, weight: f64, doc: &mut Bm25Doc| {
             if weight <= 0.0 {
@@ -126,12 +125,10 @@ impl Bm25Doc {
             a.terms(text, &mut out);
             doc.len += weight * out.len() as f64;
             for term in out.drain(..) {
-                match at.get(&term) {
-                    Some(&i) => doc.terms[i].1 += weight,
-                    None => {
-                        at.insert(term.clone(), doc.terms.len());
-                        doc.terms.push((term, 0.0 + weight));
-                    }
+                // documents are short: a linear search beats hashing
+                match doc.terms.iter_mut().find(|(t, _)| *t == term) {
+                    Some(e) => e.1 += weight,
+                    None => doc.terms.push((term, 0.0 + weight)),
                 }
             }
         };
@@ -207,6 +204,8 @@ pub struct Bm25Analyzer<'a> {
     params: &'a Bm25Params,
     analyzer: &'a Analyzer,
     stemmer: Option<Stemmer>,
+    /// Piece → term (`None`: dropped), when memoised ([`Bm25Analyzer::memoized`]).
+    memo: Option<std::cell::RefCell<HashMap<String, Option<String>>>>,
 }
 
 impl<'a> Bm25Analyzer<'a> {
@@ -216,13 +215,37 @@ impl<'a> Bm25Analyzer<'a> {
             params,
             analyzer,
             stemmer: params.stemmer.map(Stemmer::create),
+            memo: None,
         }
+    }
+
+    /// The same analysis, remembering the term of every piece it cuts (for
+    /// indexing a catalog, whose words repeat: lowercasing, the stop-word
+    /// test and stemming run once per distinct piece).
+    pub fn memoized(mut self) -> Self {
+        self.memo = Some(Default::default());
+        self
     }
 
     fn push(&self, piece: &str, out: &mut Vec<String>) {
         if piece.is_empty() {
             return;
         }
+        if let Some(memo) = &self.memo {
+            if let Some(t) = memo.borrow().get(piece) {
+                out.extend(t.iter().cloned());
+                return;
+            }
+            let len = out.len();
+            self.push_new(piece, out);
+            let term = (out.len() > len).then(|| out[len].clone());
+            memo.borrow_mut().insert(piece.to_string(), term);
+            return;
+        }
+        self.push_new(piece, out);
+    }
+
+    fn push_new(&self, piece: &str, out: &mut Vec<String>) {
         let lower = piece.to_lowercase();
         if lower.chars().count() < self.analyzer.min_length() || self.analyzer.is_stop_word(&lower)
         {
