@@ -116,6 +116,9 @@ pub(crate) struct ToolPart {
     /// (reported by `schema_diags`).
     #[cfg(feature = "gate")]
     schema: Option<ToolSchema>,
+    /// [`schema_hash`] of the input schema (its key in the [`SchemaStore`]).
+    #[cfg(feature = "gate")]
+    schema_key: u64,
     /// Schema and argument-role problems, reported when the tool's names are
     /// also fine.
     schema_diags: Vec<Diagnostic>,
@@ -236,8 +239,7 @@ impl SchemaStore {
     }
 
     #[cfg(feature = "gate")]
-    fn get(&mut self, schema: &Arc<Value>) -> Result<ToolSchema, String> {
-        let h = schema_hash(schema);
+    fn get(&mut self, schema: &Arc<Value>, h: u64) -> Result<ToolSchema, String> {
         let g = self.generation;
         let bucket = self.by_hash.entry(h).or_default();
         if let Some(e) = bucket
@@ -260,8 +262,7 @@ impl SchemaStore {
         let g = self.generation;
         for t in &part.tools {
             if let Some(s) = &t.schema {
-                let h = schema_hash(&t.tool.input_schema);
-                if let Some(bucket) = self.by_hash.get_mut(&h) {
+                if let Some(bucket) = self.by_hash.get_mut(&t.schema_key) {
                     for e in bucket.iter_mut() {
                         if Arc::ptr_eq(&e.1.schema, &s.schema) {
                             e.2 = g;
@@ -299,6 +300,7 @@ pub(crate) fn compile_unit(
     UnitPart { tools }
 }
 
+#[cfg_attr(not(feature = "gate"), allow(unused_variables, unused_assignments))]
 fn compile_tool(
     cx: &UnitContext<'_>,
     t: &ToolSpec,
@@ -423,9 +425,11 @@ fn compile_tool(
     #[allow(unused_mut)]
     let mut role_warnings = Vec::new();
     #[cfg(feature = "gate")]
+    let schema_key = if ok { schema_hash(&t.input_schema) } else { 0 };
+    #[cfg(feature = "gate")]
     let schema = if ok {
         let mut sink = crate::diag::Sink::default();
-        let s = match schemas.get(&t.input_schema) {
+        let s = match schemas.get(&t.input_schema, schema_key) {
             Ok(s) => Some(s),
             Err(e) => {
                 sink.push(t.diag(
@@ -481,6 +485,8 @@ fn compile_tool(
         diags,
         #[cfg(feature = "gate")]
         schema,
+        #[cfg(feature = "gate")]
+        schema_key,
         schema_diags,
         role_warnings,
         kw_terms,

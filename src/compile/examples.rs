@@ -30,7 +30,11 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
                 let close = shared
                     .by_name
                     .keys()
-                    .filter(|k| strsim::levenshtein(k, &n.value) <= 2)
+                    // a distance of at most 2 needs lengths at most 2 apart
+                            .filter(|k| {
+                                k.chars().count().abs_diff(n.value.chars().count()) <= 2
+                                    && strsim::levenshtein(k, &n.value) <= 2
+                            })
                     .min_by_key(|k| strsim::levenshtein(k, &n.value));
                 if let Some(close) = close {
                     // a near miss is a typo, not a tool of another catalog

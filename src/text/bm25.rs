@@ -206,6 +206,8 @@ pub struct Bm25Analyzer<'a> {
     stemmer: Option<Stemmer>,
     /// Piece → term (`None`: dropped), when memoised ([`Bm25Analyzer::memoized`]).
     memo: Option<std::cell::RefCell<HashMap<String, Option<String>>>>,
+    /// Word run (no CJK) → its terms, when memoised.
+    runs: Option<std::cell::RefCell<HashMap<String, Vec<String>>>>,
 }
 
 impl<'a> Bm25Analyzer<'a> {
@@ -216,6 +218,7 @@ impl<'a> Bm25Analyzer<'a> {
             analyzer,
             stemmer: params.stemmer.map(Stemmer::create),
             memo: None,
+            runs: None,
         }
     }
 
@@ -224,6 +227,7 @@ impl<'a> Bm25Analyzer<'a> {
     /// test and stemming run once per distinct piece).
     pub fn memoized(mut self) -> Self {
         self.memo = Some(Default::default());
+        self.runs = Some(Default::default());
         self
     }
 
@@ -281,6 +285,15 @@ impl<'a> Bm25Analyzer<'a> {
                         self.split(&t.chars().collect::<Vec<_>>(), out);
                     }
                 }
+            } else if let Some(runs) = &self.runs {
+                let key: String = run.iter().collect();
+                if let Some(ts) = runs.borrow().get(&key) {
+                    out.extend(ts.iter().cloned());
+                    continue;
+                }
+                let len = out.len();
+                self.split(run, out);
+                runs.borrow_mut().insert(key, out[len..].to_vec());
             } else {
                 self.split(run, out);
             }
