@@ -12,13 +12,10 @@ mod catalog;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let n: usize = args
-        .next()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| {
-            eprintln!("usage: gen_tools N OUT.json [SEED]");
-            std::process::exit(2)
-        });
+    let n: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or_else(|| {
+        eprintln!("usage: gen_tools N OUT.json [SEED]");
+        std::process::exit(2)
+    });
     let out = args.next().unwrap_or_else(|| format!("tools-{n}.json"));
     let seed = args.next().and_then(|a| a.parse().ok()).unwrap_or(7);
     if let Err(e) = std::fs::write(&out, catalog::openai_tools(n, seed)) {

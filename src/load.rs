@@ -100,8 +100,12 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
 pub fn relocate_data_files(text: &str, from: &Path, out: &Path) -> String {
     let dir = |p: &Path| {
         let d = p.parent().map(Path::to_path_buf).unwrap_or_default();
-        std::fs::canonicalize(if d.as_os_str().is_empty() { Path::new(".") } else { &d })
-            .unwrap_or(d)
+        std::fs::canonicalize(if d.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &d
+        })
+        .unwrap_or(d)
     };
     let (src_dir, out_dir) = (dir(from), dir(out));
     if src_dir == out_dir {

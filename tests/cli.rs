@@ -196,7 +196,10 @@ fn eval_text_lists_active_tools_first() {
     let terms: Vec<&str> = terms.split(' ').collect();
     assert_eq!(terms.len(), 10, "{terms:?}");
     assert!(terms.contains(&"用户"), "{terms:?}");
-    assert!(!terms.contains(&"下数") && !terms.contains(&"库中"), "{terms:?}");
+    assert!(
+        !terms.contains(&"下数") && !terms.contains(&"库中"),
+        "{terms:?}"
+    );
 }
 
 #[test]

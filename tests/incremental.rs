@@ -47,7 +47,12 @@ fn tool_file(prefix: &str, n: usize, seed: u64) -> Arc<Vec<ToolSpec>> {
                 json!({"type": "object", "properties": {"query": {"type": "string"}}})
             } else {
                 let props: serde_json::Map<String, serde_json::Value> = (0..1 + r.next(3))
-                    .map(|k| (w[k].to_string(), json!({"type": "string", "description": w[k + 1]})))
+                    .map(|k| {
+                        (
+                            w[k].to_string(),
+                            json!({"type": "string", "description": w[k + 1]}),
+                        )
+                    })
                     .collect();
                 json!({"type": "object", "properties": props})
             };
@@ -90,7 +95,11 @@ fn edit(text: &str, which: usize, r: &mut Rng) -> String {
     };
     match which {
         // policy part only
-        0 => replace(text, "w_stage =", format!("w_stage = {}", pick(&["0.1", "0.12", "0.2"], r))),
+        0 => replace(
+            text,
+            "w_stage =",
+            format!("w_stage = {}", pick(&["0.1", "0.12", "0.2"], r)),
+        ),
         1 => replace(
             text,
             "threshold =",
@@ -115,7 +124,11 @@ fn edit(text: &str, which: usize, r: &mut Rng) -> String {
             }
         }
         // what the catalog reads
-        4 => replace(text, "k1 =", format!("k1 = {}", pick(&["1.2", "0.9", "1.5"], r))),
+        4 => replace(
+            text,
+            "k1 =",
+            format!("k1 = {}", pick(&["1.2", "0.9", "1.5"], r)),
+        ),
         5 => {
             if text.contains("stop_words = [\"weather\", ") {
                 text.replace("stop_words = [\"weather\", ", "stop_words = [")
@@ -148,13 +161,42 @@ fn fingerprint(p: &Plan) -> String {
     let mut o = String::new();
     let term_of: std::collections::HashMap<u32, &str> =
         p.vocab.iter().map(|(t, i)| (*i, t.as_str())).collect();
-    let _ = writeln!(o, "policy {} hash {:x} sources {:?}", p.policy_name, p.content_hash, p.sources);
-    let _ = writeln!(o, "threshold {} clamp {:?} cold {:?} pinned {:?} max {:?} min {}", f(p.threshold), p.clamp, p.cold_start, p.pinned, p.max_active, p.min_active);
+    let _ = writeln!(
+        o,
+        "policy {} hash {:x} sources {:?}",
+        p.policy_name, p.content_hash, p.sources
+    );
+    let _ = writeln!(
+        o,
+        "threshold {} clamp {:?} cold {:?} pinned {:?} max {:?} min {}",
+        f(p.threshold),
+        p.clamp,
+        p.cold_start,
+        p.pinned,
+        p.max_active,
+        p.min_active
+    );
     let _ = writeln!(o, "features {:?}", p.features);
-    let _ = writeln!(o, "domains {:?} {:?} stages {:?}", p.domains, p.domain_base, p.stages);
-    let _ = writeln!(o, "rules {:?}", p.rules.iter().map(|r| (&r.name, &r.adjust)).collect::<Vec<_>>());
+    let _ = writeln!(
+        o,
+        "domains {:?} {:?} stages {:?}",
+        p.domains, p.domain_base, p.stages
+    );
+    let _ = writeln!(
+        o,
+        "rules {:?}",
+        p.rules
+            .iter()
+            .map(|r| (&r.name, &r.adjust))
+            .collect::<Vec<_>>()
+    );
     let _ = writeln!(o, "warnings {:?}", p.warnings);
-    let _ = writeln!(o, "examples {} properties {}", p.examples_checked, p.properties.len());
+    let _ = writeln!(
+        o,
+        "examples {} properties {}",
+        p.examples_checked,
+        p.properties.len()
+    );
     let _ = writeln!(o, "transitions {:?}", p.transitions);
     for (i, t) in p.tools.iter().enumerate() {
         let mut kws: Vec<&str> = t.keyword_ids.iter().map(|id| term_of[id]).collect();
@@ -170,10 +212,22 @@ fn fingerprint(p: &Plan) -> String {
         let _ = writeln!(
             o,
             "tool {} {:?} {:?} {} dom {:?} {:?} stages {:b} kw {:?} {:?} prio {} cx {} {} gate {:?} auto {} hot {:?}",
-            t.name, t.aliases, t.description, t.input_schema, t.domains,
-            &p.hot_domains[h.domains_start as usize..h.domains_start as usize + h.domains_len as usize],
-            t.stage_mask, kws, t.trigger_keywords, f(t.base_priority), t.parameter_complexity,
-            f(t.complexity_penalty), t.gate, t.auto_tagged, (h.stage_mask, f(h.base_priority), f(h.complexity_penalty)),
+            t.name,
+            t.aliases,
+            t.description,
+            t.input_schema,
+            t.domains,
+            &p.hot_domains
+                [h.domains_start as usize..h.domains_start as usize + h.domains_len as usize],
+            t.stage_mask,
+            kws,
+            t.trigger_keywords,
+            f(t.base_priority),
+            t.parameter_complexity,
+            f(t.complexity_penalty),
+            t.gate,
+            t.auto_tagged,
+            (h.stage_mask, f(h.base_priority), f(h.complexity_penalty)),
         );
         assert_eq!(p.tool_index(&t.name), Some(i));
     }
@@ -187,23 +241,44 @@ fn fingerprint(p: &Plan) -> String {
             b.terms.iter().map(|(t, i)| (*i, t.as_str())).collect();
         for (t, id) in terms {
             let i = *id as usize;
-            let mut rel: Vec<(&str, String)> =
-                b.related.get(i).into_iter().flatten().map(|(r, s)| (name_of[r], f(*s))).collect();
+            let mut rel: Vec<(&str, String)> = b
+                .related
+                .get(i)
+                .into_iter()
+                .flatten()
+                .map(|(r, s)| (name_of[r], f(*s)))
+                .collect();
             rel.sort();
             let post: Vec<(u32, String)> = b.postings[i].iter().map(|(d, w)| (*d, f(*w))).collect();
             let _ = writeln!(o, "bm25 {t} idf {} post {post:?} rel {rel:?}", f(b.idf[i]));
         }
-        let _ = writeln!(o, "bm25 len {:?} avg {} params {:?}", b.doc_len.iter().map(|x| f(*x)).collect::<Vec<_>>(), f(b.avg_len), b.params);
+        let _ = writeln!(
+            o,
+            "bm25 len {:?} avg {} params {:?}",
+            b.doc_len.iter().map(|x| f(*x)).collect::<Vec<_>>(),
+            f(b.avg_len),
+            b.params
+        );
     }
     if let Some(g) = &p.gate {
         for (i, t) in g.tools.iter().enumerate() {
             let _ = writeln!(
                 o,
                 "gate {i} {} roles {:?} inferred {} risk {:?} confirm {} ro {} sql {:?}",
-                t.schema.schema(), t.roles, t.roles_inferred, t.risk_level, t.requires_confirmation, t.read_only, t.sql_dialect
+                t.schema.schema(),
+                t.roles,
+                t.roles_inferred,
+                t.risk_level,
+                t.requires_confirmation,
+                t.read_only,
+                t.sql_dialect
             );
         }
-        let _ = writeln!(o, "gate default risk {:?}", g.config.risk.default_risk_level);
+        let _ = writeln!(
+            o,
+            "gate default risk {:?}",
+            g.config.risk.default_risk_level
+        );
     }
     o
 }
@@ -233,7 +308,9 @@ fn scores(p: &Plan) -> Vec<(usize, String, bool)> {
     out
 }
 
-fn outcome(r: Result<Plan, toolgate::LoadError>) -> Result<(String, Vec<(usize, String, bool)>), Vec<String>> {
+fn outcome(
+    r: Result<Plan, toolgate::LoadError>,
+) -> Result<(String, Vec<(usize, String, bool)>), Vec<String>> {
     match r {
         Ok(p) => Ok((fingerprint(&p), scores(&p))),
         Err(e) => Err(e.diagnostics.iter().map(|d| d.to_string()).collect()),
@@ -296,7 +373,9 @@ fn incremental_equals_full_on_random_edit_sequences() {
                     assert_eq!(a, b, "seq {seq} step {step}: diagnostics differ");
                     failed += 1;
                 }
-                _ => panic!("seq {seq} step {step} ({stats:?}): full {full:?} vs incremental {inc:?}"),
+                _ => panic!(
+                    "seq {seq} step {step} ({stats:?}): full {full:?} vs incremental {inc:?}"
+                ),
             }
             if stats.catalog_reused {
                 reused += 1;
@@ -313,10 +392,8 @@ fn incremental_equals_full_on_random_edit_sequences() {
 
 #[test]
 fn a_changed_unit_recompiles_only_its_tools() {
-    let policy = toolgate::load::load_policy(Some(std::path::Path::new(
-        "policies/selection.toml",
-    )))
-    .unwrap();
+    let policy =
+        toolgate::load::load_policy(Some(std::path::Path::new("policies/selection.toml"))).unwrap();
     let mut units = vec![
         tool_file("alpha", 30, 1),
         tool_file("beta", 20, 2),
@@ -336,7 +413,10 @@ fn a_changed_unit_recompiles_only_its_tools() {
     units[1] = tool_file("beta", 25, 77);
     let plan = cache.compile(&policy, &units).unwrap();
     let s = cache.stats();
-    assert_eq!((s.units_compiled, s.units_reused, s.tools_compiled), (1, 2, 25));
+    assert_eq!(
+        (s.units_compiled, s.units_reused, s.tools_compiled),
+        (1, 2, 25)
+    );
     assert!(!s.catalog_reused);
     assert_eq!(plan.tools.len(), 65);
     // A policy-only edit: the catalog is reused.
@@ -347,5 +427,8 @@ fn a_changed_unit_recompiles_only_its_tools() {
     toolgate::load::load_data_files(&mut edited).unwrap();
     let again = cache.compile(&edited, &units).unwrap();
     assert!(cache.stats().catalog_reused);
-    assert!(Arc::ptr_eq(&again.tools, &plan.tools), "the compiled tools are shared");
+    assert!(
+        Arc::ptr_eq(&again.tools, &plan.tools),
+        "the compiled tools are shared"
+    );
 }

@@ -524,8 +524,8 @@ pub(crate) fn link(
         for (t, p) in specs.iter().zip(&part.tools) {
             if let Some(f) = &t.file {
                 fnv1a(&mut hash, f.name.as_bytes());
-                let seen = last_file.is_some_and(|l| Arc::ptr_eq(l, f))
-                    || tool_files.contains(&f.name);
+                let seen =
+                    last_file.is_some_and(|l| Arc::ptr_eq(l, f)) || tool_files.contains(&f.name);
                 if !seen {
                     fnv1a(&mut hash, f.text.as_bytes());
                     tool_files.push(f.name.clone());
@@ -767,8 +767,8 @@ impl Parts {
         self.stats.schemas_compiled = self.schemas.compiled;
         self.stats.schemas_reused = self.schemas.reused;
         self.schemas.sweep();
-        self.linked = (linked.diags.is_empty() && gate_ok)
-            .then(|| (units.to_vec(), linked.clone()));
+        self.linked =
+            (linked.diags.is_empty() && gate_ok).then(|| (units.to_vec(), linked.clone()));
         self.units = parts;
         linked
     }

@@ -4,7 +4,6 @@
 //! one part of compile that runs the runtimes, which is why compile sits
 //! above eval and gate in the layering.
 
-
 use super::at;
 use std::sync::Arc;
 
@@ -31,10 +30,10 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
                     .by_name
                     .keys()
                     // a distance of at most 2 needs lengths at most 2 apart
-                            .filter(|k| {
-                                k.chars().count().abs_diff(n.value.chars().count()) <= 2
-                                    && strsim::levenshtein(k, &n.value) <= 2
-                            })
+                    .filter(|k| {
+                        k.chars().count().abs_diff(n.value.chars().count()) <= 2
+                            && strsim::levenshtein(k, &n.value) <= 2
+                    })
                     .min_by_key(|k| strsim::levenshtein(k, &n.value));
                 if let Some(close) = close {
                     // a near miss is a typo, not a tool of another catalog

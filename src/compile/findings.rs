@@ -81,7 +81,12 @@ fn feature_set(plan: &Plan, ranges: &[FeatureRange; N_FEATURES], f: usize) -> Ve
 
 /// The values term `k` contributes: `weight × feature` over the feature's
 /// set, else its interval.
-fn term_set(plan: &Plan, ranges: &[FeatureRange; N_FEATURES], k: usize, hull: Interval) -> Vec<Interval> {
+fn term_set(
+    plan: &Plan,
+    ranges: &[FeatureRange; N_FEATURES],
+    k: usize,
+    hull: Interval,
+) -> Vec<Interval> {
     let t = &plan.formula.terms[k];
     match (t.linear, t.features.as_slice()) {
         (Some((f, w)), [g]) if f == *g => {

@@ -404,9 +404,7 @@ pub fn check_role_paths(spec: &ToolSpec, sink: &mut Sink) -> Vec<String> {
 /// only, so reloads and repeated compiles of one policy (any of its other
 /// sections edited) reuse it. Problems are not cached: a bad section is read
 /// again, and reported at its place in the text.
-pub(crate) fn cached_config(
-    policy: &PolicySource,
-) -> Result<(GateConfig, PatternSet), LoadError> {
+pub(crate) fn cached_config(policy: &PolicySource) -> Result<(GateConfig, PatternSet), LoadError> {
     type Entry = (Option<Value>, Arc<(GateConfig, PatternSet)>);
     static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
     const KEEP: usize = 8;
@@ -429,7 +427,10 @@ pub(crate) fn cached_config(
         if cache.len() >= KEEP {
             cache.remove(0);
         }
-        cache.push((section.cloned(), Arc::new((config.clone(), patterns.clone()))));
+        cache.push((
+            section.cloned(),
+            Arc::new((config.clone(), patterns.clone())),
+        ));
     }
     Ok((config, patterns))
 }

@@ -27,8 +27,8 @@ pub mod formula;
 pub mod gate;
 pub mod interval;
 mod properties;
-pub mod witness;
 pub mod selection;
+pub mod witness;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -37,14 +37,13 @@ use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink};
 use crate::parse::policy::{AutoComplexity, PolicySource, Sp};
 use crate::parse::tags::ToolSpec;
 use crate::plan::{CompiledRule, FEATURES, Plan};
+use crate::text::keywords::Analyzer;
 use catalog::fnv1a;
 pub use catalog::{CompileStats, units_by_file};
-use crate::text::keywords::Analyzer;
 
 use crate::plan::condition::CompiledCondition;
 use condition::{EXPR_FUNCTIONS, EXPR_VARIABLES, ExprError};
 use formula::FormulaError;
-
 
 fn at(
     p: &PolicySource,
@@ -443,12 +442,14 @@ fn compile_with(
     let mut vocab = linked.vocab.clone();
     let rules: Vec<CompiledRule> = rules
         .into_iter()
-        .map(|(r, adjust): (&crate::parse::policy::DomainRule, _)| CompiledRule {
-            name: r.name.clone(),
-            condition: CompiledCondition::compile(&r.when, &analyzer, &mut vocab)
-                .expect("the condition compiled above"),
-            adjust,
-        })
+        .map(
+            |(r, adjust): (&crate::parse::policy::DomainRule, _)| CompiledRule {
+                name: r.name.clone(),
+                condition: CompiledCondition::compile(&r.when, &analyzer, &mut vocab)
+                    .expect("the condition compiled above"),
+                adjust,
+            },
+        )
         .collect();
 
     let mut hash = linked.hash;

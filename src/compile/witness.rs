@@ -477,7 +477,11 @@ pub fn confirm(
 }
 
 /// The made-up tool for one corner of the policy scope.
-pub fn want_of(ranges: &[FeatureRange; N_FEATURES], corner: &Corner, name: &str) -> (Vec<usize>, ToolWant) {
+pub fn want_of(
+    ranges: &[FeatureRange; N_FEATURES],
+    corner: &Corner,
+    name: &str,
+) -> (Vec<usize>, ToolWant) {
     let recipe = |f: usize| &ranges[f].points[corner.picks[f]].recipe;
     let (rules, domains) = match recipe(F_DOMAIN) {
         Recipe::Domain { rules, domains } => (rules.clone(), domains.clone()),

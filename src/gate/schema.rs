@@ -424,11 +424,22 @@ mod tests {
         assert!(s.validator().is_err());
         let (_, findings, _) = run_with(schema, json!({"a": 1}));
         assert_eq!(findings.len(), 1, "{findings:?}");
-        assert!(findings[0].rule_id.ends_with(".schema_unusable"), "{findings:?}");
-        assert!(findings[0].message.contains("cannot validate"), "{findings:?}");
+        assert!(
+            findings[0].rule_id.ends_with(".schema_unusable"),
+            "{findings:?}"
+        );
+        assert!(
+            findings[0].message.contains("cannot validate"),
+            "{findings:?}"
+        );
         // What the meta-schema rejects still fails the compile.
         assert!(ToolSchema::compile(&json!({"type": "integr"})).is_err());
-        assert!(ToolSchema::compile(&json!({"$schema": "http://json-schema.org/draft-04/schema#", "minimum": "x"})).is_err());
+        assert!(
+            ToolSchema::compile(
+                &json!({"$schema": "http://json-schema.org/draft-04/schema#", "minimum": "x"})
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -252,8 +252,11 @@ impl CatalogCompiler {
         let specs: Vec<Arc<Vec<ToolSpec>>> = units.iter().map(|u| u.specs.clone()).collect();
         let plan = self.compiler.compile(&policy, &specs)?;
         let n = plan.tools.len();
-        let (mut tools, mut routes, mut hashes) =
-            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut tools, mut routes, mut hashes) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
         for (si, u) in units.iter().enumerate() {
             for (i, hash) in u.tools.iter() {
                 let t = &servers[si].tools[*i];
@@ -474,7 +477,10 @@ mod tests {
         servers[1].version = 2;
         let second = cc.build(&inputs, &servers, &Naming::default()).unwrap();
         let s = cc.stats().clone();
-        assert_eq!((s.units_compiled, s.units_reused, s.tools_compiled), (1, 2, 7));
+        assert_eq!(
+            (s.units_compiled, s.units_reused, s.tools_compiled),
+            (1, 2, 7)
+        );
         assert_eq!(second.plan.tools.len(), 19);
         assert_eq!(second.server_versions, [1, 2, 1]);
         // The same catalog as a compile from scratch.

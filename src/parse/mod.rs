@@ -5,6 +5,6 @@ pub mod discovery;
 pub mod policy;
 pub mod properties;
 pub mod reader;
-pub mod selection;
 pub mod roles;
+pub mod selection;
 pub mod tags;

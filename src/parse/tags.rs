@@ -545,9 +545,10 @@ impl InlineTool {
             name: Sp::new(self.name, 0..0),
             aliases: vec![],
             description: self.description,
-            input_schema: self
-                .input_schema
-                .map_or_else(|| Arc::new(serde_json::json!({"type": "object", "properties": {}})), Arc::new),
+            input_schema: self.input_schema.map_or_else(
+                || Arc::new(serde_json::json!({"type": "object", "properties": {}})),
+                Arc::new,
+            ),
             tags,
             gate: GateTags {
                 risk_level: self.risk_level,
@@ -651,10 +652,7 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
         };
         let (read_only, destructive) = (hint("readOnlyHint"), hint("destructiveHint"));
         let (full, aliases) = match &prefix {
-            Some(p) => (
-                format!("{p}.{tool_name}"),
-                vec![Sp::new(tool_name, 0..0)],
-            ),
+            Some(p) => (format!("{p}.{tool_name}"), vec![Sp::new(tool_name, 0..0)]),
             None => (tool_name, vec![]),
         };
         out.push(ToolSpec {
@@ -664,8 +662,10 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
                 Some(Value::String(s)) => s,
                 _ => String::new(),
             },
-            input_schema: schema
-                .map_or_else(|| Arc::new(serde_json::json!({"type": "object", "properties": {}})), Arc::new),
+            input_schema: schema.map_or_else(
+                || Arc::new(serde_json::json!({"type": "object", "properties": {}})),
+                Arc::new,
+            ),
             tags: None,
             gate: GateTags {
                 read_only,

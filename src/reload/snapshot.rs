@@ -16,7 +16,6 @@ use crate::plan::Plan;
 
 use super::Inputs;
 
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Content {
     Bytes(Vec<u8>),
@@ -134,7 +133,11 @@ impl Snapshot {
 /// Reads the inputs until two reads `settle` apart agree and none is empty
 /// or missing, at most `max_reads` times. Returns the last read and whether
 /// it settled.
-pub(super) fn stable_snapshot(sources: &Sources, settle: Duration, max_reads: u32) -> (Snapshot, bool) {
+pub(super) fn stable_snapshot(
+    sources: &Sources,
+    settle: Duration,
+    max_reads: u32,
+) -> (Snapshot, bool) {
     let mut prev = Snapshot::read(sources);
     for _ in 1..max_reads.max(2) {
         if !settle.is_zero() {
@@ -250,9 +253,7 @@ pub(super) fn build(
         }
         Some((_, Listing::Files(files))) => {
             for (p, c) in files {
-                add(cache.unit(&mut next, p, c, || {
-                    to_source(p, c).and_then(parse_tag_file)
-                }));
+                add(cache.unit(&mut next, p, c, || to_source(p, c).and_then(parse_tag_file)));
             }
         }
         Some((dir, Listing::Missing)) => add(Err(LoadError::single(Diagnostic::bare(
@@ -283,4 +284,3 @@ pub(super) fn build(
         }
     }
 }
-

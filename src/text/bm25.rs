@@ -205,9 +205,9 @@ pub struct Bm25Analyzer<'a> {
     analyzer: &'a Analyzer,
     stemmer: Option<Stemmer>,
     /// Piece → term (`None`: dropped), when memoised ([`Bm25Analyzer::memoized`]).
-    memo: Option<std::cell::RefCell<HashMap<String, Option<String>>>>,
+    memo: Option<std::cell::RefCell<rustc_hash::FxHashMap<String, Option<String>>>>,
     /// Word run (no CJK) → its terms, when memoised.
-    runs: Option<std::cell::RefCell<HashMap<String, Vec<String>>>>,
+    runs: Option<std::cell::RefCell<rustc_hash::FxHashMap<String, Vec<String>>>>,
 }
 
 impl<'a> Bm25Analyzer<'a> {
@@ -264,21 +264,22 @@ impl<'a> Bm25Analyzer<'a> {
     /// Appends the terms of `text` to `out` (duplicates kept).
     pub fn terms(&self, text: &str, out: &mut Vec<String>) {
         let is_word = |c: char| c.is_alphanumeric() || c == '_';
-        let chars: Vec<char> = text.chars().collect();
-        let mut i = 0;
-        while i < chars.len() {
-            if !is_word(chars[i]) {
-                i += 1;
+        let mut rest = text.char_indices().peekable();
+        while let Some((start, c)) = rest.next() {
+            if !is_word(c) {
                 continue;
             }
-            let start = i;
-            while i < chars.len() && is_word(chars[i]) {
-                i += 1;
+            let mut end = start + c.len_utf8();
+            while let Some(&(i, c)) = rest.peek() {
+                if !is_word(c) {
+                    break;
+                }
+                end = i + c.len_utf8();
+                rest.next();
             }
-            let run = &chars[start..i];
-            if run.iter().any(|c| is_cjk(*c)) {
-                let s: String = run.iter().collect();
-                for t in self.analyzer.expand_keyword(&s) {
+            let run = &text[start..end];
+            if run.chars().any(is_cjk) {
+                for t in self.analyzer.expand_keyword(run) {
                     if t.chars().any(is_cjk) {
                         out.push(t);
                     } else {
@@ -286,16 +287,16 @@ impl<'a> Bm25Analyzer<'a> {
                     }
                 }
             } else if let Some(runs) = &self.runs {
-                let key: String = run.iter().collect();
-                if let Some(ts) = runs.borrow().get(&key) {
+                if let Some(ts) = runs.borrow().get(run) {
                     out.extend(ts.iter().cloned());
                     continue;
                 }
                 let len = out.len();
-                self.split(run, out);
-                runs.borrow_mut().insert(key, out[len..].to_vec());
+                self.split(&run.chars().collect::<Vec<_>>(), out);
+                runs.borrow_mut()
+                    .insert(run.to_string(), out[len..].to_vec());
             } else {
-                self.split(run, out);
+                self.split(&run.chars().collect::<Vec<_>>(), out);
             }
         }
     }
