@@ -283,8 +283,11 @@ fn fingerprint(p: &Plan) -> String {
     o
 }
 
+/// Per tool of each session: (tool, score bits, active).
+type Scores = Vec<(usize, String, bool)>;
+
 /// Scores of a few sessions, bit for bit.
-fn scores(p: &Plan) -> Vec<(usize, String, bool)> {
+fn scores(p: &Plan) -> Scores {
     let plan = Arc::new(p.clone());
     let mut out = Vec::new();
     let messages = [
@@ -308,9 +311,7 @@ fn scores(p: &Plan) -> Vec<(usize, String, bool)> {
     out
 }
 
-fn outcome(
-    r: Result<Plan, toolgate::LoadError>,
-) -> Result<(String, Vec<(usize, String, bool)>), Vec<String>> {
+fn outcome(r: Result<Plan, toolgate::LoadError>) -> Result<(String, Scores), Vec<String>> {
     match r {
         Ok(p) => Ok((fingerprint(&p), scores(&p))),
         Err(e) => Err(e.diagnostics.iter().map(|d| d.to_string()).collect()),

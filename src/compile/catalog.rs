@@ -261,12 +261,12 @@ impl SchemaStore {
     fn touch(&mut self, part: &UnitPart) {
         let g = self.generation;
         for t in &part.tools {
-            if let Some(s) = &t.schema {
-                if let Some(bucket) = self.by_hash.get_mut(&t.schema_key) {
-                    for e in bucket.iter_mut() {
-                        if Arc::ptr_eq(&e.1.schema, &s.schema) {
-                            e.2 = g;
-                        }
+            if let Some(s) = &t.schema
+                && let Some(bucket) = self.by_hash.get_mut(&t.schema_key)
+            {
+                for e in bucket.iter_mut() {
+                    if Arc::ptr_eq(&e.1.schema, &s.schema) {
+                        e.2 = g;
                     }
                 }
             }
@@ -682,6 +682,9 @@ pub struct CompileStats {
     pub schemas_reused: usize,
 }
 
+/// A unit of tools (a tool file, a tag file, a server's listing).
+pub type Unit = Arc<Vec<ToolSpec>>;
+
 /// The reusable parts of the last compile.
 #[derive(Debug, Default)]
 pub(crate) struct Parts {
@@ -690,7 +693,7 @@ pub(crate) struct Parts {
     pub(crate) units: Vec<(Arc<Vec<ToolSpec>>, Arc<UnitPart>)>,
     pub(crate) key: Option<CatalogKey>,
     /// The last linked catalog, with its units and key.
-    pub(crate) linked: Option<(Vec<Arc<Vec<ToolSpec>>>, Arc<LinkedCatalog>)>,
+    pub(crate) linked: Option<(Vec<Unit>, Arc<LinkedCatalog>)>,
     pub(crate) stats: CompileStats,
 }
 

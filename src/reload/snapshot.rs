@@ -177,12 +177,15 @@ fn to_source(path: &Path, content: &Content) -> Result<Arc<SourceFile>, LoadErro
     }
 }
 
+/// A file's path, its bytes and the tools parsed from them.
+type ParsedFile = (PathBuf, Vec<u8>, Arc<Vec<ToolSpec>>);
+
 /// The parsed tools of each input file, by path and bytes: a file whose
 /// bytes did not change keeps its `Arc`, which is how the compiler knows
 /// its compiled tools can be reused. Holds the files of the last build.
 #[derive(Debug, Default)]
 pub(super) struct UnitCache {
-    units: Vec<(PathBuf, Vec<u8>, Arc<Vec<ToolSpec>>)>,
+    units: Vec<ParsedFile>,
     /// The compiler, with the compiled parts of the last build.
     pub(super) compiler: crate::compile::CompileCache,
 }
@@ -192,7 +195,7 @@ impl UnitCache {
     /// `parse` unless these bytes were parsed last time.
     fn unit(
         &self,
-        next: &mut Vec<(PathBuf, Vec<u8>, Arc<Vec<ToolSpec>>)>,
+        next: &mut Vec<ParsedFile>,
         path: &Path,
         content: &Content,
         parse: impl FnOnce() -> Result<Vec<ToolSpec>, LoadError>,
