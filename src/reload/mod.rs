@@ -360,6 +360,13 @@ impl Reloader {
         lock(&self.inner.status).version
     }
 
+    /// What the last load recompiled and what it reused: a policy-only edit
+    /// reuses the whole compiled catalog, an edited tool or tag file
+    /// recompiles that file's tools only. Waits for a reload in progress.
+    pub fn last_compile(&self) -> crate::compile::CompileStats {
+        lock(&self.inner.state).cache.compiler.stats().clone()
+    }
+
     /// The sources being watched.
     pub fn sources(&self) -> &Sources {
         &self.inner.options.sources
