@@ -776,25 +776,3 @@ impl Parts {
         linked
     }
 }
-
-/// Units from a flat list of tools: consecutive tools of one file (or of no
-/// file) form a unit.
-pub fn units_by_file(tools: Vec<ToolSpec>) -> Vec<Arc<Vec<ToolSpec>>> {
-    let mut out: Vec<Arc<Vec<ToolSpec>>> = Vec::new();
-    let mut current: Vec<ToolSpec> = Vec::new();
-    for t in tools {
-        let same = match (current.last().and_then(|l| l.file.as_ref()), &t.file) {
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            (None, None) => !current.is_empty(),
-            _ => false,
-        };
-        if !same && !current.is_empty() {
-            out.push(Arc::new(std::mem::take(&mut current)));
-        }
-        current.push(t);
-    }
-    if !current.is_empty() {
-        out.push(Arc::new(current));
-    }
-    out
-}

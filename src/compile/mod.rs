@@ -38,8 +38,8 @@ use crate::parse::policy::{AutoComplexity, PolicySource, Sp};
 use crate::parse::tags::ToolSpec;
 use crate::plan::{CompiledRule, FEATURES, Plan};
 use crate::text::keywords::Analyzer;
+pub use catalog::CompileStats;
 use catalog::fnv1a;
-pub use catalog::{CompileStats, units_by_file};
 
 use crate::plan::condition::CompiledCondition;
 use condition::{EXPR_FUNCTIONS, EXPR_VARIABLES, ExprError};
