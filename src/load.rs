@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::parse::policy::{PolicySource, parse_policy};
-use crate::parse::tags::{ToolSpec, import_tools_json, load_tag_dir, parse_tag_file, read_source};
+use crate::parse::tags::{ToolSpec, import_tools, load_tag_dir, parse_tag_file, read_source};
 use crate::plan::Plan;
 
 pub use crate::defaults::{DEFAULT_POLICY, DEFAULT_TAGS, SELECTION_POLICY};
@@ -159,7 +159,7 @@ pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
         }
     }
     for p in &sources.tools {
-        let r = read_source(p).and_then(|f| import_tools_json(&f.name, &f.text));
+        let r = read_source(p).and_then(import_tools);
         match r {
             Ok(t) => tools.extend(t),
             Err(e) => diags.extend(e.diagnostics),

@@ -554,7 +554,7 @@ fn a_schema_that_drifted_from_its_tags_warns_and_falls_back_to_inference() {
         .iter_mut()
         .find(|t| t.name.value == "sqlite.write_query")
         .unwrap();
-    t.input_schema = json!({"type": "object", "properties": {"sql": {"type": "string"}}});
+    t.input_schema = json!({"type": "object", "properties": {"sql": {"type": "string"}}}).into();
     let plan = toolgate::compile::compile(&load_policy(None).unwrap(), tools).unwrap();
     assert!(
         plan.warnings

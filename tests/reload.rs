@@ -891,3 +891,75 @@ mod cli {
         assert!(line["error"].as_str().unwrap().contains(":11:"), "{line}");
     }
 }
+
+/// Issue 14: a policy-only edit reuses the compiled catalog; an edited tool
+/// file recompiles that file's tools only; the plans equal a fresh load.
+#[test]
+fn reloads_recompile_only_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let tool = |name: &str, desc: &str| {
+        serde_json::json!({"type": "function", "function": {"name": name, "description": desc,
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}})
+    };
+    let write_tools = |file: &str, names: &[&str]| {
+        let tools: Vec<_> = names
+            .iter()
+            .map(|n| tool(n, &format!("{n} reads the weather of a city")))
+            .collect();
+        fs::write(
+            dir.path().join(file),
+            serde_json::Value::Array(tools).to_string(),
+        )
+        .unwrap();
+    };
+    write_tools("a.json", &["a.one", "a.two", "a.three"]);
+    write_tools("b.json", &["b.one", "b.two"]);
+    let policy = dir.path().join("policy.toml");
+    let text = fs::read_to_string("policies/default.toml").unwrap();
+    fs::write(&policy, &text).unwrap();
+    let sources = Sources {
+        policy: Some(policy.clone()),
+        tags: None,
+        tools: vec![dir.path().join("a.json"), dir.path().join("b.json")],
+    };
+    let mut options = ReloadOptions::new(sources.clone());
+    options.settle = Some(Duration::ZERO);
+    let r = Reloader::new(options).unwrap();
+    let first = r.last_compile();
+    assert_eq!(
+        first.units_compiled, 12,
+        "10 tag files + 2 tool files: {first:?}"
+    );
+    let fresh = || toolgate::load::load_plan(&sources).unwrap();
+    let same = |a: &Plan, b: &Plan| {
+        let names = |p: &Plan| p.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(a), names(b));
+        assert_eq!(a.content_hash, b.content_hash);
+        assert_eq!(a.hysteresis_margin.to_bits(), b.hysteresis_margin.to_bits());
+    };
+
+    // A policy-only edit: nothing of the catalog is compiled again.
+    fs::write(
+        &policy,
+        text.replace("hysteresis_margin = 0.0 ", "hysteresis_margin = 0.05 "),
+    )
+    .unwrap();
+    r.reload_now().unwrap();
+    let s = r.last_compile();
+    assert!(s.catalog_reused, "{s:?}");
+    assert_eq!(s.units_compiled, 0);
+    assert!((r.plan().hysteresis_margin - 0.05).abs() < 1e-12);
+    same(&r.plan(), &fresh());
+
+    // One tool file edited: its tools only.
+    write_tools("b.json", &["b.one", "b.two", "b.four"]);
+    r.reload_now().unwrap();
+    let s = r.last_compile();
+    assert_eq!(
+        (s.units_compiled, s.tools_compiled, s.units_reused),
+        (1, 3, 11),
+        "{s:?}"
+    );
+    assert!(r.plan().tool("b.four").is_some());
+    same(&r.plan(), &fresh());
+}

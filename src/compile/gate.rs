@@ -206,41 +206,6 @@ fn validate_shell(
     out
 }
 
-/// Compiled schemas of one plan build, by schema text: catalogs repeat
-/// schemas (every argument-less tool has the same one), and compiling is the
-/// costly part.
-pub type SchemaCache = std::collections::HashMap<String, ToolSchema>;
-
-/// Compiles `spec`'s input schema (once per distinct schema in `cache`); an
-/// invalid schema is a load error at the tool's location.
-pub fn compile_tool_schema(
-    spec: &ToolSpec,
-    cache: &mut SchemaCache,
-    sink: &mut Sink,
-) -> Option<ToolSchema> {
-    let key = spec.input_schema.to_string();
-    if let Some(s) = cache.get(&key) {
-        return Some(s.clone());
-    }
-    match ToolSchema::compile(&spec.input_schema) {
-        Ok(s) => {
-            cache.insert(key, s.clone());
-            Some(s)
-        }
-        Err(e) => {
-            sink.push(spec.diag(
-                ErrorKind::InvalidValue,
-                spec.name.span.clone(),
-                format!(
-                    "tool `{}`: input_schema is not a valid JSON Schema: {e}",
-                    spec.name.value
-                ),
-            ));
-            None
-        }
-    }
-}
-
 /// Most schema nodes visited when inferring the roles of one tool.
 const MAX_INFER_NODES: usize = 10_000;
 /// Deepest property nesting where a role is inferred or a declared path is
@@ -433,17 +398,19 @@ pub fn check_role_paths(spec: &ToolSpec, sink: &mut Sink) -> Vec<String> {
         .collect()
 }
 
-/// `[gate]` read and its patterns compiled, for the policy texts seen last:
-/// reading a policy's `[gate]` (TOML, some fifty regexes) costs more than
-/// the rest of a compile, and the same text always gives the same result, so
-/// reloads and repeated compiles of one policy reuse it.
-fn cached_config(policy: &PolicySource) -> Result<(GateConfig, PatternSet), LoadError> {
-    type Entry = (Arc<str>, Arc<(GateConfig, PatternSet)>);
+/// `[gate]` read and its patterns compiled, for the `[gate]` sections seen
+/// last: reading a policy's `[gate]` (TOML, some fifty regexes) costs more
+/// than the rest of a compile, and the configuration depends on that section
+/// only, so reloads and repeated compiles of one policy (any of its other
+/// sections edited) reuse it. Problems are not cached: a bad section is read
+/// again, and reported at its place in the text.
+pub(crate) fn cached_config(policy: &PolicySource) -> Result<(GateConfig, PatternSet), LoadError> {
+    type Entry = (Option<Value>, Arc<(GateConfig, PatternSet)>);
     static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
     const KEEP: usize = 8;
-    let text = &policy.file.text;
+    let section = policy.gate.as_ref().map(|g| &g.value);
     if let Ok(cache) = CACHE.lock()
-        && let Some((_, hit)) = cache.iter().find(|(t, _)| t == text)
+        && let Some((_, hit)) = cache.iter().find(|(t, _)| t.as_ref() == section)
     {
         return Ok((hit.0.clone(), hit.1.clone()));
     }
@@ -460,34 +427,28 @@ fn cached_config(policy: &PolicySource) -> Result<(GateConfig, PatternSet), Load
         if cache.len() >= KEEP {
             cache.remove(0);
         }
-        cache.push((text.clone(), Arc::new((config.clone(), patterns.clone()))));
+        cache.push((
+            section.cloned(),
+            Arc::new((config.clone(), patterns.clone())),
+        ));
     }
     Ok((config, patterns))
 }
 
-/// Builds the gate of a plan: reads `[gate]`, compiles the patterns and
-/// pairs each compiled tool with its schema. Problems go to `sink`.
-pub fn build_gate(
-    policy: &PolicySource,
+/// The call gate's data for each compiled tool: its schema, its argument
+/// roles (declared, or inferred by `[[gate.infer]]`), risk level and flags.
+/// `None` when a schema is missing (it did not compile; that is reported).
+pub(crate) fn gate_tools(
+    config: &GateConfig,
     tools: &[CompiledTool],
     schemas: Vec<Option<ToolSchema>>,
     domains: &[String],
-    sink: &mut Sink,
-) -> Option<Arc<CompiledGate>> {
-    let (config, patterns) = match cached_config(policy) {
-        Ok(c) => c,
-        Err(e) => {
-            for d in e.diagnostics {
-                sink.push(d);
-            }
-            return None;
-        }
-    };
+) -> Option<Vec<GateTool>> {
     let mut out = Vec::with_capacity(tools.len());
     for (t, s) in tools.iter().zip(schemas) {
         let schema = s?;
         let (role_paths, inferred) = if t.gate.arguments.is_empty() {
-            (infer_roles(&config, t, domains), true)
+            (infer_roles(config, t, domains), true)
         } else {
             let mut declared: Vec<(Vec<RoleSeg>, ArgRole)> = t
                 .gate
@@ -501,7 +462,7 @@ pub fn build_gate(
             // sit under another name; infer from the schema too.
             let dead = !dead_roles(&t.gate.arguments, &t.input_schema).is_empty();
             if dead {
-                for (p, r) in infer_roles(&config, t, domains) {
+                for (p, r) in infer_roles(config, t, domains) {
                     if declared.len() < MAX_ROLES && !declared.iter().any(|(q, _)| *q == p) {
                         declared.push((p, r));
                     }
@@ -524,9 +485,28 @@ pub fn build_gate(
             sql_dialect: t.gate.sql_dialect.clone().unwrap_or_default(),
         });
     }
+    Some(out)
+}
+
+/// The gate of a plan: `[gate]` read (problems go to `sink`) with its
+/// patterns, and the per-tool data of the compiled catalog.
+pub(crate) fn build_gate(
+    config: Result<(GateConfig, PatternSet), LoadError>,
+    tools: Option<Arc<Vec<GateTool>>>,
+    sink: &mut Sink,
+) -> Option<Arc<CompiledGate>> {
+    let (config, patterns) = match config {
+        Ok(c) => c,
+        Err(e) => {
+            for d in e.diagnostics {
+                sink.push(d);
+            }
+            return None;
+        }
+    };
     Some(Arc::new(CompiledGate {
         config,
         patterns,
-        tools: out,
+        tools: tools?,
     }))
 }

@@ -18,6 +18,7 @@
 //! knows how plans are made).
 
 pub mod bounds;
+pub mod catalog;
 pub mod condition;
 mod examples;
 pub mod findings;
@@ -35,20 +36,14 @@ use std::sync::Arc;
 use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink};
 use crate::parse::policy::{AutoComplexity, PolicySource, Sp};
 use crate::parse::tags::ToolSpec;
-use crate::plan::{CompiledRule, CompiledTool, FEATURES, Plan};
-use crate::text::bm25::{Bm25Index, ToolText};
+use crate::plan::{CompiledRule, FEATURES, Plan};
 use crate::text::keywords::Analyzer;
+pub use catalog::CompileStats;
+use catalog::fnv1a;
 
 use crate::plan::condition::CompiledCondition;
 use condition::{EXPR_FUNCTIONS, EXPR_VARIABLES, ExprError};
 use formula::FormulaError;
-
-fn fnv1a(hash: &mut u64, bytes: &[u8]) {
-    for b in bytes {
-        *hash ^= *b as u64;
-        *hash = hash.wrapping_mul(0x100000001b3);
-    }
-}
 
 fn at(
     p: &PolicySource,
@@ -87,6 +82,45 @@ fn name_span(p: &PolicySource, value: &Sp<String>, name: &str) -> Option<std::op
 /// Compiles `policy` with the catalog `tools` into a plan, then checks the
 /// policy's examples against it. Returns every problem found.
 pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, LoadError> {
+    CompileCache::default().compile(policy, &[Arc::new(tools)])
+}
+
+/// A compiler that keeps what it compiled, to reuse it in the next compile
+/// (the reloader and the MCP proxy keep one): the compiled tools of each
+/// *unit* of the catalog (a tool file, a tag file, a server's listing: an
+/// `Arc<Vec<ToolSpec>>`, recognised by its address), the linked catalog
+/// (names, keyword terms, BM25 index, the call gate's per-tool data), and
+/// each distinct input schema (by a hash of its canonical text). A
+/// policy-only edit recompiles the policy part and links it to the same
+/// catalog; a changed unit recompiles that unit's tools only. The plan is
+/// the one [`compile`] makes from the same inputs (see [`catalog`]).
+#[derive(Debug, Default)]
+pub struct CompileCache {
+    parts: catalog::Parts,
+}
+
+impl CompileCache {
+    /// Compiles `policy` with the tools of `units` (in order); keep the same
+    /// `Arc` for a unit whose tools did not change.
+    pub fn compile(
+        &mut self,
+        policy: &PolicySource,
+        units: &[Arc<Vec<ToolSpec>>],
+    ) -> Result<Plan, LoadError> {
+        compile_with(&mut self.parts, policy, units)
+    }
+
+    /// What the last compile recompiled and reused.
+    pub fn stats(&self) -> &CompileStats {
+        &self.parts.stats
+    }
+}
+
+fn compile_with(
+    parts: &mut catalog::Parts,
+    policy: &PolicySource,
+    units: &[Arc<Vec<ToolSpec>>],
+) -> Result<Plan, LoadError> {
     let started = std::time::Instant::now();
     let mut sink = Sink::default();
     let mut warnings = Vec::new();
@@ -247,9 +281,11 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     let pol_stage =
         |span: std::ops::Range<usize>, m: String| at(policy, ErrorKind::UndeclaredStage, span, m);
 
-    // Rules. Their keyword terms share the plan's term vocabulary with the tools.
+    // Rules, checked here (their problems come before the tools'); their
+    // conditions are compiled again once the tools' keyword terms are known,
+    // to share the plan's term vocabulary.
     let analyzer = Analyzer::new(&policy.keywords);
-    let mut vocab: crate::plan::NameMap<u32> = Default::default();
+    let mut scratch: crate::plan::NameMap<u32> = Default::default();
     let mut rules = Vec::new();
     for r in &policy.domain_rules {
         let mut adjust = Vec::new();
@@ -261,12 +297,8 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         for s in &r.when.stage {
             check_stage(&mut sink, s, &pol_stage);
         }
-        match CompiledCondition::compile(&r.when, &analyzer, &mut vocab) {
-            Ok(condition) => rules.push(CompiledRule {
-                name: r.name.clone(),
-                condition,
-                adjust,
-            }),
+        match CompiledCondition::compile(&r.when, &analyzer, &mut scratch) {
+            Ok(_) => rules.push((r, adjust)),
             Err(e) => {
                 let span = r
                     .when
@@ -345,183 +377,24 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
             ),
         ));
     }
-    let penalty = |c: i64| {
-        ((c - fp.complexity_min) as f64 / (fp.complexity_max - fp.complexity_min) as f64)
-            .min(fp.complexity_cap)
-    };
 
-    // Tools.
-    let mut hash = 0xcbf29ce484222325u64;
-    let mut by_name: crate::plan::NameMap<usize> = Default::default();
-    // name -> (file, byte offset) of its first declaration; rendered only on a clash
-    let mut first_seen: HashMap<String, (Option<Arc<crate::diag::SourceFile>>, usize)> =
-        HashMap::new();
-    let mut compiled = Vec::with_capacity(tools.len());
-    let mut tool_files: Vec<String> = Vec::new();
-    let mut with_follows: Vec<(usize, ToolSpec)> = Vec::new();
+    // The catalog part: reused when the units and what it reads of the
+    // policy are unchanged, else compiled (unit by unit) and linked.
+    let key = catalog::CatalogKey::of(policy, &domains, &stages, &auto_domains, auto_stages);
     #[cfg(feature = "gate")]
-    let mut schemas = Vec::with_capacity(tools.len());
-    #[cfg(feature = "gate")]
-    let mut schema_cache = gate::SchemaCache::default();
-    for t in tools {
-        if let Some(f) = &t.file {
-            fnv1a(&mut hash, f.name.as_bytes());
-            if !tool_files.contains(&f.name) {
-                fnv1a(&mut hash, f.text.as_bytes());
-                tool_files.push(f.name.clone());
-            }
-        }
-        let idx = compiled.len();
-        let mut ok = true;
-        for n in std::iter::once(&t.name).chain(t.aliases.iter()) {
-            if n.value.is_empty() || n.value.chars().any(|c| c.is_control() || c.is_whitespace()) {
-                sink.push(t.diag(
-                    ErrorKind::InvalidValue,
-                    n.span.clone(),
-                    format!(
-                        "tool name {:?} must be non-empty, without spaces or control characters",
-                        n.value
-                    ),
-                ));
-                ok = false;
-                continue;
-            }
-            if let Some((file, offset)) = first_seen.get(&n.value) {
-                let prev = match file {
-                    Some(f) => {
-                        let (l, c) = f.line_col(*offset);
-                        format!("{}:{l}:{c}", f.name)
-                    }
-                    None => "declared inline".to_string(),
-                };
-                sink.push(t.diag(
-                    ErrorKind::DuplicateTool,
-                    n.span.clone(),
-                    format!("tool name `{}` is already used ({prev})", n.value),
-                ));
-                ok = false;
-            } else {
-                first_seen.insert(n.value.clone(), (t.file.clone(), n.span.start));
-                by_name.insert(n.value.clone(), idx);
-            }
-        }
-        let tool_domain = |span: std::ops::Range<usize>, m: String| {
-            t.diag(
-                ErrorKind::UndeclaredDomain,
-                span,
-                format!("tool `{}`: {m}", t.name.value),
-            )
-        };
-        let tool_stage = |span: std::ops::Range<usize>, m: String| {
-            t.diag(
-                ErrorKind::UndeclaredStage,
-                span,
-                format!("tool `{}`: {m}", t.name.value),
-            )
-        };
-        let (dom, mask, keywords, priority, complexity, auto) = match &t.tags {
-            Some(tags) => {
-                let dom: Vec<u16> = tags
-                    .domains
-                    .iter()
-                    .filter_map(|d| check_domain(&mut sink, d, &tool_domain))
-                    .map(|i| i as u16)
-                    .collect();
-                let mask = tags
-                    .preferred_stages
-                    .iter()
-                    .filter_map(|s| check_stage(&mut sink, s, &tool_stage))
-                    .fold(0u64, |m, i| m | (1u64 << (i % 64)));
-                if dom.len() != tags.domains.len()
-                    || tags
-                        .preferred_stages
-                        .iter()
-                        .any(|s| !stages.contains(&s.value))
-                {
-                    ok = false;
-                }
-                let bp = tags.base_priority.value;
-                if !(0.0..=1.0).contains(&bp) || !bp.is_finite() {
-                    sink.push(t.diag(
-                        ErrorKind::OutOfRange,
-                        tags.base_priority.span.clone(),
-                        format!(
-                            "tool `{}`: base_priority must be within [0, 1], found {bp}",
-                            t.name.value
-                        ),
-                    ));
-                    ok = false;
-                }
-                let c = tags.parameter_complexity.value;
-                if c < fp.complexity_min || c > fp.complexity_max {
-                    sink.push(
-                        t.diag(ErrorKind::OutOfRange, tags.parameter_complexity.span.clone(), format!("tool `{}`: parameter_complexity {c} is outside the policy's range [{}, {}]", t.name.value, fp.complexity_min, fp.complexity_max)),
-                    );
-                    ok = false;
-                }
-                (dom, mask, tags.trigger_keywords.clone(), bp, c, false)
-            }
-            None => {
-                let kws = analyzer.extract_max(&t.description, policy.auto_tags.max_keywords);
-                let c = match policy.auto_tags.parameter_complexity {
-                    AutoComplexity::Fixed(c) => c,
-                    AutoComplexity::FromSchema => {
-                        let n = t
-                            .input_schema
-                            .get("properties")
-                            .and_then(|p| p.as_object())
-                            .map(|o| o.len() as i64)
-                            .unwrap_or(0);
-                        n.clamp(fp.complexity_min, fp.complexity_max)
-                    }
-                };
-                (
-                    auto_domains.clone(),
-                    auto_stages,
-                    kws,
-                    policy.auto_tags.base_priority,
-                    c,
-                    true,
-                )
-            }
-        };
-        if !ok {
-            continue;
-        }
+    let gate_config = gate::cached_config(policy);
+    let linked = parts.catalog(
+        &key,
+        &analyzer,
+        units,
         #[cfg(feature = "gate")]
-        {
-            schemas.push(gate::compile_tool_schema(&t, &mut schema_cache, &mut sink));
-            warnings.extend(gate::check_role_paths(&t, &mut sink));
-        }
-        let mut ids: Vec<u32> = Vec::new();
-        for k in &keywords {
-            for term in analyzer.expand_keyword(k) {
-                let next = vocab.len() as u32;
-                ids.push(*vocab.entry(term).or_insert(next));
-            }
-        }
-        ids.sort_unstable();
-        ids.dedup();
-        if !t.follows.is_empty() {
-            with_follows.push((compiled.len(), t.clone()));
-        }
-        compiled.push(CompiledTool {
-            name: t.name.value.clone(),
-            aliases: t.aliases.iter().map(|a| a.value.clone()).collect(),
-            description: t.description.clone(),
-            input_schema: t.input_schema.clone(),
-            domains: dom,
-            stage_mask: mask,
-            keyword_count: ids.len() as u32,
-            keyword_ids: ids,
-            trigger_keywords: keywords,
-            base_priority: priority,
-            parameter_complexity: complexity,
-            complexity_penalty: penalty(complexity),
-            gate: t.gate.clone(),
-            auto_tagged: auto,
-        });
+        gate_config.as_ref().ok().map(|c| &c.0),
+    );
+    for d in &linked.diags {
+        sink.push(d.clone());
     }
+    warnings.extend(linked.warnings.iter().cloned());
+    let by_name = &linked.by_name;
 
     // Pinned tools and set controls.
     let act = &policy.activation;
@@ -547,12 +420,12 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     }
 
     #[cfg(feature = "gate")]
-    let gate = gate::build_gate(policy, &compiled, schemas, &domains, &mut sink);
+    let gate = gate::build_gate(gate_config, linked.gate_tools.clone(), &mut sink);
     let transitions = selection::build_transitions(
         policy,
-        compiled.len(),
-        &with_follows,
-        &by_name,
+        linked.tools.len(),
+        &linked.with_follows,
+        by_name,
         &mut sink,
         &mut warnings,
     );
@@ -564,67 +437,51 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
     }
     let formula = formula.expect("no diagnostics means the formula lowered");
 
+    // The rules' keyword terms join the catalog's vocabulary (after the
+    // tools' terms, so that the catalog's ids do not depend on the rules).
+    let mut vocab = linked.vocab.clone();
+    let rules: Vec<CompiledRule> = rules
+        .into_iter()
+        .map(
+            |(r, adjust): (&crate::parse::policy::DomainRule, _)| CompiledRule {
+                name: r.name.clone(),
+                condition: CompiledCondition::compile(&r.when, &analyzer, &mut vocab)
+                    .expect("the condition compiled above"),
+                adjust,
+            },
+        )
+        .collect();
+
+    let mut hash = linked.hash;
     fnv1a(&mut hash, policy.file.text.as_bytes());
-    for t in &compiled {
+    for t in linked.tools.iter() {
         fnv1a(&mut hash, t.name.as_bytes());
     }
     let mut sources = vec![policy.file.name.clone()];
-    for f in tool_files {
-        if !sources.contains(&f) {
-            sources.push(f);
+    for f in &linked.tool_files {
+        if !sources.contains(f) {
+            sources.push(f.clone());
         }
     }
 
-    let mut hot = Vec::with_capacity(compiled.len());
-    let mut hot_domains = Vec::new();
-    let mut hot_keywords = Vec::new();
-    for t in &compiled {
-        hot.push(crate::plan::HotTool {
-            stage_mask: t.stage_mask,
-            base_priority: t.base_priority,
-            complexity_penalty: t.complexity_penalty,
-            domains_start: hot_domains.len() as u32,
-            keywords_start: hot_keywords.len() as u32,
-            domains_len: t.domains.len().min(u16::MAX as usize) as u16,
-            keywords_len: t.keyword_ids.len().min(u16::MAX as usize) as u16,
-        });
-        hot_domains.extend(t.domains.iter().take(u16::MAX as usize));
-        hot_keywords.extend(t.keyword_ids.iter().take(u16::MAX as usize));
-    }
-    let mut name_index = crate::plan::NameIndex::default();
-    let mut names: Vec<(&String, &usize)> = by_name.iter().collect();
-    names.sort_by_key(|(_, i)| **i);
-    for (n, i) in names {
-        name_index.insert(n, *i);
-    }
     // The catalog's vocabulary ranks CJK candidates of messages (text::keywords).
     let mut analyzer = analyzer;
-    analyzer.learn_catalog(
-        compiled
-            .iter()
-            .map(|t| t.trigger_keywords.iter().map(String::as_str)),
+    analyzer.learn_with(
+        &linked.terms,
         policy
             .domain_rules
             .iter()
             .flat_map(|r| r.when.keywords_any.iter().map(String::as_str)),
     );
-    let bm25 = policy.features.bm25.as_ref().map(|params| {
-        let texts: Vec<ToolText<'_>> = compiled
-            .iter()
-            .map(|t| ToolText {
-                name: &t.name,
-                description: &t.description,
-                input_schema: Some(&t.input_schema),
-                keywords: &t.trigger_keywords,
-            })
-            .collect();
-        Bm25Index::build(params, &analyzer, &texts)
-    });
+    let bm25 = match (&policy.features.bm25, &linked.bm25) {
+        (Some(params), Some(index)) => Some(index.with_params(params)),
+        _ => None,
+    };
     let plan = Plan {
-        name_index,
-        hot,
-        hot_domains,
-        hot_keywords,
+        name_index: linked.name_index.clone(),
+        hot: linked.hot.clone(),
+        hot_domains: linked.hot_domains.clone(),
+        hot_keywords: linked.hot_keywords.clone(),
         policy_name: policy.name.clone(),
         sources,
         content_hash: hash,
@@ -650,14 +507,15 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
         bm25,
         memory: policy.memory.clone(),
         transitions,
-        tools: compiled,
-        by_name,
+        tools: linked.tools.clone(),
+        by_name: linked.by_name.clone(),
         warnings,
         examples_checked: 0,
         properties: Vec::new(),
         #[cfg(feature = "gate")]
         gate,
     };
+    drop(linked);
     // The score bounds' findings, and the declared properties (checked by
     // `toolgate check`, resolved here).
     let mut plan = plan;

@@ -40,7 +40,11 @@ pub(super) fn compile_properties(
                         let close = plan
                             .by_name
                             .keys()
-                            .filter(|k| strsim::levenshtein(k, &n.value) <= 2)
+                            // a distance of at most 2 needs lengths at most 2 apart
+                            .filter(|k| {
+                                k.chars().count().abs_diff(n.value.chars().count()) <= 2
+                                    && strsim::levenshtein(k, &n.value) <= 2
+                            })
                             .min_by_key(|k| strsim::levenshtein(k, &n.value));
                         match close {
                             Some(close) => sink.push(

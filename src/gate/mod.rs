@@ -197,7 +197,7 @@ fn gate_of(plan: &Plan) -> Arc<CompiledGate> {
             config: config::shipped().clone(),
             patterns: PatternSet::compile(&config::shipped().patterns)
                 .unwrap_or_else(|_| PatternSet::empty()),
-            tools: Vec::new(),
+            tools: Default::default(),
         }),
     }
 }

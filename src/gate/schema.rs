@@ -50,14 +50,36 @@ impl ToolSchema {
         }
         let mut errors = cx.errors;
         let coerced = cx.coerced;
-        if self.validator.is_valid(args) {
+        let validator = match self.validator() {
+            Ok(v) => v,
+            Err(e) => {
+                // Fail closed: arguments that cannot be validated are refused.
+                let check = &checks.invalid_arguments;
+                errors.push(Finding {
+                    rule_id: format!("{}.schema_unusable", check.id),
+                    kind: FindingKind::Schema,
+                    path: String::new(),
+                    severity: check.severity,
+                    action: check.action,
+                    message: super::types::fill(
+                        &check.message,
+                        &format!("The input schema of `{tool}` cannot validate arguments ({e}); the call cannot be checked."),
+                    ),
+                });
+                return SchemaCheck {
+                    findings: errors,
+                    coerced,
+                };
+            }
+        };
+        if validator.is_valid(args) {
             return SchemaCheck {
                 findings: errors,
                 coerced,
             };
         }
         let coerced_paths: Vec<String> = errors.iter().map(|f| f.path.clone()).collect();
-        for e in self.validator.iter_errors(args) {
+        for e in validator.iter_errors(args) {
             let path = e.instance_path().as_str().to_string();
             if coerced_paths.contains(&path) {
                 continue;
@@ -390,6 +412,34 @@ mod tests {
     fn run(args: Value) -> (Value, Vec<Finding>) {
         let (a, f, _) = run_with(sch(), args);
         (a, f)
+    }
+
+    #[test]
+    fn a_schema_that_cannot_validate_refuses_the_arguments() {
+        // Valid against the meta-schema (so it loads), but its `$ref`
+        // resolves to nothing: the validator is built on first use, fails,
+        // and the gate fails closed.
+        let schema = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}});
+        let s = ToolSchema::compile(&schema).unwrap();
+        assert!(s.validator().is_err());
+        let (_, findings, _) = run_with(schema, json!({"a": 1}));
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert!(
+            findings[0].rule_id.ends_with(".schema_unusable"),
+            "{findings:?}"
+        );
+        assert!(
+            findings[0].message.contains("cannot validate"),
+            "{findings:?}"
+        );
+        // What the meta-schema rejects still fails the compile.
+        assert!(ToolSchema::compile(&json!({"type": "integr"})).is_err());
+        assert!(
+            ToolSchema::compile(
+                &json!({"$schema": "http://json-schema.org/draft-04/schema#", "minimum": "x"})
+            )
+            .is_err()
+        );
     }
 
     #[test]

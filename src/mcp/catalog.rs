@@ -14,6 +14,7 @@ use std::sync::Arc;
 use rmcp::model::Tool;
 use serde_json::Value;
 
+use crate::compile::{CompileCache, CompileStats};
 use crate::diag::LoadError;
 use crate::eval::Activation;
 use crate::parse::policy::Sp;
@@ -79,7 +80,7 @@ pub struct Catalog {
     pub inputs_version: u64,
 }
 
-fn auto_spec(full: String, tool: &Tool) -> ToolSpec {
+fn auto_spec(full: String, tool: &Tool, input_schema: Arc<Value>) -> ToolSpec {
     let ann = tool.annotations.as_ref();
     let read_only = ann.and_then(|a| a.read_only_hint).unwrap_or(false);
     let destructive = ann.and_then(|a| a.destructive_hint).unwrap_or(false);
@@ -87,7 +88,7 @@ fn auto_spec(full: String, tool: &Tool) -> ToolSpec {
         name: Sp::new(full, 0..0),
         aliases: Vec::new(),
         description: tool.description.as_deref().unwrap_or_default().to_string(),
-        input_schema: Value::Object((*tool.input_schema).clone()),
+        input_schema,
         tags: None,
         gate: GateTags {
             read_only,
@@ -96,6 +97,76 @@ fn auto_spec(full: String, tool: &Tool) -> ToolSpec {
         },
         follows: Vec::new(),
         file: None,
+    }
+}
+
+/// The proxy's compiler: each server's last listing as tool specs (with
+/// their definition hashes), and the [`CompileCache`] holding their compiled
+/// tools. When one server re-lists (`notifications/tools/list_changed`),
+/// only its tools are compiled again; a policy-only edit recompiles the
+/// policy part and links it to the same catalog. A tags edit rebuilds every
+/// server's specs (the tags are merged into them).
+#[derive(Debug, Default)]
+pub struct CatalogCompiler {
+    /// Per server name: the listing it was built from (its `Arc`), the
+    /// inputs' version, the specs and the definition hashes.
+    servers: Vec<ServerUnit>,
+    compiler: CompileCache,
+}
+
+#[derive(Debug, Clone)]
+struct ServerUnit {
+    server: String,
+    listing: Arc<Vec<Tool>>,
+    inputs_version: u64,
+    specs: Arc<Vec<ToolSpec>>,
+    /// Per spec: the index of its tool in the listing, and its definition hash.
+    tools: Arc<Vec<(usize, String)>>,
+}
+
+impl CatalogCompiler {
+    /// What the last build recompiled and reused.
+    pub fn stats(&self) -> &CompileStats {
+        self.compiler.stats()
+    }
+}
+
+fn server_unit(
+    tagged: &rustc_hash::FxHashMap<&str, &ToolSpec>,
+    s: &ServerTools,
+    inputs_version: u64,
+) -> ServerUnit {
+    let mut specs = Vec::with_capacity(s.tools.len());
+    let mut tools = Vec::with_capacity(s.tools.len());
+    let mut seen = rustc_hash::FxHashSet::default();
+    for (i, t) in s.tools.iter().enumerate() {
+        let full = format!("{}.{}", s.server, t.name);
+        if !seen.insert(full.clone()) {
+            tracing::warn!(tool = %full, "server listed the same tool twice; keeping the first");
+            continue;
+        }
+        let schema = Arc::new(Value::Object((*t.input_schema).clone()));
+        let description = t.description.as_deref().unwrap_or_default();
+        let hash = definition_hash(description, &schema);
+        let spec = match tagged.get(full.as_str()) {
+            Some(tag) => {
+                let mut spec = (*tag).clone();
+                spec.aliases.clear();
+                spec.description = description.to_string();
+                spec.input_schema = schema;
+                spec
+            }
+            None => auto_spec(full, t, schema),
+        };
+        specs.push(spec);
+        tools.push((i, hash));
+    }
+    ServerUnit {
+        server: s.server.clone(),
+        listing: s.tools.clone(),
+        inputs_version,
+        specs: Arc::new(specs),
+        tools: Arc::new(tools),
     }
 }
 
@@ -108,84 +179,127 @@ pub fn build_catalog(
     servers: &[ServerTools],
     naming: &Naming,
 ) -> Result<Catalog, LoadError> {
-    let tagged: rustc_hash::FxHashMap<&str, &ToolSpec> = inputs
-        .tags
-        .iter()
-        .map(|t| (t.name.value.as_str(), t))
-        .collect();
-    let mut specs = Vec::new();
-    let mut listed = Vec::new();
-    let mut seen = rustc_hash::FxHashSet::default();
-    for (si, s) in servers.iter().enumerate() {
-        for t in s.tools.iter() {
-            let full = format!("{}.{}", s.server, t.name);
-            if !seen.insert(full.clone()) {
-                tracing::warn!(tool = %full, "server listed the same tool twice; keeping the first");
-                continue;
-            }
-            let spec = match tagged.get(full.as_str()) {
-                Some(tag) => {
-                    let mut spec = (*tag).clone();
-                    spec.aliases.clear();
-                    spec.description = t.description.as_deref().unwrap_or_default().to_string();
-                    spec.input_schema = Value::Object((*t.input_schema).clone());
-                    spec
+    CatalogCompiler::default().build(inputs, servers, naming)
+}
+
+impl CatalogCompiler {
+    /// [`build_catalog`], reusing what `self` compiled for the servers whose
+    /// listing (the same `Arc`) and inputs did not change.
+    pub fn build(
+        &mut self,
+        inputs: &PlanInputs,
+        servers: &[ServerTools],
+        naming: &Naming,
+    ) -> Result<Catalog, LoadError> {
+        let tagged: rustc_hash::FxHashMap<&str, &ToolSpec> = inputs
+            .tags
+            .iter()
+            .map(|t| (t.name.value.as_str(), t))
+            .collect();
+        let mut units: Vec<ServerUnit> = Vec::with_capacity(servers.len());
+        for s in servers {
+            let unit = self
+                .servers
+                .iter()
+                .find(|u| {
+                    u.server == s.server
+                        && Arc::ptr_eq(&u.listing, &s.tools)
+                        && u.inputs_version == inputs.version
+                })
+                .cloned()
+                .unwrap_or_else(|| server_unit(&tagged, s, inputs.version));
+            units.push(unit);
+        }
+        self.servers = units.clone();
+        // Two servers whose names give the same `server.tool` (`a.b` + `c`
+        // and `a` + `b.c`): the first keeps it, as before the catalog was
+        // compiled per server. The later unit is rebuilt without it (and is
+        // compiled again on every build: a rare, logged case).
+        let mut drop: Vec<(usize, Vec<bool>)> = Vec::new();
+        {
+            let mut seen: rustc_hash::FxHashSet<&str> = rustc_hash::FxHashSet::default();
+            for (k, u) in units.iter().enumerate() {
+                let keep: Vec<bool> = u
+                    .specs
+                    .iter()
+                    .map(|t| !seen.contains(t.name.value.as_str()))
+                    .collect();
+                if keep.iter().any(|k| !k) {
+                    drop.push((k, keep));
                 }
-                None => auto_spec(full.clone(), t),
-            };
-            specs.push(spec);
-            listed.push((
-                t.clone(),
-                Route {
+                seen.extend(u.specs.iter().map(|t| t.name.value.as_str()));
+            }
+        }
+        for (k, keep) in drop {
+            let u = &mut units[k];
+            let (mut specs, mut tools) = (Vec::new(), Vec::new());
+            for ((spec, tool), keep) in u.specs.iter().zip(u.tools.iter()).zip(keep) {
+                if keep {
+                    specs.push(spec.clone());
+                    tools.push(tool.clone());
+                } else {
+                    tracing::warn!(tool = %spec.name.value, "two servers list the same tool name; keeping the first");
+                }
+            }
+            u.specs = Arc::new(specs);
+            u.tools = Arc::new(tools);
+        }
+        // The policy's [[examples]] were checked when it loaded (against the
+        // tags); a live catalog of a few servers ranks differently (BM25's idf,
+        // relative scores), so they are not run again here.
+        let mut policy = inputs.policy.clone();
+        policy.examples.clear();
+        let specs: Vec<Arc<Vec<ToolSpec>>> = units.iter().map(|u| u.specs.clone()).collect();
+        let plan = self.compiler.compile(&policy, &specs)?;
+        let n = plan.tools.len();
+        let (mut tools, mut routes, mut hashes) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for (si, u) in units.iter().enumerate() {
+            for (i, hash) in u.tools.iter() {
+                let t = &servers[si].tools[*i];
+                tools.push(t.clone());
+                routes.push(Route {
                     server: si,
                     name: t.name.to_string(),
-                },
-            ));
+                });
+                hashes.push(hash.clone());
+            }
         }
-    }
-    // The policy's [[examples]] were checked when it loaded (against the
-    // tags); a live catalog of a few servers ranks differently (BM25's idf,
-    // relative scores), so they are not run again here.
-    let mut policy = inputs.policy.clone();
-    policy.examples.clear();
-    let plan = crate::compile::compile(&policy, specs)?;
-    // compile keeps the order of the specs; check it rather than assume it.
-    debug_assert!(
-        plan.tools
+        // compile keeps the order of the specs; check it rather than assume it.
+        debug_assert!(
+            plan.tools
+                .iter()
+                .zip(&routes)
+                .all(|(c, r)| c.name == format!("{}.{}", servers[r.server].server, r.name))
+        );
+        let pairs: Vec<(&str, &str)> = routes
             .iter()
-            .zip(&listed)
-            .all(|(c, (t, r))| c.name == format!("{}.{}", servers[r.server].server, t.name))
-    );
-    let (mut tools, routes): (Vec<Tool>, Vec<Route>) = listed.into_iter().unzip();
-    let pairs: Vec<(&str, &str)> = routes
-        .iter()
-        .map(|r| (servers[r.server].server.as_str(), r.name.as_str()))
-        .collect();
-    let reserved: Vec<&str> = naming.reserved.iter().map(String::as_str).collect();
-    let (names, warnings) = assign(&naming.format, &pairs, &reserved);
-    for w in warnings {
-        tracing::warn!("{w}");
+            .map(|r| (servers[r.server].server.as_str(), r.name.as_str()))
+            .collect();
+        let reserved: Vec<&str> = naming.reserved.iter().map(String::as_str).collect();
+        let (names, warnings) = assign(&naming.format, &pairs, &reserved);
+        for w in warnings {
+            tracing::warn!("{w}");
+        }
+        let mut by_name = rustc_hash::FxHashMap::default();
+        for (i, (t, n)) in tools.iter_mut().zip(names).enumerate() {
+            by_name.insert(n.clone(), i);
+            t.name = n.into();
+        }
+        Ok(Catalog {
+            plan: Arc::new(plan),
+            tools,
+            routes,
+            hashes,
+            by_name,
+            discovery: inputs.policy.discovery.clone(),
+            server_versions: servers.iter().map(|s| s.version).collect(),
+            inputs_version: inputs.version,
+        })
     }
-    let mut by_name = rustc_hash::FxHashMap::default();
-    let mut hashes = Vec::with_capacity(tools.len());
-    for (i, (t, n)) in tools.iter_mut().zip(names).enumerate() {
-        hashes.push(definition_hash(
-            t.description.as_deref().unwrap_or_default(),
-            &Value::Object((*t.input_schema).clone()),
-        ));
-        by_name.insert(n.clone(), i);
-        t.name = n.into();
-    }
-    Ok(Catalog {
-        plan: Arc::new(plan),
-        tools,
-        routes,
-        hashes,
-        by_name,
-        discovery: inputs.policy.discovery.clone(),
-        server_versions: servers.iter().map(|s| s.version).collect(),
-        inputs_version: inputs.version,
-    })
 }
 
 impl Catalog {
@@ -317,6 +431,90 @@ mod tests {
             .evaluate(&SessionContext::default(), &UsageStats::default(), 0.0);
         let listed = c.active_tools(&act);
         assert_eq!(listed.len(), act.active_names().len());
+    }
+
+    fn listing(n: usize, word: &str) -> Arc<Vec<Tool>> {
+        Arc::new(
+            (0..n)
+                .map(|i| tool(&format!("{word}_{i}"), &format!("{word} things number {i}")))
+                .collect(),
+        )
+    }
+
+    /// What a client sees of a catalog, and every score of a session.
+    fn view(c: &Catalog) -> (Vec<String>, Vec<Route>, Vec<String>, Vec<u64>) {
+        let ctx = SessionContext {
+            user_intent_keywords: vec!["alpha".into(), "things".into()],
+            ..Default::default()
+        };
+        let act = c.plan.evaluate(&ctx, &UsageStats::default(), 0.0);
+        (
+            c.tools.iter().map(|t| t.name.to_string()).collect(),
+            c.routes.clone(),
+            c.hashes.clone(),
+            act.tools.iter().map(|s| s.score.to_bits()).collect(),
+        )
+    }
+
+    #[test]
+    fn one_server_relisting_recompiles_only_its_tools() {
+        let inputs = inputs();
+        let mut servers: Vec<ServerTools> = ["alpha", "beta", "gamma"]
+            .iter()
+            .enumerate()
+            .map(|(k, w)| ServerTools {
+                server: w.to_string(),
+                tools: listing(5 + k, w),
+                version: 1,
+            })
+            .collect();
+        let mut cc = CatalogCompiler::default();
+        let first = cc.build(&inputs, &servers, &Naming::default()).unwrap();
+        assert_eq!(cc.stats().units_compiled, 3);
+        assert_eq!(first.plan.tools.len(), 18);
+        // `beta` announces list_changed and lists again: a new listing.
+        servers[1].tools = listing(7, "beta");
+        servers[1].version = 2;
+        let second = cc.build(&inputs, &servers, &Naming::default()).unwrap();
+        let s = cc.stats().clone();
+        assert_eq!(
+            (s.units_compiled, s.units_reused, s.tools_compiled),
+            (1, 2, 7)
+        );
+        assert_eq!(second.plan.tools.len(), 19);
+        assert_eq!(second.server_versions, [1, 2, 1]);
+        // The same catalog as a compile from scratch.
+        let fresh = build_catalog(&inputs, &servers, &Naming::default()).unwrap();
+        assert_eq!(view(&second), view(&fresh));
+        // Nothing changed: nothing compiled; a new tags version: all of it.
+        cc.build(&inputs, &servers, &Naming::default()).unwrap();
+        assert!(cc.stats().catalog_reused);
+        let newer = PlanInputs {
+            version: 2,
+            ..inputs
+        };
+        cc.build(&newer, &servers, &Naming::default()).unwrap();
+        assert_eq!(cc.stats().units_compiled, 3);
+    }
+
+    #[test]
+    fn a_name_two_servers_give_is_kept_once() {
+        let servers = vec![
+            ServerTools {
+                server: "a.b".into(),
+                tools: Arc::new(vec![tool("c", "first")]),
+                version: 1,
+            },
+            ServerTools {
+                server: "a".into(),
+                tools: Arc::new(vec![tool("b.c", "second"), tool("d", "other")]),
+                version: 1,
+            },
+        ];
+        let c = build_catalog(&inputs(), &servers, &Naming::default()).unwrap();
+        assert_eq!(c.plan.tools.len(), 2);
+        assert_eq!(c.plan.tool("a.b.c").unwrap().description, "first");
+        assert_eq!(c.routes[1].name, "d");
     }
 
     #[test]

@@ -54,7 +54,7 @@ use std::sync::Arc;
 
 pub use audit::{AuditRecord, AuditSink, JsonlAudit, NoAudit, Outcome};
 pub use call::allow_inactive_calls;
-pub use catalog::{Catalog, Naming, build_catalog};
+pub use catalog::{Catalog, CatalogCompiler, Naming, build_catalog};
 pub use config::{HttpConfig, MetaToolConfig, ProxyConfig, ServerSpec};
 pub use context::{CONTEXT_META_KEY, ContextUpdate};
 pub use gate::{CallGate, Decision, PolicyGate, TagGate};

@@ -26,7 +26,7 @@ use crate::parse::discovery::DefinitionChange;
 use crate::plan::Plan;
 
 use super::audit::{AuditRecord, AuditSink, Outcome};
-use super::catalog::{Catalog, Naming, ServerTools, build_catalog};
+use super::catalog::{Catalog, CatalogCompiler, Naming, ServerTools};
 use super::config::ProxyConfig;
 use super::downstream::{Downstream, Event, Timing, supervise};
 use super::gate::CallGate;
@@ -62,7 +62,9 @@ pub(crate) struct Inner {
     /// set: each session's notifier re-evaluates its list.
     pub(crate) catalog_tx: watch::Sender<u64>,
     last_error: Mutex<Option<String>>,
-    rebuild_lock: Mutex<()>,
+    /// Held for the whole of a rebuild (rebuilds are serialised); keeps
+    /// each server's compiled tools for the next rebuild.
+    rebuild_lock: Mutex<CatalogCompiler>,
     ready: watch::Sender<bool>,
     pub(crate) shutdown: watch::Sender<bool>,
     /// The proxy instance's id; sessions are `{instance_id}-{n}`.
@@ -158,7 +160,7 @@ impl Proxy {
             withheld: ArcSwap::from_pointee(FxHashSet::default()),
             catalog_tx: watch::Sender::new(0),
             last_error: Mutex::new(None),
-            rebuild_lock: Mutex::new(()),
+            rebuild_lock: Mutex::new(CatalogCompiler::default()),
             ready: watch::Sender::new(false),
             shutdown: watch::Sender::new(false),
             instance_id: format!("{:x}-{:x}", std::process::id(), nanos & 0xffff_ffff),
@@ -312,14 +314,17 @@ async fn control(inner: Arc<Inner>, mut events: mpsc::UnboundedReceiver<Event>) 
 
 impl Inner {
     fn rebuild(&self) {
-        let _g = lock(&self.rebuild_lock);
+        let mut compiler = lock(&self.rebuild_lock);
         let inputs = self.source.current();
         let servers: Vec<ServerTools> = self.servers.iter().map(|s| s.tools()).collect();
         let t0 = Instant::now();
-        match build_catalog(&inputs, &servers, &self.naming()) {
+        match compiler.build(&inputs, &servers, &self.naming()) {
             Ok(c) => {
+                let stats = compiler.stats();
                 tracing::info!(
                     tools = c.plan.tools.len(),
+                    servers_compiled = stats.units_compiled,
+                    servers_reused = stats.units_reused,
                     micros = t0.elapsed().as_micros() as u64,
                     "catalog compiled"
                 );

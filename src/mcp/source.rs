@@ -96,7 +96,7 @@ impl ReloadingPlanSource {
         Ok(ReloadingPlanSource {
             current: ArcSwap::from_pointee(PlanInputs {
                 policy: inputs.policy.clone(),
-                tags: inputs.tags.clone(),
+                tags: inputs.tags().cloned().collect(),
                 version: reloader.version(),
             }),
             reloader,
@@ -173,7 +173,7 @@ impl ReloadingPlanSource {
         let inputs = self.reloader.inputs();
         self.current.store(Arc::new(PlanInputs {
             policy: inputs.policy.clone(),
-            tags: inputs.tags.clone(),
+            tags: inputs.tags().cloned().collect(),
             version,
         }));
         self.tx.send_replace(version);

@@ -101,8 +101,9 @@ pub struct ToolSpec {
     pub aliases: Vec<Sp<String>>,
     /// Description shown to the model.
     pub description: String,
-    /// The tool's JSON Schema (`inputSchema`).
-    pub input_schema: Value,
+    /// The tool's JSON Schema (`inputSchema`), shared: the compiled plan and
+    /// its call gate hold the same tree.
+    pub input_schema: Arc<Value>,
     /// Semantic tags; `None` means "auto-tag from the policy".
     pub tags: Option<SemanticTags>,
     /// Call-gate fields.
@@ -380,9 +381,9 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
         aliases,
         description,
         input_schema: if input_schema.is_null() {
-            serde_json::json!({})
+            Arc::new(serde_json::json!({}))
         } else {
-            input_schema
+            Arc::new(input_schema)
         },
         tags,
         gate,
@@ -544,9 +545,10 @@ impl InlineTool {
             name: Sp::new(self.name, 0..0),
             aliases: vec![],
             description: self.description,
-            input_schema: self
-                .input_schema
-                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            input_schema: self.input_schema.map_or_else(
+                || Arc::new(serde_json::json!({"type": "object", "properties": {}})),
+                Arc::new,
+            ),
             tags,
             gate: GateTags {
                 risk_level: self.risk_level,
@@ -567,89 +569,103 @@ impl InlineTool {
 /// array (`[{"type": "function", "function": {...}}]`). The tools come without
 /// semantic tags and are auto-tagged; MCP annotations `readOnlyHint` and
 /// `destructiveHint` set `read_only` and the destructive risk level.
+/// `name` names the file in messages; see [`import_tools`].
 pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadError> {
+    import_tools(SourceFile::new(name.to_string(), text))
+}
+
+/// Takes `key` out of a JSON object (`None` when absent or not an object).
+fn take(v: &mut Value, key: &str) -> Option<Value> {
+    match v {
+        Value::Object(o) => o.remove(key),
+        _ => None,
+    }
+}
+
+/// [`import_tools_json`] of a file already read: the parsed JSON tree is
+/// taken apart, never copied (names, descriptions and schemas move into the
+/// [`ToolSpec`]s), and every tool shares `file`.
+pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
+    let name = file.name.as_str();
     let bad = |msg: String| {
         LoadError::single(Diagnostic::bare(
             ErrorKind::Syntax,
             format!("{name}: {msg}"),
         ))
     };
-    let v: Value = serde_json::from_str(text).map_err(|e| {
+    let v: Value = serde_json::from_str(&file.text).map_err(|e| {
         bad(format!(
             "not valid JSON: {e} (line {}, column {})",
             e.line(),
             e.column()
         ))
     })?;
-    let file = SourceFile::new(name.to_string(), text.to_string());
-    let (prefix, list) = match &v {
-        Value::Array(a) => (None, a.clone()),
-        Value::Object(o) => {
-            let prefix = o
-                .get("server")
-                .and_then(|s| s.as_str())
-                .map(|s| s.to_string());
-            let tools = o
-                .get("tools")
-                .or_else(|| o.get("result").and_then(|r| r.get("tools")))
-                .and_then(|t| t.as_array())
-                .ok_or_else(|| bad("expected an MCP tools/list result (an object with a \"tools\" array) or an OpenAI tools array".into()))?;
-            (prefix, tools.clone())
+    let (prefix, list) = match v {
+        Value::Array(a) => (None, a),
+        Value::Object(mut o) => {
+            let prefix = match o.get("server") {
+                Some(Value::String(s)) => Some(s.clone()),
+                _ => None,
+            };
+            let tools = match o.remove("tools") {
+                Some(t) => Some(t),
+                None => o.get_mut("result").and_then(|r| take(r, "tools")),
+            };
+            match tools {
+                Some(Value::Array(a)) => (prefix, a),
+                _ => return Err(bad("expected an MCP tools/list result (an object with a \"tools\" array) or an OpenAI tools array".into())),
+            }
         }
         _ => return Err(bad("expected a JSON object or array".into())),
     };
-    let mut out = Vec::new();
-    for (i, item) in list.iter().enumerate() {
-        let (fname, desc, schema, ann) =
-            if item.get("type").and_then(|t| t.as_str()) == Some("function") {
-                let f = item.get("function").ok_or_else(|| {
-                    bad(format!(
-                        "tool {i}: an OpenAI tool needs a \"function\" object"
-                    ))
-                })?;
-                (
-                    f.get("name"),
-                    f.get("description"),
-                    f.get("parameters"),
-                    None,
-                )
-            } else {
-                (
-                    item.get("name"),
-                    item.get("description"),
-                    item.get("inputSchema"),
-                    item.get("annotations"),
-                )
+    let mut out = Vec::with_capacity(list.len());
+    for (i, mut item) in list.into_iter().enumerate() {
+        let openai = item.get("type").and_then(|t| t.as_str()) == Some("function");
+        let (fname, desc, schema, ann) = if openai {
+            let Some(mut f) = take(&mut item, "function") else {
+                return Err(bad(format!(
+                    "tool {i}: an OpenAI tool needs a \"function\" object"
+                )));
             };
-        let Some(tool_name) = fname.and_then(|n| n.as_str()) else {
+            (
+                take(&mut f, "name"),
+                take(&mut f, "description"),
+                take(&mut f, "parameters"),
+                None,
+            )
+        } else {
+            (
+                take(&mut item, "name"),
+                take(&mut item, "description"),
+                take(&mut item, "inputSchema"),
+                take(&mut item, "annotations"),
+            )
+        };
+        let Some(Value::String(tool_name)) = fname else {
             return Err(bad(format!("tool {i} has no \"name\" string")));
         };
-        let full = match &prefix {
-            Some(p) => format!("{p}.{tool_name}"),
-            None => tool_name.to_string(),
+        let hint = |k: &str| {
+            ann.as_ref()
+                .and_then(|a| a.get(k))
+                .and_then(|b| b.as_bool())
+                .unwrap_or(false)
         };
-        let read_only = ann
-            .and_then(|a| a.get("readOnlyHint"))
-            .and_then(|b| b.as_bool())
-            .unwrap_or(false);
-        let destructive = ann
-            .and_then(|a| a.get("destructiveHint"))
-            .and_then(|b| b.as_bool())
-            .unwrap_or(false);
+        let (read_only, destructive) = (hint("readOnlyHint"), hint("destructiveHint"));
+        let (full, aliases) = match &prefix {
+            Some(p) => (format!("{p}.{tool_name}"), vec![Sp::new(tool_name, 0..0)]),
+            None => (tool_name, vec![]),
+        };
         out.push(ToolSpec {
             name: Sp::new(full, 0..0),
-            aliases: if prefix.is_some() {
-                vec![Sp::new(tool_name.to_string(), 0..0)]
-            } else {
-                vec![]
+            aliases,
+            description: match desc {
+                Some(Value::String(s)) => s,
+                _ => String::new(),
             },
-            description: desc
-                .and_then(|d| d.as_str())
-                .unwrap_or_default()
-                .to_string(),
-            input_schema: schema
-                .cloned()
-                .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}})),
+            input_schema: schema.map_or_else(
+                || Arc::new(serde_json::json!({"type": "object", "properties": {}})),
+                Arc::new,
+            ),
             tags: None,
             gate: GateTags {
                 read_only,

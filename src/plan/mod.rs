@@ -119,8 +119,9 @@ pub struct CompiledTool {
     pub aliases: Vec<String>,
     /// Description.
     pub description: String,
-    /// JSON Schema of the arguments (MCP `inputSchema`).
-    pub input_schema: Value,
+    /// JSON Schema of the arguments (MCP `inputSchema`), shared with the
+    /// [`ToolSpec`](crate::parse::tags::ToolSpec) it came from.
+    pub input_schema: std::sync::Arc<Value>,
     /// Indices into [`Plan::domains`] (duplicates kept: each counts, as in the seed).
     pub domains: Vec<u16>,
     /// Bit `i` set when stage `i` of [`Plan::stages`] is preferred.
@@ -261,16 +262,17 @@ pub struct Plan {
     pub memory: Option<MemoryParams>,
     /// The compiled `transition_match` feature, if the policy declares it.
     pub transitions: Option<Transitions>,
-    /// The catalog.
-    pub tools: Vec<CompiledTool>,
+    /// The catalog (shared by the plans of one compiled catalog:
+    /// `compile::CompileCache`).
+    pub tools: std::sync::Arc<Vec<CompiledTool>>,
     /// Hot per-tool data, in catalog order (see [`HotTool`]).
     pub hot: Vec<HotTool>,
     /// Domain indices of all tools, concatenated.
     pub hot_domains: Vec<u16>,
     /// Keyword ids of all tools, concatenated.
     pub hot_keywords: Vec<u32>,
-    /// Name or alias → tool index.
-    pub by_name: NameMap<usize>,
+    /// Name or alias → tool index (shared like [`Plan::tools`]).
+    pub by_name: std::sync::Arc<NameMap<usize>>,
     /// The same mapping, laid out for fast lookups on the evaluation path.
     pub name_index: NameIndex,
     /// Non-fatal findings of the compile (unused weights, skipped examples).

@@ -118,7 +118,7 @@ pub fn schema_tokens(plan: &Plan, tool: usize) -> u64 {
     let json = serde_json::json!({
         "name": t.name,
         "description": t.description,
-        "inputSchema": t.input_schema,
+        "inputSchema": &*t.input_schema,
     });
     (json.to_string().len() as u64).div_ceil(4)
 }

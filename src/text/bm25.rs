@@ -53,6 +53,7 @@
 //! the tools; nothing per tool depends on the vocabulary size.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use rust_stemmers::Stemmer;
 use serde_json::Value;
@@ -74,24 +75,89 @@ pub struct ToolText<'a> {
     pub keywords: &'a [String],
 }
 
-/// The BM25 index of a catalog, built at compile time.
+/// The BM25 index of a catalog, built at compile time. The index data sit
+/// behind `Arc`s, so a plan that reuses a compiled catalog (a policy-only
+/// reload, `compile::CompileCache`) shares them and only replaces `params`
+/// (the query-time parameters: relevance floors, score floor).
 #[derive(Debug, Clone)]
 pub struct Bm25Index {
-    /// The parameters it was built with.
+    /// The parameters it was built with (the query-time ones may have been
+    /// replaced by a later policy's, see [`Bm25Index::with_params`]).
     pub params: Bm25Params,
     /// Term → id.
-    pub terms: HashMap<String, u32>,
+    pub terms: Arc<HashMap<String, u32>>,
     /// Per term id: `(tool index, weight)` for every tool containing the term.
-    pub postings: Vec<Vec<(u32, f64)>>,
+    pub postings: Arc<Vec<Vec<(u32, f64)>>>,
     /// Field-weighted document length per tool.
-    pub doc_len: Vec<f64>,
+    pub doc_len: Arc<Vec<f64>>,
     /// Mean document length.
     pub avg_len: f64,
     /// IDF per term id.
-    pub idf: Vec<f64>,
+    pub idf: Arc<Vec<f64>>,
     /// Per term id: related terms and their similarity, best first (empty
     /// without `[features.keyword_match.expansion]`).
-    pub related: Vec<Vec<(u32, f64)>>,
+    pub related: Arc<Vec<Vec<(u32, f64)>>>,
+}
+
+/// One tool's BM25 document before indexing: its distinct terms in order of
+/// first occurrence with their field-weighted frequencies, and its
+/// field-weighted length. Depends only on the tool and on the analysis
+/// parameters ([`Bm25Params::same_index`]), so a compiled catalog keeps it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Bm25Doc {
+    /// `(term, frequency)`, first occurrence first.
+    pub terms: Vec<(String, f64)>,
+    /// Field-weighted length.
+    pub len: f64,
+}
+
+impl Bm25Doc {
+    /// The document of `t` under the analysis `a` (fields weighted by `a`'s parameters).
+    pub fn of(a: &Bm25Analyzer<'_>, t: &ToolText<'_>) -> Bm25Doc {
+        let f = &a.params.fields;
+        let mut doc = Bm25Doc::default();
+        let mut out = Vec::new();
+        let mut add = |text: &str, weight: f64, doc: &mut Bm25Doc| {
+            if weight <= 0.0 {
+                return;
+            }
+            out.clear();
+            a.terms(text, &mut out);
+            doc.len += weight * out.len() as f64;
+            for term in out.drain(..) {
+                // documents are short: a linear search beats hashing
+                match doc.terms.iter_mut().find(|(t, _)| *t == term) {
+                    Some(e) => e.1 += weight,
+                    None => doc.terms.push((term, 0.0 + weight)),
+                }
+            }
+        };
+        add(t.name, f.name, &mut doc);
+        add(t.description, f.description, &mut doc);
+        if f.parameters > 0.0 || f.parameter_descriptions > 0.0 {
+            let (mut names, mut descs) = (Vec::new(), Vec::new());
+            if let Some(s) = t.input_schema {
+                schema_text(s, &mut names, &mut descs, 0);
+            }
+            add(&names.join(" "), f.parameters, &mut doc);
+            add(&descs.join(" "), f.parameter_descriptions, &mut doc);
+        }
+        add(&t.keywords.join(" "), f.keywords, &mut doc);
+        doc
+    }
+}
+
+impl Bm25Params {
+    /// Whether an index built with `self` is the index `other` builds: every
+    /// parameter but the query-time ones (`score_floor`, `relevance`) equal.
+    pub fn same_index(&self, other: &Bm25Params) -> bool {
+        self.k1.to_bits() == other.k1.to_bits()
+            && self.b.to_bits() == other.b.to_bits()
+            && self.fields == other.fields
+            && self.split_identifiers == other.split_identifiers
+            && self.stemmer == other.stemmer
+            && self.expansion == other.expansion
+    }
 }
 
 /// Raw BM25 scores of one query, with what the relevance floors need.
@@ -138,6 +204,10 @@ pub struct Bm25Analyzer<'a> {
     params: &'a Bm25Params,
     analyzer: &'a Analyzer,
     stemmer: Option<Stemmer>,
+    /// Piece → term (`None`: dropped), when memoised ([`Bm25Analyzer::memoized`]).
+    memo: Option<std::cell::RefCell<rustc_hash::FxHashMap<String, Option<String>>>>,
+    /// Word run (no CJK) → its terms, when memoised.
+    runs: Option<std::cell::RefCell<rustc_hash::FxHashMap<String, Vec<String>>>>,
 }
 
 impl<'a> Bm25Analyzer<'a> {
@@ -147,13 +217,39 @@ impl<'a> Bm25Analyzer<'a> {
             params,
             analyzer,
             stemmer: params.stemmer.map(Stemmer::create),
+            memo: None,
+            runs: None,
         }
+    }
+
+    /// The same analysis, remembering the term of every piece it cuts (for
+    /// indexing a catalog, whose words repeat: lowercasing, the stop-word
+    /// test and stemming run once per distinct piece).
+    pub fn memoized(mut self) -> Self {
+        self.memo = Some(Default::default());
+        self.runs = Some(Default::default());
+        self
     }
 
     fn push(&self, piece: &str, out: &mut Vec<String>) {
         if piece.is_empty() {
             return;
         }
+        if let Some(memo) = &self.memo {
+            if let Some(t) = memo.borrow().get(piece) {
+                out.extend(t.iter().cloned());
+                return;
+            }
+            let len = out.len();
+            self.push_new(piece, out);
+            let term = (out.len() > len).then(|| out[len].clone());
+            memo.borrow_mut().insert(piece.to_string(), term);
+            return;
+        }
+        self.push_new(piece, out);
+    }
+
+    fn push_new(&self, piece: &str, out: &mut Vec<String>) {
         let lower = piece.to_lowercase();
         if lower.chars().count() < self.analyzer.min_length() || self.analyzer.is_stop_word(&lower)
         {
@@ -168,29 +264,39 @@ impl<'a> Bm25Analyzer<'a> {
     /// Appends the terms of `text` to `out` (duplicates kept).
     pub fn terms(&self, text: &str, out: &mut Vec<String>) {
         let is_word = |c: char| c.is_alphanumeric() || c == '_';
-        let chars: Vec<char> = text.chars().collect();
-        let mut i = 0;
-        while i < chars.len() {
-            if !is_word(chars[i]) {
-                i += 1;
+        let mut rest = text.char_indices().peekable();
+        while let Some((start, c)) = rest.next() {
+            if !is_word(c) {
                 continue;
             }
-            let start = i;
-            while i < chars.len() && is_word(chars[i]) {
-                i += 1;
+            let mut end = start + c.len_utf8();
+            while let Some(&(i, c)) = rest.peek() {
+                if !is_word(c) {
+                    break;
+                }
+                end = i + c.len_utf8();
+                rest.next();
             }
-            let run = &chars[start..i];
-            if run.iter().any(|c| is_cjk(*c)) {
-                let s: String = run.iter().collect();
-                for t in self.analyzer.expand_keyword(&s) {
+            let run = &text[start..end];
+            if run.chars().any(is_cjk) {
+                for t in self.analyzer.expand_keyword(run) {
                     if t.chars().any(is_cjk) {
                         out.push(t);
                     } else {
                         self.split(&t.chars().collect::<Vec<_>>(), out);
                     }
                 }
+            } else if let Some(runs) = &self.runs {
+                if let Some(ts) = runs.borrow().get(run) {
+                    out.extend(ts.iter().cloned());
+                    continue;
+                }
+                let len = out.len();
+                self.split(&run.chars().collect::<Vec<_>>(), out);
+                runs.borrow_mut()
+                    .insert(run.to_string(), out[len..].to_vec());
             } else {
-                self.split(run, out);
+                self.split(&run.chars().collect::<Vec<_>>(), out);
             }
         }
     }
@@ -253,44 +359,42 @@ impl Bm25Index {
     /// Indexes `tools` (in catalog order).
     pub fn build(params: &Bm25Params, analyzer: &Analyzer, tools: &[ToolText<'_>]) -> Self {
         let a = Bm25Analyzer::new(params, analyzer);
-        let f = &params.fields;
+        let docs: Vec<Bm25Doc> = tools.iter().map(|t| Bm25Doc::of(&a, t)).collect();
+        Self::from_docs(params, &docs.iter().collect::<Vec<_>>())
+    }
+
+    /// This index under the query-time parameters of `params` (which must
+    /// give the same index, [`Bm25Params::same_index`]); the index data are
+    /// shared, not copied.
+    pub fn with_params(&self, params: &Bm25Params) -> Self {
+        debug_assert!(self.params.same_index(params));
+        Bm25Index {
+            params: params.clone(),
+            ..self.clone()
+        }
+    }
+
+    /// Indexes the documents of a catalog, one per tool in catalog order
+    /// (what [`Bm25Index::build`] does after analysing each tool).
+    pub fn from_docs(params: &Bm25Params, tools: &[&Bm25Doc]) -> Self {
         let mut terms: HashMap<String, u32> = HashMap::new();
         let mut docs: Vec<HashMap<u32, f64>> = Vec::with_capacity(tools.len());
         let mut doc_len = Vec::with_capacity(tools.len());
-        for t in tools {
-            let mut tf: HashMap<u32, f64> = HashMap::new();
-            let mut len = 0.0;
-            let mut add = |text: &str, weight: f64, tf: &mut HashMap<u32, f64>, len: &mut f64| {
-                if weight <= 0.0 {
-                    return;
-                }
-                let mut out = Vec::new();
-                a.terms(text, &mut out);
-                *len += weight * out.len() as f64;
-                for term in out {
-                    let next = terms.len() as u32;
-                    let id = *terms.entry(term).or_insert(next);
-                    *tf.entry(id).or_insert(0.0) += weight;
-                }
-            };
-            add(t.name, f.name, &mut tf, &mut len);
-            add(t.description, f.description, &mut tf, &mut len);
-            if f.parameters > 0.0 || f.parameter_descriptions > 0.0 {
-                let (mut names, mut descs) = (Vec::new(), Vec::new());
-                if let Some(s) = t.input_schema {
-                    schema_text(s, &mut names, &mut descs, 0);
-                }
-                add(&names.join(" "), f.parameters, &mut tf, &mut len);
-                add(
-                    &descs.join(" "),
-                    f.parameter_descriptions,
-                    &mut tf,
-                    &mut len,
-                );
+        for d in tools {
+            let mut tf: HashMap<u32, f64> = HashMap::with_capacity(d.terms.len());
+            for (term, f) in &d.terms {
+                let next = terms.len() as u32;
+                let id = match terms.get(term) {
+                    Some(id) => *id,
+                    None => {
+                        terms.insert(term.clone(), next);
+                        next
+                    }
+                };
+                tf.insert(id, *f);
             }
-            add(&t.keywords.join(" "), f.keywords, &mut tf, &mut len);
             docs.push(tf);
-            doc_len.push(len);
+            doc_len.push(d.len);
         }
         let n = tools.len() as f64;
         let avg_len = if tools.is_empty() {
@@ -332,12 +436,12 @@ impl Bm25Index {
         };
         Bm25Index {
             params: params.clone(),
-            terms,
-            postings,
-            doc_len,
+            terms: Arc::new(terms),
+            postings: Arc::new(postings),
+            doc_len: Arc::new(doc_len),
             avg_len,
-            idf,
-            related,
+            idf: Arc::new(idf),
+            related: Arc::new(related),
         }
     }
 

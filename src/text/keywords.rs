@@ -77,6 +77,25 @@ struct CatalogTerms {
     words: Vec<Vec<char>>,
 }
 
+/// The tools' side of what [`Analyzer::learn_catalog`] learns: in how many
+/// tools each keyword term appears, and the CJK words they name.
+#[derive(Debug, Clone, Default)]
+pub struct ToolTerms {
+    df: HashMap<String, usize>,
+    words: Vec<Vec<char>>,
+    n: usize,
+}
+
+/// Records `kw` as a known CJK word (two characters or more), once.
+fn known_word(kw: &str, words: &mut Vec<Vec<char>>) {
+    if kw.chars().any(is_cjk) {
+        let w: Vec<char> = kw.to_lowercase().chars().collect();
+        if w.len() >= 2 && !words.contains(&w) {
+            words.push(w);
+        }
+    }
+}
+
 /// One candidate term of a message, before the cut.
 struct Candidate {
     term: String,
@@ -105,38 +124,53 @@ impl Analyzer {
     ) where
         T: IntoIterator<Item = &'a str>,
     {
+        let terms = self.tool_terms(tools);
+        self.learn_with(&terms, rule_keywords);
+    }
+
+    /// The tools' half of [`Analyzer::learn_catalog`], kept by a compiled
+    /// catalog so that a policy edit only adds its rules' keywords
+    /// ([`Analyzer::learn_with`]). Reads only `[keywords]`, not what was learnt.
+    pub fn tool_terms<'a, T>(&self, tools: impl IntoIterator<Item = T>) -> ToolTerms
+    where
+        T: IntoIterator<Item = &'a str>,
+    {
         let mut df: HashMap<String, usize> = HashMap::new();
         let mut words: Vec<Vec<char>> = Vec::new();
-        let known = |kw: &str, words: &mut Vec<Vec<char>>| {
-            if kw.chars().any(is_cjk) {
-                let w: Vec<char> = kw.to_lowercase().chars().collect();
-                if w.len() >= 2 && !words.contains(&w) {
-                    words.push(w);
-                }
-            }
-        };
         let mut n = 0usize;
+        let mut terms: HashSet<String> = HashSet::new();
         for tool in tools {
             n += 1;
-            let mut terms: HashSet<String> = HashSet::new();
+            terms.clear();
             for kw in tool {
-                known(kw, &mut words);
+                known_word(kw, &mut words);
                 terms.extend(self.expand_keyword(kw));
             }
-            for t in terms {
+            for t in terms.drain() {
                 *df.entry(t).or_insert(0) += 1;
             }
         }
+        ToolTerms { df, words, n }
+    }
+
+    /// [`Analyzer::learn_catalog`] from the tools' terms and the rules' keywords.
+    pub fn learn_with<'a>(
+        &mut self,
+        tools: &ToolTerms,
+        rule_keywords: impl IntoIterator<Item = &'a str>,
+    ) {
+        let mut df = tools.df.clone();
+        let mut words = tools.words.clone();
         for kw in rule_keywords {
-            known(kw, &mut words);
+            known_word(kw, &mut words);
             for t in self.expand_keyword(kw) {
                 df.entry(t).or_insert(1);
             }
         }
         for s in &self.params.stop_words {
-            known(s, &mut words);
+            known_word(s, &mut words);
         }
-        let n = n.max(1) as f64;
+        let n = tools.n.max(1) as f64;
         let idf = df
             .into_iter()
             .map(|(t, d)| (t, (1.0 + n / d.max(1) as f64).ln()))

@@ -74,6 +74,7 @@ pub struct CompiledGate {
     pub config: GateConfig,
     /// `[[gate.patterns]]` as one `RegexSet`.
     pub patterns: PatternSet,
-    /// Per tool, in the order of [`Plan::tools`](super::Plan::tools).
-    pub tools: Vec<GateTool>,
+    /// Per tool, in the order of [`Plan::tools`](super::Plan::tools)
+    /// (shared by the plans of one compiled catalog).
+    pub tools: std::sync::Arc<Vec<GateTool>>,
 }

@@ -22,13 +22,19 @@ use serde_json::{Map, Value};
 /// A tool's compiled input schema.
 #[derive(Debug, Clone)]
 pub struct ToolSchema {
-    pub(crate) validator: jsonschema::Validator,
+    /// Built on first use ([`ToolSchema::validator`]): the schema was checked
+    /// against its draft's meta-schema when the plan was compiled, and most
+    /// tools of a large catalog are never called. Shared: the tools of a
+    /// catalog with the same schema hold one validator.
+    pub(crate) validator: Arc<OnceLock<Result<jsonschema::Validator, String>>>,
+    /// The draft the schema is read with.
+    pub(crate) draft: jsonschema::Draft,
     /// The schema as validated (`nullable` read as a null type). Shared, so
     /// the addresses of its subschemas are stable: [`Branches`] is keyed by
     /// them.
     pub(crate) schema: Arc<Value>,
     /// Top-level parameter names, in schema order.
-    pub(crate) params: Vec<String>,
+    pub(crate) params: Arc<[String]>,
     /// The schema needs no coercion walk: it declares no property that is
     /// not a plain string (so a string value can never be coerced).
     pub(crate) strings_only: bool,
@@ -200,6 +206,20 @@ pub fn draft_of(schema: &Value) -> jsonschema::Draft {
     }
 }
 
+/// Checks `schema` against the meta-schema of `draft` (what building a
+/// validator checks first): the error names what is wrong.
+fn meta_check(schema: &Value, draft: jsonschema::Draft) -> Result<(), String> {
+    use jsonschema::Draft;
+    let r = match draft {
+        Draft::Draft4 => jsonschema::draft4::meta::validate(schema),
+        Draft::Draft6 => jsonschema::draft6::meta::validate(schema),
+        Draft::Draft7 => jsonschema::draft7::meta::validate(schema),
+        Draft::Draft201909 => jsonschema::draft201909::meta::validate(schema),
+        _ => jsonschema::draft202012::meta::validate(schema),
+    };
+    r.map_err(|e| e.to_string())
+}
+
 /// Whether any object in `v` has the key `nullable` (bounded walk).
 fn mentions_nullable(v: &Value, depth: usize) -> bool {
     if depth > MAX_SCHEMA_DEPTH {
@@ -347,18 +367,21 @@ fn add_null_to_enum(map: &mut Map<String, Value>) {
 impl ToolSchema {
     /// Compiles `schema`; the error says why it is not a usable JSON Schema.
     pub fn compile(schema: &Value) -> Result<ToolSchema, String> {
+        Self::compile_shared(&Arc::new(schema.clone()))
+    }
+
+    /// [`ToolSchema::compile`] of a shared schema: the compiled schema keeps
+    /// `schema` itself (no copy) unless OpenAPI's `nullable` must be rewritten.
+    pub fn compile_shared(schema: &Arc<Value>) -> Result<ToolSchema, String> {
         let schema = if mentions_nullable(schema, 0) {
-            let mut s = schema.clone();
+            let mut s = (**schema).clone();
             normalize_nullable(&mut s);
-            s
+            Arc::new(s)
         } else {
             schema.clone()
         };
         let draft = draft_of(&schema);
-        let validator = jsonschema::options()
-            .with_draft(draft)
-            .build(&schema)
-            .map_err(|e| e.to_string())?;
+        meta_check(&schema, draft)?;
         let params = schema
             .get("properties")
             .and_then(Value::as_object)
@@ -384,15 +407,31 @@ impl ToolSchema {
                 .get("additionalProperties")
                 .is_none_or(|a| !a.is_object())
             && schema.get("patternProperties").is_none();
-        let schema = Arc::new(schema);
         let branches = Arc::new(Branches::index(&schema, draft));
         Ok(ToolSchema {
-            validator,
+            validator: Arc::new(OnceLock::new()),
+            draft,
             schema,
             params,
             strings_only,
             branches,
         })
+    }
+
+    /// The validator, built on first use; an error (a `$ref` that does not
+    /// resolve, a `pattern` that is not a regular expression: what the
+    /// meta-schema does not catch) says why the schema cannot validate, and
+    /// the gate then refuses the call's arguments.
+    pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
+        self.validator
+            .get_or_init(|| {
+                jsonschema::options()
+                    .with_draft(self.draft)
+                    .build(&self.schema)
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(String::as_str)
     }
 
     /// The schema as validated: the declared schema, with OpenAPI's

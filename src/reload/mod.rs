@@ -65,12 +65,16 @@ use notify_debouncer_full::{
 };
 
 use crate::context::{SessionContext, UsageStats};
-use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
+use crate::diag::{Diagnostic, ErrorKind, LoadError};
 use crate::eval::ActivationDiff;
-use crate::load::{DEFAULT_POLICY, DEFAULT_TAGS, Sources};
+use crate::load::{DEFAULT_POLICY, Sources};
 use crate::parse::policy::{PolicySource, ReloadParams};
-use crate::parse::tags::{ToolSpec, import_tools_json, parse_tag_file};
+use crate::parse::tags::ToolSpec;
 use crate::plan::Plan;
+
+mod snapshot;
+pub use snapshot::is_editor_dropping;
+use snapshot::{Snapshot, UnitCache, build, is_tag_file_name, list_tag_dir, stable_snapshot};
 
 /// Default quiet time after a file event before reloading (100 ms).
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(100);
@@ -118,8 +122,17 @@ pub struct ReloadOptions {
 pub struct Inputs {
     /// The policy.
     pub policy: PolicySource,
+    /// The tool tags and imported tools, one unit per file in load order
+    /// (shared with the compiler's cache: see
+    /// [`CompileCache`](crate::compile::CompileCache)).
+    pub units: Vec<Arc<Vec<ToolSpec>>>,
+}
+
+impl Inputs {
     /// The tool tags, in load order.
-    pub tags: Vec<ToolSpec>,
+    pub fn tags(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.units.iter().flat_map(|u| u.iter())
+    }
 }
 
 impl ReloadOptions {
@@ -250,6 +263,9 @@ struct State {
     last_attempt: Option<Snapshot>,
     /// `[reload]` of the policy being served.
     params: ReloadParams,
+    /// The parsed files and compiled parts of the last build, reused by the
+    /// next one for whatever did not change.
+    cache: UnitCache,
 }
 
 #[derive(Default)]
@@ -277,8 +293,9 @@ impl Reloader {
     pub fn new(options: ReloadOptions) -> Result<Reloader, LoadError> {
         let settle = options.settle.unwrap_or(DEFAULT_SETTLE);
         let (snap, stable) = stable_snapshot(&options.sources, settle, options.max_reads);
+        let mut cache = UnitCache::default();
         let (plan, params, inputs) = if stable || snap.incomplete() {
-            build(&snap, options.default_policy)?
+            build(&snap, options.default_policy, &mut cache)?
         } else {
             return Err(unstable_error(&options.sources, options.max_reads));
         };
@@ -308,6 +325,7 @@ impl Reloader {
                     version: 1,
                     last_attempt: stable.then_some(snap),
                     params,
+                    cache,
                 }),
                 status: Mutex::new(status),
                 subscribers: Mutex::new(Subscribers::default()),
@@ -340,6 +358,13 @@ impl Reloader {
     /// Version of the plan being served (see [`Status::version`]).
     pub fn version(&self) -> u64 {
         lock(&self.inner.status).version
+    }
+
+    /// What the last load recompiled and what it reused: a policy-only edit
+    /// reuses the whole compiled catalog, an edited tool or tag file
+    /// recompiles that file's tools only. Waits for a reload in progress.
+    pub fn last_compile(&self) -> crate::compile::CompileStats {
+        lock(&self.inner.state).cache.compiler.stats().clone()
     }
 
     /// The sources being watched.
@@ -511,7 +536,7 @@ impl Inner {
 
     fn load(&self, st: &mut State, snap: Snapshot, stable: bool) -> Result<ReloadEvent, Rejection> {
         let result = if stable || snap.incomplete() {
-            build(&snap, self.options.default_policy)
+            build(&snap, self.options.default_policy, &mut st.cache)
         } else {
             Err(unstable_error(
                 &self.options.sources,
@@ -611,231 +636,6 @@ fn unstable_error(sources: &Sources, reads: u32) -> LoadError {
             "{what}the files kept changing over {reads} reads; not applied (the next change retries)"
         ),
     ))
-}
-
-// ---------------------------------------------------------------------------
-// Snapshots: the bytes of every input, read twice until they agree.
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Content {
-    Bytes(Vec<u8>),
-    Missing,
-    Error(String),
-}
-
-impl Content {
-    fn read(path: &Path) -> Content {
-        match std::fs::read(path) {
-            Ok(b) => Content::Bytes(b),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Content::Missing,
-            Err(e) => Content::Error(e.to_string()),
-        }
-    }
-
-    /// Missing, or empty / whitespace only: maybe caught between a truncate
-    /// (or a delete) and the write that follows.
-    fn incomplete(&self) -> bool {
-        match self {
-            Content::Bytes(b) => b.iter().all(u8::is_ascii_whitespace),
-            Content::Missing => true,
-            Content::Error(_) => false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Listing {
-    Files(Vec<(PathBuf, Content)>),
-    Missing,
-    Error(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-struct Snapshot {
-    policy: Option<(PathBuf, Content)>,
-    tags: Option<(PathBuf, Listing)>,
-    tools: Vec<(PathBuf, Content)>,
-}
-
-/// Whether a file name is an editor's temporary or backup file.
-pub fn is_editor_dropping(name: &str) -> bool {
-    name.starts_with(".#")
-        || name.ends_with('~')
-        || name.ends_with(".swp")
-        || name.ends_with(".swo")
-        || name.ends_with(".swx")
-}
-
-fn is_tag_file_name(path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return false;
-    };
-    path.extension().is_some_and(|x| x == "toml") && !is_editor_dropping(name)
-}
-
-/// The `*.toml` files of a tags directory, sorted (as `load_tag_dir` does,
-/// minus editor droppings).
-fn list_tag_dir(dir: &Path) -> Result<Vec<PathBuf>, std::io::Error> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| is_tag_file_name(p) && p.is_file())
-        .collect();
-    paths.sort();
-    Ok(paths)
-}
-
-impl Snapshot {
-    fn read(sources: &Sources) -> Snapshot {
-        let policy = sources
-            .policy
-            .as_ref()
-            .map(|p| (p.clone(), Content::read(p)));
-        let tags = sources.tags.as_ref().map(|dir| {
-            let listing = match list_tag_dir(dir) {
-                Ok(paths) => Listing::Files(
-                    paths
-                        .into_iter()
-                        .map(|p| {
-                            let c = Content::read(&p);
-                            (p, c)
-                        })
-                        .collect(),
-                ),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Listing::Missing,
-                Err(e) => Listing::Error(e.to_string()),
-            };
-            (dir.clone(), listing)
-        });
-        let tools = sources
-            .tools
-            .iter()
-            .map(|p| (p.clone(), Content::read(p)))
-            .collect();
-        Snapshot {
-            policy,
-            tags,
-            tools,
-        }
-    }
-
-    fn incomplete(&self) -> bool {
-        self.policy.iter().any(|(_, c)| c.incomplete())
-            || self.tools.iter().any(|(_, c)| c.incomplete())
-            || self.tags.iter().any(|(_, l)| match l {
-                Listing::Files(fs) => fs.iter().any(|(_, c)| c.incomplete()),
-                Listing::Missing => true,
-                Listing::Error(_) => false,
-            })
-    }
-}
-
-/// Reads the inputs until two reads `settle` apart agree and none is empty
-/// or missing, at most `max_reads` times. Returns the last read and whether
-/// it settled.
-fn stable_snapshot(sources: &Sources, settle: Duration, max_reads: u32) -> (Snapshot, bool) {
-    let mut prev = Snapshot::read(sources);
-    for _ in 1..max_reads.max(2) {
-        if !settle.is_zero() {
-            std::thread::sleep(settle);
-        }
-        let next = Snapshot::read(sources);
-        if next == prev && !next.incomplete() {
-            return (next, true);
-        }
-        prev = next;
-    }
-    (prev, false)
-}
-
-fn to_source(path: &Path, content: &Content) -> Result<Arc<SourceFile>, LoadError> {
-    let bare = |kind, msg: String| Err(LoadError::single(Diagnostic::bare(kind, msg)));
-    match content {
-        Content::Bytes(b) => match std::str::from_utf8(b) {
-            Ok(text) => Ok(SourceFile::new(path.display().to_string(), text)),
-            Err(e) => bare(
-                ErrorKind::Syntax,
-                format!(
-                    "{} is not valid UTF-8 (byte {})",
-                    path.display(),
-                    e.valid_up_to()
-                ),
-            ),
-        },
-        Content::Missing => bare(
-            ErrorKind::Io,
-            format!("cannot read {}: the file does not exist", path.display()),
-        ),
-        Content::Error(e) => bare(
-            ErrorKind::Io,
-            format!("cannot read {}: {e}", path.display()),
-        ),
-    }
-}
-
-/// Parses and compiles exactly the bytes of `snap` (as
-/// [`crate::load::load_plan`] would the files), reporting policy and catalog
-/// problems together.
-fn build(
-    snap: &Snapshot,
-    default_policy: (&'static str, &'static str),
-) -> Result<(Plan, ReloadParams, Inputs), LoadError> {
-    let policy = match &snap.policy {
-        None => crate::load::parse_with_data(crate::load::embedded_source(default_policy)),
-        // A referenced data file (transitions) is read as it is now; it is
-        // not watched: save the policy again to reload after editing it.
-        Some((p, c)) => to_source(p, c).and_then(crate::load::parse_with_data),
-    };
-    let mut tools: Vec<ToolSpec> = Vec::new();
-    let mut diags = Vec::new();
-    let mut add = |r: Result<Vec<ToolSpec>, LoadError>| match r {
-        Ok(t) => tools.extend(t),
-        Err(e) => diags.extend(e.diagnostics),
-    };
-    match &snap.tags {
-        None => {
-            for (name, text) in DEFAULT_TAGS {
-                add(parse_tag_file(crate::load::embedded_source((name, text))));
-            }
-        }
-        Some((_, Listing::Files(files))) => {
-            for (p, c) in files {
-                add(to_source(p, c).and_then(parse_tag_file));
-            }
-        }
-        Some((dir, Listing::Missing)) => add(Err(LoadError::single(Diagnostic::bare(
-            ErrorKind::Io,
-            format!(
-                "cannot read the tool-tags directory {}: it does not exist",
-                dir.display()
-            ),
-        )))),
-        Some((dir, Listing::Error(e))) => add(Err(LoadError::single(Diagnostic::bare(
-            ErrorKind::Io,
-            format!("cannot read the tool-tags directory {}: {e}", dir.display()),
-        )))),
-    }
-    for (p, c) in &snap.tools {
-        add(to_source(p, c).and_then(|f| import_tools_json(&f.name, &f.text)));
-    }
-    match policy {
-        Ok(p) if diags.is_empty() => crate::compile::compile(&p, tools.clone()).map(|plan| {
-            let reload = p.reload;
-            (
-                plan,
-                reload,
-                Inputs {
-                    policy: p,
-                    tags: tools,
-                },
-            )
-        }),
-        Ok(_) => Err(LoadError { diagnostics: diags }),
-        Err(mut e) => {
-            e.diagnostics.extend(diags);
-            Err(e)
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,778 @@
+//! The catalog part of a plan, compiled apart from the policy part so that a
+//! reload pays only for what changed (issue 14).
+//!
+//! A plan is built in three layers, each reused while its inputs are equal:
+//!
+//! 1. **Units.** The tools arrive in *units* — one tool file, one tag file,
+//!    one MCP server's listing — each an `Arc<Vec<ToolSpec>>`. A unit's
+//!    [`UnitPart`] holds, per tool, everything that depends only on the tool
+//!    and on the few policy values the catalog reads (the [`CatalogKey`]):
+//!    domain indices and stage masks, auto-tags, the problems found, the
+//!    compiled input schema, the keyword terms and the BM25 document. A unit
+//!    is recognised by its `Arc` (the cache holds a clone, so the address
+//!    cannot be reused by another unit while cached); the caller keeps the
+//!    `Arc` of a source whose bytes did not change.
+//! 2. **Catalog.** The units, in order, are linked into a [`LinkedCatalog`]:
+//!    names checked for clashes, keyword terms interned, the hot per-tool
+//!    arrays, the name index, the BM25 index, the call gate's per-tool data,
+//!    the tools' keyword statistics. Reused as a whole when the units and
+//!    the key are the same (a policy-only edit).
+//! 3. **Policy.** The formula, rules, set controls, gate configuration,
+//!    transitions, findings, properties and examples: always compiled
+//!    (`compile::CompileCache::compile`), against the linked catalog.
+//!
+//! Input schemas are compiled once per distinct schema, keyed by a hash of
+//! its canonical JSON text (serde_json's, keys sorted) and confirmed by
+//! comparing the trees, and kept across compiles while some tool uses them.
+//!
+//! Every layer computes exactly what the monolithic compile did, in the same
+//! order (diagnostics included): `tests/incremental.rs` checks that a plan
+//! compiled incrementally equals one compiled from scratch over random edit
+//! sequences.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::diag::{Diagnostic, ErrorKind, SourceFile};
+use crate::parse::policy::{AutoComplexity, Bm25Params, KeywordParams, PolicySource, Sp};
+use crate::parse::tags::ToolSpec;
+use crate::plan::{CompiledTool, HotTool, NameIndex, NameMap};
+use crate::text::bm25::{Bm25Analyzer, Bm25Doc, Bm25Index, ToolText};
+use crate::text::keywords::{Analyzer, ToolTerms};
+
+#[cfg(feature = "gate")]
+use crate::plan::gate::{GateTool, config::GateConfig, schema::ToolSchema};
+
+/// What the catalog part reads of the policy. Two policies with equal keys
+/// compile every tool alike, so a compiled catalog is reused across edits of
+/// everything else (weights, formula, rules, thresholds, examples, ...).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CatalogKey {
+    domains: Vec<String>,
+    stages: Vec<String>,
+    complexity: (i64, i64, u64),
+    auto_domains: Vec<u16>,
+    auto_stages: u64,
+    auto_priority: u64,
+    auto_max_keywords: usize,
+    auto_complexity: AutoComplexity,
+    keywords: KeywordParams,
+    /// BM25 parameters with the query-time ones cleared.
+    bm25: Option<Bm25Params>,
+    /// `[gate]` as written (its configuration decides inferred roles and
+    /// default risk levels).
+    gate: Option<Value>,
+}
+
+impl CatalogKey {
+    /// The key of `policy`, with its domains and (deduplicated) stages and
+    /// the auto-tags' resolved domains and stage mask.
+    pub(crate) fn of(
+        policy: &PolicySource,
+        domains: &[String],
+        stages: &[String],
+        auto_domains: &[u16],
+        auto_stages: u64,
+    ) -> CatalogKey {
+        let fp = &policy.features;
+        CatalogKey {
+            domains: domains.to_vec(),
+            stages: stages.to_vec(),
+            complexity: (
+                fp.complexity_min,
+                fp.complexity_max,
+                fp.complexity_cap.to_bits(),
+            ),
+            auto_domains: auto_domains.to_vec(),
+            auto_stages,
+            auto_priority: policy.auto_tags.base_priority.to_bits(),
+            auto_max_keywords: policy.auto_tags.max_keywords,
+            auto_complexity: policy.auto_tags.parameter_complexity,
+            keywords: policy.keywords.clone(),
+            bm25: fp.bm25.as_ref().map(|b| Bm25Params {
+                score_floor: 0.0,
+                relevance: None,
+                ..b.clone()
+            }),
+            gate: policy.gate.as_ref().map(|g| g.value.clone()),
+        }
+    }
+
+    fn penalty(&self, c: i64) -> f64 {
+        let (min, max, cap) = self.complexity;
+        ((c - min) as f64 / (max - min) as f64).min(f64::from_bits(cap))
+    }
+}
+
+/// One tool compiled against a [`CatalogKey`], before linking.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolPart {
+    /// The compiled tool; `keyword_ids` and `keyword_count` are set at link.
+    tool: CompiledTool,
+    /// Problems of its tags (domains, stages, priority, complexity), in order.
+    diags: Vec<Diagnostic>,
+    /// Compiled when the tags have no problem; `None` for an invalid schema
+    /// (reported by `schema_diags`).
+    #[cfg(feature = "gate")]
+    schema: Option<ToolSchema>,
+    /// [`schema_hash`] of the input schema (its key in the [`SchemaStore`]).
+    #[cfg(feature = "gate")]
+    schema_key: u64,
+    /// Schema and argument-role problems, reported when the tool's names are
+    /// also fine.
+    schema_diags: Vec<Diagnostic>,
+    /// Argument roles that name nothing in the schema (warnings).
+    role_warnings: Vec<String>,
+    /// The trigger keywords' terms, in order (duplicates kept).
+    kw_terms: Vec<String>,
+    /// The BM25 document, when the policy uses BM25.
+    bm25: Option<Bm25Doc>,
+}
+
+/// The tools of one unit compiled against a [`CatalogKey`].
+#[derive(Debug)]
+pub(crate) struct UnitPart {
+    tools: Vec<ToolPart>,
+}
+
+/// A catalog linked from its units: everything of a plan that depends on
+/// the tools and the [`CatalogKey`] only.
+#[derive(Debug)]
+pub(crate) struct LinkedCatalog {
+    pub(crate) tools: Arc<Vec<CompiledTool>>,
+    pub(crate) hot: Vec<HotTool>,
+    pub(crate) hot_domains: Vec<u16>,
+    pub(crate) hot_keywords: Vec<u32>,
+    /// The tools' keyword terms (the rules' terms are added per policy).
+    pub(crate) vocab: NameMap<u32>,
+    pub(crate) by_name: Arc<NameMap<usize>>,
+    pub(crate) name_index: NameIndex,
+    pub(crate) bm25: Option<Bm25Index>,
+    /// The call gate's per-tool data; `None` when a schema did not compile
+    /// or `[gate]` does not load.
+    #[cfg(feature = "gate")]
+    pub(crate) gate_tools: Option<Arc<Vec<GateTool>>>,
+    pub(crate) terms: ToolTerms,
+    /// Tools whose tags declare `follows`, with their catalog index.
+    pub(crate) with_follows: Vec<(usize, ToolSpec)>,
+    /// The content hash over the tool files (the policy part continues it).
+    pub(crate) hash: u64,
+    /// The tool files, in first-seen order.
+    pub(crate) tool_files: Vec<String>,
+    pub(crate) warnings: Vec<String>,
+    /// The tools' problems, in catalog order (a catalog with problems is
+    /// never cached).
+    pub(crate) diags: Vec<Diagnostic>,
+}
+
+pub(crate) fn fnv1a(hash: &mut u64, bytes: &[u8]) {
+    for b in bytes {
+        *hash ^= *b as u64;
+        *hash = hash.wrapping_mul(0x100000001b3);
+    }
+}
+
+/// FNV-1a's offset basis.
+pub(crate) const FNV_START: u64 = 0xcbf29ce484222325;
+
+/// Compiled input schemas by a hash of their canonical text, kept while
+/// some compile uses them.
+#[derive(Default)]
+pub(crate) struct SchemaStore {
+    #[cfg(feature = "gate")]
+    by_hash: rustc_hash::FxHashMap<u64, Vec<(Arc<Value>, ToolSchema, u64)>>,
+    generation: u64,
+    /// Schemas compiled and found in the store by the current compile.
+    pub(crate) compiled: usize,
+    pub(crate) reused: usize,
+}
+
+impl std::fmt::Debug for SchemaStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemaStore")
+            .field("generation", &self.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An `io::Write` that hashes what is written (FxHash, 64 bits).
+struct HashWriter(rustc_hash::FxHasher);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::hash::Hasher::write(&mut self.0, buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Hash of the canonical JSON text of `v` (serde_json's serialisation: object
+/// keys sorted), computed without building the text.
+pub fn schema_hash(v: &Value) -> u64 {
+    let mut w = HashWriter(rustc_hash::FxHasher::default());
+    // Writing to a hasher cannot fail.
+    let _ = serde_json::to_writer(&mut w, v);
+    std::hash::Hasher::finish(&w.0)
+}
+
+impl SchemaStore {
+    /// Starts a compile: counters reset, entries used from now on are marked.
+    pub(crate) fn begin(&mut self) {
+        self.generation += 1;
+        self.compiled = 0;
+        self.reused = 0;
+    }
+
+    /// Drops the schemas no tool of the last compile used.
+    pub(crate) fn sweep(&mut self) {
+        #[cfg(feature = "gate")]
+        {
+            let g = self.generation;
+            self.by_hash.retain(|_, v| {
+                v.retain(|e| e.2 == g);
+                !v.is_empty()
+            });
+        }
+    }
+
+    #[cfg(feature = "gate")]
+    fn get(&mut self, schema: &Arc<Value>, h: u64) -> Result<ToolSchema, String> {
+        let g = self.generation;
+        let bucket = self.by_hash.entry(h).or_default();
+        if let Some(e) = bucket
+            .iter_mut()
+            .find(|e| Arc::ptr_eq(&e.0, schema) || *e.0 == **schema)
+        {
+            e.2 = g;
+            self.reused += 1;
+            return Ok(e.1.clone());
+        }
+        let compiled = ToolSchema::compile_shared(schema)?;
+        self.compiled += 1;
+        bucket.push((schema.clone(), compiled.clone(), g));
+        Ok(compiled)
+    }
+
+    /// Marks the schemas of a reused unit as used by this compile.
+    #[cfg(feature = "gate")]
+    fn touch(&mut self, part: &UnitPart) {
+        let g = self.generation;
+        for t in &part.tools {
+            if let Some(s) = &t.schema
+                && let Some(bucket) = self.by_hash.get_mut(&t.schema_key)
+            {
+                for e in bucket.iter_mut() {
+                    if Arc::ptr_eq(&e.1.schema, &s.schema) {
+                        e.2 = g;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The analysis a unit's tools are compiled with.
+pub(crate) struct UnitContext<'a> {
+    pub(crate) key: &'a CatalogKey,
+    pub(crate) analyzer: &'a Analyzer,
+}
+
+/// Compiles the tools of one unit.
+pub(crate) fn compile_unit(
+    cx: &UnitContext<'_>,
+    specs: &[ToolSpec],
+    schemas: &mut SchemaStore,
+) -> UnitPart {
+    let key = cx.key;
+    let bm25 = key
+        .bm25
+        .as_ref()
+        .map(|p| Bm25Analyzer::new(p, cx.analyzer).memoized());
+    let tools = specs
+        .iter()
+        .map(|t| compile_tool(cx, t, schemas, bm25.as_ref()))
+        .collect();
+    #[cfg(not(feature = "gate"))]
+    let _ = schemas;
+    UnitPart { tools }
+}
+
+#[cfg_attr(not(feature = "gate"), allow(unused_variables, unused_assignments))]
+fn compile_tool(
+    cx: &UnitContext<'_>,
+    t: &ToolSpec,
+    #[allow(unused_variables)] schemas: &mut SchemaStore,
+    bm25: Option<&Bm25Analyzer<'_>>,
+) -> ToolPart {
+    let key = cx.key;
+    let analyzer = cx.analyzer;
+    let mut diags = Vec::new();
+    let mut ok = true;
+    let domain_of = |d: &Sp<String>, diags: &mut Vec<Diagnostic>| -> Option<u16> {
+        match key.domains.iter().position(|x| *x == d.value) {
+            Some(i) => Some(i as u16),
+            None => {
+                diags.push(
+                    t.diag(
+                        ErrorKind::UndeclaredDomain,
+                        d.span.clone(),
+                        format!(
+                            "tool `{}`: domain `{}` is not declared in [domains]",
+                            t.name.value, d.value
+                        ),
+                    )
+                    .with_suggestion(&d.value, key.domains.iter().map(|s| s.as_str())),
+                );
+                None
+            }
+        }
+    };
+    let stage_of = |s: &Sp<String>, diags: &mut Vec<Diagnostic>| -> Option<usize> {
+        match key.stages.iter().position(|x| *x == s.value) {
+            Some(i) => Some(i),
+            None => {
+                diags.push(
+                    t.diag(
+                        ErrorKind::UndeclaredStage,
+                        s.span.clone(),
+                        format!(
+                            "tool `{}`: stage `{}` is not declared in [stages] names",
+                            t.name.value, s.value
+                        ),
+                    )
+                    .with_suggestion(&s.value, key.stages.iter().map(|s| s.as_str())),
+                );
+                None
+            }
+        }
+    };
+    let (min, max, _) = key.complexity;
+    let (dom, mask, keywords, priority, complexity, auto) = match &t.tags {
+        Some(tags) => {
+            let dom: Vec<u16> = tags
+                .domains
+                .iter()
+                .filter_map(|d| domain_of(d, &mut diags))
+                .collect();
+            let mask = tags
+                .preferred_stages
+                .iter()
+                .filter_map(|s| stage_of(s, &mut diags))
+                .fold(0u64, |m, i| m | (1u64 << (i % 64)));
+            if dom.len() != tags.domains.len()
+                || tags
+                    .preferred_stages
+                    .iter()
+                    .any(|s| !key.stages.contains(&s.value))
+            {
+                ok = false;
+            }
+            let bp = tags.base_priority.value;
+            if !(0.0..=1.0).contains(&bp) || !bp.is_finite() {
+                diags.push(t.diag(
+                    ErrorKind::OutOfRange,
+                    tags.base_priority.span.clone(),
+                    format!(
+                        "tool `{}`: base_priority must be within [0, 1], found {bp}",
+                        t.name.value
+                    ),
+                ));
+                ok = false;
+            }
+            let c = tags.parameter_complexity.value;
+            if c < min || c > max {
+                diags.push(t.diag(
+                    ErrorKind::OutOfRange,
+                    tags.parameter_complexity.span.clone(),
+                    format!(
+                        "tool `{}`: parameter_complexity {c} is outside the policy's range [{min}, {max}]",
+                        t.name.value
+                    ),
+                ));
+                ok = false;
+            }
+            (dom, mask, tags.trigger_keywords.clone(), bp, c, false)
+        }
+        None => {
+            let kws = analyzer.extract_max(&t.description, key.auto_max_keywords);
+            let c = match key.auto_complexity {
+                AutoComplexity::Fixed(c) => c,
+                AutoComplexity::FromSchema => {
+                    let n = t
+                        .input_schema
+                        .get("properties")
+                        .and_then(|p| p.as_object())
+                        .map(|o| o.len() as i64)
+                        .unwrap_or(0);
+                    n.clamp(min, max)
+                }
+            };
+            (
+                key.auto_domains.clone(),
+                key.auto_stages,
+                kws,
+                f64::from_bits(key.auto_priority),
+                c,
+                true,
+            )
+        }
+    };
+    #[allow(unused_mut)]
+    let mut schema_diags = Vec::new();
+    #[allow(unused_mut)]
+    let mut role_warnings = Vec::new();
+    #[cfg(feature = "gate")]
+    let schema_key = if ok { schema_hash(&t.input_schema) } else { 0 };
+    #[cfg(feature = "gate")]
+    let schema = if ok {
+        let mut sink = crate::diag::Sink::default();
+        let s = match schemas.get(&t.input_schema, schema_key) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                sink.push(t.diag(
+                    ErrorKind::InvalidValue,
+                    t.name.span.clone(),
+                    format!(
+                        "tool `{}`: input_schema is not a valid JSON Schema: {e}",
+                        t.name.value
+                    ),
+                ));
+                None
+            }
+        };
+        role_warnings = super::gate::check_role_paths(t, &mut sink);
+        schema_diags = sink.diagnostics;
+        s
+    } else {
+        None
+    };
+    let mut kw_terms = Vec::new();
+    for k in &keywords {
+        analyzer.expand_into(k, &mut kw_terms);
+    }
+    let tool = CompiledTool {
+        name: t.name.value.clone(),
+        aliases: t.aliases.iter().map(|a| a.value.clone()).collect(),
+        description: t.description.clone(),
+        input_schema: t.input_schema.clone(),
+        domains: dom,
+        stage_mask: mask,
+        keyword_count: 0,
+        keyword_ids: Vec::new(),
+        trigger_keywords: keywords,
+        base_priority: priority,
+        parameter_complexity: complexity,
+        complexity_penalty: key.penalty(complexity),
+        gate: t.gate.clone(),
+        auto_tagged: auto,
+    };
+    let bm25 = bm25.map(|a| {
+        Bm25Doc::of(
+            a,
+            &ToolText {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: Some(&tool.input_schema),
+                keywords: &tool.trigger_keywords,
+            },
+        )
+    });
+    ToolPart {
+        tool,
+        diags,
+        #[cfg(feature = "gate")]
+        schema,
+        #[cfg(feature = "gate")]
+        schema_key,
+        schema_diags,
+        role_warnings,
+        kw_terms,
+        bm25,
+    }
+}
+
+/// Links compiled units into a catalog (`gate`: the `[gate]` configuration
+/// when it loads, for the gate's per-tool data).
+pub(crate) fn link(
+    key: &CatalogKey,
+    analyzer: &Analyzer,
+    units: &[(&[ToolSpec], &UnitPart)],
+    #[cfg(feature = "gate")] gate: Option<&GateConfig>,
+) -> LinkedCatalog {
+    let n: usize = units.iter().map(|(s, _)| s.len()).sum();
+    let mut hash = FNV_START;
+    let mut diags = Vec::new();
+    let mut warnings = Vec::new();
+    let mut by_name: NameMap<usize> = NameMap::default();
+    by_name.reserve(n);
+    // name -> (file, byte offset) of its first declaration; rendered only on a clash
+    let mut first_seen: rustc_hash::FxHashMap<&str, (Option<&Arc<SourceFile>>, usize)> =
+        Default::default();
+    first_seen.reserve(n);
+    let mut tools = Vec::with_capacity(n);
+    let mut tool_files: Vec<String> = Vec::new();
+    let mut last_file: Option<&Arc<SourceFile>> = None;
+    let mut with_follows = Vec::new();
+    let mut vocab: NameMap<u32> = NameMap::default();
+    let mut docs: Vec<&Bm25Doc> = Vec::new();
+    #[cfg(feature = "gate")]
+    let mut schemas: Vec<Option<ToolSchema>> = Vec::with_capacity(n);
+    for (specs, part) in units {
+        for (t, p) in specs.iter().zip(&part.tools) {
+            if let Some(f) = &t.file {
+                fnv1a(&mut hash, f.name.as_bytes());
+                let seen =
+                    last_file.is_some_and(|l| Arc::ptr_eq(l, f)) || tool_files.contains(&f.name);
+                if !seen {
+                    fnv1a(&mut hash, f.text.as_bytes());
+                    tool_files.push(f.name.clone());
+                }
+                last_file = Some(f);
+            }
+            let idx = tools.len();
+            let mut ok = true;
+            for n in std::iter::once(&t.name).chain(t.aliases.iter()) {
+                if n.value.is_empty()
+                    || n.value.chars().any(|c| c.is_control() || c.is_whitespace())
+                {
+                    diags.push(t.diag(
+                        ErrorKind::InvalidValue,
+                        n.span.clone(),
+                        format!(
+                            "tool name {:?} must be non-empty, without spaces or control characters",
+                            n.value
+                        ),
+                    ));
+                    ok = false;
+                    continue;
+                }
+                if let Some((file, offset)) = first_seen.get(n.value.as_str()) {
+                    let prev = match file {
+                        Some(f) => {
+                            let (l, c) = f.line_col(*offset);
+                            format!("{}:{l}:{c}", f.name)
+                        }
+                        None => "declared inline".to_string(),
+                    };
+                    diags.push(t.diag(
+                        ErrorKind::DuplicateTool,
+                        n.span.clone(),
+                        format!("tool name `{}` is already used ({prev})", n.value),
+                    ));
+                    ok = false;
+                } else {
+                    first_seen.insert(n.value.as_str(), (t.file.as_ref(), n.span.start));
+                    by_name.insert(n.value.clone(), idx);
+                }
+            }
+            diags.extend(p.diags.iter().cloned());
+            if !p.diags.is_empty() {
+                ok = false;
+            }
+            if !ok {
+                continue;
+            }
+            diags.extend(p.schema_diags.iter().cloned());
+            warnings.extend(p.role_warnings.iter().cloned());
+            #[cfg(feature = "gate")]
+            schemas.push(p.schema.clone());
+            let mut ids: Vec<u32> = Vec::with_capacity(p.kw_terms.len());
+            for term in &p.kw_terms {
+                let next = vocab.len() as u32;
+                let id = match vocab.get(term.as_str()) {
+                    Some(id) => *id,
+                    None => {
+                        vocab.insert(term.clone(), next);
+                        next
+                    }
+                };
+                ids.push(id);
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            if !t.follows.is_empty() {
+                with_follows.push((idx, t.clone()));
+            }
+            if let Some(d) = &p.bm25 {
+                docs.push(d);
+            }
+            let mut tool = p.tool.clone();
+            tool.keyword_count = ids.len() as u32;
+            tool.keyword_ids = ids;
+            tools.push(tool);
+        }
+    }
+    let mut hot = Vec::with_capacity(tools.len());
+    let mut hot_domains = Vec::new();
+    let mut hot_keywords = Vec::new();
+    for t in &tools {
+        hot.push(HotTool {
+            stage_mask: t.stage_mask,
+            base_priority: t.base_priority,
+            complexity_penalty: t.complexity_penalty,
+            domains_start: hot_domains.len() as u32,
+            keywords_start: hot_keywords.len() as u32,
+            domains_len: t.domains.len().min(u16::MAX as usize) as u16,
+            keywords_len: t.keyword_ids.len().min(u16::MAX as usize) as u16,
+        });
+        hot_domains.extend(t.domains.iter().take(u16::MAX as usize));
+        hot_keywords.extend(t.keyword_ids.iter().take(u16::MAX as usize));
+    }
+    let mut name_index = NameIndex::default();
+    let mut names: Vec<(&String, &usize)> = by_name.iter().collect();
+    names.sort_by_key(|(_, i)| **i);
+    for (n, i) in names {
+        name_index.insert(n, *i);
+    }
+    let terms = analyzer.tool_terms(
+        tools
+            .iter()
+            .map(|t| t.trigger_keywords.iter().map(String::as_str)),
+    );
+    let bm25 = key
+        .bm25
+        .as_ref()
+        .filter(|_| docs.len() == tools.len())
+        .map(|p| Bm25Index::from_docs(p, &docs));
+    #[cfg(feature = "gate")]
+    let gate_tools = match gate {
+        Some(cfg) if diags.is_empty() => {
+            super::gate::gate_tools(cfg, &tools, schemas, &key.domains).map(Arc::new)
+        }
+        _ => None,
+    };
+    LinkedCatalog {
+        tools: Arc::new(tools),
+        hot,
+        hot_domains,
+        hot_keywords,
+        vocab,
+        by_name: Arc::new(by_name),
+        name_index,
+        bm25,
+        #[cfg(feature = "gate")]
+        gate_tools,
+        terms,
+        with_follows,
+        hash,
+        tool_files,
+        warnings,
+        diags,
+    }
+}
+
+/// What the last [`super::CompileCache::compile`] recompiled and what it
+/// reused.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CompileStats {
+    /// Units (tool files, tag files, servers) whose tools were compiled.
+    pub units_compiled: usize,
+    /// Units whose compiled tools were reused.
+    pub units_reused: usize,
+    /// Tools compiled (in the compiled units).
+    pub tools_compiled: usize,
+    /// Whether the whole linked catalog was reused (a policy-only edit).
+    pub catalog_reused: bool,
+    /// Distinct input schemas compiled.
+    pub schemas_compiled: usize,
+    /// Tools whose input schema was found already compiled.
+    pub schemas_reused: usize,
+}
+
+/// A unit of tools (a tool file, a tag file, a server's listing).
+pub type Unit = Arc<Vec<ToolSpec>>;
+
+/// The reusable parts of the last compile.
+#[derive(Debug, Default)]
+pub(crate) struct Parts {
+    pub(crate) schemas: SchemaStore,
+    /// Units compiled against `key`.
+    pub(crate) units: Vec<(Arc<Vec<ToolSpec>>, Arc<UnitPart>)>,
+    pub(crate) key: Option<CatalogKey>,
+    /// The last linked catalog, with its units and key.
+    pub(crate) linked: Option<(Vec<Unit>, Arc<LinkedCatalog>)>,
+    pub(crate) stats: CompileStats,
+}
+
+impl Parts {
+    /// The linked catalog of `units` under `key`: reused, or linked from
+    /// reused and newly compiled units.
+    pub(crate) fn catalog(
+        &mut self,
+        key: &CatalogKey,
+        analyzer: &Analyzer,
+        units: &[Arc<Vec<ToolSpec>>],
+        #[cfg(feature = "gate")] gate: Option<&GateConfig>,
+    ) -> Arc<LinkedCatalog> {
+        self.stats = CompileStats::default();
+        self.schemas.begin();
+        if self.key.as_ref() != Some(key) {
+            self.units.clear();
+            self.linked = None;
+            self.key = Some(key.clone());
+        }
+        #[cfg(feature = "gate")]
+        let gate_ok = gate.is_some();
+        #[cfg(not(feature = "gate"))]
+        let gate_ok = true;
+        if let Some((us, linked)) = &self.linked
+            && us.len() == units.len()
+            && us.iter().zip(units).all(|(a, b)| Arc::ptr_eq(a, b))
+            && gate_ok
+        {
+            let linked = linked.clone();
+            self.stats.catalog_reused = true;
+            self.stats.units_reused = units.len();
+            #[cfg(feature = "gate")]
+            for (_, part) in &self.units {
+                self.schemas.touch(part);
+            }
+            self.schemas.sweep();
+            return linked;
+        }
+        let cx = UnitContext { key, analyzer };
+        let mut parts: Vec<(Arc<Vec<ToolSpec>>, Arc<UnitPart>)> = Vec::with_capacity(units.len());
+        for u in units {
+            let found = self
+                .units
+                .iter()
+                .find(|(a, _)| Arc::ptr_eq(a, u))
+                .map(|(_, p)| p.clone());
+            let part = match found {
+                Some(p) => {
+                    self.stats.units_reused += 1;
+                    #[cfg(feature = "gate")]
+                    self.schemas.touch(&p);
+                    p
+                }
+                None => {
+                    self.stats.units_compiled += 1;
+                    self.stats.tools_compiled += u.len();
+                    Arc::new(compile_unit(&cx, u, &mut self.schemas))
+                }
+            };
+            parts.push((u.clone(), part));
+        }
+        let refs: Vec<(&[ToolSpec], &UnitPart)> = parts
+            .iter()
+            .map(|(u, p)| (u.as_slice(), p.as_ref()))
+            .collect();
+        let linked = Arc::new(link(
+            key,
+            analyzer,
+            &refs,
+            #[cfg(feature = "gate")]
+            gate,
+        ));
+        self.stats.schemas_compiled = self.schemas.compiled;
+        self.stats.schemas_reused = self.schemas.reused;
+        self.schemas.sweep();
+        self.linked =
+            (linked.diags.is_empty() && gate_ok).then(|| (units.to_vec(), linked.clone()));
+        self.units = parts;
+        linked
+    }
+}
