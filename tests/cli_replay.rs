@@ -296,6 +296,13 @@ fn fit_never_writes_a_policy_that_does_not_load() {
             && stdout.contains("`raw scores stay within the formula's own range [0.01, 1.15]`"),
         "{stdout}"
     );
+    assert_eq!(
+        stdout
+            .matches("declared properties that fail under the fitted weights")
+            .count(),
+        1,
+        "{stdout}"
+    );
 
     let mut dropping = args.to_vec();
     dropping.push("--drop-failing-examples");

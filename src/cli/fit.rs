@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use toolgate::diag::{Diagnostic, ErrorKind};
 use toolgate::load::load_policy;
 use toolgate::replay::engine::ReplayOptions;
-use toolgate::replay::fit::{FitOptions, FitReport, fit};
+use toolgate::replay::fit::{ExampleFailure, FitOptions, FitReport, fit};
 use toolgate::replay::floor::{FloorReport, fit_floor};
 use toolgate::replay::transitions::learn_transitions;
 
@@ -281,60 +281,13 @@ fn print_text(
             opts.holdout
         ),
     }
-    if !r.failing_examples.is_empty() {
-        w!(
-            o,
-            "examples that fail under the fitted weights ({}){}:",
-            r.failing_examples.len(),
-            if r.examples_dropped {
-                ", dropped from the fitted policy"
-            } else {
-                ""
-            }
-        );
-        for f in &r.failing_examples {
-            w!(o, "  line {}: `{}`", f.line, f.name);
-            for e in &f.errors {
-                w!(o, "    {e}");
-            }
-        }
-    }
-    if !r.failing_properties.is_empty() {
-        w!(
-            o,
-            "declared properties that fail under the fitted weights ({}){}:",
-            r.failing_properties.len(),
-            if r.examples_dropped {
-                ", dropped from the fitted policy"
-            } else {
-                ""
-            }
-        );
-        for f in &r.failing_properties {
-            w!(o, "  line {}: `{}`", f.line, f.name);
-            for e in &f.errors {
-                w!(o, "    {e}");
-            }
-        }
-    }
-    if !r.failing_properties.is_empty() {
-        w!(
-            o,
-            "declared properties that fail under the fitted weights ({}){}:",
-            r.failing_properties.len(),
-            if r.examples_dropped {
-                ", dropped from the fitted policy"
-            } else {
-                ""
-            }
-        );
-        for f in &r.failing_properties {
-            w!(o, "  line {}: `{}`", f.line, f.name);
-            for e in &f.errors {
-                w!(o, "    {e}");
-            }
-        }
-    }
+    print_failures(o, "examples", &r.failing_examples, r.examples_dropped);
+    print_failures(
+        o,
+        "declared properties",
+        &r.failing_properties,
+        r.examples_dropped,
+    );
     match out {
         Some(p) => w!(o, "wrote {}", p.display()),
         None if r.load_error.is_some() => {
@@ -344,5 +297,29 @@ fn print_text(
             )
         }
         None => w!(o, "(no --out: the fitted policy was not written)"),
+    }
+}
+
+/// Lists the examples or properties (`what`) that fail under the fitted
+/// weights, each with its line and errors; nothing when there are none.
+fn print_failures(o: &mut String, what: &str, failures: &[ExampleFailure], dropped: bool) {
+    if failures.is_empty() {
+        return;
+    }
+    w!(
+        o,
+        "{what} that fail under the fitted weights ({}){}:",
+        failures.len(),
+        if dropped {
+            ", dropped from the fitted policy"
+        } else {
+            ""
+        }
+    );
+    for f in failures {
+        w!(o, "  line {}: `{}`", f.line, f.name);
+        for e in &f.errors {
+            w!(o, "    {e}");
+        }
     }
 }
