@@ -220,8 +220,8 @@ mod tests {
         let rx = src.subscribe();
         assert_eq!(src.current().version, 1);
         std::fs::write(&p, text.replace("threshold = 0.4 ", "threshold = 0.35 ")).unwrap();
-        wait_for(|| src.current().version == 2);
-        assert_eq!(*rx.borrow(), 2);
+        // The inputs are stored first, then subscribers are told: wait for both.
+        wait_for(|| src.current().version == 2 && *rx.borrow() == 2);
         assert_eq!(src.current().policy.activation.threshold.value, 0.35);
         // a broken edit is rejected and the previous inputs stay
         std::fs::write(
