@@ -17,69 +17,11 @@ use toolgate::parse::tags::import_tools_json;
 use toolgate::replay::engine::{ReplayOptions, replay};
 use toolgate::replay::trace::parse_trace;
 
-const WORDS: &[&str] = &[
-    "read",
-    "write",
-    "file",
-    "query",
-    "table",
-    "user",
-    "account",
-    "weather",
-    "forecast",
-    "city",
-    "stock",
-    "price",
-    "order",
-    "invoice",
-    "email",
-    "message",
-    "calendar",
-    "event",
-    "flight",
-    "hotel",
-    "booking",
-    "search",
-    "web",
-    "image",
-    "resize",
-    "convert",
-    "currency",
-    "translate",
-    "text",
-    "summary",
-    "repository",
-    "commit",
-    "branch",
-    "issue",
-    "ticket",
-    "deploy",
-    "server",
-    "log",
-    "metric",
-    "alert",
-    "payment",
-    "customer",
-    "product",
-    "inventory",
-    "shipment",
-    "route",
-    "map",
-    "distance",
-    "time",
-    "zone",
-];
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self, m: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 33) as usize) % m
-    }
-}
+// The shared vocabulary and LCG of the synthetic catalogs (benches/common).
+#[path = "common/catalog.rs"]
+#[allow(dead_code)]
+mod catalog;
+use catalog::{Rng, WORDS};
 
 /// `n` tools (OpenAI tools array, auto-tagged) and a trace of 100 sessions
 /// x 100 calls, a new user message before every 5th call.
