@@ -38,9 +38,7 @@ pub fn load_policy(path: Option<&Path>) -> Result<PolicySource, LoadError> {
         Some(p) => read_source(p)?,
         None => embedded_source(DEFAULT_POLICY),
     };
-    let mut policy = parse_policy(file)?;
-    load_data_files(&mut policy)?;
-    Ok(policy)
+    parse_with_data(file)
 }
 
 /// Parses a policy file and reads the data files it references

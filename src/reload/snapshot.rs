@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::load::{DEFAULT_TAGS, Sources};
-use crate::parse::policy::{ReloadParams, parse_policy};
+use crate::parse::policy::ReloadParams;
 use crate::parse::tags::{ToolSpec, import_tools, parse_tag_file};
 use crate::plan::Plan;
 
@@ -227,16 +227,10 @@ pub(super) fn build(
     cache: &mut UnitCache,
 ) -> Result<(Plan, ReloadParams, Inputs), LoadError> {
     let policy = match &snap.policy {
-        None => parse_policy(crate::load::embedded_source(default_policy)).and_then(|mut p| {
-            crate::load::load_data_files(&mut p)?;
-            Ok(p)
-        }),
+        None => crate::load::parse_with_data(crate::load::embedded_source(default_policy)),
         // A referenced data file (transitions) is read as it is now; it is
         // not watched: save the policy again to reload after editing it.
-        Some((p, c)) => to_source(p, c).and_then(parse_policy).and_then(|mut p| {
-            crate::load::load_data_files(&mut p)?;
-            Ok(p)
-        }),
+        Some((p, c)) => to_source(p, c).and_then(crate::load::parse_with_data),
     };
     let mut units: Vec<Arc<Vec<ToolSpec>>> = Vec::new();
     let mut next = Vec::new();

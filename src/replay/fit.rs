@@ -350,8 +350,7 @@ mod logistic {
     use super::*;
     use crate::compile::compile;
     use crate::diag::SourceFile;
-    use crate::load::load_data_files;
-    use crate::parse::policy::parse_policy;
+    use crate::load::parse_with_data;
     use crate::parse::tags::ToolSpec;
     use crate::replay::engine::replay;
     use crate::replay::stats::{Summary, summarize};
@@ -525,8 +524,7 @@ mod logistic {
         name: &str,
         catalog: &[ToolSpec],
     ) -> Result<(PolicySource, Arc<Plan>), String> {
-        let mut src = parse_policy(SourceFile::new(name, text)).map_err(|e| e.to_string())?;
-        load_data_files(&mut src).map_err(|e| e.to_string())?;
+        let mut src = parse_with_data(SourceFile::new(name, text)).map_err(|e| e.to_string())?;
         // The policy's examples were written for its old weights; whether they
         // still hold is checked separately (`FitReport::failing_examples`).
         src.examples.clear();
@@ -647,8 +645,7 @@ mod logistic {
         } else {
             text
         };
-        let load_error = parse_policy(SourceFile::new(name.as_str(), text.as_str()))
-            .and_then(|mut src| load_data_files(&mut src).map(|_| src))
+        let load_error = parse_with_data(SourceFile::new(name.as_str(), text.as_str()))
             .and_then(|src| compile(&src, catalog.to_vec()))
             .err();
         let quality = |t: &Trace| -> Result<SplitQuality, String> {
@@ -743,9 +740,7 @@ mod logistic {
         name: &str,
         catalog: &[ToolSpec],
     ) -> Result<Vec<ExampleFailure>, String> {
-        let file = SourceFile::new(name, text);
-        let mut src = parse_policy(file).map_err(|e| e.to_string())?;
-        load_data_files(&mut src).map_err(|e| e.to_string())?;
+        let src = parse_with_data(SourceFile::new(name, text)).map_err(|e| e.to_string())?;
         let mut out = Vec::new();
         for ex in &src.examples {
             let mut one = src.clone();
