@@ -6,8 +6,9 @@
 //! downstream servers, the catalog, the pins, the gate and the audit sink;
 //! each has its own context (`_meta`, roots, calls), active set, found tools,
 //! announced list, list-change notifier, audit session id and limit on
-//! concurrent calls. The request paths are in [`super::call`] (`tools/call`)
-//! and [`super::discovery`] (the proxy's own tools).
+//! concurrent calls. The request paths are in [`super::call`] (`tools/call`),
+//! [`super::discovery`] (the proxy's own tools) and [`super::surfaces`]
+//! (resources, prompts, completion, logging).
 //!
 //! Concurrent calls are bounded twice: per session
 //! ([`ProxyConfig::max_concurrent_calls_per_session`](super::config::ProxyConfig::max_concurrent_calls_per_session))
