@@ -392,7 +392,11 @@ pub(crate) async fn supervise(
                         ds.store_listing(tools);
                         ds.set_status(Status::Up { peer: peer.clone() });
                         // a new connection: its subscriptions are made again
-                        tokio::spawn(ds.surfaces.clone().resubscribe(ds.index, peer.clone()));
+                        tokio::spawn(ds.surfaces.clone().server_up(
+                            ds.index,
+                            peer.clone(),
+                            ds.capabilities(),
+                        ));
                         let _ = events.send(Event::Listed(ds.index));
                         if std::mem::take(&mut first) {
                             let _ = events.send(Event::FirstAttemptDone(ds.index));

@@ -36,7 +36,9 @@
 //!   that URI only. After a server restarts or reconnects, its subscriptions
 //!   are made again.
 //! - **list_changed**: a downstream `notifications/resources/list_changed`
-//!   or `notifications/prompts/list_changed` is relayed to every session.
+//!   or `notifications/prompts/list_changed` is relayed to every session, and
+//!   sent to every session when a server with resources (prompts) comes up
+//!   on a new connection (a late start, a restart, a reconnection).
 //! - **Logging**: `logging/setLevel` is accepted per session and stored in
 //!   it. The proxy sends no `notifications/message` of its own; a downstream
 //!   server's log messages are not relayed: they name no request, and the
@@ -171,8 +173,27 @@ impl Surfaces {
         }
     }
 
+    /// A server is up on a new connection (started, restarted, reconnected):
+    /// its subscriptions are made again, and the sessions open are told
+    /// that the resources and prompts it serves may have changed.
+    pub(crate) async fn server_up(
+        self: Arc<Self>,
+        server: usize,
+        peer: Peer<RoleClient>,
+        caps: Option<ServerCapabilities>,
+    ) {
+        self.resubscribe(server, &peer).await;
+        let caps = caps.unwrap_or_default();
+        if caps.resources.is_some() {
+            self.resource_list_changed().await;
+        }
+        if caps.prompts.is_some() {
+            self.prompt_list_changed().await;
+        }
+    }
+
     /// Makes the subscriptions of `server` again on its new connection.
-    pub(crate) async fn resubscribe(self: Arc<Self>, server: usize, peer: Peer<RoleClient>) {
+    async fn resubscribe(&self, server: usize, peer: &Peer<RoleClient>) {
         let subs = self.subscriptions.lock().await;
         for (s, uri) in subs.keys() {
             if *s != server {

@@ -90,6 +90,13 @@ async def announce_prompts(ctx: Context) -> str:
     return "announced"
 
 
+@mcp.tool(annotations=types.ToolAnnotations(readOnlyHint=True))
+def crash() -> str:
+    """Exit the server process at once (the proxy restarts it)."""
+    import os
+    os._exit(3)
+
+
 @mcp._mcp_server.subscribe_resource()
 async def subscribe(uri) -> None:
     log(f"subscribe {uri}")
@@ -274,6 +281,31 @@ async def test_subscriptions_reach_only_the_sessions_subscribed(tmp_path):
             while "unsubscribe memo://b/watched" not in sub_log(log):
                 await anyio.sleep(0.1)
         assert sub_log(log).count("subscribe memo://a/watched") == 1
+
+
+async def test_subscriptions_survive_a_server_restart(tmp_path):
+    args, log = servers(tmp_path)
+    async with http_proxy(tmp_path, *args, "--policy", PASS_THROUGH) as hp:
+        async with http_session(hp.url) as (s1, in1, _):
+            await s1.subscribe_resource("memo://a/watched")
+            assert sub_log(log) == ["subscribe memo://a/watched"]
+            r = await s1.call_tool("a__crash", {})
+            assert r.is_error, r
+            # restarted: subscribed again on the new connection, and the
+            # session is told the resources and prompts may have changed
+            with anyio.fail_after(20):
+                while sub_log(log).count("subscribe memo://a/watched") < 2:
+                    await anyio.sleep(0.1)
+            await in1.wait_for(types.ResourceListChangedNotification)
+            await in1.wait_for(types.PromptListChangedNotification)
+            with anyio.fail_after(20):
+                while True:
+                    r = await s1.call_tool("a__touch_resource", {"uri": "memo://a/watched"})
+                    if not r.is_error:
+                        break
+                    await anyio.sleep(0.2)
+            got = await in1.wait_for(types.ResourceUpdatedNotification)
+            assert [str(n.params.uri) for n in got] == ["memo://a/watched"]
 
 
 async def test_no_resource_capability_without_a_server_that_has_it(tmp_path):
