@@ -372,9 +372,6 @@ impl ServerHandler for ProxySession {
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
         let _ = self.session.client.set(context.peer.clone());
-        self.inner
-            .surfaces
-            .register_client(&self.session.id, context.peer.clone());
         // the capabilities declared depend on the servers' (resources, prompts)
         self.inner.wait_ready().await;
         self.negotiate_initialize(&request)
@@ -383,6 +380,10 @@ impl ServerHandler for ProxySession {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer.clone();
         let _ = self.session.client.set(peer.clone());
+        // relayed list_changed notifications go to initialized sessions only
+        self.inner
+            .surfaces
+            .register_client(&self.session.id, peer.clone());
         let roots = peer
             .peer_info()
             .is_some_and(|i| i.capabilities.roots.is_some());
