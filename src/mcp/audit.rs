@@ -1,4 +1,6 @@
-//! The audit seam: one record per `tools/call`, whatever its fate.
+//! The audit seam: one record per `tools/call`, whatever its fate (and one
+//! per `resources/read`: `tool` = the URI, `via` = `resources/read`,
+//! decision `none`, as reads are not gated).
 //!
 //! [`JsonlAudit`] appends one JSON object per line to a file:
 //!
@@ -58,13 +60,15 @@ pub struct AuditRecord {
     /// The proxy session (one per client connection).
     pub session: String,
     /// The tool's catalog name (`server.tool`, as policies, tags and traces
-    /// name it); the name as called when it names no tool.
+    /// name it); the name as called when it names no tool; for a
+    /// `resources/read`, the resource's URI.
     pub tool: String,
     /// The name the client sees and calls (the exposed, client-safe name).
     pub name: Option<String>,
     /// The server it routes to, when known.
     pub server: Option<String>,
-    /// The proxy tool the call came through (`toolgate__call_tool`), if any.
+    /// The proxy tool the call came through (`toolgate__call_tool`), if
+    /// any; `resources/read` for a resource read.
     pub via: Option<String>,
     /// The decision: `allow`, `ask` or `deny` (the gate's, or `deny` for an
     /// inactive tool the policy forbids), `none` when the call ended before

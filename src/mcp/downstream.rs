@@ -16,7 +16,7 @@ use rmcp::ClientHandler;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
     ClientConfig, ClientRequest, Implementation, ProgressNotificationParam, ProgressToken,
-    RequestId, ServerResult, Tool,
+    RequestId, ResourceUpdatedNotificationParam, ServerCapabilities, ServerResult, Tool,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RoleClient, RoleServer, ServiceError, ServiceExt,
@@ -26,6 +26,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::catalog::ServerTools;
 use super::config::ServerSpec;
+use super::surfaces::Surfaces;
 
 /// What a supervisor reports to the proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +68,13 @@ pub(crate) struct Downstream {
     /// Held for writing while a relayed call is sent and registered, for
     /// reading while a progress notification is looked up: none is missed.
     progress_gate: tokio::sync::RwLock<()>,
+    /// The capabilities the server declared when it last initialized
+    /// (`None`: never up).
+    caps: Mutex<Option<ServerCapabilities>>,
+    /// Resources, prompts and subscriptions, shared by every server and
+    /// session: where `notifications/resources/*` and
+    /// `notifications/prompts/list_changed` go.
+    pub surfaces: Arc<Surfaces>,
 }
 
 /// Where a call's progress goes: the client session and its token; the last
@@ -120,7 +128,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Downstream {
-    pub fn new(spec: ServerSpec, index: usize) -> Self {
+    pub fn new(spec: ServerSpec, index: usize, surfaces: Arc<Surfaces>) -> Self {
         Downstream {
             spec,
             index,
@@ -131,6 +139,21 @@ impl Downstream {
             reconnect: tokio::sync::Notify::new(),
             progress: Mutex::new(Default::default()),
             progress_gate: tokio::sync::RwLock::new(()),
+            caps: Mutex::new(None),
+            surfaces,
+        }
+    }
+
+    /// The capabilities the server declared when it last initialized.
+    pub fn capabilities(&self) -> Option<ServerCapabilities> {
+        lock(&self.caps).clone()
+    }
+
+    /// The connection, when the server is up.
+    pub fn peer(&self) -> Option<Peer<RoleClient>> {
+        match self.status() {
+            Status::Up { peer } => Some(peer),
+            _ => None,
         }
     }
 
@@ -249,8 +272,10 @@ impl Downstream {
     }
 }
 
-/// The proxy's client side toward one server: it only reacts to
-/// `notifications/tools/list_changed`. It declares no capabilities (no roots:
+/// The proxy's client side toward one server: it reacts to
+/// `notifications/tools/list_changed` (re-lists), relays progress, resource
+/// updates (to the sessions subscribed) and the resource and prompt
+/// `list_changed` notifications (to every session). It declares no capabilities (no roots:
 /// a server such as the filesystem one would otherwise replace its configured
 /// directories with the client's).
 struct DownstreamClient {
@@ -282,6 +307,27 @@ impl ClientHandler for DownstreamClient {
         if let Err(e) = relay.client.notify_progress(p).await {
             tracing::debug!("cannot relay notifications/progress: {e}");
         }
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.server
+            .surfaces
+            .resource_updated(self.server.index, params)
+            .await;
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server.spec.name, "downstream resources/list_changed");
+        self.server.surfaces.resource_list_changed().await;
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        tracing::debug!(server = %self.server.spec.name, "downstream prompts/list_changed");
+        self.server.surfaces.prompt_list_changed().await;
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -339,11 +385,18 @@ pub(crate) async fn supervise(
         let reason = match started {
             Ok((running, pid)) => {
                 let peer = running.peer().clone();
+                *lock(&ds.caps) = peer.peer_info().map(|i| i.capabilities.clone());
                 match list_tools(&peer, timing.start_timeout).await {
                     Ok(tools) => {
                         tracing::info!(server = %name, tools = tools.len(), ?pid, "server up");
                         ds.store_listing(tools);
                         ds.set_status(Status::Up { peer: peer.clone() });
+                        // a new connection: its subscriptions are made again
+                        tokio::spawn(ds.surfaces.clone().server_up(
+                            ds.index,
+                            peer.clone(),
+                            ds.capabilities(),
+                        ));
                         let _ = events.send(Event::Listed(ds.index));
                         if std::mem::take(&mut first) {
                             let _ = events.send(Event::FirstAttemptDone(ds.index));

@@ -6,8 +6,9 @@
 //! downstream servers, the catalog, the pins, the gate and the audit sink;
 //! each has its own context (`_meta`, roots, calls), active set, found tools,
 //! announced list, list-change notifier, audit session id and limit on
-//! concurrent calls. The request paths are in [`super::call`] (`tools/call`)
-//! and [`super::discovery`] (the proxy's own tools).
+//! concurrent calls. The request paths are in [`super::call`] (`tools/call`),
+//! [`super::discovery`] (the proxy's own tools) and [`super::surfaces`]
+//! (resources, prompts, completion, logging).
 //!
 //! Concurrent calls are bounded twice: per session
 //! ([`ProxyConfig::max_concurrent_calls_per_session`](super::config::ProxyConfig::max_concurrent_calls_per_session))
@@ -22,10 +23,15 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+#[allow(deprecated)] // logging/setLevel: see set_level
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CustomRequest,
+    CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -49,7 +55,7 @@ pub(crate) struct SessionCore {
     pub(crate) state: Mutex<SessionState>,
     /// Something that can move this session's list happened.
     pub(crate) dirty: Notify,
-    client: OnceLock<Peer<RoleServer>>,
+    pub(crate) client: OnceLock<Peer<RoleServer>>,
     /// This session's concurrent-call slots.
     calls: Arc<Semaphore>,
     /// Turns true when the session is dropped.
@@ -71,6 +77,16 @@ impl Drop for ProxySession {
     fn drop(&mut self) {
         self.session.closed.send_replace(true);
         self.inner.sessions.fetch_sub(1, Ordering::Relaxed);
+        // leave the client list and the subscriptions (unsubscribing
+        // downstream what no session subscribes to any more)
+        let closing = self
+            .inner
+            .surfaces
+            .clone()
+            .session_closed(self.session.id.clone(), self.inner.servers.clone());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(closing);
+        }
         tracing::debug!(session = %self.session.id, "session closed");
     }
 }
@@ -302,7 +318,7 @@ async fn notifier(inner: Arc<Inner>, session: Arc<SessionCore>) {
 impl ServerHandler for ProxySession {
     fn get_info(&self) -> ServerConfig {
         let inner = &self.inner;
-        let caps = if inner.config.list_changed {
+        let mut caps = if inner.config.list_changed {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
@@ -310,6 +326,7 @@ impl ServerHandler for ProxySession {
         } else {
             ServerCapabilities::builder().enable_tools().build()
         };
+        super::surfaces::add_capabilities(inner, &mut caps);
         let mut info = InitializeResult::new(caps);
         info.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
         info.server_info = Implementation::new("toolgate", env!("CARGO_PKG_VERSION"));
@@ -355,12 +372,18 @@ impl ServerHandler for ProxySession {
     ) -> Result<InitializeResult, McpError> {
         context.peer.set_peer_info(request.clone());
         let _ = self.session.client.set(context.peer.clone());
+        // the capabilities declared depend on the servers' (resources, prompts)
+        self.inner.wait_ready().await;
         self.negotiate_initialize(&request)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer.clone();
         let _ = self.session.client.set(peer.clone());
+        // relayed list_changed notifications go to initialized sessions only
+        self.inner
+            .surfaces
+            .register_client(&self.session.id, peer.clone());
         let roots = peer
             .peer_info()
             .is_some_and(|i| i.capabilities.roots.is_some());
@@ -446,6 +469,82 @@ impl ServerHandler for ProxySession {
                 None,
             ))
         }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.list_all_resources(request).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.list_all_templates(request).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.read_routed(request).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribe_routed(request.uri).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.unsubscribe_routed(request.uri).await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.list_all_prompts(request).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.get_routed(request).await
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.complete_routed(request).await
+    }
+
+    // Logging is deprecated by SEP-2577 (protocol 2026-07-28); current in
+    // the versions the proxy speaks.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.set_log_level(request);
+        Ok(())
     }
 
     async fn call_tool(

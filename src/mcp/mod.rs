@@ -12,7 +12,9 @@
 //! the calls it forwards. When the active set changes it sends
 //! `notifications/tools/list_changed` (debounced). Every `tools/call` goes
 //! through a [`CallGate`] (allow / ask through elicitation / deny) and is
-//! written to an [`AuditSink`].
+//! written to an [`AuditSink`]. Resources, prompts, completion and logging
+//! pass through ungated, routed to the server that serves them
+//! (`surfaces`, see docs/mcp-proxy.md).
 //!
 //! Three seams let other parts plug in:
 //!
@@ -49,6 +51,7 @@ pub mod proxy;
 mod session;
 pub mod source;
 pub mod stdio;
+mod surfaces;
 
 use std::sync::Arc;
 

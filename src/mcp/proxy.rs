@@ -7,7 +7,8 @@
 //! ([`super::session`]) under their client-safe names ([`super::names`]).
 //!
 //! The request paths live beside it: `tools/call` in [`super::call`], the
-//! search and call-through tools in [`super::discovery`].
+//! search and call-through tools in [`super::discovery`], resources,
+//! prompts, completion and logging in [`super::surfaces`].
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -34,6 +35,7 @@ use super::handler::ProxySession;
 use super::pins::{Observation, PinStore};
 use super::session::SessionState;
 use super::source::PlanSource;
+use super::surfaces::Surfaces;
 
 /// The `_meta` key of the proxy's `initialize` result: `{"gate", "servers", "context_key", "session"}`.
 pub const PROXY_META_KEY: &str = "toolgate/proxy";
@@ -53,6 +55,8 @@ pub(crate) struct Inner {
     pub(crate) gate: Arc<dyn CallGate>,
     audit: Arc<dyn AuditSink>,
     pub(crate) servers: Vec<Arc<Downstream>>,
+    /// Resources, prompts and subscriptions ([`super::surfaces`]).
+    pub(crate) surfaces: Arc<Surfaces>,
     pub(crate) catalog: ArcSwapOption<Catalog>,
     /// Tool-definition pins.
     pub(crate) pins: PinStore,
@@ -138,11 +142,12 @@ impl Proxy {
         audit: Arc<dyn AuditSink>,
         pins: PinStore,
     ) -> Self {
+        let surfaces = Arc::new(Surfaces::default());
         let servers = config
             .servers
             .iter()
             .enumerate()
-            .map(|(i, s)| Arc::new(Downstream::new(s.clone(), i)))
+            .map(|(i, s)| Arc::new(Downstream::new(s.clone(), i, surfaces.clone())))
             .collect();
         let nanos = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -155,6 +160,7 @@ impl Proxy {
             gate,
             audit,
             servers,
+            surfaces,
             catalog: ArcSwapOption::empty(),
             pins,
             withheld: ArcSwap::from_pointee(FxHashSet::default()),

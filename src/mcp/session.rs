@@ -62,6 +62,9 @@ pub(crate) struct SessionState {
     /// The exposed names listed as of the last `notifications/tools/list_changed`
     /// (or of the first `tools/list` answer): a change from it is announced.
     pub announced: Option<BTreeSet<String>>,
+    /// The level the client set with `logging/setLevel` (`None`: not set).
+    #[allow(deprecated)] // logging: deprecated by SEP-2577, current before it
+    pub log_level: Option<rmcp::model::LoggingLevel>,
 }
 
 impl Default for SessionState {
@@ -77,6 +80,7 @@ impl Default for SessionState {
             last: None,
             accepted: Default::default(),
             announced: None,
+            log_level: None,
         }
     }
 }

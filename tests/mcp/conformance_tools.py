@@ -1,10 +1,12 @@
-"""The tools of the MCP conformance suite's fixture server, as the scenarios
-of `@modelcontextprotocol/conformance` describe them (`test_simple_text`,
-`test_image_content`, ...), on stdio with the `mcp` SDK's FastMCP (mcp<2).
+"""The tools, resources and prompts of the MCP conformance suite's fixture
+server, as the scenarios of `@modelcontextprotocol/conformance` describe them
+(`test_simple_text`, `test://static-text`, `test_prompt_with_arguments`, ...),
+on stdio with the `mcp` SDK's FastMCP (mcp<2), plus resource subscriptions
+and completions.
 
 tests/mcp_conformance.rs puts it behind `toolgate mcp-proxy --listen`, so that
-the suite's tool scenarios run through the proxy with the tools they expect
-(server-everything, the server the main run fronts, has other tools).
+the suite's scenarios run through the proxy with what they expect
+(server-everything, the server the main run fronts, has other ones).
 """
 
 import base64
@@ -106,6 +108,85 @@ async def test_tool_with_logging(ctx: Context) -> str:
     await anyio.sleep(0.05)
     await ctx.info("Tool execution completed")
     return "Logging test completed"
+
+
+@mcp.resource("test://static-text", mime_type="text/plain", description="A static text resource.")
+def static_text() -> str:
+    return "This is the content of the static text resource."
+
+
+@mcp.resource("test://static-binary", mime_type="image/png", description="A static binary resource.")
+def static_binary() -> bytes:
+    return _png()
+
+
+@mcp.resource("test://watched-resource", mime_type="text/plain", description="A resource to subscribe to.")
+def watched() -> str:
+    return "Watched resource content."
+
+
+@mcp.resource("test://template/{id}/data", mime_type="application/json",
+              description="A resource template with an id.")
+def template_data(id: str) -> str:
+    return f'{{"id":"{id}","templateTest":true,"data":"Data for ID: {id}"}}'
+
+
+@mcp._mcp_server.subscribe_resource()
+async def subscribe(uri) -> None:
+    pass
+
+
+@mcp._mcp_server.unsubscribe_resource()
+async def unsubscribe(uri) -> None:
+    pass
+
+
+# FastMCP (mcp<2) declares `resources.subscribe: false` whatever handlers it has
+_capabilities = mcp._mcp_server.get_capabilities
+
+
+def _with_subscribe(*args, **kwargs):
+    caps = _capabilities(*args, **kwargs)
+    caps.resources.subscribe = True
+    return caps
+
+
+mcp._mcp_server.get_capabilities = _with_subscribe
+
+
+@mcp.prompt(description="A simple prompt without arguments.")
+def test_simple_prompt() -> str:
+    return "This is a simple prompt for testing."
+
+
+@mcp.prompt(description="A prompt with two arguments.")
+def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@mcp.prompt(description="A prompt with an embedded resource.")
+def test_prompt_with_embedded_resource(resourceUri: str) -> list:
+    from mcp.server.fastmcp.prompts.base import UserMessage
+    return [
+        UserMessage(content=types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
+            uri=resourceUri, mimeType="text/plain", text="Embedded resource content for testing."))),
+        UserMessage(content="Please process the embedded resource above."),
+    ]
+
+
+@mcp.prompt(description="A prompt with an image.")
+def test_prompt_with_image() -> list:
+    from mcp.server.fastmcp.prompts.base import UserMessage
+    return [
+        UserMessage(content=types.ImageContent(type="image", data=PNG, mimeType="image/png")),
+        UserMessage(content="Please analyze the image above."),
+    ]
+
+
+@mcp.completion()
+async def complete(ref, argument, context) -> types.Completion:
+    words = ["paris", "park", "party", "test-one", "test-two"]
+    return types.Completion(values=[w for w in words if w.startswith(argument.value)], hasMore=False)
 
 
 mcp.run()
