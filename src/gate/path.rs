@@ -235,6 +235,7 @@ fn resolve_under(
     lstats: &mut Lstats,
 ) -> Option<PathBuf> {
     let mut out = base;
+    out.reserve(rest.as_os_str().len() + 1);
     // Components still to walk: those of symlink targets met on the way
     // (`pending`, first), then the rest of `rest`'s.
     let mut pending: VecDeque<OsString> = VecDeque::new();
@@ -379,7 +380,21 @@ pub fn place_with(roots: &Roots, abs: &Path, follow: bool, lstats: &mut Lstats) 
     if roots.lexical.is_empty() {
         return Placement::NoRoots;
     }
-    let abs = lexical(abs);
+    place_normal(roots, &lexical(abs), follow, lstats)
+}
+
+/// [`place_with`] of a path already absolute and normalised lexically (no
+/// `.` or `..` component, as [`normalize`] gives): the normalisation is
+/// skipped.
+pub fn place_normal(roots: &Roots, abs: &Path, follow: bool, lstats: &mut Lstats) -> Placement {
+    debug_assert!(abs.is_absolute());
+    debug_assert!(
+        abs.components()
+            .all(|c| !matches!(c, Component::ParentDir | Component::CurDir))
+    );
+    if roots.lexical.is_empty() {
+        return Placement::NoRoots;
+    }
     let mut base: Option<(&PathBuf, &Path)> = None;
     for (lex, real) in roots.lexical.iter().zip(&roots.real) {
         let Some(real) = real else { continue };

@@ -127,6 +127,15 @@ impl Walker<'_> {
 /// terminators, newlines) falls back. The tokens must be identical to
 /// brush's, positions included: the tests compare both tokenizers on known
 /// lines and on random ones.
+/// Positions (line 1) shared by the tokens of [`fast_tokens`], by index.
+const SHARED_POSITIONS: usize = 1024;
+
+type Positions = std::rc::Rc<Vec<std::sync::Arc<brush_parser::SourcePosition>>>;
+
+thread_local! {
+    static POSITIONS: std::cell::RefCell<Positions> = std::cell::RefCell::new(Positions::default());
+}
+
 fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
     use brush_parser::{SourcePosition, Token, TokenLocation};
     use std::sync::Arc;
@@ -140,12 +149,30 @@ fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
     {
         return None;
     }
-    let pos = |i: usize| {
-        Arc::new(SourcePosition {
+    // Positions are shared (`Arc`) from a per-thread table of the first
+    // `SHARED_POSITIONS`: two allocations per token otherwise.
+    let shared = POSITIONS.with_borrow_mut(|t| {
+        let want = (b.len() + 1).min(SHARED_POSITIONS);
+        if t.len() < want {
+            let v = std::rc::Rc::make_mut(t);
+            while v.len() < want {
+                let i = v.len();
+                v.push(Arc::new(SourcePosition {
+                    index: i,
+                    line: 1,
+                    column: i + 1,
+                }));
+            }
+        }
+        t.clone()
+    });
+    let pos = |i: usize| match shared.get(i) {
+        Some(p) => p.clone(),
+        None => Arc::new(SourcePosition {
             index: i,
             line: 1,
             column: i + 1,
-        })
+        }),
     };
     let loc = |a: usize, z: usize| TokenLocation {
         start: pos(a),
@@ -370,9 +397,23 @@ impl FastParser<'_> {
         }
     }
 
+    /// The number of tokens from the position to the next operator that
+    /// ends a command (a bound on its words and redirections).
+    fn command_len(&self) -> usize {
+        self.t[self.i..]
+            .iter()
+            .position(|t| {
+                matches!(t, brush_parser::Token::Operator(o, _)
+                    if matches!(o.as_str(), "&&" | "||" | "|" | "|&" | ";" | "&"))
+            })
+            .unwrap_or(self.t.len() - self.i)
+    }
+
     fn simple_command(&mut self) -> Option<ast::SimpleCommand> {
         use ast::CommandPrefixOrSuffixItem as I;
         use brush_parser::Token;
+        // Sized once: the items are large, and growing moves them.
+        let len = self.command_len();
         let mut prefix = Vec::new();
         loop {
             if let Some(r) = self.io_redirect()? {
@@ -406,7 +447,7 @@ impl FastParser<'_> {
                 });
             }
         };
-        let mut suffix = Vec::new();
+        let mut suffix = Vec::with_capacity(len.saturating_sub(prefix.len() + 1));
         loop {
             if let Some(r) = self.io_redirect()? {
                 suffix.push(I::IoRedirect(r));
@@ -517,13 +558,13 @@ fn assignment(w: &str, loc: &brush_parser::TokenLocation) -> Option<ast::Assignm
         i += 1;
     }
     let scalar = &w[..i];
-    let name = if b.get(i) == Some(&b'[') {
+    let index = if b.get(i) == Some(&b'[') {
         let close = i + 1 + w[i + 1..].find(']')?;
         let index = &w[i + 1..close];
         i = close + 1;
-        ast::AssignmentName::ArrayElementName(scalar.to_owned(), index.to_owned())
+        Some(index)
     } else {
-        ast::AssignmentName::VariableName(scalar.to_owned())
+        None
     };
     let append = b.get(i) == Some(&b'+');
     if append {
@@ -532,6 +573,11 @@ fn assignment(w: &str, loc: &brush_parser::TokenLocation) -> Option<ast::Assignm
     if b.get(i) != Some(&b'=') {
         return None;
     }
+    // Names are built only for an assignment (most words are not).
+    let name = match index {
+        Some(index) => ast::AssignmentName::ArrayElementName(scalar.to_owned(), index.to_owned()),
+        None => ast::AssignmentName::VariableName(scalar.to_owned()),
+    };
     Some(ast::Assignment {
         name,
         value: ast::AssignmentValue::Scalar(ast::Word::from(w[i + 1..].to_owned())),
