@@ -107,12 +107,7 @@ impl Walker<'_> {
             let cfg = self.cfg;
             // Rules, with the operands resolved where the line moved.
             let index = cfg.index();
-            if index.rule_names.contains(name.as_str())
-                || cfg
-                    .rules
-                    .iter()
-                    .any(|r| r.command_regex.as_ref().is_some_and(|x| x.is_match(&name)))
-            {
+            if index.rule_names_command(cfg, &name) {
                 let view = self.rule_view(&name, &args, &ctx);
                 let parsed = self.parse_args(&name, &view[1..]);
                 self.rules(&name, &parsed, &view);
@@ -297,8 +292,15 @@ impl Walker<'_> {
                     let c = self.st.cwd.clone();
                     self.st_mut().stack.push(c);
                 }
+                // At most `max` alternatives (merging a set with itself
+                // changes it only above that).
+                let new = if new.is_merged(max) {
+                    new
+                } else {
+                    new.merge(&new, max)
+                };
                 let st = self.st_mut();
-                st.oldpwd = Some(std::mem::replace(&mut st.cwd, new.merge(&new, max)));
+                st.oldpwd = Some(std::mem::replace(&mut st.cwd, new));
                 if self.want_effects {
                     let shown = rest
                         .iter()

@@ -220,7 +220,8 @@ fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
             && inner.bytes().all(|c| c == b' ' || plain(c));
         ok.then_some(close + 1)
     };
-    let mut tokens = Vec::new();
+    // Sized once (a token per four bytes is typical; growing moves them).
+    let mut tokens = Vec::with_capacity(b.len() / 4 + 4);
     let n = b.len();
     let mut i = 0;
     while i < n {

@@ -140,13 +140,14 @@ impl Walker<'_> {
                 self.effect("project", cmd, cmd);
                 // `bundle exec`, `mix test`: the first operand may name the
                 // trusted subcommand of an entry without subcommands.
-                let sub = args
-                    .iter()
-                    .skip(cmd.split(' ').count())
-                    .find(|a| !a.text.starts_with('-'))
-                    .map(|a| format!("{cmd} {}", a.text));
+                let sub = || {
+                    args.iter()
+                        .skip(cmd.split(' ').count())
+                        .find(|a| !a.text.starts_with('-'))
+                        .map(|a| format!("{cmd} {}", a.text))
+                };
                 let trusted = (self.cfg.trusted(cmd)
-                    || sub.as_deref().is_some_and(|s| self.cfg.trusted(s)))
+                    || sub().as_deref().is_some_and(|s| self.cfg.trusted(s)))
                     && self.in_project(ctx);
                 if !trusted {
                     self.effect_check_with(|c| &c.project, shown);

@@ -128,6 +128,23 @@ pub(crate) struct ShellIndex {
     /// shipped): which ASCII bytes it matches. A word of other ASCII bytes
     /// cannot match, and the regex is not run on it.
     pub(crate) suspicious_ascii: Option<[bool; 128]>,
+    /// The rules' `command_regex`es as one alternation (one search per
+    /// command instead of one per rule); `None` when no rule has one.
+    pub(crate) rule_regex: Option<regex::Regex>,
+}
+
+impl ShellIndex {
+    /// Whether some rule names command `name` (by name or regex).
+    pub(crate) fn rule_names_command(&self, cfg: &ShellConfig, name: &str) -> bool {
+        self.rule_names.contains(name)
+            || match &self.rule_regex {
+                Some(r) => r.is_match(name),
+                None => cfg
+                    .rules
+                    .iter()
+                    .any(|r| r.command_regex.as_ref().is_some_and(|x| x.is_match(name))),
+            }
+    }
 }
 
 /// A lazily built [`ShellIndex`]; a clone starts empty, so a configuration
@@ -187,6 +204,21 @@ impl ShellConfig {
                 }
             }
             ix.suspicious_ascii = one_char_ascii(&self.suspicious_chars.0);
+            let alternatives: Vec<String> = self
+                .rules
+                .iter()
+                .filter_map(|r| r.command_regex.as_ref())
+                .map(|r| format!("(?:{})", r.0.as_str()))
+                .collect();
+            // (A failure to build leaves the rules' own regexes to run.)
+            ix.rule_regex = (!alternatives.is_empty())
+                .then(|| {
+                    regex::RegexBuilder::new(&alternatives.join("|"))
+                        .size_limit(1 << 24)
+                        .build()
+                        .ok()
+                })
+                .flatten();
             ix
         })
     }
