@@ -6,6 +6,8 @@
 //! [`super::model`], its effects checked by [`super::targets`]). Anything
 //! else is unknown: fail closed (`unknown_command`).
 
+use std::borrow::Cow;
+
 use brush_parser::ast;
 
 use super::effects::Flow;
@@ -214,26 +216,27 @@ impl Walker<'_> {
     /// The arguments as the rules see them: a path operand is shown where it
     /// lands when the line changed directory (`cd / && rm -rf *` is
     /// `rm -rf /*`).
-    fn rule_view(&self, name: &str, args: &[Arg], ctx: &Ctx) -> Vec<Arg> {
+    fn rule_view<'a>(&self, name: &str, args: &'a [Arg], ctx: &Ctx) -> Cow<'a, [Arg]> {
         let cwd = self.cwd_of(ctx);
         let start = matches!(&cwd, Cwd::Known(v) if v.len() == 1 && v[0] == Dir::start());
         if start {
-            return args.to_vec();
+            return Cow::Borrowed(args);
         }
         let Some(entry) = self.cfg.command(name) else {
-            return args.to_vec();
+            return Cow::Borrowed(args);
         };
         let reading = read_args(entry, &args[1..]);
-        let mut view = args.to_vec();
+        // Copied at the first operand shown elsewhere.
+        let mut view = Cow::Borrowed(args);
         for t in &reading.targets {
             if !matches!(t.effect, Effect::Read | Effect::Write | Effect::Delete) {
                 continue;
             }
             let Source::Arg(i) = t.source else { continue };
-            let a = &mut view[i + 1];
-            if a.text.starts_with('/') || a.text.starts_with('~') {
+            if view[i + 1].text.starts_with('/') || view[i + 1].text.starts_with('~') {
                 continue;
             }
+            let a = &mut view.to_mut()[i + 1];
             match &cwd {
                 Cwd::Known(dirs) => {
                     // The first alternative that is not the start shows

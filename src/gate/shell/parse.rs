@@ -51,9 +51,22 @@ impl Walker<'_> {
     /// Tokenizes and parses one line (no cache: brush's own caches take a
     /// global lock and clone their results).
     fn parse(&self, line: &str) -> Result<ast::Program, brush_parser::ParseError> {
-        if let Some(mut t) = fast_tokens(line)
-            && let Some(program) = fast_parse(&mut t)
-        {
+        // The token vector is kept per thread (its capacity, not its
+        // tokens: the words are moved into the AST, the rest cleared).
+        let fast = TOKENS.with(|cell| {
+            let mut t = cell.take();
+            let program = if fast_tokens_into(line, &mut t) {
+                fast_parse(&mut t)
+            } else {
+                None
+            };
+            t.clear();
+            if t.capacity() <= 4096 {
+                cell.replace(t);
+            }
+            program
+        });
+        if let Some(program) = fast {
             return Ok(program);
         }
         // (The fast parser may have taken words out of its tokens.)
@@ -137,6 +150,22 @@ thread_local! {
 }
 
 fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
+    let mut tokens = Vec::new();
+    fast_tokens_into(line, &mut tokens).then_some(tokens)
+}
+
+thread_local! {
+    static TOKENS: std::cell::Cell<Vec<brush_parser::Token>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// [`fast_tokens`] into `tokens` (cleared first); false for a line outside
+/// the subset (`tokens` then holds a part).
+fn fast_tokens_into(line: &str, tokens: &mut Vec<brush_parser::Token>) -> bool {
+    tokens.clear();
+    fast_tokens_in(line, tokens).is_some()
+}
+
+fn fast_tokens_in(line: &str, tokens: &mut Vec<brush_parser::Token>) -> Option<()> {
     use brush_parser::{SourcePosition, Token, TokenLocation};
     use std::sync::Arc;
     let b = line.as_bytes();
@@ -220,8 +249,6 @@ fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
             && inner.bytes().all(|c| c == b' ' || plain(c));
         ok.then_some(close + 1)
     };
-    // Sized once (a token per four bytes is typical; growing moves them).
-    let mut tokens = Vec::with_capacity(b.len() / 4 + 4);
     let n = b.len();
     let mut i = 0;
     while i < n {
@@ -273,7 +300,7 @@ fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
         tokens.push(Token::Word(line[start..j].to_string(), loc(start, j)));
         i = j;
     }
-    Some(tokens)
+    Some(())
 }
 
 /// brush-parser's AST for the tokens of [`fast_tokens`] in a conservative
