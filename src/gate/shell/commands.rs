@@ -820,7 +820,8 @@ impl Walker<'_> {
         mut first: Option<Reading>,
     ) {
         let cfg = self.cfg;
-        let mut full = name.to_string();
+        // `git`, then `git diff` (a copy only for a subcommand).
+        let mut full = Cow::Borrowed(name);
         let mut start = 1;
         let mut ctx = ctx.clone();
         let mut depth = 0;
@@ -876,7 +877,7 @@ impl Walker<'_> {
                 self.unknown(&format!("`{full} {}`", excerpt(&sub_arg.text)));
                 return;
             }
-            full = format!("{full} {}", sub_arg.text);
+            full = Cow::Owned(format!("{full} {}", sub_arg.text));
             start += sub + 1;
         }
     }
