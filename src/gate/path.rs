@@ -200,7 +200,13 @@ enum Lstat {
 
 impl Lstats {
     fn lstat(&mut self, p: &Path) -> Lstat {
-        if let Some((_, l)) = self.seen.iter().find(|(q, _)| q == p) {
+        // Paths compared as text (`Path`'s `==` walks components when the
+        // texts differ); a miss only costs an `lstat`.
+        if let Some((_, l)) = self
+            .seen
+            .iter()
+            .find(|(q, _)| q.as_os_str() == p.as_os_str())
+        {
             return *l;
         }
         let out = match std::fs::symlink_metadata(p) {
@@ -235,6 +241,7 @@ fn resolve_under(
     lstats: &mut Lstats,
 ) -> Option<PathBuf> {
     let mut out = base;
+    out.reserve(rest.as_os_str().len() + 1);
     // Components still to walk: those of symlink targets met on the way
     // (`pending`, first), then the rest of `rest`'s.
     let mut pending: VecDeque<OsString> = VecDeque::new();
@@ -379,15 +386,29 @@ pub fn place_with(roots: &Roots, abs: &Path, follow: bool, lstats: &mut Lstats) 
     if roots.lexical.is_empty() {
         return Placement::NoRoots;
     }
-    let abs = lexical(abs);
+    place_normal(roots, &lexical(abs), follow, lstats)
+}
+
+/// [`place_with`] of a path already absolute and normalised lexically (no
+/// `.` or `..` component, as [`normalize`] gives): the normalisation is
+/// skipped.
+pub fn place_normal(roots: &Roots, abs: &Path, follow: bool, lstats: &mut Lstats) -> Placement {
+    debug_assert!(abs.is_absolute());
+    debug_assert!(
+        abs.components()
+            .all(|c| !matches!(c, Component::ParentDir | Component::CurDir))
+    );
+    if roots.lexical.is_empty() {
+        return Placement::NoRoots;
+    }
     let mut base: Option<(&PathBuf, &Path)> = None;
     for (lex, real) in roots.lexical.iter().zip(&roots.real) {
         let Some(real) = real else { continue };
-        if let Ok(rest) = abs.strip_prefix(lex) {
+        if let Some(rest) = strip_normal(abs, lex) {
             base = Some((real, rest));
             break;
         }
-        if let Ok(rest) = abs.strip_prefix(real) {
+        if let Some(rest) = strip_normal(abs, real) {
             base = Some((real, rest));
             break;
         }
@@ -401,13 +422,34 @@ pub fn place_with(roots: &Roots, abs: &Path, follow: bool, lstats: &mut Lstats) 
     match resolve_under(real_root.clone(), rest, roots.max_symlinks, lstats) {
         None => Placement::Unresolvable,
         Some(real) => {
-            if roots.real.iter().flatten().any(|r| real.starts_with(r)) {
+            if roots
+                .real
+                .iter()
+                .flatten()
+                .any(|r| strip_normal(&real, r).is_some())
+            {
                 Placement::Inside
             } else {
                 Placement::SymlinkEscape(real)
             }
         }
     }
+}
+
+/// [`Path::strip_prefix`] for normalised absolute paths (no `.`, `..`,
+/// repeated or trailing `/`), on the text when both are UTF-8: the same
+/// whole-component containment without walking components.
+fn strip_normal<'a>(p: &'a Path, root: &Path) -> Option<&'a Path> {
+    let (Some(t), Some(r)) = (p.to_str(), root.to_str()) else {
+        return p.strip_prefix(root).ok();
+    };
+    let rest = t.strip_prefix(r)?;
+    let rest = if r.ends_with('/') || rest.is_empty() {
+        rest
+    } else {
+        rest.strip_prefix('/')?
+    };
+    Some(Path::new(rest))
 }
 
 /// Lexical normalisation: `.` dropped, `..` pops (never above `/`), made
@@ -419,6 +461,22 @@ pub fn normalize(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strips_normal_paths_by_whole_components() {
+        fn s<'a>(p: &'a str, r: &str) -> Option<&'a Path> {
+            strip_normal(Path::new(p), Path::new(r))
+        }
+        assert_eq!(s("/a/b", "/a"), Some(Path::new("b")));
+        assert_eq!(s("/a", "/a"), Some(Path::new("")));
+        assert_eq!(s("/ab", "/a"), None);
+        assert_eq!(s("/a/b", "/"), Some(Path::new("a/b")));
+        assert_eq!(s("/", "/"), Some(Path::new("")));
+        assert_eq!(s("/b", "/a"), None);
+        for (p, r) in [("/a/b", "/a"), ("/a", "/a"), ("/ab", "/a"), ("/x/y", "/")] {
+            assert_eq!(s(p, r), Path::new(p).strip_prefix(r).ok(), "{p} {r}");
+        }
+    }
 
     #[test]
     fn lexical_normalisation() {

@@ -6,11 +6,13 @@
 //! [`super::model`], its effects checked by [`super::targets`]). Anything
 //! else is unknown: fail closed (`unknown_command`).
 
+use std::borrow::Cow;
+
 use brush_parser::ast;
 
 use super::effects::Flow;
 use super::excerpt;
-use super::model::{Source, read_args};
+use super::model::{Reading, Source, read_args};
 use super::normalize::{basename, flags_of, option_value};
 use super::rules::display;
 use super::state::{Cwd, Dir, Var};
@@ -89,17 +91,17 @@ impl Walker<'_> {
             let Some(name) = self.program_name(&args, &ctx) else {
                 return Flow::both(here);
             };
-            if scope.concurrent && scope.functions.contains(&name) {
+            if scope.concurrent && scope.functions.iter().any(|f| f == name) {
                 let d = format!("function `{name}` starts itself concurrently");
                 self.check(|c| &c.fork_bomb, FindingKind::Shell, &d);
             }
             // A function defined in the line runs its body, here.
             if ctx.via != RunVia::Derived
-                && let Some(body) = self.st.functions.get(&name).cloned()
+                && let Some(body) = self.st.functions.get(name).cloned()
             {
-                return self.call(&name, &body, scope);
+                return self.call(name, &body, scope);
             }
-            if self.st.aliases.contains(&name) && wrapped == 0 {
+            if self.st.aliases.iter().any(|a| a == name) && wrapped == 0 {
                 let d = format!("`{name}`");
                 self.check(|c| &c.alias, FindingKind::Shell, &d);
                 return Flow::both(here);
@@ -107,24 +109,22 @@ impl Walker<'_> {
             let cfg = self.cfg;
             // Rules, with the operands resolved where the line moved.
             let index = cfg.index();
-            if index.rule_names.contains(name.as_str())
-                || cfg
-                    .rules
-                    .iter()
-                    .any(|r| r.command_regex.as_ref().is_some_and(|x| x.is_match(&name)))
-            {
-                let view = self.rule_view(&name, &args, &ctx);
-                let parsed = self.parse_args(&name, &view[1..]);
-                self.rules(&name, &parsed, &view);
+            // The entry's reading of the arguments, when the rule view made
+            // one (the effects below read them the same way).
+            let mut reading = None;
+            if index.rule_names_command(cfg, name) {
+                let view = self.rule_view(name, &args, &ctx, &mut reading);
+                let parsed = self.parse_args(name, &view[1..]);
+                self.rules(name, &parsed, &view);
             }
-            if let Some(flow) = self.builtin(&name, &args, scope, &ctx) {
+            if let Some(flow) = self.builtin(name, &args, scope, &ctx) {
                 return flow;
             }
-            if let Some(spec) = index.wrappers.get(name.as_str()).map(|i| &cfg.wrappers[*i]) {
+            if let Some(spec) = index.wrappers.get(name).map(|i| &cfg.wrappers[*i]) {
                 // A wrapper's own effects (sudo: system), then what it runs.
-                if let Some(entry) = cfg.command(&name) {
+                if let Some(entry) = cfg.command(name) {
                     for e in &entry.effects {
-                        self.effect_of_run(e, &name, &args, &ctx);
+                        self.effect_of_run(e, name, &args, &ctx);
                     }
                 }
                 if wrapped >= cfg.limits.max_wrappers {
@@ -144,22 +144,18 @@ impl Walker<'_> {
                     None => return Flow::both(self.st.clone()),
                 }
             }
-            if cfg.find.names.contains(&name) {
-                if let Some(entry) = cfg.command(&name) {
+            if cfg.find.names.iter().any(|n| n == name) {
+                if let Some(entry) = cfg.command(name) {
                     let reading = read_args(entry, &args[1..]);
-                    self.check_targets(&name, &args[1..], &reading, &ctx, scope);
+                    self.check_targets(name, &args[1..], &reading, &ctx, scope);
                 }
                 self.find(&args[1..], scope, wrapped, &ctx);
                 return Flow::both(self.st.clone());
             }
-            if let Some(spec) = index
-                .interpreters
-                .get(name.as_str())
-                .map(|i| &cfg.interpreters[*i])
-            {
-                return self.interpreter(spec, &name, &args[1..], scope, wrapped, &ctx);
+            if let Some(spec) = index.interpreters.get(name).map(|i| &cfg.interpreters[*i]) {
+                return self.interpreter(spec, name, &args[1..], scope, wrapped, &ctx);
             }
-            self.known(&name, &args, scope, &ctx);
+            self.known(name, &args, scope, &ctx, reading);
             return Flow::both(self.st.clone());
         }
     }
@@ -167,7 +163,7 @@ impl Walker<'_> {
     /// The command name to look up: the basename of a program in a system
     /// directory; a program named by any other path runs as a script
     /// (checked, `None` returned); a glob is unknown.
-    fn program_name(&mut self, args: &[Arg], ctx: &Ctx) -> Option<String> {
+    fn program_name<'a>(&mut self, args: &'a [Arg], ctx: &Ctx) -> Option<&'a str> {
         let first = &args[0];
         let text = first.text.as_str();
         if first.glob {
@@ -176,9 +172,9 @@ impl Walker<'_> {
             return None;
         }
         if !text.contains('/') {
-            return Some(text.to_string());
+            return Some(text);
         }
-        let base = basename(text).to_string();
+        let base = basename(text);
         let dir = text.trim_end_matches('/');
         let dir = dir.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
         let dir = if dir.is_empty() { "/" } else { dir };
@@ -219,26 +215,35 @@ impl Walker<'_> {
     /// The arguments as the rules see them: a path operand is shown where it
     /// lands when the line changed directory (`cd / && rm -rf *` is
     /// `rm -rf /*`).
-    fn rule_view(&self, name: &str, args: &[Arg], ctx: &Ctx) -> Vec<Arg> {
+    /// The entry's reading of `args[1..]`, when one is made, is left in
+    /// `reading`.
+    fn rule_view<'a>(
+        &self,
+        name: &str,
+        args: &'a [Arg],
+        ctx: &Ctx,
+        reading: &mut Option<Reading>,
+    ) -> Cow<'a, [Arg]> {
         let cwd = self.cwd_of(ctx);
         let start = matches!(&cwd, Cwd::Known(v) if v.len() == 1 && v[0] == Dir::start());
         if start {
-            return args.to_vec();
+            return Cow::Borrowed(args);
         }
         let Some(entry) = self.cfg.command(name) else {
-            return args.to_vec();
+            return Cow::Borrowed(args);
         };
-        let reading = read_args(entry, &args[1..]);
-        let mut view = args.to_vec();
+        let reading = reading.insert(read_args(entry, &args[1..]));
+        // Copied at the first operand shown elsewhere.
+        let mut view = Cow::Borrowed(args);
         for t in &reading.targets {
             if !matches!(t.effect, Effect::Read | Effect::Write | Effect::Delete) {
                 continue;
             }
             let Source::Arg(i) = t.source else { continue };
-            let a = &mut view[i + 1];
-            if a.text.starts_with('/') || a.text.starts_with('~') {
+            if view[i + 1].text.starts_with('/') || view[i + 1].text.starts_with('~') {
                 continue;
             }
+            let a = &mut view.to_mut()[i + 1];
             match &cwd {
                 Cwd::Known(dirs) => {
                     // The first alternative that is not the start shows
@@ -297,8 +302,15 @@ impl Walker<'_> {
                     let c = self.st.cwd.clone();
                     self.st_mut().stack.push(c);
                 }
+                // At most `max` alternatives (merging a set with itself
+                // changes it only above that).
+                let new = if new.is_merged(max) {
+                    new
+                } else {
+                    new.merge(&new, max)
+                };
                 let st = self.st_mut();
-                st.oldpwd = Some(std::mem::replace(&mut st.cwd, new.merge(&new, max)));
+                st.oldpwd = Some(std::mem::replace(&mut st.cwd, new));
                 if self.want_effects {
                     let shown = rest
                         .iter()
@@ -798,9 +810,18 @@ impl Walker<'_> {
 
     /// A command the policy describes, a trusted project command, or an
     /// unknown one.
-    fn known(&mut self, name: &str, args: &[Arg], scope: &Scope, ctx: &Ctx) {
+    /// `first`: the reading of `args[1..]` with `name`'s entry, if made.
+    fn known(
+        &mut self,
+        name: &str,
+        args: &[Arg],
+        scope: &Scope,
+        ctx: &Ctx,
+        mut first: Option<Reading>,
+    ) {
         let cfg = self.cfg;
-        let mut full = name.to_string();
+        // `git`, then `git diff` (a copy only for a subcommand).
+        let mut full = Cow::Borrowed(name);
         let mut start = 1;
         let mut ctx = ctx.clone();
         let mut depth = 0;
@@ -813,7 +834,10 @@ impl Walker<'_> {
                 return;
             };
             let rest = &args[start..];
-            let reading = read_args(entry, rest);
+            let reading = match first.take() {
+                Some(r) if depth == 0 => r,
+                _ => read_args(entry, rest),
+            };
             // The directory this command works in (`git -C`, `make -C`).
             for t in &reading.targets {
                 if t.effect == Effect::Chdir
@@ -853,7 +877,7 @@ impl Walker<'_> {
                 self.unknown(&format!("`{full} {}`", excerpt(&sub_arg.text)));
                 return;
             }
-            full = format!("{full} {}", sub_arg.text);
+            full = Cow::Owned(format!("{full} {}", sub_arg.text));
             start += sub + 1;
         }
     }

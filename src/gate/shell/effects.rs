@@ -425,7 +425,8 @@ impl Walker<'_> {
     fn simple(&mut self, sc: &ast::SimpleCommand, scope: &Scope) -> Flow {
         use ast::CommandPrefixOrSuffixItem as I;
         let mut s = scope.clone();
-        let mut words: Vec<&str> = Vec::new();
+        let mut words: Vec<&str> =
+            Vec::with_capacity(1 + sc.suffix.as_ref().map_or(0, |x| x.0.len()));
         let mut procsubs: Vec<(usize, &ast::ProcessSubstitutionKind, &ast::SubshellCommand)> =
             Vec::new();
         let mut redirects: Vec<&ast::IoRedirect> = Vec::new();
@@ -459,8 +460,7 @@ impl Walker<'_> {
                 I::ProcessSubstitution(kind, sub) => procsubs.push((words.len(), kind, sub)),
             }
         }
-        let owned: Vec<ast::IoRedirect> = redirects.into_iter().cloned().collect();
-        self.redirects(&owned, &mut s);
+        self.redirects(redirects.iter().copied(), &mut s);
 
         // The arguments see the variables as they were before this
         // command's own prefix assignments.
@@ -592,7 +592,11 @@ impl Walker<'_> {
 
     /// Walks redirections: applies redirect rules, checks the files read
     /// and written, walks substitutions, and records what stdin becomes.
-    pub(super) fn redirects(&mut self, list: &[ast::IoRedirect], scope: &mut Scope) {
+    pub(super) fn redirects<'a>(
+        &mut self,
+        list: impl IntoIterator<Item = &'a ast::IoRedirect>,
+        scope: &mut Scope,
+    ) {
         use ast::{IoFileRedirectKind as K, IoFileRedirectTarget as T, IoRedirect as R};
         for r in list {
             match r {

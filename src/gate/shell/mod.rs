@@ -346,6 +346,13 @@ impl Walker<'_> {
 
     /// Flags invisible, bidirectional and control characters in a word.
     fn suspicious(&mut self, text: &str) {
+        if let Some(ascii) = &self.cfg.index().suspicious_ascii
+            && text
+                .bytes()
+                .all(|b| !ascii.get(b as usize).copied().unwrap_or(true))
+        {
+            return;
+        }
         if !self.cfg.suspicious_chars.is_match(text) {
             return;
         }

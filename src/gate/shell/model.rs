@@ -129,7 +129,7 @@ fn flag(
 pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
     let mut r = Reading::default();
     let mut operand_effect = spec.operands.clone();
-    let mut operands: Vec<(usize, bool)> = Vec::new(); // (index, after --)
+    let mut operands: Vec<(usize, bool)> = Vec::with_capacity(args.len()); // (index, after --)
     let mut clear = false;
     // Options (as given) and canonical flags seen, for `program_unless`.
     let mut seen = Seen {

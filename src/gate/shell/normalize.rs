@@ -503,7 +503,13 @@ fn plain_word(raw: &str) -> Option<&str> {
 
 /// Whether text holds a glob pattern: `*`, `?`, or a `[...]` class.
 pub(super) fn has_glob(t: &str) -> bool {
-    t.contains(['*', '?']) || t.find('[').is_some_and(|i| t[i + 1..].contains(']'))
+    // Over bytes: the characters are ASCII, and no byte of a multi-byte
+    // character is.
+    let b = t.as_bytes();
+    b.iter().any(|&c| c == b'*' || c == b'?')
+        || b.iter()
+            .position(|&c| c == b'[')
+            .is_some_and(|i| b[i + 1..].contains(&b']'))
 }
 
 pub(super) fn basename(s: &str) -> &str {

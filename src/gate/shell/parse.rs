@@ -51,9 +51,22 @@ impl Walker<'_> {
     /// Tokenizes and parses one line (no cache: brush's own caches take a
     /// global lock and clone their results).
     fn parse(&self, line: &str) -> Result<ast::Program, brush_parser::ParseError> {
-        if let Some(mut t) = fast_tokens(line)
-            && let Some(program) = fast_parse(&mut t)
-        {
+        // The token vector is kept per thread (its capacity, not its
+        // tokens: the words are moved into the AST, the rest cleared).
+        let fast = TOKENS.with(|cell| {
+            let mut t = cell.take();
+            let program = if fast_tokens_into(line, &mut t) {
+                fast_parse(&mut t)
+            } else {
+                None
+            };
+            t.clear();
+            if t.capacity() <= 4096 {
+                cell.replace(t);
+            }
+            program
+        });
+        if let Some(program) = fast {
             return Ok(program);
         }
         // (The fast parser may have taken words out of its tokens.)
@@ -127,25 +140,85 @@ impl Walker<'_> {
 /// terminators, newlines) falls back. The tokens must be identical to
 /// brush's, positions included: the tests compare both tokenizers on known
 /// lines and on random ones.
+/// The bytes [`fast_tokens`] reads: blanks and printable ASCII but
+/// backslash, backquote, `#`, braces and `!`.
+const FAST_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0x21;
+    while c < 0x7f {
+        t[c] = !matches!(c as u8, b'\\' | b'`' | b'#' | b'{' | b'}' | b'!');
+        c += 1;
+    }
+    t[b' ' as usize] = true;
+    t[b'\t' as usize] = true;
+    t
+};
+
+/// Positions (line 1) shared by the tokens of [`fast_tokens`], by index.
+const SHARED_POSITIONS: usize = 1024;
+
+type Positions = std::rc::Rc<Vec<std::sync::Arc<brush_parser::SourcePosition>>>;
+
+thread_local! {
+    static POSITIONS: std::cell::RefCell<Positions> = std::cell::RefCell::new(Positions::default());
+}
+
 fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
+    let mut tokens = Vec::new();
+    fast_tokens_into(line, &mut tokens).then_some(tokens)
+}
+
+thread_local! {
+    static TOKENS: std::cell::Cell<Vec<brush_parser::Token>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// [`fast_tokens`] into `tokens` (cleared first); false for a line outside
+/// the subset (`tokens` then holds a part).
+fn fast_tokens_into(line: &str, tokens: &mut Vec<brush_parser::Token>) -> bool {
+    tokens.clear();
+    fast_tokens_in(line, tokens).is_some()
+}
+
+fn fast_tokens_in(line: &str, tokens: &mut Vec<brush_parser::Token>) -> Option<()> {
     use brush_parser::{SourcePosition, Token, TokenLocation};
     use std::sync::Arc;
     let b = line.as_bytes();
-    if b.iter().any(|&c| {
-        !(c == b' ' || c == b'\t' || (0x21..0x7f).contains(&c))
-            || matches!(c, b'\\' | b'`' | b'#' | b'{' | b'}' | b'!')
-    }) || line.contains("<<")
-        || line.contains("$'")
-        || line.contains("$((")
-    {
-        return None;
+    // One pass: a byte outside the subset, or `<<`, `$'`, `$((`.
+    let mut prev = [0u8; 2];
+    for &c in b {
+        if !FAST_BYTES[c as usize]
+            || (c == b'<' && prev[1] == b'<')
+            || (c == b'\'' && prev[1] == b'$')
+            || (c == b'(' && prev == [b'$', b'('])
+        {
+            return None;
+        }
+        prev = [prev[1], c];
     }
-    let pos = |i: usize| {
-        Arc::new(SourcePosition {
+    // Positions are shared (`Arc`) from a per-thread table of the first
+    // `SHARED_POSITIONS`: two allocations per token otherwise.
+    let shared = POSITIONS.with_borrow_mut(|t| {
+        let want = (b.len() + 1).min(SHARED_POSITIONS);
+        if t.len() < want {
+            let v = std::rc::Rc::make_mut(t);
+            while v.len() < want {
+                let i = v.len();
+                v.push(Arc::new(SourcePosition {
+                    index: i,
+                    line: 1,
+                    column: i + 1,
+                }));
+            }
+        }
+        t.clone()
+    });
+    let pos = |i: usize| match shared.get(i) {
+        Some(p) => p.clone(),
+        None => Arc::new(SourcePosition {
             index: i,
             line: 1,
             column: i + 1,
-        })
+        }),
     };
     let loc = |a: usize, z: usize| TokenLocation {
         start: pos(a),
@@ -193,7 +266,6 @@ fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
             && inner.bytes().all(|c| c == b' ' || plain(c));
         ok.then_some(close + 1)
     };
-    let mut tokens = Vec::new();
     let n = b.len();
     let mut i = 0;
     while i < n {
@@ -245,7 +317,7 @@ fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
         tokens.push(Token::Word(line[start..j].to_string(), loc(start, j)));
         i = j;
     }
-    Some(tokens)
+    Some(())
 }
 
 /// brush-parser's AST for the tokens of [`fast_tokens`] in a conservative
@@ -370,9 +442,23 @@ impl FastParser<'_> {
         }
     }
 
+    /// The number of tokens from the position to the next operator that
+    /// ends a command (a bound on its words and redirections).
+    fn command_len(&self) -> usize {
+        self.t[self.i..]
+            .iter()
+            .position(|t| {
+                matches!(t, brush_parser::Token::Operator(o, _)
+                    if matches!(o.as_str(), "&&" | "||" | "|" | "|&" | ";" | "&"))
+            })
+            .unwrap_or(self.t.len() - self.i)
+    }
+
     fn simple_command(&mut self) -> Option<ast::SimpleCommand> {
         use ast::CommandPrefixOrSuffixItem as I;
         use brush_parser::Token;
+        // Sized once: the items are large, and growing moves them.
+        let len = self.command_len();
         let mut prefix = Vec::new();
         loop {
             if let Some(r) = self.io_redirect()? {
@@ -406,7 +492,7 @@ impl FastParser<'_> {
                 });
             }
         };
-        let mut suffix = Vec::new();
+        let mut suffix = Vec::with_capacity(len.saturating_sub(prefix.len() + 1));
         loop {
             if let Some(r) = self.io_redirect()? {
                 suffix.push(I::IoRedirect(r));
@@ -517,13 +603,13 @@ fn assignment(w: &str, loc: &brush_parser::TokenLocation) -> Option<ast::Assignm
         i += 1;
     }
     let scalar = &w[..i];
-    let name = if b.get(i) == Some(&b'[') {
+    let index = if b.get(i) == Some(&b'[') {
         let close = i + 1 + w[i + 1..].find(']')?;
         let index = &w[i + 1..close];
         i = close + 1;
-        ast::AssignmentName::ArrayElementName(scalar.to_owned(), index.to_owned())
+        Some(index)
     } else {
-        ast::AssignmentName::VariableName(scalar.to_owned())
+        None
     };
     let append = b.get(i) == Some(&b'+');
     if append {
@@ -532,6 +618,11 @@ fn assignment(w: &str, loc: &brush_parser::TokenLocation) -> Option<ast::Assignm
     if b.get(i) != Some(&b'=') {
         return None;
     }
+    // Names are built only for an assignment (most words are not).
+    let name = match index {
+        Some(index) => ast::AssignmentName::ArrayElementName(scalar.to_owned(), index.to_owned()),
+        None => ast::AssignmentName::VariableName(scalar.to_owned()),
+    };
     Some(ast::Assignment {
         name,
         value: ast::AssignmentValue::Scalar(ast::Word::from(w[i + 1..].to_owned())),

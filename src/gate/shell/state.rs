@@ -118,7 +118,7 @@ impl Cwd {
 
     /// Whether merging with itself gives itself: the alternatives are
     /// sorted, distinct and at most `max`.
-    fn is_merged(&self, max: usize) -> bool {
+    pub(super) fn is_merged(&self, max: usize) -> bool {
         match self {
             Cwd::Known(v) => v.len() <= max && v.windows(2).all(|w| w[0] < w[1]),
             Cwd::Unknown => true,

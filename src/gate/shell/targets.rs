@@ -26,7 +26,7 @@ use super::normalize::basename;
 use super::state::{Cwd, Dir};
 use super::{Arg, EffectChecks, RedirectMode, RunVia, Scope, Walker, excerpt};
 use crate::gate::code::{self, ScriptEffect};
-use crate::gate::path::{Placement, place, place_with};
+use crate::gate::path::{Placement, place, place_normal, place_with};
 use crate::gate::types::{Action, Check, FindingKind};
 use crate::plan::gate::effect::Effect;
 use crate::plan::gate::shell::EnvValue;
@@ -140,13 +140,14 @@ impl Walker<'_> {
                 self.effect("project", cmd, cmd);
                 // `bundle exec`, `mix test`: the first operand may name the
                 // trusted subcommand of an entry without subcommands.
-                let sub = args
-                    .iter()
-                    .skip(cmd.split(' ').count())
-                    .find(|a| !a.text.starts_with('-'))
-                    .map(|a| format!("{cmd} {}", a.text));
+                let sub = || {
+                    args.iter()
+                        .skip(cmd.split(' ').count())
+                        .find(|a| !a.text.starts_with('-'))
+                        .map(|a| format!("{cmd} {}", a.text))
+                };
                 let trusted = (self.cfg.trusted(cmd)
-                    || sub.as_deref().is_some_and(|s| self.cfg.trusted(s)))
+                    || sub().as_deref().is_some_and(|s| self.cfg.trusted(s)))
                     && self.in_project(ctx);
                 if !trusted {
                     self.effect_check_with(|c| &c.project, shown);
@@ -204,40 +205,83 @@ impl Walker<'_> {
         if dynamic {
             return Place::Dynamic;
         }
+        let base = self.roots.lexical.first();
         let dirs: Vec<Dir> = if text.starts_with('/') || text.starts_with('~') {
             vec![Dir::start().join(text)]
         } else {
             match self.cwd_of(ctx) {
-                Cwd::Known(v) => v.iter().map(|d| d.join(text)).collect(),
+                Cwd::Known(v) => {
+                    // The usual case, a relative path below directories
+                    // below the start: the text is built directly (what
+                    // the general case below gives, without the joins).
+                    if let Some(root) = base.and_then(|b| b.to_str())
+                        && !text.split('/').any(|c| c == "..")
+                        && v.iter().all(
+                            |d| matches!(d, Dir::Rel(c) if c.first().is_none_or(|x| x != "..")),
+                        )
+                    {
+                        return Place::At(
+                            v.iter()
+                                .map(|d| {
+                                    let shown = rel_path(root, d, text);
+                                    let abs = PathBuf::from(shown.clone());
+                                    (shown, Some(abs))
+                                })
+                                .collect(),
+                        );
+                    }
+                    v.iter().map(|d| d.join(text)).collect()
+                }
                 Cwd::Unknown => return Place::Dynamic,
             }
         };
-        let base = self.roots.lexical.first();
+        // The root is normalised and so are the components (no `.`, `..`
+        // only leading): a path without `..` is normalised as joined, and
+        // shown as it is.
         Place::At(
             dirs.into_iter()
                 .map(|d| match &d {
-                    Dir::Rel(c) => {
-                        let abs = base.map(|b| {
+                    Dir::Rel(c) => match base {
+                        Some(b) if c.first().is_none_or(|x| x != "..") => match b.to_str() {
+                            // The text first, then the path from it (no
+                            // `Display` round trip, one allocation each).
+                            Some(root) => {
+                                let mut shown = String::with_capacity(
+                                    root.len() + c.iter().map(|x| x.len() + 1).sum::<usize>(),
+                                );
+                                shown.push_str(root);
+                                for x in c {
+                                    if !shown.ends_with('/') {
+                                        shown.push('/');
+                                    }
+                                    shown.push_str(x);
+                                }
+                                let abs = PathBuf::from(shown.clone());
+                                (shown, Some(abs))
+                            }
+                            None => {
+                                let mut p = b.clone();
+                                for x in c {
+                                    p.push(x);
+                                }
+                                (p.display().to_string(), Some(p))
+                            }
+                        },
+                        Some(b) => {
                             let mut p = b.clone();
                             for x in c {
                                 p.push(x);
                             }
-                            p
-                        });
-                        let shown = match &abs {
-                            // The root is normalised and so are the
-                            // components (no `.`, `..` only leading).
-                            Some(p) if c.first().is_none_or(|x| x != "..") => {
-                                p.display().to_string()
-                            }
-                            Some(p) => crate::gate::path::normalize(p).display().to_string(),
-                            None => d.render(),
-                        };
-                        (shown, abs)
-                    }
+                            // Shown normalised; the path as joined (`cd ..`
+                            // is looked at through the root's own name).
+                            let shown = crate::gate::path::normalize(&p).display().to_string();
+                            (shown, Some(p))
+                        }
+                        None => (d.render(), None),
+                    },
                     Dir::Abs(_) => {
                         let s = d.render();
-                        let p = PathBuf::from(&s);
+                        let p = PathBuf::from(s.clone());
                         (s, Some(p))
                     }
                     Dir::Home(user, c) => {
@@ -290,6 +334,10 @@ impl Walker<'_> {
                         continue;
                     }
                     let placement = match &abs {
+                        // Shown as it is: normalised already.
+                        Some(p) if p.as_os_str() == shown.as_str() => {
+                            place_normal(&self.roots, p, writes, &mut self.lstats)
+                        }
                         Some(p) => place_with(&self.roots, p, writes, &mut self.lstats),
                         None => Placement::Outside,
                     };
@@ -614,6 +662,61 @@ impl Walker<'_> {
                     self.effect_check(|c| &c.env_code, &d);
                 }
             }
+        }
+    }
+}
+
+/// `root/dir/text` as text, for a directory below the start and a relative
+/// `text` without `..`: `.` and empty components dropped, as
+/// [`Dir::join`] drops them.
+fn rel_path(root: &str, dir: &Dir, text: &str) -> String {
+    let comps: &[String] = match dir {
+        Dir::Rel(c) | Dir::Abs(c) | Dir::Home(_, c) => c,
+    };
+    let mut out = String::with_capacity(
+        root.len() + comps.iter().map(|c| c.len() + 1).sum::<usize>() + text.len() + 1,
+    );
+    out.push_str(root);
+    let parts = comps
+        .iter()
+        .map(String::as_str)
+        .chain(text.split('/').filter(|c| !c.is_empty() && *c != "."));
+    for c in parts {
+        if !out.ends_with('/') {
+            out.push('/');
+        }
+        out.push_str(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Dir, rel_path};
+
+    #[test]
+    fn rel_path_is_the_join() {
+        for (dir, text) in [
+            ("", "a"),
+            ("target/tmp", "build.log"),
+            ("a", "./b//c/."),
+            ("a/b", ""),
+            ("x", "."),
+        ] {
+            let d = Dir::start().join(dir);
+            let joined = match d.join(text) {
+                Dir::Rel(c) if c.is_empty() => "/r".to_string(),
+                Dir::Rel(c) => format!("/r/{}", c.join("/")),
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(rel_path("/r", &d, text), joined, "{dir} {text}");
+            assert_eq!(
+                rel_path("/", &d, text),
+                joined
+                    .strip_prefix("/r")
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or("/"),
+            );
         }
     }
 }

@@ -4,7 +4,9 @@
 //! effect), wrappers, interpreters, `find`, and the rules on normalised
 //! commands and redirections.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use serde::Deserialize;
 
@@ -106,21 +108,43 @@ pub struct ShellConfig {
     index: IndexCell,
 }
 
-/// Name → entry lookups over a [`ShellConfig`]'s lists.
+/// Name → entry lookups over a [`ShellConfig`]'s lists (FxHash: short
+/// keys, looked up several times per command).
 #[derive(Debug, Default)]
 pub(crate) struct ShellIndex {
-    pub(crate) rule_names: HashSet<String>,
-    pub(crate) wrappers: HashMap<String, usize>,
-    pub(crate) interpreters: HashMap<String, usize>,
+    pub(crate) rule_names: FxHashSet<String>,
+    pub(crate) wrappers: FxHashMap<String, usize>,
+    pub(crate) interpreters: FxHashMap<String, usize>,
     /// Name (`git`, `git log`) → entry: `(true, i)` in `extra_commands`,
     /// `(false, i)` in `commands`.
-    pub(crate) commands: HashMap<String, (bool, usize)>,
+    pub(crate) commands: FxHashMap<String, (bool, usize)>,
     /// Trusted command names (`cargo build`, `make`).
-    pub(crate) trusted: HashSet<String>,
+    pub(crate) trusted: FxHashSet<String>,
     /// Environment variable names (exact) → entry; prefixes (`GIT_CONFIG_`)
     /// are tried in order.
-    pub(crate) env: HashMap<String, usize>,
+    pub(crate) env: FxHashMap<String, usize>,
     pub(crate) env_prefixes: Vec<(String, usize)>,
+    /// When `suspicious_chars` matches exactly one character (a class, as
+    /// shipped): which ASCII bytes it matches. A word of other ASCII bytes
+    /// cannot match, and the regex is not run on it.
+    pub(crate) suspicious_ascii: Option<[bool; 128]>,
+    /// The rules' `command_regex`es as one alternation (one search per
+    /// command instead of one per rule); `None` when no rule has one.
+    pub(crate) rule_regex: Option<regex::Regex>,
+}
+
+impl ShellIndex {
+    /// Whether some rule names command `name` (by name or regex).
+    pub(crate) fn rule_names_command(&self, cfg: &ShellConfig, name: &str) -> bool {
+        self.rule_names.contains(name)
+            || match &self.rule_regex {
+                Some(r) => r.is_match(name),
+                None => cfg
+                    .rules
+                    .iter()
+                    .any(|r| r.command_regex.as_ref().is_some_and(|x| x.is_match(name))),
+            }
+    }
 }
 
 /// A lazily built [`ShellIndex`]; a clone starts empty, so a configuration
@@ -142,12 +166,11 @@ impl ShellConfig {
             for r in &self.rules {
                 ix.rule_names.extend(r.commands.iter().cloned());
             }
-            let first =
-                |map: &mut std::collections::HashMap<String, usize>, names: &[String], i| {
-                    for n in names {
-                        map.entry(n.clone()).or_insert(i);
-                    }
-                };
+            let first = |map: &mut FxHashMap<String, usize>, names: &[String], i| {
+                for n in names {
+                    map.entry(n.clone()).or_insert(i);
+                }
+            };
             for (i, w) in self.wrappers.iter().enumerate() {
                 first(&mut ix.wrappers, &w.names, i);
             }
@@ -180,6 +203,22 @@ impl ShellConfig {
                     }
                 }
             }
+            ix.suspicious_ascii = one_char_ascii(&self.suspicious_chars.0);
+            let alternatives: Vec<String> = self
+                .rules
+                .iter()
+                .filter_map(|r| r.command_regex.as_ref())
+                .map(|r| format!("(?:{})", r.0.as_str()))
+                .collect();
+            // (A failure to build leaves the rules' own regexes to run.)
+            ix.rule_regex = (!alternatives.is_empty())
+                .then(|| {
+                    regex::RegexBuilder::new(&alternatives.join("|"))
+                        .size_limit(1 << 24)
+                        .build()
+                        .ok()
+                })
+                .flatten();
             ix
         })
     }
@@ -225,6 +264,28 @@ impl ShellConfig {
             })
             .map(|i| &self.env[*i])
     }
+}
+
+/// For a regex that matches exactly one character (a character class or a
+/// single literal character), the ASCII bytes it matches; `None` for any
+/// other regex.
+fn one_char_ascii(re: &regex::Regex) -> Option<[bool; 128]> {
+    use regex_syntax::hir::HirKind;
+    let hir = regex_syntax::Parser::new().parse(re.as_str()).ok()?;
+    let one = match hir.kind() {
+        HirKind::Class(_) => true,
+        HirKind::Literal(l) => std::str::from_utf8(&l.0).is_ok_and(|t| t.chars().count() == 1),
+        _ => false,
+    };
+    if !one {
+        return None;
+    }
+    let mut mask = [false; 128];
+    let mut buf = [0u8; 4];
+    for (b, m) in mask.iter_mut().enumerate() {
+        *m = re.is_match(char::from(b as u8).encode_utf8(&mut buf));
+    }
+    Some(mask)
 }
 
 /// `[gate.shell.effects]`: the outcome of each effect. A check whose action
@@ -710,4 +771,29 @@ pub struct RedirectRule {
     pub action: Action,
     /// Message for the model; `{detail}` becomes the redirection.
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_char_ascii;
+
+    #[test]
+    fn one_char_regexes_give_their_ascii_bytes() {
+        let shipped = regex::Regex::new(
+            r"[\x00-\x08\x0B-\x1F\x7F\p{Cf}\p{Co}\p{Zl}\p{Zp}\x{115F}\x{1160}\x{3164}\x{FFA0}\x{2800}]",
+        )
+        .unwrap();
+        let m = one_char_ascii(&shipped).unwrap();
+        assert!(m[0x01] && m[0x1b] && m[0x7f]);
+        assert!(!m[b'a' as usize] && !m[b' ' as usize] && !m[b'\t' as usize]);
+        let x = one_char_ascii(&regex::Regex::new("x").unwrap()).unwrap();
+        assert_eq!(x.iter().filter(|b| **b).count(), 1);
+        // More than one character, or an anchor: no shortcut.
+        for p in ["ab", "[a-z]+", "^x", "a|bc", "(x)"] {
+            assert!(
+                one_char_ascii(&regex::Regex::new(p).unwrap()).is_none(),
+                "{p}"
+            );
+        }
+    }
 }
