@@ -82,7 +82,11 @@ fn name_span(p: &PolicySource, value: &Sp<String>, name: &str) -> Option<std::op
 /// Compiles `policy` with the catalog `tools` into a plan, then checks the
 /// policy's examples against it. Returns every problem found.
 pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, LoadError> {
-    CompileCache::default().compile(policy, &[Arc::new(tools)])
+    let mut parts = catalog::Parts {
+        once: true,
+        ..Default::default()
+    };
+    compile_with(&mut parts, policy, &[Arc::new(tools)])
 }
 
 /// A compiler that keeps what it compiled, to reuse it in the next compile
