@@ -21,8 +21,8 @@
 //!    transitions, findings, properties and examples: always compiled
 //!    (`compile::CompileCache::compile`), against the linked catalog.
 //!
-//! Input schemas are compiled once per distinct schema, keyed by a hash of
-//! its canonical JSON text (serde_json's, keys sorted) and confirmed by
+//! Input schemas are compiled once per distinct schema, keyed by a
+//! structural hash of the tree ([`schema_hash`]) and confirmed by
 //! comparing the trees, and kept across compiles while some tool uses them.
 //!
 //! Every layer computes exactly what the monolithic compile did, in the same
@@ -177,7 +177,7 @@ pub(crate) fn fnv1a(hash: &mut u64, bytes: &[u8]) {
 /// FNV-1a's offset basis.
 pub(crate) const FNV_START: u64 = 0xcbf29ce484222325;
 
-/// Compiled input schemas by a hash of their canonical text, kept while
+/// Compiled input schemas by a structural hash of the tree, kept while
 /// some compile uses them.
 #[derive(Default)]
 pub(crate) struct SchemaStore {
@@ -197,26 +197,45 @@ impl std::fmt::Debug for SchemaStore {
     }
 }
 
-/// An `io::Write` that hashes what is written (FxHash, 64 bits).
-struct HashWriter(rustc_hash::FxHasher);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        std::hash::Hasher::write(&mut self.0, buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// A structural hash of the JSON tree `v` (FxHash, 64 bits): equal trees
+/// hash equally (object keys are visited in their sorted order, numbers by
+/// serde_json's `Number`), without serialising the tree. A key for the
+/// [`SchemaStore`], where a match is confirmed by comparing the trees.
+pub fn schema_hash(v: &Value) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    hash_value(v, &mut h);
+    std::hash::Hasher::finish(&h)
 }
 
-/// Hash of the canonical JSON text of `v` (serde_json's serialisation: object
-/// keys sorted), computed without building the text.
-pub fn schema_hash(v: &Value) -> u64 {
-    let mut w = HashWriter(rustc_hash::FxHasher::default());
-    // Writing to a hasher cannot fail.
-    let _ = serde_json::to_writer(&mut w, v);
-    std::hash::Hasher::finish(&w.0)
+fn hash_value(v: &Value, h: &mut rustc_hash::FxHasher) {
+    use std::hash::{Hash, Hasher};
+    match v {
+        Value::Null => h.write_u8(0),
+        Value::Bool(b) => h.write_u8(1 + *b as u8),
+        Value::Number(n) => {
+            h.write_u8(3);
+            n.hash(h);
+        }
+        Value::String(s) => {
+            h.write_u8(4);
+            s.hash(h);
+        }
+        Value::Array(a) => {
+            h.write_u8(5);
+            h.write_usize(a.len());
+            for x in a {
+                hash_value(x, h);
+            }
+        }
+        Value::Object(m) => {
+            h.write_u8(6);
+            h.write_usize(m.len());
+            for (k, x) in m {
+                k.hash(h);
+                hash_value(x, h);
+            }
+        }
+    }
 }
 
 impl SchemaStore {

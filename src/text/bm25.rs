@@ -121,6 +121,8 @@ impl Bm25Doc {
         let f = &a.params.fields;
         let mut doc = Bm25Doc::default();
         let mut out: Vec<Arc<str>> = Vec::new();
+        // Interned terms are equal when they are the same string.
+        let interned = a.memo.is_some();
         // A field of several texts is analysed as their concatenation with
         // spaces (a space ends a word run, so no term spans two texts).
         let mut add = |texts: &mut dyn Iterator<Item = &str>, weight: f64, doc: &mut Bm25Doc| {
@@ -137,7 +139,13 @@ impl Bm25Doc {
                 match doc
                     .terms
                     .iter_mut()
-                    .find(|(t, _)| Arc::ptr_eq(t, &term) || **t == *term)
+                    .find(|(t, _)| {
+                        if interned {
+                            Arc::ptr_eq(t, &term)
+                        } else {
+                            **t == *term
+                        }
+                    })
                 {
                     Some(e) => e.1 += weight,
                     None => doc.terms.push((term, 0.0 + weight)),
@@ -270,6 +278,12 @@ impl<'a> Bm25Analyzer<'a> {
     fn term(&self, piece: &str) -> Option<String> {
         if piece.is_empty() {
             return None;
+        }
+        // Digits have no case and no suffix to stem.
+        if piece.bytes().all(|b| b.is_ascii_digit()) {
+            return (piece.len() >= self.analyzer.min_length()
+                && !self.analyzer.is_stop_word(piece))
+            .then(|| piece.to_string());
         }
         let lower = piece.to_lowercase();
         if lower.chars().count() < self.analyzer.min_length() || self.analyzer.is_stop_word(&lower)
@@ -733,6 +747,42 @@ mod tests {
         let mut out = Vec::new();
         a.terms("get_weather Running", &mut out);
         assert_eq!(out, vec!["get_weather", "running"]);
+    }
+
+    #[test]
+    fn memoized_documents_equal_plain_ones() {
+        let an = analyzer();
+        for (split, stem) in [(true, true), (false, false), (true, false)] {
+            let p = params(split, stem);
+            let plain = Bm25Analyzer::new(&p, &an);
+            let memo = Bm25Analyzer::new(&p, &an).memoized();
+            let schema = serde_json::json!({"properties": {
+                "user_id_2024": {"description": "the user's id, 2024"},
+                "数据库": {"items": {"properties": {"getWeather": {}}}}}});
+            let kws = ["Weather".to_string(), "数据库 v2".to_string()];
+            for name in ["get_weather_12", "getWeather 12 a", "x"] {
+                let t = ToolText {
+                    name,
+                    description: "Running the weather reports, 12 of them",
+                    input_schema: Some(&schema),
+                    keywords: &kws,
+                };
+                // Twice through the memo: the second run reads what the first stored.
+                for _ in 0..2 {
+                    assert_eq!(Bm25Doc::of(&memo, &t), Bm25Doc::of(&plain, &t));
+                }
+            }
+        }
+        // Digit runs skip lowercasing and stemming: every stemmer leaves them as they are.
+        for alg in [
+            rust_stemmers::Algorithm::English,
+            rust_stemmers::Algorithm::French,
+            rust_stemmers::Algorithm::German,
+            rust_stemmers::Algorithm::Russian,
+            rust_stemmers::Algorithm::Arabic,
+        ] {
+            assert_eq!(Stemmer::create(alg).stem("2024"), "2024");
+        }
     }
 
     #[test]
