@@ -119,55 +119,65 @@ impl Bm25Doc {
     /// ([`Bm25Analyzer::memoized`]).
     pub fn of(a: &Bm25Analyzer<'_>, t: &ToolText<'_>) -> Bm25Doc {
         let f = &a.params.fields;
-        let mut doc = Bm25Doc::default();
-        let mut out: Vec<Arc<str>> = Vec::new();
-        // Interned terms are equal when they are the same string.
-        let interned = a.memo.is_some();
+        let mut memo = a.memo.as_ref().map(|m| m.borrow_mut());
+        // (term id, frequency) with interning, else (term, frequency).
+        let mut ids: Vec<(u32, f64)> = Vec::new();
+        let mut plain: Vec<(String, f64)> = Vec::new();
+        let mut out_ids: Vec<u32> = Vec::new();
+        let mut out: Vec<String> = Vec::new();
+        let mut len = 0.0;
         // A field of several texts is analysed as their concatenation with
         // spaces (a space ends a word run, so no term spans two texts).
-        let mut add = |texts: &mut dyn Iterator<Item = &str>, weight: f64, doc: &mut Bm25Doc| {
+        let mut add = |texts: &mut dyn Iterator<Item = &str>, weight: f64| {
             if weight <= 0.0 {
                 return;
             }
-            out.clear();
-            for text in texts {
-                a.shared_terms(text, &mut out);
-            }
-            doc.len += weight * out.len() as f64;
-            for term in out.drain(..) {
-                // documents are short: a linear search beats hashing
-                match doc
-                    .terms
-                    .iter_mut()
-                    .find(|(t, _)| {
-                        if interned {
-                            Arc::ptr_eq(t, &term)
-                        } else {
-                            **t == *term
-                        }
-                    })
-                {
-                    Some(e) => e.1 += weight,
-                    None => doc.terms.push((term, 0.0 + weight)),
+            // documents are short: a linear search beats hashing
+            if let Some(memo) = memo.as_deref_mut() {
+                out_ids.clear();
+                for text in texts {
+                    a.term_ids(memo, text, &mut out_ids);
+                }
+                len += weight * out_ids.len() as f64;
+                for &id in &out_ids {
+                    match ids.iter_mut().find(|(t, _)| *t == id) {
+                        Some(e) => e.1 += weight,
+                        None => ids.push((id, 0.0 + weight)),
+                    }
+                }
+            } else {
+                out.clear();
+                for text in texts {
+                    a.terms(text, &mut out);
+                }
+                len += weight * out.len() as f64;
+                for term in out.drain(..) {
+                    match plain.iter_mut().find(|(t, _)| *t == term) {
+                        Some(e) => e.1 += weight,
+                        None => plain.push((term, 0.0 + weight)),
+                    }
                 }
             }
         };
-        add(&mut std::iter::once(t.name), f.name, &mut doc);
-        add(&mut std::iter::once(t.description), f.description, &mut doc);
+        add(&mut std::iter::once(t.name), f.name);
+        add(&mut std::iter::once(t.description), f.description);
         if f.parameters > 0.0 || f.parameter_descriptions > 0.0 {
             let (mut names, mut descs) = (Vec::new(), Vec::new());
             if let Some(s) = t.input_schema {
                 schema_text(s, &mut names, &mut descs, 0);
             }
-            add(&mut names.into_iter(), f.parameters, &mut doc);
-            add(&mut descs.into_iter(), f.parameter_descriptions, &mut doc);
+            add(&mut names.into_iter(), f.parameters);
+            add(&mut descs.into_iter(), f.parameter_descriptions);
         }
-        add(
-            &mut t.keywords.iter().map(String::as_str),
-            f.keywords,
-            &mut doc,
-        );
-        doc
+        add(&mut t.keywords.iter().map(String::as_str), f.keywords);
+        let terms = match &memo {
+            Some(m) => ids
+                .into_iter()
+                .map(|(id, f)| (m.terms[id as usize].clone(), f))
+                .collect(),
+            None => plain.into_iter().map(|(t, f)| (Arc::from(t), f)).collect(),
+        };
+        Bm25Doc { terms, len }
     }
 }
 
@@ -232,24 +242,28 @@ pub struct Bm25Analyzer<'a> {
     memo: Option<std::cell::RefCell<Memo>>,
 }
 
-/// What a memoised analysis remembers: every distinct term (interned),
-/// the term of every identifier piece (`None`: dropped) and the terms of
-/// every word run.
+/// What a memoised analysis remembers: every distinct term (interned, by
+/// id), the term of every identifier piece (`None`: dropped) and the terms
+/// of every word run (a range of `seq`).
 #[derive(Default)]
 struct Memo {
-    terms: rustc_hash::FxHashSet<Arc<str>>,
-    pieces: rustc_hash::FxHashMap<Box<str>, Option<Arc<str>>>,
-    runs: rustc_hash::FxHashMap<Box<str>, Box<[Arc<str>]>>,
+    ids: rustc_hash::FxHashMap<Arc<str>, u32>,
+    terms: Vec<Arc<str>>,
+    pieces: rustc_hash::FxHashMap<Box<str>, Option<u32>>,
+    runs: rustc_hash::FxHashMap<Box<str>, (u32, u32)>,
+    seq: Vec<u32>,
 }
 
 impl Memo {
-    fn intern(&mut self, term: &str) -> Arc<str> {
-        if let Some(t) = self.terms.get(term) {
-            return t.clone();
+    fn intern(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.ids.get(term) {
+            return id;
         }
         let t: Arc<str> = Arc::from(term);
-        self.terms.insert(t.clone());
-        t
+        let id = self.terms.len() as u32;
+        self.terms.push(t.clone());
+        self.ids.insert(t, id);
+        id
     }
 }
 
@@ -335,20 +349,12 @@ impl<'a> Bm25Analyzer<'a> {
         }
     }
 
-    /// [`Bm25Analyzer::terms`] as shared strings: interned and remembered
-    /// when memoised, else allocated per term.
-    pub fn shared_terms(&self, text: &str, out: &mut Vec<Arc<str>>) {
-        let Some(memo) = &self.memo else {
-            let mut v = Vec::new();
-            self.terms(text, &mut v);
-            out.extend(v.into_iter().map(Arc::from));
-            return;
-        };
-        let mut memo = memo.borrow_mut();
-        let memo = &mut *memo;
+    /// [`Bm25Analyzer::terms`] as interned term ids of `memo`, each word
+    /// run cut once.
+    fn term_ids(&self, memo: &mut Memo, text: &str, out: &mut Vec<u32>) {
         Self::runs(text, |run| {
-            if let Some(ts) = memo.runs.get(run) {
-                out.extend(ts.iter().cloned());
+            if let Some(&(start, end)) = memo.runs.get(run) {
+                out.extend_from_slice(&memo.seq[start as usize..end as usize]);
                 return;
             }
             let len = out.len();
@@ -362,17 +368,20 @@ impl<'a> Bm25Analyzer<'a> {
                         return;
                     }
                     let t = match memo.pieces.get(p) {
-                        Some(t) => t.clone(),
+                        Some(t) => *t,
                         None => {
                             let t = self.term(p).map(|t| memo.intern(&t));
-                            memo.pieces.insert(p.into(), t.clone());
+                            memo.pieces.insert(p.into(), t);
                             t
                         }
                     };
                     out.extend(t);
                 });
             }
-            memo.runs.insert(run.into(), out[len..].into());
+            let start = memo.seq.len() as u32;
+            memo.seq.extend_from_slice(&out[len..]);
+            memo.runs
+                .insert(run.into(), (start, memo.seq.len() as u32));
         });
     }
 
@@ -457,21 +466,15 @@ impl Bm25Index {
     /// Indexes the documents of a catalog, one per tool in catalog order
     /// (what [`Bm25Index::build`] does after analysing each tool).
     pub fn from_docs(params: &Bm25Params, tools: &[&Bm25Doc]) -> Self {
-        let mut terms: HashMap<String, u32> = HashMap::new();
+        let mut ids: rustc_hash::FxHashMap<&str, u32> = Default::default();
         // A document's terms are distinct, so its (id, tf) list is a map.
         let mut docs: Vec<Vec<(u32, f64)>> = Vec::with_capacity(tools.len());
         let mut doc_len = Vec::with_capacity(tools.len());
         for d in tools {
             let mut tf: Vec<(u32, f64)> = Vec::with_capacity(d.terms.len());
             for (term, f) in &d.terms {
-                let next = terms.len() as u32;
-                let id = match terms.get(&**term) {
-                    Some(id) => *id,
-                    None => {
-                        terms.insert(term.to_string(), next);
-                        next
-                    }
-                };
+                let next = ids.len() as u32;
+                let id = *ids.entry(&**term).or_insert(next);
                 tf.push((id, *f));
             }
             docs.push(tf);
@@ -483,6 +486,7 @@ impl Bm25Index {
         } else {
             doc_len.iter().sum::<f64>() / n
         };
+        let terms: HashMap<String, u32> = ids.into_iter().map(|(t, id)| (t.to_string(), id)).collect();
         let mut df = vec![0u32; terms.len()];
         for d in &docs {
             for (id, _) in d {
