@@ -636,7 +636,14 @@ struct FastListing {
 
 /// The fields of one tool that import reads: `(OpenAI tool, its
 /// "function" present, name, description, schema, annotations)`.
-type RawTool = (bool, bool, Option<Value>, Option<Value>, Option<Value>, Option<Value>);
+type RawTool = (
+    bool,
+    bool,
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+);
 
 impl FastTool {
     fn raw(self) -> RawTool {

@@ -380,8 +380,7 @@ impl<'a> Bm25Analyzer<'a> {
             }
             let start = memo.seq.len() as u32;
             memo.seq.extend_from_slice(&out[len..]);
-            memo.runs
-                .insert(run.into(), (start, memo.seq.len() as u32));
+            memo.runs.insert(run.into(), (start, memo.seq.len() as u32));
         });
     }
 
@@ -486,7 +485,8 @@ impl Bm25Index {
         } else {
             doc_len.iter().sum::<f64>() / n
         };
-        let terms: HashMap<String, u32> = ids.into_iter().map(|(t, id)| (t.to_string(), id)).collect();
+        let terms: HashMap<String, u32> =
+            ids.into_iter().map(|(t, id)| (t.to_string(), id)).collect();
         let mut df = vec![0u32; terms.len()];
         for d in &docs {
             for (id, _) in d {

@@ -427,7 +427,11 @@ mod tests {
                 });
                 for t in texts {
                     for max in [0, 2, 100] {
-                        assert_eq!(a.extract_max(t, max), a.extract_max_general(t, max), "{t:?}");
+                        assert_eq!(
+                            a.extract_max(t, max),
+                            a.extract_max_general(t, max),
+                            "{t:?}"
+                        );
                     }
                 }
             }
