@@ -21,8 +21,8 @@
 //!    transitions, findings, properties and examples: always compiled
 //!    (`compile::CompileCache::compile`), against the linked catalog.
 //!
-//! Input schemas are compiled once per distinct schema, keyed by a hash of
-//! its canonical JSON text (serde_json's, keys sorted) and confirmed by
+//! Input schemas are compiled once per distinct schema, keyed by a
+//! structural hash of the tree ([`schema_hash`]) and confirmed by
 //! comparing the trees, and kept across compiles while some tool uses them.
 //!
 //! Every layer computes exactly what the monolithic compile did, in the same
@@ -30,6 +30,7 @@
 //! compiled incrementally equals one compiled from scratch over random edit
 //! sequences.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -176,7 +177,7 @@ pub(crate) fn fnv1a(hash: &mut u64, bytes: &[u8]) {
 /// FNV-1a's offset basis.
 pub(crate) const FNV_START: u64 = 0xcbf29ce484222325;
 
-/// Compiled input schemas by a hash of their canonical text, kept while
+/// Compiled input schemas by a structural hash of the tree, kept while
 /// some compile uses them.
 #[derive(Default)]
 pub(crate) struct SchemaStore {
@@ -196,26 +197,45 @@ impl std::fmt::Debug for SchemaStore {
     }
 }
 
-/// An `io::Write` that hashes what is written (FxHash, 64 bits).
-struct HashWriter(rustc_hash::FxHasher);
-
-impl std::io::Write for HashWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        std::hash::Hasher::write(&mut self.0, buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// A structural hash of the JSON tree `v` (FxHash, 64 bits): equal trees
+/// hash equally (object keys are visited in their sorted order, numbers by
+/// serde_json's `Number`), without serialising the tree. A key for the
+/// [`SchemaStore`], where a match is confirmed by comparing the trees.
+pub fn schema_hash(v: &Value) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    hash_value(v, &mut h);
+    std::hash::Hasher::finish(&h)
 }
 
-/// Hash of the canonical JSON text of `v` (serde_json's serialisation: object
-/// keys sorted), computed without building the text.
-pub fn schema_hash(v: &Value) -> u64 {
-    let mut w = HashWriter(rustc_hash::FxHasher::default());
-    // Writing to a hasher cannot fail.
-    let _ = serde_json::to_writer(&mut w, v);
-    std::hash::Hasher::finish(&w.0)
+fn hash_value(v: &Value, h: &mut rustc_hash::FxHasher) {
+    use std::hash::{Hash, Hasher};
+    match v {
+        Value::Null => h.write_u8(0),
+        Value::Bool(b) => h.write_u8(1 + *b as u8),
+        Value::Number(n) => {
+            h.write_u8(3);
+            n.hash(h);
+        }
+        Value::String(s) => {
+            h.write_u8(4);
+            s.hash(h);
+        }
+        Value::Array(a) => {
+            h.write_u8(5);
+            h.write_usize(a.len());
+            for x in a {
+                hash_value(x, h);
+            }
+        }
+        Value::Object(m) => {
+            h.write_u8(6);
+            h.write_usize(m.len());
+            for (k, x) in m {
+                k.hash(h);
+                hash_value(x, h);
+            }
+        }
+    }
 }
 
 impl SchemaStore {
@@ -494,12 +514,19 @@ fn compile_tool(
     }
 }
 
+/// A unit's compiled tools as [`link`] takes them: kept by the cache (copied
+/// into the catalog) or owned (moved into it: a compile that keeps nothing).
+pub(crate) enum UnitTools<'a> {
+    Kept(&'a UnitPart),
+    Owned(UnitPart),
+}
+
 /// Links compiled units into a catalog (`gate`: the `[gate]` configuration
 /// when it loads, for the gate's per-tool data).
-pub(crate) fn link(
+pub(crate) fn link<'a>(
     key: &CatalogKey,
     analyzer: &Analyzer,
-    units: &[(&[ToolSpec], &UnitPart)],
+    units: Vec<(&'a [ToolSpec], UnitTools<'a>)>,
     #[cfg(feature = "gate")] gate: Option<&GateConfig>,
 ) -> LinkedCatalog {
     let n: usize = units.iter().map(|(s, _)| s.len()).sum();
@@ -517,11 +544,15 @@ pub(crate) fn link(
     let mut last_file: Option<&Arc<SourceFile>> = None;
     let mut with_follows = Vec::new();
     let mut vocab: NameMap<u32> = NameMap::default();
-    let mut docs: Vec<&Bm25Doc> = Vec::new();
+    let mut docs: Vec<Cow<'a, Bm25Doc>> = Vec::new();
     #[cfg(feature = "gate")]
     let mut schemas: Vec<Option<ToolSchema>> = Vec::with_capacity(n);
     for (specs, part) in units {
-        for (t, p) in specs.iter().zip(&part.tools) {
+        let parts: Box<dyn Iterator<Item = Cow<'a, ToolPart>>> = match part {
+            UnitTools::Kept(p) => Box::new(p.tools.iter().map(Cow::Borrowed)),
+            UnitTools::Owned(p) => Box::new(p.tools.into_iter().map(Cow::Owned)),
+        };
+        for (t, p) in specs.iter().zip(parts) {
             if let Some(f) = &t.file {
                 fnv1a(&mut hash, f.name.as_bytes());
                 let seen =
@@ -596,10 +627,11 @@ pub(crate) fn link(
             if !t.follows.is_empty() {
                 with_follows.push((idx, t.clone()));
             }
-            if let Some(d) = &p.bm25 {
-                docs.push(d);
-            }
-            let mut tool = p.tool.clone();
+            let (mut tool, doc) = match p {
+                Cow::Borrowed(p) => (p.tool.clone(), p.bm25.as_ref().map(Cow::Borrowed)),
+                Cow::Owned(p) => (p.tool, p.bm25.map(Cow::Owned)),
+            };
+            docs.extend(doc);
             tool.keyword_count = ids.len() as u32;
             tool.keyword_ids = ids;
             tools.push(tool);
@@ -636,7 +668,7 @@ pub(crate) fn link(
         .bm25
         .as_ref()
         .filter(|_| docs.len() == tools.len())
-        .map(|p| Bm25Index::from_docs(p, &docs));
+        .map(|p| Bm25Index::from_docs(p, &docs.iter().map(|d| d.as_ref()).collect::<Vec<_>>()));
     #[cfg(feature = "gate")]
     let gate_tools = match gate {
         Some(cfg) if diags.is_empty() => {
@@ -695,6 +727,9 @@ pub(crate) struct Parts {
     /// The last linked catalog, with its units and key.
     pub(crate) linked: Option<(Vec<Unit>, Arc<LinkedCatalog>)>,
     pub(crate) stats: CompileStats,
+    /// Keep nothing for a next compile (`compile::compile`): the compiled
+    /// tools move into the catalog instead of being copied.
+    pub(crate) once: bool,
 }
 
 impl Parts {
@@ -734,6 +769,24 @@ impl Parts {
             return linked;
         }
         let cx = UnitContext { key, analyzer };
+        if self.once {
+            let mut owned = Vec::with_capacity(units.len());
+            for u in units {
+                self.stats.units_compiled += 1;
+                self.stats.tools_compiled += u.len();
+                let part = compile_unit(&cx, u, &mut self.schemas);
+                owned.push((u.as_slice(), UnitTools::Owned(part)));
+            }
+            self.stats.schemas_compiled = self.schemas.compiled;
+            self.stats.schemas_reused = self.schemas.reused;
+            return Arc::new(link(
+                key,
+                analyzer,
+                owned,
+                #[cfg(feature = "gate")]
+                gate,
+            ));
+        }
         let mut parts: Vec<(Arc<Vec<ToolSpec>>, Arc<UnitPart>)> = Vec::with_capacity(units.len());
         for u in units {
             let found = self
@@ -756,14 +809,14 @@ impl Parts {
             };
             parts.push((u.clone(), part));
         }
-        let refs: Vec<(&[ToolSpec], &UnitPart)> = parts
+        let refs: Vec<(&[ToolSpec], UnitTools<'_>)> = parts
             .iter()
-            .map(|(u, p)| (u.as_slice(), p.as_ref()))
+            .map(|(u, p)| (u.as_slice(), UnitTools::Kept(p.as_ref())))
             .collect();
         let linked = Arc::new(link(
             key,
             analyzer,
-            &refs,
+            refs,
             #[cfg(feature = "gate")]
             gate,
         ));

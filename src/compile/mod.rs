@@ -82,7 +82,11 @@ fn name_span(p: &PolicySource, value: &Sp<String>, name: &str) -> Option<std::op
 /// Compiles `policy` with the catalog `tools` into a plan, then checks the
 /// policy's examples against it. Returns every problem found.
 pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, LoadError> {
-    CompileCache::default().compile(policy, &[Arc::new(tools)])
+    let mut parts = catalog::Parts {
+        once: true,
+        ..Default::default()
+    };
+    compile_with(&mut parts, policy, &[Arc::new(tools)])
 }
 
 /// A compiler that keeps what it compiled, to reuse it in the next compile
@@ -90,7 +94,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
 /// *unit* of the catalog (a tool file, a tag file, a server's listing: an
 /// `Arc<Vec<ToolSpec>>`, recognised by its address), the linked catalog
 /// (names, keyword terms, BM25 index, the call gate's per-tool data), and
-/// each distinct input schema (by a hash of its canonical text). A
+/// each distinct input schema (by a structural hash of its tree). A
 /// policy-only edit recompiles the policy part and links it to the same
 /// catalog; a changed unit recompiles that unit's tools only. The plan is
 /// the one [`compile`] makes from the same inputs (see [`catalog`]).

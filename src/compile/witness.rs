@@ -571,8 +571,9 @@ pub struct ToolBounds {
 /// Bounds over the loaded catalog: each tool's, and the overall ones.
 #[derive(Debug, Clone)]
 pub struct CatalogBounds {
-    /// Per tool, in catalog order.
-    pub tools: Vec<ToolBounds>,
+    /// Per tool, in catalog order; tools with the same bounds share them
+    /// (see [`CatalogBounds::of`]).
+    pub tools: Vec<Arc<ToolBounds>>,
     /// Over every tool, with witnesses.
     pub overall: ScoreBounds,
 }
@@ -582,18 +583,38 @@ impl CatalogBounds {
     /// bounds with witnesses.
     pub fn of(plan: &Arc<Plan>) -> Self {
         let dw = DomainWeights::of(plan);
-        let tools: Vec<ToolBounds> = (0..plan.tools.len())
-            .map(|i| {
-                let ranges = tool_ranges(plan, &dw, i);
-                let raw = raw_bounds(plan, &ranges).raw;
-                let corners = extreme_corners(plan, &ranges);
-                ToolBounds {
-                    ranges,
-                    raw,
-                    corners,
-                }
-            })
-            .collect();
+        // A tool's bounds depend on the plan and on what `tool_ranges` reads
+        // of the tool: its domains, whether it can match a keyword, whether
+        // it prefers a stage, its base priority and complexity penalty.
+        // Catalogs repeat these (auto-tagged tools share them), so each
+        // distinct combination is computed once.
+        type Key = (Vec<u16>, bool, bool, u64, u64);
+        let bm25 = plan.features.keyword_method == crate::parse::policy::KeywordMethod::Bm25;
+        let mut seen: rustc_hash::FxHashMap<Key, usize> = Default::default();
+        let mut tools: Vec<Arc<ToolBounds>> = Vec::with_capacity(plan.tools.len());
+        for (i, t) in plan.tools.iter().enumerate() {
+            let key = (
+                t.domains.clone(),
+                bm25 || !t.keyword_ids.is_empty(),
+                t.stage_mask != 0,
+                t.base_priority.to_bits(),
+                t.complexity_penalty.to_bits(),
+            );
+            if let Some(&j) = seen.get(&key) {
+                let same = tools[j].clone();
+                tools.push(same);
+                continue;
+            }
+            let ranges = tool_ranges(plan, &dw, i);
+            let raw = raw_bounds(plan, &ranges).raw;
+            let corners = extreme_corners(plan, &ranges);
+            seen.insert(key, i);
+            tools.push(Arc::new(ToolBounds {
+                ranges,
+                raw,
+                corners,
+            }));
+        }
         let raw = tools
             .iter()
             .map(|t| t.raw)

@@ -582,18 +582,123 @@ fn take(v: &mut Value, key: &str) -> Option<Value> {
     }
 }
 
-/// [`import_tools_json`] of a file already read: the parsed JSON tree is
-/// taken apart, never copied (names, descriptions and schemas move into the
-/// [`ToolSpec`]s), and every tool shares `file`.
-pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
-    let name = file.name.as_str();
-    let bad = |msg: String| {
-        LoadError::single(Diagnostic::bare(
-            ErrorKind::Syntax,
-            format!("{name}: {msg}"),
-        ))
-    };
-    let v: Value = serde_json::from_str(&file.text).map_err(|e| {
+/// A present field read as it is, `null` included (serde's `Option` would
+/// read `null` as absent; the generic path keeps it).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// One tool of a tool file as the fast path reads it: only the fields
+/// import uses, the wrappers never built as JSON trees.
+#[derive(Deserialize)]
+struct FastTool {
+    #[serde(rename = "type", default, deserialize_with = "present")]
+    kind: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    function: Option<FastFunction>,
+    #[serde(default, deserialize_with = "present")]
+    name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    description: Option<Value>,
+    #[serde(rename = "inputSchema", default, deserialize_with = "present")]
+    input_schema: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    annotations: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct FastFunction {
+    #[serde(default, deserialize_with = "present")]
+    name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    description: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    parameters: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct FastResult {
+    #[serde(default, deserialize_with = "present")]
+    tools: Option<Vec<FastTool>>,
+}
+
+#[derive(Deserialize)]
+struct FastListing {
+    #[serde(default, deserialize_with = "present")]
+    server: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    tools: Option<Vec<FastTool>>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<FastResult>,
+}
+
+/// The fields of one tool that import reads: `(OpenAI tool, its
+/// "function" present, name, description, schema, annotations)`.
+type RawTool = (
+    bool,
+    bool,
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+    Option<Value>,
+);
+
+impl FastTool {
+    fn raw(self) -> RawTool {
+        let openai = self.kind.as_ref().and_then(Value::as_str) == Some("function");
+        if openai {
+            match self.function {
+                Some(f) => (true, true, f.name, f.description, f.parameters, None),
+                None => (true, false, None, None, None, None),
+            }
+        } else {
+            (
+                false,
+                false,
+                self.name,
+                self.description,
+                self.input_schema,
+                self.annotations,
+            )
+        }
+    }
+}
+
+/// The fast path of [`import_tools`]: the usual shapes (an array of tools,
+/// or an object with a `tools` array or `result.tools`), read into typed
+/// structures. `None` for anything else (another shape, a duplicate key, a
+/// field of an unexpected type), which the generic path then reads (and
+/// reports) exactly as before.
+fn fast_listing(text: &str) -> Option<(Option<String>, Vec<RawTool>)> {
+    let raw = |list: Vec<FastTool>| list.into_iter().map(FastTool::raw).collect();
+    match text.trim_start().as_bytes().first()? {
+        b'[' => Some((None, raw(serde_json::from_str::<Vec<FastTool>>(text).ok()?))),
+        b'{' => {
+            let l: FastListing = serde_json::from_str(text).ok()?;
+            let prefix = match l.server {
+                Some(Value::String(s)) => Some(s),
+                _ => None,
+            };
+            let tools = match (l.tools, l.result) {
+                (Some(t), _) => t,
+                (None, Some(FastResult { tools: Some(t) })) => t,
+                _ => return None,
+            };
+            Some((prefix, raw(tools)))
+        }
+        _ => None,
+    }
+}
+
+/// The generic path of [`import_tools`]: the parsed JSON tree is taken
+/// apart, never copied.
+fn generic_listing(
+    text: &str,
+    bad: &dyn Fn(String) -> LoadError,
+) -> Result<(Option<String>, Vec<RawTool>), LoadError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| {
         bad(format!(
             "not valid JSON: {e} (line {}, column {})",
             e.line(),
@@ -618,29 +723,60 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
         }
         _ => return Err(bad("expected a JSON object or array".into())),
     };
+    let raw = list
+        .into_iter()
+        .map(|mut item| {
+            let openai = item.get("type").and_then(|t| t.as_str()) == Some("function");
+            if openai {
+                match take(&mut item, "function") {
+                    Some(mut f) => (
+                        true,
+                        true,
+                        take(&mut f, "name"),
+                        take(&mut f, "description"),
+                        take(&mut f, "parameters"),
+                        None,
+                    ),
+                    None => (true, false, None, None, None, None),
+                }
+            } else {
+                (
+                    false,
+                    false,
+                    take(&mut item, "name"),
+                    take(&mut item, "description"),
+                    take(&mut item, "inputSchema"),
+                    take(&mut item, "annotations"),
+                )
+            }
+        })
+        .collect();
+    Ok((prefix, raw))
+}
+
+/// [`import_tools_json`] of a file already read: names, descriptions and
+/// schemas move from the parsed text into the [`ToolSpec`]s (no JSON tree
+/// is copied; the usual shapes are read without building trees for the
+/// wrappers), and every tool shares `file`.
+pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
+    let name = file.name.as_str();
+    let bad = |msg: String| {
+        LoadError::single(Diagnostic::bare(
+            ErrorKind::Syntax,
+            format!("{name}: {msg}"),
+        ))
+    };
+    let (prefix, list) = match fast_listing(&file.text) {
+        Some(l) => l,
+        None => generic_listing(&file.text, &bad)?,
+    };
     let mut out = Vec::with_capacity(list.len());
-    for (i, mut item) in list.into_iter().enumerate() {
-        let openai = item.get("type").and_then(|t| t.as_str()) == Some("function");
-        let (fname, desc, schema, ann) = if openai {
-            let Some(mut f) = take(&mut item, "function") else {
-                return Err(bad(format!(
-                    "tool {i}: an OpenAI tool needs a \"function\" object"
-                )));
-            };
-            (
-                take(&mut f, "name"),
-                take(&mut f, "description"),
-                take(&mut f, "parameters"),
-                None,
-            )
-        } else {
-            (
-                take(&mut item, "name"),
-                take(&mut item, "description"),
-                take(&mut item, "inputSchema"),
-                take(&mut item, "annotations"),
-            )
-        };
+    for (i, (openai, has_function, fname, desc, schema, ann)) in list.into_iter().enumerate() {
+        if openai && !has_function {
+            return Err(bad(format!(
+                "tool {i}: an OpenAI tool needs a \"function\" object"
+            )));
+        }
         let Some(Value::String(tool_name)) = fname else {
             return Err(bad(format!("tool {i} has no \"name\" string")));
         };
@@ -686,6 +822,42 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_and_generic_tool_listings_agree() {
+        let bad = |m: String| LoadError::single(Diagnostic::bare(ErrorKind::Syntax, m));
+        let cases = [
+            r#"[{"type": "function", "function": {"name": "a", "description": "d", "parameters": {"type": "object"}}}]"#,
+            r#"[{"type": "function", "function": {"name": "a", "parameters": null}, "name": "ignored"}]"#,
+            r#"[{"type": "function"}]"#,
+            r#"[{"name": "b", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}, "x": [1, {"y": 2}]}]"#,
+            r#"[{"name": "b", "description": null}]"#,
+            r#"{"server": "s", "tools": [{"name": "c"}]}"#,
+            r#"{"server": 5, "result": {"tools": [{"name": "c"}]}}"#,
+            r#"{"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}"#,
+        ];
+        for c in cases {
+            let fast = fast_listing(c).unwrap_or_else(|| panic!("fast path refused {c}"));
+            let generic = generic_listing(c, &bad).unwrap();
+            assert_eq!(fast, generic, "{c}");
+        }
+        // Shapes the fast path leaves to the generic one (which reports them).
+        for c in [
+            r#"[{"type": "function", "function": "f"}]"#,
+            r#"[{"name": "a", "name": "b"}]"#,
+            r#"{"tools": null, "result": {"tools": []}}"#,
+            r#"{"tools": 3}"#,
+            r#"{"other": []}"#,
+            r#"[{"name": "a"}] x"#,
+            "3",
+        ] {
+            assert!(fast_listing(c).is_none(), "{c}");
+        }
+        let f = |t: &str| import_tools_json("t.json", t).map(|v| v.len());
+        assert_eq!(f(r#"[{"name": "a", "name": "b"}]"#).unwrap(), 1);
+        assert!(f(r#"{"tools": null, "result": {"tools": []}}"#).is_err());
+        assert!(f(r#"[{"type": "function", "function": "f"}]"#).is_err());
+    }
 
     #[test]
     fn tag_files_report_bad_role_paths_at_the_key() {

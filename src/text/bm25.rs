@@ -103,47 +103,81 @@ pub struct Bm25Index {
 /// first occurrence with their field-weighted frequencies, and its
 /// field-weighted length. Depends only on the tool and on the analysis
 /// parameters ([`Bm25Params::same_index`]), so a compiled catalog keeps it.
+/// Terms are shared strings: the analysis of a catalog interns them (one
+/// allocation per distinct term, not per occurrence).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Bm25Doc {
     /// `(term, frequency)`, first occurrence first.
-    pub terms: Vec<(String, f64)>,
+    pub terms: Vec<(Arc<str>, f64)>,
     /// Field-weighted length.
     pub len: f64,
 }
 
 impl Bm25Doc {
-    /// The document of `t` under the analysis `a` (fields weighted by `a`'s parameters).
+    /// The document of `t` under the analysis `a` (fields weighted by `a`'s
+    /// parameters); the terms are interned by `a` when it is memoised
+    /// ([`Bm25Analyzer::memoized`]).
     pub fn of(a: &Bm25Analyzer<'_>, t: &ToolText<'_>) -> Bm25Doc {
         let f = &a.params.fields;
-        let mut doc = Bm25Doc::default();
-        let mut out = Vec::new();
-        let mut add = |text: &str, weight: f64, doc: &mut Bm25Doc| {
+        let mut memo = a.memo.as_ref().map(|m| m.borrow_mut());
+        // (term id, frequency) with interning, else (term, frequency).
+        let mut ids: Vec<(u32, f64)> = Vec::new();
+        let mut plain: Vec<(String, f64)> = Vec::new();
+        let mut out_ids: Vec<u32> = Vec::new();
+        let mut out: Vec<String> = Vec::new();
+        let mut len = 0.0;
+        // A field of several texts is analysed as their concatenation with
+        // spaces (a space ends a word run, so no term spans two texts).
+        let mut add = |texts: &mut dyn Iterator<Item = &str>, weight: f64| {
             if weight <= 0.0 {
                 return;
             }
-            out.clear();
-            a.terms(text, &mut out);
-            doc.len += weight * out.len() as f64;
-            for term in out.drain(..) {
-                // documents are short: a linear search beats hashing
-                match doc.terms.iter_mut().find(|(t, _)| *t == term) {
-                    Some(e) => e.1 += weight,
-                    None => doc.terms.push((term, 0.0 + weight)),
+            // documents are short: a linear search beats hashing
+            if let Some(memo) = memo.as_deref_mut() {
+                out_ids.clear();
+                for text in texts {
+                    a.term_ids(memo, text, &mut out_ids);
+                }
+                len += weight * out_ids.len() as f64;
+                for &id in &out_ids {
+                    match ids.iter_mut().find(|(t, _)| *t == id) {
+                        Some(e) => e.1 += weight,
+                        None => ids.push((id, 0.0 + weight)),
+                    }
+                }
+            } else {
+                out.clear();
+                for text in texts {
+                    a.terms(text, &mut out);
+                }
+                len += weight * out.len() as f64;
+                for term in out.drain(..) {
+                    match plain.iter_mut().find(|(t, _)| *t == term) {
+                        Some(e) => e.1 += weight,
+                        None => plain.push((term, 0.0 + weight)),
+                    }
                 }
             }
         };
-        add(t.name, f.name, &mut doc);
-        add(t.description, f.description, &mut doc);
+        add(&mut std::iter::once(t.name), f.name);
+        add(&mut std::iter::once(t.description), f.description);
         if f.parameters > 0.0 || f.parameter_descriptions > 0.0 {
             let (mut names, mut descs) = (Vec::new(), Vec::new());
             if let Some(s) = t.input_schema {
                 schema_text(s, &mut names, &mut descs, 0);
             }
-            add(&names.join(" "), f.parameters, &mut doc);
-            add(&descs.join(" "), f.parameter_descriptions, &mut doc);
+            add(&mut names.into_iter(), f.parameters);
+            add(&mut descs.into_iter(), f.parameter_descriptions);
         }
-        add(&t.keywords.join(" "), f.keywords, &mut doc);
-        doc
+        add(&mut t.keywords.iter().map(String::as_str), f.keywords);
+        let terms = match &memo {
+            Some(m) => ids
+                .into_iter()
+                .map(|(id, f)| (m.terms[id as usize].clone(), f))
+                .collect(),
+            None => plain.into_iter().map(|(t, f)| (Arc::from(t), f)).collect(),
+        };
+        Bm25Doc { terms, len }
     }
 }
 
@@ -204,10 +238,33 @@ pub struct Bm25Analyzer<'a> {
     params: &'a Bm25Params,
     analyzer: &'a Analyzer,
     stemmer: Option<Stemmer>,
-    /// Piece → term (`None`: dropped), when memoised ([`Bm25Analyzer::memoized`]).
-    memo: Option<std::cell::RefCell<rustc_hash::FxHashMap<String, Option<String>>>>,
-    /// Word run (no CJK) → its terms, when memoised.
-    runs: Option<std::cell::RefCell<rustc_hash::FxHashMap<String, Vec<String>>>>,
+    /// The interning tables, when memoised ([`Bm25Analyzer::memoized`]).
+    memo: Option<std::cell::RefCell<Memo>>,
+}
+
+/// What a memoised analysis remembers: every distinct term (interned, by
+/// id), the term of every identifier piece (`None`: dropped) and the terms
+/// of every word run (a range of `seq`).
+#[derive(Default)]
+struct Memo {
+    ids: rustc_hash::FxHashMap<Arc<str>, u32>,
+    terms: Vec<Arc<str>>,
+    pieces: rustc_hash::FxHashMap<Box<str>, Option<u32>>,
+    runs: rustc_hash::FxHashMap<Box<str>, (u32, u32)>,
+    seq: Vec<u32>,
+}
+
+impl Memo {
+    fn intern(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.ids.get(term) {
+            return id;
+        }
+        let t: Arc<str> = Arc::from(term);
+        let id = self.terms.len() as u32;
+        self.terms.push(t.clone());
+        self.ids.insert(t, id);
+        id
+    }
 }
 
 impl<'a> Bm25Analyzer<'a> {
@@ -218,134 +275,165 @@ impl<'a> Bm25Analyzer<'a> {
             analyzer,
             stemmer: params.stemmer.map(Stemmer::create),
             memo: None,
-            runs: None,
         }
     }
 
-    /// The same analysis, remembering the term of every piece it cuts (for
-    /// indexing a catalog, whose words repeat: lowercasing, the stop-word
-    /// test and stemming run once per distinct piece).
+    /// The same analysis, remembering what it computed (for indexing a
+    /// catalog, whose words repeat: lowercasing, the stop-word test and
+    /// stemming run once per distinct piece, the cutting once per distinct
+    /// word run, and each distinct term is allocated once).
     pub fn memoized(mut self) -> Self {
         self.memo = Some(Default::default());
-        self.runs = Some(Default::default());
         self
     }
 
-    fn push(&self, piece: &str, out: &mut Vec<String>) {
+    /// The term of one identifier piece, `None` when it is dropped (too
+    /// short, a stop word).
+    fn term(&self, piece: &str) -> Option<String> {
         if piece.is_empty() {
-            return;
+            return None;
         }
-        if let Some(memo) = &self.memo {
-            if let Some(t) = memo.borrow().get(piece) {
-                out.extend(t.iter().cloned());
-                return;
-            }
-            let len = out.len();
-            self.push_new(piece, out);
-            let term = (out.len() > len).then(|| out[len].clone());
-            memo.borrow_mut().insert(piece.to_string(), term);
-            return;
+        // Digits have no case and no suffix to stem.
+        if piece.bytes().all(|b| b.is_ascii_digit()) {
+            return (piece.len() >= self.analyzer.min_length()
+                && !self.analyzer.is_stop_word(piece))
+            .then(|| piece.to_string());
         }
-        self.push_new(piece, out);
-    }
-
-    fn push_new(&self, piece: &str, out: &mut Vec<String>) {
         let lower = piece.to_lowercase();
         if lower.chars().count() < self.analyzer.min_length() || self.analyzer.is_stop_word(&lower)
         {
-            return;
+            return None;
         }
-        match &self.stemmer {
-            Some(s) => out.push(s.stem(&lower).into_owned()),
-            None => out.push(lower),
+        Some(match &self.stemmer {
+            Some(s) => s.stem(&lower).into_owned(),
+            None => lower,
+        })
+    }
+
+    /// Calls `f` with every word run of `text` (letters, digits, `_`).
+    fn runs(text: &str, mut f: impl FnMut(&str)) {
+        let is_word = |c: char| c.is_alphanumeric() || c == '_';
+        let mut start = None;
+        for (i, c) in text.char_indices() {
+            match (is_word(c), start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    f(&text[s..i]);
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = start {
+            f(&text[s..]);
         }
     }
 
     /// Appends the terms of `text` to `out` (duplicates kept).
     pub fn terms(&self, text: &str, out: &mut Vec<String>) {
-        let is_word = |c: char| c.is_alphanumeric() || c == '_';
-        let mut rest = text.char_indices().peekable();
-        while let Some((start, c)) = rest.next() {
-            if !is_word(c) {
-                continue;
-            }
-            let mut end = start + c.len_utf8();
-            while let Some(&(i, c)) = rest.peek() {
-                if !is_word(c) {
-                    break;
+        Self::runs(text, |run| self.run_terms(run, out));
+    }
+
+    /// The terms of one word run, uncached.
+    fn run_terms(&self, run: &str, out: &mut Vec<String>) {
+        if run.chars().any(is_cjk) {
+            for t in self.analyzer.expand_keyword(run) {
+                if t.chars().any(is_cjk) {
+                    out.push(t);
+                } else {
+                    self.split(&t, &mut |p| out.extend(self.term(p)));
                 }
-                end = i + c.len_utf8();
-                rest.next();
             }
-            let run = &text[start..end];
-            if run.chars().any(is_cjk) {
-                for t in self.analyzer.expand_keyword(run) {
-                    if t.chars().any(is_cjk) {
-                        out.push(t);
-                    } else {
-                        self.split(&t.chars().collect::<Vec<_>>(), out);
-                    }
-                }
-            } else if let Some(runs) = &self.runs {
-                if let Some(ts) = runs.borrow().get(run) {
-                    out.extend(ts.iter().cloned());
-                    continue;
-                }
-                let len = out.len();
-                self.split(&run.chars().collect::<Vec<_>>(), out);
-                runs.borrow_mut()
-                    .insert(run.to_string(), out[len..].to_vec());
-            } else {
-                self.split(&run.chars().collect::<Vec<_>>(), out);
-            }
+        } else {
+            self.split(run, &mut |p| out.extend(self.term(p)));
         }
     }
 
-    /// Splits one word run (no CJK) into identifier pieces when configured.
-    fn split(&self, run: &[char], out: &mut Vec<String>) {
+    /// [`Bm25Analyzer::terms`] as interned term ids of `memo`, each word
+    /// run cut once.
+    fn term_ids(&self, memo: &mut Memo, text: &str, out: &mut Vec<u32>) {
+        Self::runs(text, |run| {
+            if let Some(&(start, end)) = memo.runs.get(run) {
+                out.extend_from_slice(&memo.seq[start as usize..end as usize]);
+                return;
+            }
+            let len = out.len();
+            if run.chars().any(is_cjk) {
+                let mut v = Vec::new();
+                self.run_terms(run, &mut v);
+                out.extend(v.iter().map(|t| memo.intern(t)));
+            } else {
+                self.split(run, &mut |p| {
+                    if p.is_empty() {
+                        return;
+                    }
+                    let t = match memo.pieces.get(p) {
+                        Some(t) => *t,
+                        None => {
+                            let t = self.term(p).map(|t| memo.intern(&t));
+                            memo.pieces.insert(p.into(), t);
+                            t
+                        }
+                    };
+                    out.extend(t);
+                });
+            }
+            let start = memo.seq.len() as u32;
+            memo.seq.extend_from_slice(&out[len..]);
+            memo.runs.insert(run.into(), (start, memo.seq.len() as u32));
+        });
+    }
+
+    /// Cuts one word run (no CJK) into identifier pieces when configured,
+    /// calling `f` with each (possibly empty) piece, a slice of `run`.
+    fn split(&self, run: &str, f: &mut dyn FnMut(&str)) {
         if !self.params.split_identifiers {
-            let s: String = run.iter().collect();
-            self.push(&s, out);
+            f(run);
             return;
         }
-        let mut piece = String::new();
+        let mut start = 0;
         let mut prev: Option<char> = None;
-        for (k, &c) in run.iter().enumerate() {
+        let mut chars = run.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
             if c == '_' {
-                self.push(&piece, out);
-                piece.clear();
+                f(&run[start..i]);
+                start = i + 1;
                 prev = None;
                 continue;
             }
             if let Some(p) = prev {
-                let next_lower = run.get(k + 1).is_some_and(|n| n.is_lowercase());
+                let next_lower = chars.peek().is_some_and(|(_, n)| n.is_lowercase());
                 let boundary = (p.is_lowercase() && c.is_uppercase())
                     || (p.is_alphabetic() != c.is_alphabetic())
                     // `HTTPServer`: the last capital starts a new word.
                     || (p.is_uppercase() && c.is_uppercase() && next_lower);
                 if boundary {
-                    self.push(&piece, out);
-                    piece.clear();
+                    f(&run[start..i]);
+                    start = i;
                 }
             }
-            piece.push(c);
             prev = Some(c);
         }
-        self.push(&piece, out);
+        f(&run[start..]);
     }
 }
 
 /// Collects parameter names and descriptions of a JSON Schema (nested object
 /// properties and array items included).
-fn schema_text(schema: &Value, names: &mut Vec<String>, descs: &mut Vec<String>, depth: usize) {
+fn schema_text<'v>(
+    schema: &'v Value,
+    names: &mut Vec<&'v str>,
+    descs: &mut Vec<&'v str>,
+    depth: usize,
+) {
     if depth > 8 {
         return;
     }
     if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
         for (k, v) in props {
-            names.push(k.clone());
+            names.push(k);
             if let Some(d) = v.get("description").and_then(|d| d.as_str()) {
-                descs.push(d.to_string());
+                descs.push(d);
             }
             schema_text(v, names, descs, depth + 1);
         }
@@ -358,7 +446,7 @@ fn schema_text(schema: &Value, names: &mut Vec<String>, descs: &mut Vec<String>,
 impl Bm25Index {
     /// Indexes `tools` (in catalog order).
     pub fn build(params: &Bm25Params, analyzer: &Analyzer, tools: &[ToolText<'_>]) -> Self {
-        let a = Bm25Analyzer::new(params, analyzer);
+        let a = Bm25Analyzer::new(params, analyzer).memoized();
         let docs: Vec<Bm25Doc> = tools.iter().map(|t| Bm25Doc::of(&a, t)).collect();
         Self::from_docs(params, &docs.iter().collect::<Vec<_>>())
     }
@@ -377,21 +465,16 @@ impl Bm25Index {
     /// Indexes the documents of a catalog, one per tool in catalog order
     /// (what [`Bm25Index::build`] does after analysing each tool).
     pub fn from_docs(params: &Bm25Params, tools: &[&Bm25Doc]) -> Self {
-        let mut terms: HashMap<String, u32> = HashMap::new();
-        let mut docs: Vec<HashMap<u32, f64>> = Vec::with_capacity(tools.len());
+        let mut ids: rustc_hash::FxHashMap<&str, u32> = Default::default();
+        // A document's terms are distinct, so its (id, tf) list is a map.
+        let mut docs: Vec<Vec<(u32, f64)>> = Vec::with_capacity(tools.len());
         let mut doc_len = Vec::with_capacity(tools.len());
         for d in tools {
-            let mut tf: HashMap<u32, f64> = HashMap::with_capacity(d.terms.len());
+            let mut tf: Vec<(u32, f64)> = Vec::with_capacity(d.terms.len());
             for (term, f) in &d.terms {
-                let next = terms.len() as u32;
-                let id = match terms.get(term) {
-                    Some(id) => *id,
-                    None => {
-                        terms.insert(term.clone(), next);
-                        next
-                    }
-                };
-                tf.insert(id, *f);
+                let next = ids.len() as u32;
+                let id = *ids.entry(&**term).or_insert(next);
+                tf.push((id, *f));
             }
             docs.push(tf);
             doc_len.push(d.len);
@@ -402,9 +485,11 @@ impl Bm25Index {
         } else {
             doc_len.iter().sum::<f64>() / n
         };
+        let terms: HashMap<String, u32> =
+            ids.into_iter().map(|(t, id)| (t.to_string(), id)).collect();
         let mut df = vec![0u32; terms.len()];
         for d in &docs {
-            for id in d.keys() {
+            for (id, _) in d {
                 df[*id as usize] += 1;
             }
         }
@@ -416,7 +501,7 @@ impl Bm25Index {
             } else {
                 1.0
             };
-            for (&id, &tf) in d {
+            for &(id, tf) in d {
                 let dfi = df[id as usize] as f64;
                 let idf = (1.0 + (n - dfi + 0.5) / (dfi + 0.5)).ln();
                 let w = idf * tf * (k1 + 1.0) / (tf + k1 * norm);
@@ -580,7 +665,7 @@ fn dedup_max(q: &mut Vec<(u32, f64)>) {
 /// the `neighbours` best per term (ties: lower term id).
 fn related_terms(
     e: &ExpansionParams,
-    docs: &[HashMap<u32, f64>],
+    docs: &[Vec<(u32, f64)>],
     postings: &[Vec<(u32, f64)>],
     df: &[u32],
 ) -> Vec<Vec<(u32, f64)>> {
@@ -589,7 +674,7 @@ fn related_terms(
     for (a, plist) in postings.iter().enumerate() {
         shared.clear();
         for &(tool, _) in plist {
-            for &b in docs[tool as usize].keys() {
+            for &(b, _) in &docs[tool as usize] {
                 if b as usize != a {
                     *shared.entry(b).or_insert(0) += 1;
                 }
@@ -666,6 +751,42 @@ mod tests {
         let mut out = Vec::new();
         a.terms("get_weather Running", &mut out);
         assert_eq!(out, vec!["get_weather", "running"]);
+    }
+
+    #[test]
+    fn memoized_documents_equal_plain_ones() {
+        let an = analyzer();
+        for (split, stem) in [(true, true), (false, false), (true, false)] {
+            let p = params(split, stem);
+            let plain = Bm25Analyzer::new(&p, &an);
+            let memo = Bm25Analyzer::new(&p, &an).memoized();
+            let schema = serde_json::json!({"properties": {
+                "user_id_2024": {"description": "the user's id, 2024"},
+                "数据库": {"items": {"properties": {"getWeather": {}}}}}});
+            let kws = ["Weather".to_string(), "数据库 v2".to_string()];
+            for name in ["get_weather_12", "getWeather 12 a", "x"] {
+                let t = ToolText {
+                    name,
+                    description: "Running the weather reports, 12 of them",
+                    input_schema: Some(&schema),
+                    keywords: &kws,
+                };
+                // Twice through the memo: the second run reads what the first stored.
+                for _ in 0..2 {
+                    assert_eq!(Bm25Doc::of(&memo, &t), Bm25Doc::of(&plain, &t));
+                }
+            }
+        }
+        // Digit runs skip lowercasing and stemming: every stemmer leaves them as they are.
+        for alg in [
+            rust_stemmers::Algorithm::English,
+            rust_stemmers::Algorithm::French,
+            rust_stemmers::Algorithm::German,
+            rust_stemmers::Algorithm::Russian,
+            rust_stemmers::Algorithm::Arabic,
+        ] {
+            assert_eq!(Stemmer::create(alg).stem("2024"), "2024");
+        }
     }
 
     #[test]

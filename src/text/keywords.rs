@@ -349,6 +349,32 @@ impl Analyzer {
     /// Keywords for an untagged tool, from its description (seed 000
     /// `_extract_keywords_from_description`), at most `max` of them.
     pub fn extract_max(&self, text: &str, max: usize) -> Vec<String> {
+        if text.is_ascii() {
+            // What the general path below computes for ASCII text (no CJK,
+            // lowercasing per byte), stopping at `max` words.
+            let mut out = Vec::new();
+            let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+            for run in text.split(|c: char| !is_word(c)) {
+                if out.len() >= max {
+                    break;
+                }
+                if run.is_empty()
+                    || run.len() < self.params.min_length
+                    || (self.params.letters_only && !run.bytes().all(|b| b.is_ascii_alphabetic()))
+                {
+                    continue;
+                }
+                let w = run.to_ascii_lowercase();
+                if !self.stop.contains(&w) {
+                    out.push(w);
+                }
+            }
+            return out;
+        }
+        self.extract_max_general(text, max)
+    }
+
+    fn extract_max_general(&self, text: &str, max: usize) -> Vec<String> {
         let mut raw = Vec::new();
         self.segments(text, true, &mut raw);
         raw.into_iter()
@@ -382,6 +408,35 @@ impl Analyzer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ascii_keyword_extraction_equals_the_general_path() {
+        let texts = [
+            "Get the weather forecast for a city, in Celsius (v2)!",
+            "read_file_2 reads A FILE; the file's lines... 42 x ab abc",
+            "",
+            "   ",
+            "The the THE of and",
+        ];
+        for letters_only in [true, false] {
+            for min_length in [0, 1, 3] {
+                let a = Analyzer::new(&KeywordParams {
+                    min_length,
+                    letters_only,
+                    ..seedlike().params.clone()
+                });
+                for t in texts {
+                    for max in [0, 2, 100] {
+                        assert_eq!(
+                            a.extract_max(t, max),
+                            a.extract_max_general(t, max),
+                            "{t:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     fn seedlike() -> Analyzer {
         Analyzer::new(&KeywordParams {

@@ -77,7 +77,9 @@ impl Branches {
     fn index(root: &Value, draft: jsonschema::Draft) -> Branches {
         let mut entries = Vec::new();
         let mut ptr = String::new();
-        walk_branches(root, &mut ptr, 0, &mut entries);
+        if mentions_branches(root, 0) {
+            walk_branches(root, &mut ptr, 0, &mut entries);
+        }
         entries.sort_by_key(|b| b.addr);
         Branches { draft, entries }
     }
@@ -218,6 +220,63 @@ fn meta_check(schema: &Value, draft: jsonschema::Draft) -> Result<(), String> {
         _ => jsonschema::draft202012::meta::validate(schema),
     };
     r.map_err(|e| e.to_string())
+}
+
+/// Whether `v` lies in a small subset of JSON Schema that the meta-schema
+/// of every supported draft accepts: objects whose keys are only `type` (a
+/// simple type, or a non-empty list of distinct ones), `properties` (of such
+/// objects), `required` (a non-empty list of distinct strings, at most 64),
+/// `items` and `additionalProperties` (such an object; the latter also a
+/// boolean), `description` and `title` (strings). Most tool schemas are
+/// this shape; [`ToolSchema::compile_shared`] skips the (costly)
+/// meta-schema check for them and runs it on everything else.
+fn plainly_valid(v: &Value, depth: usize) -> bool {
+    const TYPES: [&str; 7] = [
+        "array", "boolean", "integer", "null", "number", "object", "string",
+    ];
+    let distinct = |a: &[Value]| a.iter().enumerate().all(|(i, x)| !a[..i].contains(x));
+    let Value::Object(m) = v else {
+        return false;
+    };
+    depth <= MAX_SCHEMA_DEPTH
+        && m.iter().all(|(k, x)| match k.as_str() {
+            "description" | "title" => x.is_string(),
+            "type" => match x {
+                Value::String(s) => TYPES.contains(&s.as_str()),
+                Value::Array(a) => {
+                    !a.is_empty()
+                        && a.len() <= TYPES.len()
+                        && a.iter()
+                            .all(|t| t.as_str().is_some_and(|s| TYPES.contains(&s)))
+                        && distinct(a)
+                }
+                _ => false,
+            },
+            "properties" => x
+                .as_object()
+                .is_some_and(|p| p.values().all(|s| plainly_valid(s, depth + 1))),
+            "required" => x.as_array().is_some_and(|a| {
+                !a.is_empty() && a.len() <= 64 && a.iter().all(Value::is_string) && distinct(a)
+            }),
+            "items" => plainly_valid(x, depth + 1),
+            "additionalProperties" => x.is_boolean() || plainly_valid(x, depth + 1),
+            _ => false,
+        })
+}
+
+/// Whether some object in `v` has an `anyOf` or `oneOf` key (bounded walk):
+/// when none has, there is no branch to index.
+fn mentions_branches(v: &Value, depth: usize) -> bool {
+    if depth > MAX_SCHEMA_DEPTH {
+        return false;
+    }
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, c)| k == "anyOf" || k == "oneOf" || mentions_branches(c, depth + 1)),
+        Value::Array(a) => a.iter().any(|c| mentions_branches(c, depth + 1)),
+        _ => false,
+    }
 }
 
 /// Whether any object in `v` has the key `nullable` (bounded walk).
@@ -381,7 +440,9 @@ impl ToolSchema {
             schema.clone()
         };
         let draft = draft_of(&schema);
-        meta_check(&schema, draft)?;
+        if !plainly_valid(&schema, 0) {
+            meta_check(&schema, draft)?;
+        }
         let params = schema
             .get("properties")
             .and_then(Value::as_object)
@@ -455,6 +516,55 @@ impl ToolSchema {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn plainly_valid_schemas_pass_every_meta_schema() {
+        use jsonschema::Draft;
+        let plain = [
+            json!({"type": "object", "properties": {"a_0": {"type": "string", "description": "the a to b"}}, "required": ["a_0"]}),
+            json!({"type": "object", "properties": {}}),
+            json!({"type": ["string", "null"], "title": "t"}),
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "l": {"type": "array", "items": {"type": "integer"}},
+                "o": {"type": "object", "additionalProperties": {"type": "number"}}}}),
+            json!({}),
+        ];
+        let not_plain = [
+            json!({"type": "strin"}),
+            json!({"type": []}),
+            json!({"type": ["string", "string"]}),
+            json!({"type": "object", "required": []}),
+            json!({"type": "object", "required": ["a", "a"]}),
+            json!({"type": "object", "required": [1]}),
+            json!({"properties": {"a": {"type": 5}}}),
+            json!({"properties": {"a": true}}),
+            json!({"items": [{"type": "string"}]}),
+            json!({"description": 3}),
+            json!({"type": "string", "minLength": 2}),
+            json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "string"}),
+            json!(true),
+        ];
+        let drafts = [
+            Draft::Draft4,
+            Draft::Draft6,
+            Draft::Draft7,
+            Draft::Draft201909,
+            Draft::Draft202012,
+        ];
+        for s in &plain {
+            assert!(plainly_valid(s, 0), "{s}");
+            for d in drafts {
+                assert!(meta_check(s, d).is_ok(), "{s} under {d:?}");
+            }
+        }
+        for s in &not_plain {
+            assert!(!plainly_valid(s, 0), "{s}");
+        }
+        // What the fast path leaves out still gets the full check.
+        assert!(ToolSchema::compile(&json!({"type": "strin"})).is_err());
+        assert!(ToolSchema::compile(&json!({"type": "object", "required": ["a", "a"]})).is_err());
+        assert!(ToolSchema::compile(&json!({"type": "string", "minLength": 2})).is_ok());
+    }
 
     #[test]
     fn nullable_becomes_a_null_type() {
