@@ -224,7 +224,7 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 flag_of(o, name, &mut r, &mut operand_effect, &mut clear, &mut seen);
             } else if !flag_of(o, name, &mut r, &mut operand_effect, &mut clear, &mut seen)
                 && spec.strict_options
-                && !o.is_some_and(|o| o.alias.is_some())
+                && o.is_none_or(|o| o.alias.is_none())
             {
                 r.unknown_options.push(name.to_string());
             }
@@ -299,7 +299,7 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
             }
             if !flag_of(o, f, &mut r, &mut operand_effect, &mut clear, &mut seen)
                 && spec.strict_options
-                && !o.is_some_and(|o| o.alias.is_some())
+                && o.is_none_or(|o| o.alias.is_none())
             {
                 r.unknown_options.push(f.to_string());
             }
