@@ -325,11 +325,18 @@ pub struct Roots {
 
 /// The roots of `cfg`, cached by roots and working directory: resolving a
 /// root costs a system call per component, and one command line may place
-/// many paths.
+/// many paths. The working directory (a `getcwd` per call) is read only
+/// when some root is relative: absolute roots (as an MCP client's roots
+/// are) do not depend on it, so a change of the process's directory cannot
+/// change them.
 pub fn roots(cfg: &PathConfig) -> std::sync::Arc<Roots> {
     type Entry = (Vec<String>, usize, PathBuf, std::sync::Arc<Roots>);
     static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let cwd = if cfg.roots.iter().all(|r| Path::new(r).is_absolute()) {
+        PathBuf::new()
+    } else {
+        std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"))
+    };
     if let Ok(c) = CACHE.lock()
         && let Some((.., hit)) = c
             .iter()

@@ -5,7 +5,7 @@
 //! Pure: what the targets mean is [`super::targets`]'s business.
 
 use crate::plan::gate::effect::Effect;
-use crate::plan::gate::shell::CommandSpec;
+use crate::plan::gate::shell::{CommandSpec, OptInfo};
 
 /// An argument as the shell passes it.
 pub trait ArgText {
@@ -63,15 +63,9 @@ pub struct Reading {
     pub unknown_options: Vec<String>,
 }
 
-/// The canonical spelling of flag `f` (`flag_aliases`), or `f`.
-fn canon<'a>(spec: &'a CommandSpec, f: &'a str) -> &'a str {
-    spec.flag_aliases.get(f).map(String::as_str).unwrap_or(f)
-}
-
-/// Whether `f` (or its canonical spelling) takes a value (`value_flags`).
-fn takes_value(spec: &CommandSpec, f: &str) -> bool {
-    let c = canon(spec, f);
-    spec.value_flags.iter().any(|v| v == f || v == c)
+/// The canonical spelling of `f` from its index entry.
+fn canon_of<'a>(o: Option<&'a OptInfo>, f: &'a str) -> &'a str {
+    o.and_then(|o| o.alias.as_deref()).unwrap_or(f)
 }
 
 /// A single-letter option `{sign}{c}` as text, without allocating.
@@ -96,18 +90,18 @@ impl Seen {
     }
 }
 
-/// Applies flag `f`'s effects; false when the entry does not list it.
-fn flag(
-    spec: &CommandSpec,
+/// Applies flag `f`'s effects (`o`: its index entry); false when the
+/// entry does not list it.
+fn flag_of(
+    o: Option<&OptInfo>,
     f: &str,
     r: &mut Reading,
     operand_effect: &mut Effect,
     clear: &mut bool,
     seen: &mut Seen,
 ) -> bool {
-    let c = canon(spec, f);
-    seen.note(c);
-    let Some(effs) = spec.flags.get(f).or_else(|| spec.flags.get(c)) else {
+    seen.note(canon_of(o, f));
+    let Some(effs) = o.and_then(|o| o.flag.as_ref()) else {
         return false;
     };
     for e in &effs.0 {
@@ -148,7 +142,8 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         i = 1;
         for c in first.text().chars() {
             let f = short_flag(&mut buf, b'-', c);
-            if let Some(e) = spec.options.get(f) {
+            let o = spec.opt(f);
+            if let Some(e) = o.and_then(|o| o.option.as_ref()) {
                 if i < args.len() {
                     r.targets.push(Target {
                         effect: e.clone(),
@@ -157,12 +152,12 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                     i += 1;
                 }
                 seen.note(f);
-                seen.note(canon(spec, f));
-            } else if takes_value(spec, f) {
+                seen.note(canon_of(o, f));
+            } else if o.is_some_and(|o| o.takes_value) {
                 i += 1;
-                seen.note(canon(spec, f));
+                seen.note(canon_of(o, f));
             } else {
-                flag(spec, f, &mut r, &mut operand_effect, &mut clear, &mut seen);
+                flag_of(o, f, &mut r, &mut operand_effect, &mut clear, &mut seen);
             }
         }
     }
@@ -202,9 +197,10 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 Some((n, _)) => (&t[..n.len() + 2], Some(n.len() + 3)),
                 None => (t, None),
             };
-            if let Some(e) = spec.options.get(name) {
+            let o = spec.opt(name);
+            if let Some(e) = o.and_then(|o| o.option.as_ref()) {
                 seen.note(name);
-                seen.note(canon(spec, name));
+                seen.note(canon_of(o, name));
                 let src = match attached {
                     Some(off) => Some(Source::Part(i, off)),
                     None if i + 1 < args.len() => {
@@ -219,29 +215,16 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                         source,
                     });
                 }
-            } else if takes_value(spec, name) {
-                seen.note(canon(spec, name));
+            } else if o.is_some_and(|o| o.takes_value) {
+                seen.note(canon_of(o, name));
                 if attached.is_none() {
                     i += 1;
                 }
-            } else if spec.optional_value_flags.iter().any(|o| o == name) {
-                flag(
-                    spec,
-                    name,
-                    &mut r,
-                    &mut operand_effect,
-                    &mut clear,
-                    &mut seen,
-                );
-            } else if !flag(
-                spec,
-                name,
-                &mut r,
-                &mut operand_effect,
-                &mut clear,
-                &mut seen,
-            ) && spec.strict_options
-                && !spec.flag_aliases.contains_key(name)
+            } else if o.is_some_and(|o| o.optional_value) {
+                flag_of(o, name, &mut r, &mut operand_effect, &mut clear, &mut seen);
+            } else if !flag_of(o, name, &mut r, &mut operand_effect, &mut clear, &mut seen)
+                && spec.strict_options
+                && o.is_none_or(|o| o.alias.is_none())
             {
                 r.unknown_options.push(name.to_string());
             }
@@ -250,9 +233,10 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         }
         // A whole-word option: `-exec`, `-name`, `-jar`, `-fprint`.
         if t.len() > 2 {
-            if let Some(e) = spec.options.get(t) {
+            let o = spec.opt(t);
+            if let Some(e) = o.and_then(|o| o.option.as_ref()) {
                 seen.note(t);
-                seen.note(canon(spec, t));
+                seen.note(canon_of(o, t));
                 if i + 1 < args.len() {
                     i += 1;
                     r.targets.push(Target {
@@ -263,13 +247,13 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 i += 1;
                 continue;
             }
-            if takes_value(spec, t) {
-                seen.note(canon(spec, t));
+            if o.is_some_and(|o| o.takes_value) {
+                seen.note(canon_of(o, t));
                 i += 2;
                 continue;
             }
-            if spec.flags.contains_key(t) {
-                flag(spec, t, &mut r, &mut operand_effect, &mut clear, &mut seen);
+            if o.is_some_and(|o| o.flag_direct) {
+                flag_of(o, t, &mut r, &mut operand_effect, &mut clear, &mut seen);
                 i += 1;
                 continue;
             }
@@ -282,9 +266,10 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
             let f = short_flag(&mut buf, sign, c);
             let rest_off = 1 + off + c.len_utf8();
             let has_rest = off + c.len_utf8() < body.len();
-            if let Some(e) = spec.options.get(f) {
+            let o = spec.opt(f);
+            if let Some(e) = o.and_then(|o| o.option.as_ref()) {
                 seen.note(f);
-                seen.note(canon(spec, f));
+                seen.note(canon_of(o, f));
                 let src = if has_rest {
                     Some(Source::Part(i, rest_off))
                 } else if i + 1 < args.len() {
@@ -301,20 +286,20 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 }
                 break;
             }
-            if takes_value(spec, f) {
-                seen.note(canon(spec, f));
+            if o.is_some_and(|o| o.takes_value) {
+                seen.note(canon_of(o, f));
                 if !has_rest {
                     consumed_next = true;
                 }
                 break;
             }
-            if spec.optional_value_flags.iter().any(|o| o == f) {
-                flag(spec, f, &mut r, &mut operand_effect, &mut clear, &mut seen);
+            if o.is_some_and(|o| o.optional_value) {
+                flag_of(o, f, &mut r, &mut operand_effect, &mut clear, &mut seen);
                 break;
             }
-            if !flag(spec, f, &mut r, &mut operand_effect, &mut clear, &mut seen)
+            if !flag_of(o, f, &mut r, &mut operand_effect, &mut clear, &mut seen)
                 && spec.strict_options
-                && !spec.flag_aliases.contains_key(f)
+                && o.is_none_or(|o| o.alias.is_none())
             {
                 r.unknown_options.push(f.to_string());
             }

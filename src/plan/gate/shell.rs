@@ -686,6 +686,78 @@ pub struct CommandSpec {
     /// `HOST:PATH` operands are remote (network), not local paths.
     #[serde(default)]
     pub remote_operands: bool,
+    /// The option tables as one lookup per option, built on first use (not
+    /// configuration).
+    #[serde(skip)]
+    opts: OptCell,
+}
+
+/// What a [`CommandSpec`]'s tables say of one option spelling (`-n`,
+/// `--stat`): every table answered by one hash lookup. A spelling in none
+/// of the tables has no entry (and reads as all-absent).
+#[derive(Debug, Clone)]
+pub(crate) struct OptInfo {
+    /// `options[name]`: the option's value is an operand with this effect.
+    pub(crate) option: Option<Effect>,
+    /// The canonical spelling (`flag_aliases[name]`), when it is an alias.
+    pub(crate) alias: Option<String>,
+    /// `value_flags` holds the name or its canonical spelling.
+    pub(crate) takes_value: bool,
+    /// `optional_value_flags` holds the name.
+    pub(crate) optional_value: bool,
+    /// `flags` has the name itself as a key.
+    pub(crate) flag_direct: bool,
+    /// `flags[name]`, else `flags[canonical]`.
+    pub(crate) flag: Option<Effects>,
+}
+
+/// A lazily built option index; a clone starts empty, so an entry changed
+/// after cloning never uses a stale index.
+#[derive(Debug, Default)]
+struct OptCell(std::sync::OnceLock<FxHashMap<String, OptInfo>>);
+
+impl Clone for OptCell {
+    fn clone(&self) -> Self {
+        OptCell::default()
+    }
+}
+
+impl CommandSpec {
+    /// What the option tables say of `name` (one FxHash lookup; the index
+    /// is built on first use from `options`, `flags`, `value_flags`,
+    /// `optional_value_flags` and `flag_aliases`). `None`: in no table.
+    pub(crate) fn opt(&self, name: &str) -> Option<&OptInfo> {
+        self.opts
+            .0
+            .get_or_init(|| {
+                let mut m = FxHashMap::default();
+                let names = self
+                    .options
+                    .keys()
+                    .chain(self.flags.keys())
+                    .chain(self.value_flags.iter())
+                    .chain(self.optional_value_flags.iter())
+                    .chain(self.flag_aliases.keys());
+                for n in names {
+                    if m.contains_key(n.as_str()) {
+                        continue;
+                    }
+                    let alias = self.flag_aliases.get(n).cloned();
+                    let c = alias.as_deref().unwrap_or(n);
+                    let info = OptInfo {
+                        option: self.options.get(n).cloned(),
+                        takes_value: self.value_flags.iter().any(|v| v == n || v == c),
+                        optional_value: self.optional_value_flags.iter().any(|o| o == n),
+                        flag_direct: self.flags.contains_key(n),
+                        flag: self.flags.get(n).or_else(|| self.flags.get(c)).cloned(),
+                        alias,
+                    };
+                    m.insert(n.clone(), info);
+                }
+                m
+            })
+            .get(name)
+    }
 }
 
 /// Which operands a rule looks at.
