@@ -12,18 +12,9 @@ use serde_json::json;
 use toolgate::gate::{PatternScope, PatternSet, check_call, config::shipped};
 use toolgate::load::{Sources, load_plan};
 
-/// A realistic 200-byte command line: a compound with a pipe, a
-/// substitution, quotes and redirections.
-fn command_200() -> String {
-    let mut c = String::from(
-        "cd target/tmp && cargo build --release 2>&1 | tee build.log && grep -n \"warning\" build.log | head -20 && echo \"built $(date +%s)\" >> times.txt && git diff --stat HEAD~1 -- src/",
-    );
-    while c.len() < 200 {
-        c.push_str(" docs/");
-    }
-    c.truncate(200);
-    c
-}
+#[path = "common/shell_line.rs"]
+mod shell_line;
+use shell_line::command_200;
 
 /// Argument text for the regex scan: prose, code and logs, no match.
 fn scan_text(bytes: usize) -> String {

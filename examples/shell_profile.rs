@@ -14,16 +14,9 @@ use std::hint::black_box;
 
 use toolgate::gate::{ShellInput, analyze_shell, config::shipped};
 
-fn command_200() -> String {
-    let mut c = String::from(
-        "cd target/tmp && cargo build --release 2>&1 | tee build.log && grep -n \"warning\" build.log | head -20 && echo \"built $(date +%s)\" >> times.txt && git diff --stat HEAD~1 -- src/",
-    );
-    while c.len() < 200 {
-        c.push_str(" docs/");
-    }
-    c.truncate(200);
-    c
-}
+#[path = "../benches/common/shell_line.rs"]
+mod shell_line;
+use shell_line::command_200;
 
 fn main() {
     let mut args = std::env::args().skip(1);
