@@ -6,10 +6,11 @@
 //! routed, and a `resources/read` is audited (outcome and latency, the URI
 //! as `tool`, `via` = `resources/read`, decision `none`).
 //!
-//! - **Capabilities**: the proxy declares `resources` (with `subscribe` and
-//!   `listChanged` when a server has them), `prompts` and `completions` when
-//!   at least one downstream server declared them at its last
-//!   initialization; `initialize` waits for the servers' first start (as
+//! - **Capabilities**: the proxy declares `resources` (with `subscribe`
+//!   when a server has it), `prompts` and `completions` when at least one
+//!   downstream server declared them at its last initialization, with
+//!   `listChanged` always (the proxy announces a changed list itself when a
+//!   server comes up on a new connection); `initialize` waits for the servers' first start (as
 //!   `tools/list` does) so that the answer knows them. `logging` is always
 //!   declared.
 //! - **Listings** (`resources/list`, `resources/templates/list`,
@@ -233,15 +234,13 @@ pub(crate) fn add_capabilities(inner: &Inner, caps: &mut ServerCapabilities) {
             if r.subscribe == Some(true) {
                 mine.subscribe = Some(true);
             }
-            if r.list_changed == Some(true) {
-                mine.list_changed = Some(true);
-            }
+            // the proxy announces a changed list itself when a server
+            // comes up on a new connection ([`Surfaces::server_up`])
+            mine.list_changed = Some(true);
         }
-        if let Some(p) = &c.prompts {
+        if c.prompts.is_some() {
             let mine = caps.prompts.get_or_insert_with(Default::default);
-            if p.list_changed == Some(true) {
-                mine.list_changed = Some(true);
-            }
+            mine.list_changed = Some(true);
         }
         if c.completions.is_some() {
             caps.completions = Some(JsonObject::new());

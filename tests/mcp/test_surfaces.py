@@ -176,6 +176,8 @@ async def test_resources_and_templates_from_two_servers_over_stdio(tmp_path):
         caps = p.init.capabilities
         assert caps.resources is not None and caps.resources.subscribe
         assert caps.prompts is not None and caps.completions is not None
+        # the proxy announces changed lists itself (a server's restart)
+        assert caps.resources.list_changed and caps.prompts.list_changed
         assert caps.logging is not None
 
         listed = await p.session.list_resources()
