@@ -198,8 +198,15 @@ pub fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
     })
 }
 
+/// A refusal made before the request's body is read. It carries
+/// `Connection: close`: the unread body leaves the connection unusable, and
+/// without the header a client could send its next request on it while the
+/// server closes it ("server disconnected without sending a response").
 fn plain(status: StatusCode, text: &'static str) -> Response {
-    (status, text).into_response()
+    let mut r = (status, text).into_response();
+    r.headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    r
 }
 
 async fn front(State(front): State<Arc<Front>>, req: Request, next: Next) -> Response {

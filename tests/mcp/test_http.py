@@ -428,6 +428,9 @@ async def test_origin_and_host_checks(tmp_path):
                 hh = {**h, **({"Origin": origin} if origin else {})}
                 r = await c.post(hp.url, json=init, headers=hh)
                 assert r.status_code == want, (origin, r.status_code, r.text)
+                if want == 403:
+                    # refused before its body is read: the connection is not reused
+                    assert r.headers.get("connection") == "close", r.headers
             # DNS rebinding: a name that resolves to 127.0.0.1 but is not ours
             r = await c.post(hp.url, json=init, headers={**h, "Host": f"attacker.example:{port}"})
             assert r.status_code == 403
