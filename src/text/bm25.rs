@@ -161,7 +161,7 @@ impl Bm25Doc {
         };
         add(&mut std::iter::once(t.name), f.name);
         add(&mut std::iter::once(t.description), f.description);
-        if f.parameters > 0.0 || f.parameter_descriptions > 0.0 {
+        if a.reads_parameters() {
             let (mut names, mut descs) = (Vec::new(), Vec::new());
             if let Some(s) = t.input_schema {
                 schema_text(s, &mut names, &mut descs, 0);
@@ -285,6 +285,13 @@ impl<'a> Bm25Analyzer<'a> {
     pub fn memoized(mut self) -> Self {
         self.memo = Some(Default::default());
         self
+    }
+
+    /// Whether documents read the input schema ([`ToolText::input_schema`]):
+    /// the `parameters` or `parameter_descriptions` field has a weight.
+    pub fn reads_parameters(&self) -> bool {
+        let f = &self.params.fields;
+        f.parameters > 0.0 || f.parameter_descriptions > 0.0
     }
 
     /// The term of one identifier piece, `None` when it is dropped (too
