@@ -41,17 +41,13 @@ pub struct ToolSchema {
     /// Whether the declared schema uses OpenAPI's `nullable` (rewritten when
     /// the tree is loaded).
     nullable: bool,
-    /// Top-level parameter names of the schema as validated, in schema order.
-    pub(crate) params: Arc<[String]>,
-    /// Top-level parameter names of the declared schema (equal to `params`
-    /// unless a root `nullable` moved them into an `anyOf`).
-    pub(crate) declared_params: Arc<[String]>,
     /// The schema needs no coercion walk: it declares no property that is
     /// not a plain string (so a string value can never be coerced).
     pub(crate) strings_only: bool,
-    /// The tree, validator and branch index, built on first use
-    /// ([`ToolSchema::loaded`]).
-    loaded: Arc<OnceLock<Loaded>>,
+    /// The tree, validator, branch index and parameter names, built on
+    /// first use ([`ToolSchema::loaded`]; boxed, so that a schema never
+    /// loaded costs one small allocation).
+    loaded: Arc<OnceLock<Box<Loaded>>>,
 }
 
 /// What a [`ToolSchema`] builds the first time a call needs it.
@@ -63,6 +59,11 @@ pub(crate) struct Loaded {
     pub(crate) schema: Value,
     /// The `anyOf`/`oneOf` branches of the schema, with their validators.
     pub(crate) branches: Branches,
+    /// Top-level parameter names of the schema as validated, in schema order.
+    params: Box<[String]>,
+    /// Top-level parameter names of the declared schema, when they differ
+    /// from `params` (a root `nullable` moved them into an `anyOf`).
+    declared_params: Option<Box<[String]>>,
     /// The schema was checked against its draft's meta-schema when the plan
     /// was compiled; building the validator can still fail (a `$ref` to
     /// nothing).
@@ -451,7 +452,7 @@ fn add_null_to_enum(map: &mut Map<String, Value>) {
 }
 
 /// Top-level `properties` names of `schema`, in its order.
-fn top_params(schema: &Value) -> Arc<[String]> {
+fn top_params(schema: &Value) -> Box<[String]> {
     schema
         .get("properties")
         .and_then(Value::as_object)
@@ -483,12 +484,6 @@ impl ToolSchema {
         if !plainly_valid(schema, 0) {
             meta_check(schema, draft)?;
         }
-        let params = top_params(schema);
-        let declared_params = if nullable {
-            top_params(declared)
-        } else {
-            params.clone()
-        };
         let strings_only = schema
             .get("properties")
             .and_then(Value::as_object)
@@ -513,26 +508,33 @@ impl ToolSchema {
             source: source.clone(),
             draft,
             nullable,
-            params,
-            declared_params,
             strings_only,
             loaded: Arc::new(OnceLock::new()),
         })
     }
 
-    /// The tree (parsed from the text, `nullable` rewritten) and its branch
-    /// index, built on first use and shared by the clones of `self`.
+    /// The tree (parsed from the text, `nullable` rewritten), its branch
+    /// index and parameter names, built on first use and shared by the
+    /// clones of `self`.
     pub(crate) fn loaded(&self) -> &Loaded {
         self.loaded.get_or_init(|| {
             let mut schema = self.source.value().into_owned();
+            let mut declared_params = None;
             if self.nullable {
+                declared_params = Some(top_params(&schema));
                 normalize_nullable(&mut schema);
             }
-            Loaded {
+            let params = top_params(&schema);
+            if declared_params.as_ref() == Some(&params) {
+                declared_params = None;
+            }
+            Box::new(Loaded {
                 branches: Branches::index(&schema, self.draft),
                 schema,
                 validator: OnceLock::new(),
-            }
+                params,
+                declared_params,
+            })
         })
     }
 
@@ -564,15 +566,17 @@ impl ToolSchema {
         &self.source
     }
 
-    /// Top-level parameter names of the schema as validated.
+    /// Top-level parameter names of the schema as validated (read on first
+    /// use).
     pub fn params(&self) -> &[String] {
-        &self.params
+        &self.loaded().params
     }
 
     /// Top-level parameter names of the schema as declared (its
-    /// `properties` keys, in order).
+    /// `properties` keys, in order; read on first use).
     pub fn declared_params(&self) -> &[String] {
-        &self.declared_params
+        let l = self.loaded();
+        l.declared_params.as_deref().unwrap_or(&l.params)
     }
 
     /// The `anyOf`/`oneOf` branches of the schema (indexed on first use).
@@ -666,6 +670,30 @@ mod tests {
             s["$defs"]["D"]["properties"]["x"],
             json!({"type": ["number", "null"]})
         );
+    }
+
+    #[test]
+    fn the_tree_is_built_on_first_use_and_shared_by_clones() {
+        let declared =
+            json!({"nullable": true, "properties": {"a": {"type": "integer"}}, "required": ["a"]});
+        let text = SchemaText::new(&declared);
+        let s = ToolSchema::compile_text(&text, &declared).unwrap();
+        let c = s.clone();
+        assert!(s.loaded.get().is_none(), "compiled without a tree");
+        assert_eq!(s.source(), &text);
+        let mut normalized = declared.clone();
+        normalize_nullable(&mut normalized);
+        assert_eq!(c.schema(), &normalized);
+        // Built once, through the clone, for both.
+        assert!(std::ptr::eq(s.schema(), c.schema()));
+        // The root `nullable` moved `properties` into an `anyOf`.
+        assert!(s.params().is_empty());
+        assert_eq!(s.declared_params(), ["a".to_string()]);
+        assert!(s.validator().unwrap().is_valid(&json!(null)));
+        assert!(!s.validator().unwrap().is_valid(&json!({})));
+        let plain = ToolSchema::compile(&json!({"properties": {"b": {}, "a": {}}})).unwrap();
+        assert_eq!(plain.params(), ["a".to_string(), "b".to_string()]);
+        assert_eq!(plain.declared_params(), plain.params());
     }
 
     #[test]
