@@ -245,6 +245,8 @@ impl SchemaStore {
         }
         let compiled = ToolSchema::compile_text(schema, tree())?;
         self.compiled += 1;
+        // Most buckets hold one schema: no room for four.
+        bucket.reserve_exact(1);
         bucket.push((compiled.clone(), g));
         Ok(compiled)
     }
@@ -653,7 +655,7 @@ pub(crate) fn link<'a>(
         .bm25
         .as_ref()
         .filter(|_| docs.len() == tools.len())
-        .map(|p| Bm25Index::from_docs(p, &docs.iter().map(|d| d.as_ref()).collect::<Vec<_>>()));
+        .map(|p| Bm25Index::from_doc_iter(p, docs.into_iter()));
     #[cfg(feature = "gate")]
     let gate_tools = match gate {
         Some(cfg) if diags.is_empty() => {
@@ -769,6 +771,9 @@ impl Parts {
             }
             self.stats.schemas_compiled = self.schemas.compiled;
             self.stats.schemas_reused = self.schemas.reused;
+            // Nothing is kept for a next compile: the compiled schemas live
+            // on in the tools' parts.
+            self.schemas = SchemaStore::default();
             return Arc::new(link(
                 key,
                 analyzer,
