@@ -161,13 +161,13 @@ impl<'de> Deserialize<'de> for SchemaText {
 /// Shares one [`SchemaText`] among equal schemas (an import's tools often
 /// repeat a schema).
 #[derive(Debug, Default)]
-pub struct SchemaInterner {
+pub(crate) struct SchemaInterner {
     seen: rustc_hash::FxHashSet<SchemaText>,
 }
 
 impl SchemaInterner {
     /// `s`, or the equal text seen before.
-    pub fn intern(&mut self, s: SchemaText) -> SchemaText {
+    pub(crate) fn intern(&mut self, s: SchemaText) -> SchemaText {
         if let Some(x) = self.seen.get(&s) {
             return x.clone();
         }

@@ -256,7 +256,7 @@ fn meta_check(schema: &Value, draft: jsonschema::Draft) -> Result<(), String> {
 /// objects), `required` (a non-empty list of distinct strings, at most 64),
 /// `items` and `additionalProperties` (such an object; the latter also a
 /// boolean), `description` and `title` (strings). Most tool schemas are
-/// this shape; [`ToolSchema::compile_shared`] skips the (costly)
+/// this shape; [`ToolSchema::compile_text`] skips the (costly)
 /// meta-schema check for them and runs it on everything else.
 fn plainly_valid(v: &Value, depth: usize) -> bool {
     const TYPES: [&str; 7] = [
