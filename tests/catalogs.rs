@@ -30,7 +30,7 @@ fn shipped_tags_cover_every_catalog_tool_verbatim() {
                 t["description"].as_str().unwrap_or_default(),
                 "{name}"
             );
-            assert_eq!(*tool.input_schema, t["inputSchema"], "{name}");
+            assert_eq!(*tool.input_schema.value(), t["inputSchema"], "{name}");
             assert!(!tool.auto_tagged, "{name} should carry hand-chosen tags");
             n += 1;
         }

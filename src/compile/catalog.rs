@@ -21,9 +21,12 @@
 //!    transitions, findings, properties and examples: always compiled
 //!    (`compile::CompileCache::compile`), against the linked catalog.
 //!
-//! Input schemas are compiled once per distinct schema, keyed by a
-//! structural hash of the tree ([`schema_hash`]) and confirmed by
-//! comparing the trees, and kept across compiles while some tool uses them.
+//! Input schemas are compiled once per distinct schema, keyed by their
+//! canonical text ([`SchemaText`]), and kept across compiles while some tool
+//! uses them. A tool's schema tree is parsed from its text once, while the
+//! tool is compiled (everything that reads it — auto complexity, argument
+//! roles, the BM25 document's parameters, the compiled schema — reads it
+//! then), and dropped: plans hold the texts only.
 //!
 //! Every layer computes exactly what the monolithic compile did, in the same
 //! order (diagnostics included): `tests/incremental.rs` checks that a plan
@@ -31,17 +34,22 @@
 //! sequences.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::diag::{Diagnostic, ErrorKind, SourceFile};
 use crate::parse::policy::{AutoComplexity, Bm25Params, KeywordParams, PolicySource, Sp};
+#[cfg(feature = "gate")]
+use crate::parse::schema_text::SchemaText;
 use crate::parse::tags::ToolSpec;
 use crate::plan::{CompiledTool, HotTool, NameIndex, NameMap};
 use crate::text::bm25::{Bm25Analyzer, Bm25Doc, Bm25Index, ToolText};
 use crate::text::keywords::{Analyzer, ToolTerms};
 
+#[cfg(feature = "gate")]
+use super::gate::ToolRoles;
 #[cfg(feature = "gate")]
 use crate::plan::gate::{GateTool, config::GateConfig, schema::ToolSchema};
 
@@ -117,9 +125,11 @@ pub(crate) struct ToolPart {
     /// (reported by `schema_diags`).
     #[cfg(feature = "gate")]
     schema: Option<ToolSchema>,
-    /// [`schema_hash`] of the input schema (its key in the [`SchemaStore`]).
+    /// The call gate's argument roles (declared or inferred) and whether
+    /// some were inferred, when the tool compiled with a `[gate]`
+    /// configuration (they read the schema's tree, which is gone at link).
     #[cfg(feature = "gate")]
-    schema_key: u64,
+    roles: Option<ToolRoles>,
     /// Schema and argument-role problems, reported when the tool's names are
     /// also fine.
     schema_diags: Vec<Diagnostic>,
@@ -177,12 +187,13 @@ pub(crate) fn fnv1a(hash: &mut u64, bytes: &[u8]) {
 /// FNV-1a's offset basis.
 pub(crate) const FNV_START: u64 = 0xcbf29ce484222325;
 
-/// Compiled input schemas by a structural hash of the tree, kept while
-/// some compile uses them.
+/// Compiled input schemas by the hash of their text ([`SchemaText::hash64`],
+/// a match confirmed by comparing the texts), each with the generation of
+/// the last compile that used it, kept while some compile uses them.
 #[derive(Default)]
 pub(crate) struct SchemaStore {
     #[cfg(feature = "gate")]
-    by_hash: rustc_hash::FxHashMap<u64, Vec<(Arc<Value>, ToolSchema, u64)>>,
+    by_hash: rustc_hash::FxHashMap<u64, Vec<(ToolSchema, u64)>>,
     generation: u64,
     /// Schemas compiled and found in the store by the current compile.
     pub(crate) compiled: usize,
@@ -194,47 +205,6 @@ impl std::fmt::Debug for SchemaStore {
         f.debug_struct("SchemaStore")
             .field("generation", &self.generation)
             .finish_non_exhaustive()
-    }
-}
-
-/// A structural hash of the JSON tree `v` (FxHash, 64 bits): equal trees
-/// hash equally (object keys are visited in their sorted order, numbers by
-/// serde_json's `Number`), without serialising the tree. A key for the
-/// [`SchemaStore`], where a match is confirmed by comparing the trees.
-pub fn schema_hash(v: &Value) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    hash_value(v, &mut h);
-    std::hash::Hasher::finish(&h)
-}
-
-fn hash_value(v: &Value, h: &mut rustc_hash::FxHasher) {
-    use std::hash::{Hash, Hasher};
-    match v {
-        Value::Null => h.write_u8(0),
-        Value::Bool(b) => h.write_u8(1 + *b as u8),
-        Value::Number(n) => {
-            h.write_u8(3);
-            n.hash(h);
-        }
-        Value::String(s) => {
-            h.write_u8(4);
-            s.hash(h);
-        }
-        Value::Array(a) => {
-            h.write_u8(5);
-            h.write_usize(a.len());
-            for x in a {
-                hash_value(x, h);
-            }
-        }
-        Value::Object(m) => {
-            h.write_u8(6);
-            h.write_usize(m.len());
-            for (k, x) in m {
-                k.hash(h);
-                hash_value(x, h);
-            }
-        }
     }
 }
 
@@ -252,27 +222,32 @@ impl SchemaStore {
         {
             let g = self.generation;
             self.by_hash.retain(|_, v| {
-                v.retain(|e| e.2 == g);
+                v.retain(|e| e.1 == g);
                 !v.is_empty()
             });
         }
     }
 
+    /// The compiled `schema`: found, or compiled from its tree (`tree`,
+    /// parsed only then).
     #[cfg(feature = "gate")]
-    fn get(&mut self, schema: &Arc<Value>, h: u64) -> Result<ToolSchema, String> {
+    fn get<'t>(
+        &mut self,
+        schema: &SchemaText,
+        tree: impl FnOnce() -> &'t Value,
+    ) -> Result<ToolSchema, String> {
         let g = self.generation;
-        let bucket = self.by_hash.entry(h).or_default();
-        if let Some(e) = bucket
-            .iter_mut()
-            .find(|e| Arc::ptr_eq(&e.0, schema) || *e.0 == **schema)
-        {
-            e.2 = g;
+        let bucket = self.by_hash.entry(schema.hash64()).or_default();
+        if let Some(e) = bucket.iter_mut().find(|e| e.0.source == *schema) {
+            e.1 = g;
             self.reused += 1;
-            return Ok(e.1.clone());
+            return Ok(e.0.clone());
         }
-        let compiled = ToolSchema::compile_shared(schema)?;
+        let compiled = ToolSchema::compile_text(schema, tree())?;
         self.compiled += 1;
-        bucket.push((schema.clone(), compiled.clone(), g));
+        // Most buckets hold one schema: no room for four.
+        bucket.reserve_exact(1);
+        bucket.push((compiled.clone(), g));
         Ok(compiled)
     }
 
@@ -282,11 +257,11 @@ impl SchemaStore {
         let g = self.generation;
         for t in &part.tools {
             if let Some(s) = &t.schema
-                && let Some(bucket) = self.by_hash.get_mut(&t.schema_key)
+                && let Some(bucket) = self.by_hash.get_mut(&s.source.hash64())
             {
                 for e in bucket.iter_mut() {
-                    if Arc::ptr_eq(&e.1.schema, &s.schema) {
-                        e.2 = g;
+                    if SchemaText::ptr_eq(&e.0.source, &s.source) {
+                        e.1 = g;
                     }
                 }
             }
@@ -298,6 +273,10 @@ impl SchemaStore {
 pub(crate) struct UnitContext<'a> {
     pub(crate) key: &'a CatalogKey,
     pub(crate) analyzer: &'a Analyzer,
+    /// `[gate]` when it loads: the tools' argument roles are found while
+    /// their schema trees are at hand.
+    #[cfg(feature = "gate")]
+    pub(crate) gate: Option<&'a GateConfig>,
 }
 
 /// Compiles the tools of one unit.
@@ -329,6 +308,10 @@ fn compile_tool(
 ) -> ToolPart {
     let key = cx.key;
     let analyzer = cx.analyzer;
+    // The schema's tree, parsed from its text on first need and dropped
+    // with the tool's compile.
+    let tree_cell: OnceCell<Cow<'_, Value>> = OnceCell::new();
+    let tree = || -> &Value { tree_cell.get_or_init(|| t.input_schema.value()) };
     let mut diags = Vec::new();
     let mut ok = true;
     let domain_of = |d: &Sp<String>, diags: &mut Vec<Diagnostic>| -> Option<u16> {
@@ -421,8 +404,7 @@ fn compile_tool(
             let c = match key.auto_complexity {
                 AutoComplexity::Fixed(c) => c,
                 AutoComplexity::FromSchema => {
-                    let n = t
-                        .input_schema
+                    let n = tree()
                         .get("properties")
                         .and_then(|p| p.as_object())
                         .map(|o| o.len() as i64)
@@ -445,11 +427,9 @@ fn compile_tool(
     #[allow(unused_mut)]
     let mut role_warnings = Vec::new();
     #[cfg(feature = "gate")]
-    let schema_key = if ok { schema_hash(&t.input_schema) } else { 0 };
-    #[cfg(feature = "gate")]
     let schema = if ok {
         let mut sink = crate::diag::Sink::default();
-        let s = match schemas.get(&t.input_schema, schema_key) {
+        let s = match schemas.get(&t.input_schema, tree) {
             Ok(s) => Some(s),
             Err(e) => {
                 sink.push(t.diag(
@@ -463,7 +443,9 @@ fn compile_tool(
                 None
             }
         };
-        role_warnings = super::gate::check_role_paths(t, &mut sink);
+        if !t.gate.arguments.is_empty() {
+            role_warnings = super::gate::check_role_paths_in(t, tree(), &mut sink);
+        }
         schema_diags = sink.diagnostics;
         s
     } else {
@@ -495,18 +477,23 @@ fn compile_tool(
             &ToolText {
                 name: &tool.name,
                 description: &tool.description,
-                input_schema: Some(&tool.input_schema),
+                input_schema: a.reads_parameters().then(tree),
                 keywords: &tool.trigger_keywords,
             },
         )
     });
+    #[cfg(feature = "gate")]
+    let roles = match (cx.gate, &schema) {
+        (Some(cfg), Some(_)) => Some(super::gate::tool_roles(cfg, &tool, tree(), &key.domains)),
+        _ => None,
+    };
     ToolPart {
         tool,
         diags,
         #[cfg(feature = "gate")]
         schema,
         #[cfg(feature = "gate")]
-        schema_key,
+        roles,
         schema_diags,
         role_warnings,
         kw_terms,
@@ -546,7 +533,7 @@ pub(crate) fn link<'a>(
     let mut vocab: NameMap<u32> = NameMap::default();
     let mut docs: Vec<Cow<'a, Bm25Doc>> = Vec::new();
     #[cfg(feature = "gate")]
-    let mut schemas: Vec<Option<ToolSchema>> = Vec::with_capacity(n);
+    let mut schemas: Vec<Option<(ToolSchema, Option<ToolRoles>)>> = Vec::with_capacity(n);
     for (specs, part) in units {
         let parts: Box<dyn Iterator<Item = Cow<'a, ToolPart>>> = match part {
             UnitTools::Kept(p) => Box::new(p.tools.iter().map(Cow::Borrowed)),
@@ -609,7 +596,7 @@ pub(crate) fn link<'a>(
             diags.extend(p.schema_diags.iter().cloned());
             warnings.extend(p.role_warnings.iter().cloned());
             #[cfg(feature = "gate")]
-            schemas.push(p.schema.clone());
+            schemas.push(p.schema.clone().map(|s| (s, p.roles.clone())));
             let mut ids: Vec<u32> = Vec::with_capacity(p.kw_terms.len());
             for term in &p.kw_terms {
                 let next = vocab.len() as u32;
@@ -668,7 +655,7 @@ pub(crate) fn link<'a>(
         .bm25
         .as_ref()
         .filter(|_| docs.len() == tools.len())
-        .map(|p| Bm25Index::from_docs(p, &docs.iter().map(|d| d.as_ref()).collect::<Vec<_>>()));
+        .map(|p| Bm25Index::from_doc_iter(p, docs.into_iter()));
     #[cfg(feature = "gate")]
     let gate_tools = match gate {
         Some(cfg) if diags.is_empty() => {
@@ -768,7 +755,12 @@ impl Parts {
             self.schemas.sweep();
             return linked;
         }
-        let cx = UnitContext { key, analyzer };
+        let cx = UnitContext {
+            key,
+            analyzer,
+            #[cfg(feature = "gate")]
+            gate,
+        };
         if self.once {
             let mut owned = Vec::with_capacity(units.len());
             for u in units {
@@ -779,6 +771,9 @@ impl Parts {
             }
             self.stats.schemas_compiled = self.schemas.compiled;
             self.stats.schemas_reused = self.schemas.reused;
+            // Nothing is kept for a next compile: the compiled schemas live
+            // on in the tools' parts.
+            self.schemas = SchemaStore::default();
             return Arc::new(link(
                 key,
                 analyzer,

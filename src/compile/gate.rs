@@ -304,6 +304,7 @@ impl<'a> Infer<'a> {
 fn infer_roles(
     cfg: &GateConfig,
     tool: &CompiledTool,
+    schema: &Value,
     domains: &[String],
 ) -> Vec<(Vec<RoleSeg>, ArgRole)> {
     let tool_domains: Vec<&str> = tool
@@ -334,12 +335,12 @@ fn infer_roles(
         return Vec::new();
     }
     let mut w = Infer {
-        root: &tool.input_schema,
+        root: schema,
         rules,
         out: Vec::new(),
         budget: MAX_INFER_NODES,
     };
-    w.walk(&tool.input_schema, &mut Vec::new());
+    w.walk(schema, &mut Vec::new());
     w.out
 }
 
@@ -365,6 +366,15 @@ fn dead_roles<'a>(args: &'a [(String, ArgRole)], schema: &Value) -> Vec<&'a str>
 /// server's schema with the shipped tags), and the gate then also infers
 /// roles from that schema.
 pub fn check_role_paths(spec: &ToolSpec, sink: &mut Sink) -> Vec<String> {
+    if spec.gate.arguments.is_empty() {
+        return Vec::new();
+    }
+    check_role_paths_in(spec, &spec.input_schema.value(), sink)
+}
+
+/// [`check_role_paths`] with the tree of `spec`'s input schema, `schema`,
+/// already parsed.
+pub(crate) fn check_role_paths_in(spec: &ToolSpec, schema: &Value, sink: &mut Sink) -> Vec<String> {
     let args = &spec.gate.arguments;
     let span_of = |i: usize| spec.gate.argument_spans.get(i).cloned().unwrap_or(0..0);
     if args.len() > MAX_ROLES {
@@ -387,7 +397,7 @@ pub fn check_role_paths(spec: &ToolSpec, sink: &mut Sink) -> Vec<String> {
             ));
         }
     }
-    dead_roles(args, &spec.input_schema)
+    dead_roles(args, schema)
         .into_iter()
         .map(|k| {
             format!(
@@ -435,40 +445,60 @@ pub(crate) fn cached_config(policy: &PolicySource) -> Result<(GateConfig, Patter
     Ok((config, patterns))
 }
 
+/// A tool's argument roles for the call gate (paths and roles), and whether
+/// some were inferred ([`tool_roles`]).
+pub(crate) type ToolRoles = (Vec<(Vec<RoleSeg>, ArgRole)>, bool);
+
+/// The argument roles of `tool`, whose input schema's tree is `schema`:
+/// declared, or inferred by `[[gate.infer]]`; and whether some were
+/// inferred.
+pub(crate) fn tool_roles(
+    config: &GateConfig,
+    t: &CompiledTool,
+    schema: &Value,
+    domains: &[String],
+) -> ToolRoles {
+    if t.gate.arguments.is_empty() {
+        (infer_roles(config, t, schema, domains), true)
+    } else {
+        let mut declared: Vec<(Vec<RoleSeg>, ArgRole)> = t
+            .gate
+            .arguments
+            .iter()
+            .filter_map(|(k, r)| parse_role_path(k).ok().map(|p| (p, *r)))
+            .take(MAX_ROLES)
+            .collect();
+        // A declared role the schema does not have: the schema changed
+        // under the tags (a live server's), so what the tags meant may
+        // sit under another name; infer from the schema too.
+        let dead = !dead_roles(&t.gate.arguments, schema).is_empty();
+        if dead {
+            for (p, r) in infer_roles(config, t, schema, domains) {
+                if declared.len() < MAX_ROLES && !declared.iter().any(|(q, _)| *q == p) {
+                    declared.push((p, r));
+                }
+            }
+        }
+        (declared, dead)
+    }
+}
+
 /// The call gate's data for each compiled tool: its schema, its argument
-/// roles (declared, or inferred by `[[gate.infer]]`), risk level and flags.
-/// `None` when a schema is missing (it did not compile; that is reported).
+/// roles ([`tool_roles`], found when the tool was compiled; else from its
+/// schema's tree, parsed again), risk level and flags. `None` when a schema
+/// is missing (it did not compile; that is reported).
 pub(crate) fn gate_tools(
     config: &GateConfig,
     tools: &[CompiledTool],
-    schemas: Vec<Option<ToolSchema>>,
+    schemas: Vec<Option<(ToolSchema, Option<ToolRoles>)>>,
     domains: &[String],
 ) -> Option<Vec<GateTool>> {
     let mut out = Vec::with_capacity(tools.len());
     for (t, s) in tools.iter().zip(schemas) {
-        let schema = s?;
-        let (role_paths, inferred) = if t.gate.arguments.is_empty() {
-            (infer_roles(config, t, domains), true)
-        } else {
-            let mut declared: Vec<(Vec<RoleSeg>, ArgRole)> = t
-                .gate
-                .arguments
-                .iter()
-                .filter_map(|(k, r)| parse_role_path(k).ok().map(|p| (p, *r)))
-                .take(MAX_ROLES)
-                .collect();
-            // A declared role the schema does not have: the schema changed
-            // under the tags (a live server's), so what the tags meant may
-            // sit under another name; infer from the schema too.
-            let dead = !dead_roles(&t.gate.arguments, &t.input_schema).is_empty();
-            if dead {
-                for (p, r) in infer_roles(config, t, domains) {
-                    if declared.len() < MAX_ROLES && !declared.iter().any(|(q, _)| *q == p) {
-                        declared.push((p, r));
-                    }
-                }
-            }
-            (declared, dead)
+        let (schema, roles) = s?;
+        let (role_paths, inferred) = match roles {
+            Some(r) => r,
+            None => tool_roles(config, t, &t.input_schema.value(), domains),
         };
         let roles = role_paths
             .iter()

@@ -94,7 +94,7 @@ pub fn compile(policy: &PolicySource, tools: Vec<ToolSpec>) -> Result<Plan, Load
 /// *unit* of the catalog (a tool file, a tag file, a server's listing: an
 /// `Arc<Vec<ToolSpec>>`, recognised by its address), the linked catalog
 /// (names, keyword terms, BM25 index, the call gate's per-tool data), and
-/// each distinct input schema (by a structural hash of its tree). A
+/// each distinct input schema (by its canonical text). A
 /// policy-only edit recompiles the policy part and links it to the same
 /// catalog; a changed unit recompiles that unit's tools only. The plan is
 /// the one [`compile`] makes from the same inputs (see [`catalog`]).

@@ -312,12 +312,7 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
     let mut findings = checked.findings;
     // Arguments no rule can see: on a tool with a shell, SQL or path role,
     // an argument the schema does not declare is refused.
-    if let Some(f) = undeclared(
-        &cfg.checks.undeclared_argument,
-        gt,
-        &plan.tools[idx].input_schema,
-        &args,
-    ) {
+    if let Some(f) = undeclared(&cfg.checks.undeclared_argument, gt, &args) {
         let mut v = finish(name, args, vec![f], Action::Deny, None);
         v.coercions = coercions;
         return v;
@@ -393,18 +388,19 @@ fn kind_name(v: &Value) -> &'static str {
 
 /// An argument the schema does not declare, on a tool whose arguments are
 /// analysed by role: the finding, naming the declared ones.
-fn undeclared(check: &Check, gt: &GateTool, schema: &Value, args: &Value) -> Option<Finding> {
+fn undeclared(check: &Check, gt: &GateTool, args: &Value) -> Option<Finding> {
     if gt.roles.is_empty() {
         return None;
     }
     let Value::Object(map) = args else {
         return None;
     };
-    let declared: Vec<&str> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.keys().map(String::as_str).collect())
-        .unwrap_or_default();
+    let declared: Vec<&str> = gt
+        .schema
+        .declared_params()
+        .iter()
+        .map(String::as_str)
+        .collect();
     let extra: Vec<&str> = map
         .keys()
         .map(String::as_str)

@@ -42,8 +42,9 @@ impl ToolSchema {
         coercion: &Coercion,
         checks: &CallChecks,
     ) -> SchemaCheck {
-        let root: &Value = &self.schema;
-        let mut cx = Cx::new(root, &self.branches, coercion, checks);
+        let loaded = self.loaded();
+        let root: &Value = &loaded.schema;
+        let mut cx = Cx::new(root, &loaded.branches, coercion, checks);
         if !self.strings_only {
             let mut ptr = String::new();
             cx.coerce(root, args, &mut ptr, 0);
@@ -101,7 +102,7 @@ impl ToolSchema {
         checks: &CallChecks,
     ) -> Finding {
         use jsonschema::error::ValidationErrorKind as K;
-        let root: &Value = &self.schema;
+        let root: &Value = self.schema();
         let check = &checks.invalid_arguments;
         let (suffix, msg) = match e.kind() {
             K::Required { property } => {

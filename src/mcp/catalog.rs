@@ -18,6 +18,7 @@ use crate::compile::{CompileCache, CompileStats};
 use crate::diag::LoadError;
 use crate::eval::Activation;
 use crate::parse::policy::Sp;
+use crate::parse::schema_text::{SchemaInterner, SchemaText};
 use crate::parse::tags::{GateTags, RiskLevel, ToolSpec};
 use crate::plan::Plan;
 
@@ -80,7 +81,7 @@ pub struct Catalog {
     pub inputs_version: u64,
 }
 
-fn auto_spec(full: String, tool: &Tool, input_schema: Arc<Value>) -> ToolSpec {
+fn auto_spec(full: String, tool: &Tool, input_schema: SchemaText) -> ToolSpec {
     let ann = tool.annotations.as_ref();
     let read_only = ann.and_then(|a| a.read_only_hint).unwrap_or(false);
     let destructive = ann.and_then(|a| a.destructive_hint).unwrap_or(false);
@@ -139,15 +140,17 @@ fn server_unit(
     let mut specs = Vec::with_capacity(s.tools.len());
     let mut tools = Vec::with_capacity(s.tools.len());
     let mut seen = rustc_hash::FxHashSet::default();
+    let mut interner = SchemaInterner::default();
     for (i, t) in s.tools.iter().enumerate() {
         let full = format!("{}.{}", s.server, t.name);
         if !seen.insert(full.clone()) {
             tracing::warn!(tool = %full, "server listed the same tool twice; keeping the first");
             continue;
         }
-        let schema = Arc::new(Value::Object((*t.input_schema).clone()));
+        let tree = Value::Object((*t.input_schema).clone());
         let description = t.description.as_deref().unwrap_or_default();
-        let hash = definition_hash(description, &schema);
+        let hash = definition_hash(description, &tree);
+        let schema = interner.intern(SchemaText::new(&tree));
         let spec = match tagged.get(full.as_str()) {
             Some(tag) => {
                 let mut spec = (*tag).clone();

@@ -6,5 +6,6 @@ pub mod policy;
 pub mod properties;
 pub mod reader;
 pub mod roles;
+pub mod schema_text;
 pub mod selection;
 pub mod tags;

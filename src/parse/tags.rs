@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::parse::policy::Sp;
 use crate::parse::reader::{Reader, Table};
+use crate::parse::schema_text::{SchemaInterner, SchemaText};
 
 /// Seed 002 `risk_level`.
 #[derive(
@@ -101,9 +102,11 @@ pub struct ToolSpec {
     pub aliases: Vec<Sp<String>>,
     /// Description shown to the model.
     pub description: String,
-    /// The tool's JSON Schema (`inputSchema`), shared: the compiled plan and
-    /// its call gate hold the same tree.
-    pub input_schema: Arc<Value>,
+    /// The tool's JSON Schema (`inputSchema`) as canonical JSON text,
+    /// shared: the compiled plan and its call gate hold the same text (a
+    /// tree is parsed from it where one is read; see
+    /// [`SchemaText`](crate::parse::schema_text)).
+    pub input_schema: SchemaText,
     /// Semantic tags; `None` means "auto-tag from the policy".
     pub tags: Option<SemanticTags>,
     /// Call-gate fields.
@@ -381,9 +384,9 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
         aliases,
         description,
         input_schema: if input_schema.is_null() {
-            Arc::new(serde_json::json!({}))
+            SchemaText::new(&serde_json::json!({}))
         } else {
-            Arc::new(input_schema)
+            SchemaText::new(&input_schema)
         },
         tags,
         gate,
@@ -545,10 +548,9 @@ impl InlineTool {
             name: Sp::new(self.name, 0..0),
             aliases: vec![],
             description: self.description,
-            input_schema: self.input_schema.map_or_else(
-                || Arc::new(serde_json::json!({"type": "object", "properties": {}})),
-                Arc::new,
-            ),
+            input_schema: self
+                .input_schema
+                .map_or_else(SchemaText::empty_object, SchemaText::from),
             tags,
             gate: GateTags {
                 risk_level: self.risk_level,
@@ -603,7 +605,7 @@ struct FastTool {
     #[serde(default, deserialize_with = "present")]
     description: Option<Value>,
     #[serde(rename = "inputSchema", default, deserialize_with = "present")]
-    input_schema: Option<Value>,
+    input_schema: Option<SchemaText>,
     #[serde(default, deserialize_with = "present")]
     annotations: Option<Value>,
 }
@@ -615,7 +617,7 @@ struct FastFunction {
     #[serde(default, deserialize_with = "present")]
     description: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    parameters: Option<Value>,
+    parameters: Option<SchemaText>,
 }
 
 #[derive(Deserialize)]
@@ -635,13 +637,14 @@ struct FastListing {
 }
 
 /// The fields of one tool that import reads: `(OpenAI tool, its
-/// "function" present, name, description, schema, annotations)`.
+/// "function" present, name, description, schema, annotations)`; the
+/// schema is read straight into its text (its tree is transient).
 type RawTool = (
     bool,
     bool,
     Option<Value>,
     Option<Value>,
-    Option<Value>,
+    Option<SchemaText>,
     Option<Value>,
 );
 
@@ -734,7 +737,7 @@ fn generic_listing(
                         true,
                         take(&mut f, "name"),
                         take(&mut f, "description"),
-                        take(&mut f, "parameters"),
+                        take(&mut f, "parameters").map(SchemaText::from),
                         None,
                     ),
                     None => (true, false, None, None, None, None),
@@ -745,7 +748,7 @@ fn generic_listing(
                     false,
                     take(&mut item, "name"),
                     take(&mut item, "description"),
-                    take(&mut item, "inputSchema"),
+                    take(&mut item, "inputSchema").map(SchemaText::from),
                     take(&mut item, "annotations"),
                 )
             }
@@ -754,10 +757,11 @@ fn generic_listing(
     Ok((prefix, raw))
 }
 
-/// [`import_tools_json`] of a file already read: names, descriptions and
-/// schemas move from the parsed text into the [`ToolSpec`]s (no JSON tree
-/// is copied; the usual shapes are read without building trees for the
-/// wrappers), and every tool shares `file`.
+/// [`import_tools_json`] of a file already read: names and descriptions
+/// move from the parsed text into the [`ToolSpec`]s, each schema becomes
+/// its canonical text (equal schemas share one [`SchemaText`]; in the usual
+/// shapes each schema's tree lives only while its text is written, and no
+/// tree is built for the wrappers), and every tool shares `file`.
 pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
     let name = file.name.as_str();
     let bad = |msg: String| {
@@ -771,6 +775,7 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
         None => generic_listing(&file.text, &bad)?,
     };
     let mut out = Vec::with_capacity(list.len());
+    let mut interner = SchemaInterner::default();
     for (i, (openai, has_function, fname, desc, schema, ann)) in list.into_iter().enumerate() {
         if openai && !has_function {
             return Err(bad(format!(
@@ -798,10 +803,7 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
                 Some(Value::String(s)) => s,
                 _ => String::new(),
             },
-            input_schema: schema.map_or_else(
-                || Arc::new(serde_json::json!({"type": "object", "properties": {}})),
-                Arc::new,
-            ),
+            input_schema: schema.map_or_else(SchemaText::empty_object, |s| interner.intern(s)),
             tags: None,
             gate: GateTags {
                 read_only,

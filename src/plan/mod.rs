@@ -19,8 +19,6 @@ pub mod formula;
 pub mod gate;
 pub mod property;
 
-use serde_json::Value;
-
 use crate::parse::policy::FeatureParams;
 use crate::parse::selection::MemoryParams;
 use crate::parse::tags::GateTags;
@@ -119,9 +117,11 @@ pub struct CompiledTool {
     pub aliases: Vec<String>,
     /// Description.
     pub description: String,
-    /// JSON Schema of the arguments (MCP `inputSchema`), shared with the
-    /// [`ToolSpec`](crate::parse::tags::ToolSpec) it came from.
-    pub input_schema: std::sync::Arc<Value>,
+    /// JSON Schema of the arguments (MCP `inputSchema`) as canonical JSON
+    /// text, shared with the [`ToolSpec`](crate::parse::tags::ToolSpec) it
+    /// came from ([`SchemaText::value`](crate::parse::schema_text::SchemaText::value)
+    /// parses the tree).
+    pub input_schema: crate::parse::schema_text::SchemaText,
     /// Indices into [`Plan::domains`] (duplicates kept: each counts, as in the seed).
     pub domains: Vec<u16>,
     /// Bit `i` set when stage `i` of [`Plan::stages`] is preferred.

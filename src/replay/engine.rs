@@ -115,12 +115,15 @@ pub struct Replay {
 /// (a common rule of thumb for English text and JSON with BPE tokenizers).
 pub fn schema_tokens(plan: &Plan, tool: usize) -> u64 {
     let t = &plan.tools[tool];
+    // The schema's canonical text is what serialising its tree writes: put
+    // it in place of a `null` (keys sorted: description, inputSchema, name).
     let json = serde_json::json!({
         "name": t.name,
         "description": t.description,
-        "inputSchema": &*t.input_schema,
+        "inputSchema": null,
     });
-    (json.to_string().len() as u64).div_ceil(4)
+    let len = json.to_string().len() - "null".len() + t.input_schema.as_str().len();
+    (len as u64).div_ceil(4)
 }
 
 /// Replays `trace` against `plan`.

@@ -52,6 +52,7 @@
 //! Per evaluation the cost is the postings of the query terms plus one pass over
 //! the tools; nothing per tool depends on the vocabulary size.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -161,7 +162,7 @@ impl Bm25Doc {
         };
         add(&mut std::iter::once(t.name), f.name);
         add(&mut std::iter::once(t.description), f.description);
-        if f.parameters > 0.0 || f.parameter_descriptions > 0.0 {
+        if a.reads_parameters() {
             let (mut names, mut descs) = (Vec::new(), Vec::new());
             if let Some(s) = t.input_schema {
                 schema_text(s, &mut names, &mut descs, 0);
@@ -285,6 +286,13 @@ impl<'a> Bm25Analyzer<'a> {
     pub fn memoized(mut self) -> Self {
         self.memo = Some(Default::default());
         self
+    }
+
+    /// Whether documents read the input schema ([`ToolText::input_schema`]):
+    /// the `parameters` or `parameter_descriptions` field has a weight.
+    pub fn reads_parameters(&self) -> bool {
+        let f = &self.params.fields;
+        f.parameters > 0.0 || f.parameter_descriptions > 0.0
     }
 
     /// The term of one identifier piece, `None` when it is dropped (too
@@ -465,7 +473,18 @@ impl Bm25Index {
     /// Indexes the documents of a catalog, one per tool in catalog order
     /// (what [`Bm25Index::build`] does after analysing each tool).
     pub fn from_docs(params: &Bm25Params, tools: &[&Bm25Doc]) -> Self {
-        let mut ids: rustc_hash::FxHashMap<&str, u32> = Default::default();
+        Self::from_doc_iter(params, tools.iter().map(|d| Cow::Borrowed(*d)))
+    }
+
+    /// [`Bm25Index::from_docs`] of documents that may be owned: each owned
+    /// document is freed as soon as it is read, and (without expansion) each
+    /// term list as soon as its postings are written, so that indexing a
+    /// large catalog does not hold its documents twice.
+    pub(crate) fn from_doc_iter<'a>(
+        params: &Bm25Params,
+        tools: impl ExactSizeIterator<Item = Cow<'a, Bm25Doc>>,
+    ) -> Self {
+        let mut ids: rustc_hash::FxHashMap<Arc<str>, u32> = Default::default();
         // A document's terms are distinct, so its (id, tf) list is a map.
         let mut docs: Vec<Vec<(u32, f64)>> = Vec::with_capacity(tools.len());
         let mut doc_len = Vec::with_capacity(tools.len());
@@ -473,14 +492,20 @@ impl Bm25Index {
             let mut tf: Vec<(u32, f64)> = Vec::with_capacity(d.terms.len());
             for (term, f) in &d.terms {
                 let next = ids.len() as u32;
-                let id = *ids.entry(&**term).or_insert(next);
+                let id = match ids.get(&**term) {
+                    Some(id) => *id,
+                    None => {
+                        ids.insert(term.clone(), next);
+                        next
+                    }
+                };
                 tf.push((id, *f));
             }
             docs.push(tf);
             doc_len.push(d.len);
         }
-        let n = tools.len() as f64;
-        let avg_len = if tools.is_empty() {
+        let n = docs.len() as f64;
+        let avg_len = if docs.is_empty() {
             0.0
         } else {
             doc_len.iter().sum::<f64>() / n
@@ -493,15 +518,23 @@ impl Bm25Index {
                 df[*id as usize] += 1;
             }
         }
-        let mut postings: Vec<Vec<(u32, f64)>> = vec![Vec::new(); terms.len()];
+        // Each term's list has exactly its document frequency's room.
+        let mut postings: Vec<Vec<(u32, f64)>> =
+            df.iter().map(|&d| Vec::with_capacity(d as usize)).collect();
         let (k1, b) = (params.k1, params.b);
-        for (i, d) in docs.iter().enumerate() {
+        let keep_docs = params.expansion.is_some();
+        for i in 0..docs.len() {
             let norm = if avg_len > 0.0 {
                 1.0 - b + b * doc_len[i] / avg_len
             } else {
                 1.0
             };
-            for &(id, tf) in d {
+            let d = if keep_docs {
+                Cow::Borrowed(&docs[i])
+            } else {
+                Cow::Owned(std::mem::take(&mut docs[i]))
+            };
+            for &(id, tf) in d.iter() {
                 let dfi = df[id as usize] as f64;
                 let idf = (1.0 + (n - dfi + 0.5) / (dfi + 0.5)).ln();
                 let w = idf * tf * (k1 + 1.0) / (tf + k1 * norm);
@@ -786,6 +819,53 @@ mod tests {
             rust_stemmers::Algorithm::Arabic,
         ] {
             assert_eq!(Stemmer::create(alg).stem("2024"), "2024");
+        }
+    }
+
+    #[test]
+    fn owned_documents_index_like_borrowed_ones() {
+        let an = analyzer();
+        for expansion in [
+            None,
+            Some(ExpansionParams {
+                neighbours: 3,
+                weight: 0.5,
+                min_similarity: 0.0,
+                min_shared: 1,
+            }),
+        ] {
+            let p = Bm25Params {
+                expansion,
+                ..params(true, true)
+            };
+            let a = Bm25Analyzer::new(&p, &an).memoized();
+            let docs: Vec<Bm25Doc> = [
+                ("get_weather", "Weather forecast for a city"),
+                ("read_file", "Read a file from the disk"),
+                ("city_map", "A map of the city, with the weather"),
+            ]
+            .iter()
+            .map(|(name, description)| {
+                let t = ToolText {
+                    name,
+                    description,
+                    ..Default::default()
+                };
+                Bm25Doc::of(&a, &t)
+            })
+            .collect();
+            let borrowed = Bm25Index::from_docs(&p, &docs.iter().collect::<Vec<_>>());
+            let owned = Bm25Index::from_doc_iter(&p, docs.into_iter().map(Cow::Owned));
+            assert_eq!(borrowed.terms, owned.terms);
+            assert_eq!(borrowed.postings, owned.postings);
+            assert_eq!(borrowed.doc_len, owned.doc_len);
+            assert_eq!(borrowed.avg_len, owned.avg_len);
+            assert_eq!(borrowed.idf, owned.idf);
+            assert_eq!(borrowed.related, owned.related);
+            assert!(!owned.postings.iter().all(Vec::is_empty));
+            if p.expansion.is_some() {
+                assert!(owned.related.iter().any(|r| !r.is_empty()));
+            }
         }
     }
 

@@ -2,7 +2,15 @@
 //! is built (draft from `$schema`: 2020-12 by default, 2019-09, 7, 6 and 4
 //! supported). Checking arguments against it is the gate's first layer.
 //!
-//! Two things are prepared here besides the validator:
+//! The compile checks the schema (against its draft's meta-schema) and reads
+//! what the gate needs without the tree (draft, parameter names, whether the
+//! arguments need a coercion walk); the schema itself is kept as its
+//! canonical text ([`SchemaText`]), and the tree, the validator and the
+//! branch index are built the first time a call needs them: most tools of a
+//! large catalog are never called, and their trees would dominate a plan's
+//! memory (issue 14).
+//!
+//! Two things are prepared besides the validator:
 //!
 //! - OpenAPI's `nullable: true` (emitted by zod's OpenAPI target, Gemini-style
 //!   function declarations and OpenAPI 3.0 generators) is not a JSON Schema
@@ -19,27 +27,47 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
-/// A tool's compiled input schema.
+use crate::parse::schema_text::SchemaText;
+
+/// A tool's compiled input schema. Cheap to clone: the tools of a catalog
+/// with the same schema share one tree, validator and branch index, built on
+/// first use.
 #[derive(Debug, Clone)]
 pub struct ToolSchema {
-    /// Built on first use ([`ToolSchema::validator`]): the schema was checked
-    /// against its draft's meta-schema when the plan was compiled, and most
-    /// tools of a large catalog are never called. Shared: the tools of a
-    /// catalog with the same schema hold one validator.
-    pub(crate) validator: Arc<OnceLock<Result<jsonschema::Validator, String>>>,
+    /// The schema as declared, as canonical text.
+    pub(crate) source: SchemaText,
     /// The draft the schema is read with.
     pub(crate) draft: jsonschema::Draft,
-    /// The schema as validated (`nullable` read as a null type). Shared, so
-    /// the addresses of its subschemas are stable: [`Branches`] is keyed by
-    /// them.
-    pub(crate) schema: Arc<Value>,
-    /// Top-level parameter names, in schema order.
-    pub(crate) params: Arc<[String]>,
+    /// Whether the declared schema uses OpenAPI's `nullable` (rewritten when
+    /// the tree is loaded).
+    nullable: bool,
     /// The schema needs no coercion walk: it declares no property that is
     /// not a plain string (so a string value can never be coerced).
     pub(crate) strings_only: bool,
+    /// The tree, validator, branch index and parameter names, built on
+    /// first use ([`ToolSchema::loaded`]; boxed, so that a schema never
+    /// loaded costs one small allocation).
+    loaded: Arc<OnceLock<Box<Loaded>>>,
+}
+
+/// What a [`ToolSchema`] builds the first time a call needs it.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    /// The schema as validated (`nullable` read as a null type). It does
+    /// not move once built, so the addresses of its subschemas are stable:
+    /// [`Branches`] is keyed by them.
+    pub(crate) schema: Value,
     /// The `anyOf`/`oneOf` branches of the schema, with their validators.
-    pub(crate) branches: Arc<Branches>,
+    pub(crate) branches: Branches,
+    /// Top-level parameter names of the schema as validated, in schema order.
+    params: Box<[String]>,
+    /// Top-level parameter names of the declared schema, when they differ
+    /// from `params` (a root `nullable` moved them into an `anyOf`).
+    declared_params: Option<Box<[String]>>,
+    /// The schema was checked against its draft's meta-schema when the plan
+    /// was compiled; building the validator can still fail (a `$ref` to
+    /// nothing).
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 /// The `anyOf`/`oneOf` branches of one schema, by the address of the
@@ -228,7 +256,7 @@ fn meta_check(schema: &Value, draft: jsonschema::Draft) -> Result<(), String> {
 /// objects), `required` (a non-empty list of distinct strings, at most 64),
 /// `items` and `additionalProperties` (such an object; the latter also a
 /// boolean), `description` and `title` (strings). Most tool schemas are
-/// this shape; [`ToolSchema::compile_shared`] skips the (costly)
+/// this shape; [`ToolSchema::compile_text`] skips the (costly)
 /// meta-schema check for them and runs it on everything else.
 fn plainly_valid(v: &Value, depth: usize) -> bool {
     const TYPES: [&str; 7] = [
@@ -423,31 +451,39 @@ fn add_null_to_enum(map: &mut Map<String, Value>) {
     }
 }
 
+/// Top-level `properties` names of `schema`, in its order.
+fn top_params(schema: &Value) -> Box<[String]> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
 impl ToolSchema {
     /// Compiles `schema`; the error says why it is not a usable JSON Schema.
     pub fn compile(schema: &Value) -> Result<ToolSchema, String> {
-        Self::compile_shared(&Arc::new(schema.clone()))
+        Self::compile_text(&SchemaText::new(schema), schema)
     }
 
-    /// [`ToolSchema::compile`] of a shared schema: the compiled schema keeps
-    /// `schema` itself (no copy) unless OpenAPI's `nullable` must be rewritten.
-    pub fn compile_shared(schema: &Arc<Value>) -> Result<ToolSchema, String> {
-        let schema = if mentions_nullable(schema, 0) {
-            let mut s = (**schema).clone();
+    /// [`ToolSchema::compile`] of a schema whose text is `source` and whose
+    /// tree, `declared`, the caller has parsed from it (the compiled schema
+    /// keeps the text only, never `declared`).
+    pub fn compile_text(source: &SchemaText, declared: &Value) -> Result<ToolSchema, String> {
+        let nullable = mentions_nullable(declared, 0);
+        let normalized;
+        let schema = if nullable {
+            let mut s = declared.clone();
             normalize_nullable(&mut s);
-            Arc::new(s)
+            normalized = s;
+            &normalized
         } else {
-            schema.clone()
+            declared
         };
-        let draft = draft_of(&schema);
-        if !plainly_valid(&schema, 0) {
-            meta_check(&schema, draft)?;
+        let draft = draft_of(schema);
+        if !plainly_valid(schema, 0) {
+            meta_check(schema, draft)?;
         }
-        let params = schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .map(|o| o.keys().cloned().collect())
-            .unwrap_or_default();
         let strings_only = schema
             .get("properties")
             .and_then(Value::as_object)
@@ -468,14 +504,37 @@ impl ToolSchema {
                 .get("additionalProperties")
                 .is_none_or(|a| !a.is_object())
             && schema.get("patternProperties").is_none();
-        let branches = Arc::new(Branches::index(&schema, draft));
         Ok(ToolSchema {
-            validator: Arc::new(OnceLock::new()),
+            source: source.clone(),
             draft,
-            schema,
-            params,
+            nullable,
             strings_only,
-            branches,
+            loaded: Arc::new(OnceLock::new()),
+        })
+    }
+
+    /// The tree (parsed from the text, `nullable` rewritten), its branch
+    /// index and parameter names, built on first use and shared by the
+    /// clones of `self`.
+    pub(crate) fn loaded(&self) -> &Loaded {
+        self.loaded.get_or_init(|| {
+            let mut schema = self.source.value().into_owned();
+            let mut declared_params = None;
+            if self.nullable {
+                declared_params = Some(top_params(&schema));
+                normalize_nullable(&mut schema);
+            }
+            let params = top_params(&schema);
+            if declared_params.as_ref() == Some(&params) {
+                declared_params = None;
+            }
+            Box::new(Loaded {
+                branches: Branches::index(&schema, self.draft),
+                schema,
+                validator: OnceLock::new(),
+                params,
+                declared_params,
+            })
         })
     }
 
@@ -484,11 +543,12 @@ impl ToolSchema {
     /// meta-schema does not catch) says why the schema cannot validate, and
     /// the gate then refuses the call's arguments.
     pub fn validator(&self) -> Result<&jsonschema::Validator, &str> {
-        self.validator
+        let l = self.loaded();
+        l.validator
             .get_or_init(|| {
                 jsonschema::options()
                     .with_draft(self.draft)
-                    .build(&self.schema)
+                    .build(&l.schema)
                     .map_err(|e| e.to_string())
             })
             .as_ref()
@@ -496,19 +556,32 @@ impl ToolSchema {
     }
 
     /// The schema as validated: the declared schema, with OpenAPI's
-    /// `nullable: true` read as a null type.
+    /// `nullable: true` read as a null type (parsed on first use).
     pub fn schema(&self) -> &Value {
-        &self.schema
+        &self.loaded().schema
     }
 
-    /// Top-level parameter names.
+    /// The schema as declared, as canonical text.
+    pub fn source(&self) -> &SchemaText {
+        &self.source
+    }
+
+    /// Top-level parameter names of the schema as validated (read on first
+    /// use).
     pub fn params(&self) -> &[String] {
-        &self.params
+        &self.loaded().params
     }
 
-    /// The `anyOf`/`oneOf` branches of the schema.
+    /// Top-level parameter names of the schema as declared (its
+    /// `properties` keys, in order; read on first use).
+    pub fn declared_params(&self) -> &[String] {
+        let l = self.loaded();
+        l.declared_params.as_deref().unwrap_or(&l.params)
+    }
+
+    /// The `anyOf`/`oneOf` branches of the schema (indexed on first use).
     pub fn branches(&self) -> &Branches {
-        &self.branches
+        &self.loaded().branches
     }
 }
 
@@ -600,6 +673,30 @@ mod tests {
     }
 
     #[test]
+    fn the_tree_is_built_on_first_use_and_shared_by_clones() {
+        let declared =
+            json!({"nullable": true, "properties": {"a": {"type": "integer"}}, "required": ["a"]});
+        let text = SchemaText::new(&declared);
+        let s = ToolSchema::compile_text(&text, &declared).unwrap();
+        let c = s.clone();
+        assert!(s.loaded.get().is_none(), "compiled without a tree");
+        assert_eq!(s.source(), &text);
+        let mut normalized = declared.clone();
+        normalize_nullable(&mut normalized);
+        assert_eq!(c.schema(), &normalized);
+        // Built once, through the clone, for both.
+        assert!(std::ptr::eq(s.schema(), c.schema()));
+        // The root `nullable` moved `properties` into an `anyOf`.
+        assert!(s.params().is_empty());
+        assert_eq!(s.declared_params(), ["a".to_string()]);
+        assert!(s.validator().unwrap().is_valid(&json!(null)));
+        assert!(!s.validator().unwrap().is_valid(&json!({})));
+        let plain = ToolSchema::compile(&json!({"properties": {"b": {}, "a": {}}})).unwrap();
+        assert_eq!(plain.params(), ["a".to_string(), "b".to_string()]);
+        assert_eq!(plain.declared_params(), plain.params());
+    }
+
+    #[test]
     fn branch_validators_resolve_refs_against_the_whole_schema() {
         let s = ToolSchema::compile(&json!({
             "type": "object",
@@ -611,12 +708,12 @@ mod tests {
         let root = s.schema();
         let b0 = &root["properties"]["m"]["anyOf"][0];
         let b1 = &root["properties"]["m"]["anyOf"][1];
-        assert_eq!(s.branches.is_valid(root, b0, &json!(4)), Some(true));
-        assert_eq!(s.branches.is_valid(root, b0, &json!(2)), Some(false));
-        assert_eq!(s.branches.is_valid(root, b0, &json!("4")), Some(false));
-        assert_eq!(s.branches.is_valid(root, b1, &json!(null)), Some(true));
+        assert_eq!(s.branches().is_valid(root, b0, &json!(4)), Some(true));
+        assert_eq!(s.branches().is_valid(root, b0, &json!(2)), Some(false));
+        assert_eq!(s.branches().is_valid(root, b0, &json!("4")), Some(false));
+        assert_eq!(s.branches().is_valid(root, b1, &json!(null)), Some(true));
         // A value that is not a branch of this schema is not judged.
-        assert_eq!(s.branches.is_valid(root, &json!({}), &json!(1)), None);
+        assert_eq!(s.branches().is_valid(root, &json!({}), &json!(1)), None);
     }
 
     #[test]
@@ -628,9 +725,9 @@ mod tests {
         .unwrap();
         let root = s.schema();
         let p = &root["properties"]["a/b ~c%d é"]["oneOf"];
-        assert_eq!(s.branches.is_valid(root, &p[0], &json!(1)), Some(true));
-        assert_eq!(s.branches.is_valid(root, &p[1], &json!("x")), Some(true));
-        assert_eq!(s.branches.is_valid(root, &p[1], &json!("y")), Some(false));
+        assert_eq!(s.branches().is_valid(root, &p[0], &json!(1)), Some(true));
+        assert_eq!(s.branches().is_valid(root, &p[1], &json!("x")), Some(true));
+        assert_eq!(s.branches().is_valid(root, &p[1], &json!("y")), Some(false));
     }
 
     #[test]
