@@ -169,10 +169,13 @@ enum Command {
         /// written).
         #[arg(long)]
         drop_failing_examples: bool,
-        /// What to fit: the formula's weights and the threshold, or the absolute relevance
-        /// floor (`[features.keyword_match.relevance] min_score`) for the target recall.
+        /// What to fit: the formula's weights and the threshold, or an absolute relevance
+        /// floor (`[features.keyword_match.relevance]`, see --floor) for the target recall.
         #[arg(long, value_enum, default_value = "weights")]
         fit: cli::fit::FitWhat,
+        /// With --fit floor: which floor (the policy must set it to a number).
+        #[arg(long, value_enum, default_value = "min-score")]
+        floor: cli::fit::FloorWhich,
         /// Also write the tool transitions of the training sessions (counts of the tool called
         /// right after each tool) as a TOML file for `[features.transition_match] file`.
         #[arg(long, value_name = "FILE")]
@@ -398,6 +401,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             negatives,
             drop_failing_examples,
             fit,
+            floor,
             transitions_out,
             skip_invalid,
             format,
@@ -422,6 +426,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             };
             let what = cli::fit::FitRequest {
                 what: fit,
+                floor,
                 transitions_out: transitions_out.as_ref(),
             };
             cli::fit::run_fit(o, &plan, &trace, &opts, out.as_ref(), &what, format)

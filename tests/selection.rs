@@ -451,9 +451,27 @@ fn bad_new_keys_are_load_errors_with_positions() {
             "2\n",
         ),
         (
+            "[features.keyword_match.relevance]\nmin_share = 1.5\n",
+            ErrorKind::OutOfRange,
+            "min_share` must be within [0, 1], found 1.5",
+            "1.5",
+        ),
+        (
+            "[features.keyword_match.relevance]\nmin_score_idf = -1\n",
+            ErrorKind::OutOfRange,
+            "min_score_idf` must be within [0, ∞], found -1",
+            "-1",
+        ),
+        (
+            "[features.keyword_match.relevance]\nmin_coverage = 0.2\nquery_terms = \"every\"\n",
+            ErrorKind::InvalidValue,
+            "query_terms` = \"every\" is not one of: known, all",
+            "\"every\"",
+        ),
+        (
             "[features.keyword_match.relevance]\n",
             ErrorKind::MissingKey,
-            "needs `min_score` or `min_coverage`",
+            "needs `min_score`, `min_score_idf`, `min_coverage` or `min_share`",
             "[features.keyword_match.relevance]",
         ),
         (
@@ -541,7 +559,9 @@ fn seed_presets_declare_none_of_the_new_tables() {
         assert!(policy.features.bm25.is_none(), "{p}");
     }
     // The selection policy turns memory and transitions on; its relevance
-    // floor is off (a raw BM25 floor depends on the catalog's size).
+    // floor is off (a raw BM25 floor depends on the catalog's size, and even
+    // the scale-free one loses requests on a one-server catalog:
+    // tests/selection_small_catalogs.rs).
     let s = load_policy(Some(Path::new("policies/selection.toml"))).unwrap();
     assert!(s.memory.is_some());
     assert!(s.features.transitions.as_ref().unwrap().data.is_some());

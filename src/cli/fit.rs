@@ -6,7 +6,7 @@ use toolgate::diag::{Diagnostic, ErrorKind};
 use toolgate::load::load_policy;
 use toolgate::replay::engine::ReplayOptions;
 use toolgate::replay::fit::{ExampleFailure, FitOptions, FitReport, fit};
-use toolgate::replay::floor::{FloorReport, fit_floor};
+use toolgate::replay::floor::{FloorKey, FloorReport, fit_floor};
 use toolgate::replay::transitions::learn_transitions;
 
 use super::replay::{read_trace, replay_catalog, summary_line};
@@ -31,14 +31,45 @@ fn relocated(text: &str, args: &PlanArgs, out: &std::path::Path) -> String {
 pub enum FitWhat {
     /// The weights of `weight * feature` terms (logistic regression) and the threshold.
     Weights,
-    /// The absolute relevance floor `[features.keyword_match.relevance] min_score`.
+    /// An absolute relevance floor of `[features.keyword_match.relevance]`
+    /// (which one: [`FloorWhich`]).
     Floor,
+}
+
+/// Which relevance floor `fit --fit floor` chooses.
+#[derive(Clone, Copy, clap::ValueEnum, PartialEq)]
+pub enum FloorWhich {
+    /// `min_score`: raw BM25 (grows with the catalog's size; fit it on the catalog it serves).
+    #[value(name = "min-score")]
+    Score,
+    /// `min_score_idf`: raw BM25 in units of the rarest term's IDF (follows the catalog's size).
+    #[value(name = "min-score-idf")]
+    ScoreIdf,
+    /// `min_coverage`: IDF-weighted share of the query's terms a tool covers (scale-free).
+    #[value(name = "min-coverage")]
+    Coverage,
+    /// `min_share`: share of the query's attainable BM25 score (scale-free).
+    #[value(name = "min-share")]
+    Share,
+}
+
+impl From<FloorWhich> for FloorKey {
+    fn from(w: FloorWhich) -> FloorKey {
+        match w {
+            FloorWhich::Score => FloorKey::Score,
+            FloorWhich::ScoreIdf => FloorKey::ScoreIdf,
+            FloorWhich::Coverage => FloorKey::Coverage,
+            FloorWhich::Share => FloorKey::Share,
+        }
+    }
 }
 
 /// The request beyond [`FitOptions`].
 pub struct FitRequest<'a> {
     /// Weights or floor.
     pub what: FitWhat,
+    /// With [`FitWhat::Floor`]: which floor.
+    pub floor: FloorWhich,
     /// Where to write the learned transitions, if asked.
     pub transitions_out: Option<&'a PathBuf>,
 }
@@ -83,6 +114,7 @@ pub fn run_fit(
             &policy,
             &catalog,
             &trace,
+            req.floor.into(),
             opts.target_recall,
             opts.holdout,
             &ropts,
@@ -173,7 +205,8 @@ fn print_floor(
     );
     w!(
         o,
-        "  min_score {} -> {}  ({} training calls, {} active with no floor)",
+        "  {} {} -> {}  ({} training calls, {} active with no floor)",
+        r.key.key(),
         format_number(r.floor.0),
         format_number(r.floor.1),
         r.train_calls.0,

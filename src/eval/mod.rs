@@ -245,6 +245,20 @@ impl Activation {
         self.prepared.bm25.raw.get(tool).copied().unwrap_or(0.0)
     }
 
+    /// The IDF-weighted coverage and the share of the attainable score of
+    /// tool `tool`, each in \[0,1\], as the relevance floors
+    /// (`[features.keyword_match.relevance]`) see them; `(0, 0)` when
+    /// `keyword_match` does not use BM25 or the policy has no relevance table.
+    pub fn keyword_relevance(&self, tool: usize) -> (f64, f64) {
+        match &self.plan.bm25 {
+            Some(idx) if idx.params.relevance.is_some() => (
+                self.prepared.bm25.coverage(&idx.params, tool),
+                self.prepared.bm25.share(&idx.params, tool),
+            ),
+            _ => (0.0, 0.0),
+        }
+    }
+
     /// Term-by-term explanation of a tool's raw score; the contributions add up
     /// (in order) to [`ToolScore::raw_score`].
     pub fn explain(&self, tool: usize) -> Vec<TermExplanation> {
@@ -391,8 +405,8 @@ impl Plan {
             let mut turns: Vec<(&[String], f64)> = Vec::with_capacity(1 + remembered.len());
             turns.push((&terms, 1.0));
             turns.extend(remembered.iter().copied());
-            let q = idx.weighted_query(&self.analyzer, &turns);
-            idx.score(&q, &mut bm25_scores);
+            let q = idx.query(&self.analyzer, &turns);
+            idx.score_query(&q.terms, q.unknown_mass, &mut bm25_scores);
         }
 
         // Transitions from the last call (once per context).

@@ -391,7 +391,7 @@ fn count(t: &Table<'_, '_>, key: &str) -> Option<usize> {
     Some(x as usize)
 }
 
-fn choice<T: Copy>(t: &Table<'_, '_>, key: &str, options: &[(&str, T)]) -> Option<T> {
+pub(crate) fn choice<T: Copy>(t: &Table<'_, '_>, key: &str, options: &[(&str, T)]) -> Option<T> {
     let (s, span) = t.str(key)?;
     if let Some((_, v)) = options.iter().find(|(n, _)| *n == s) {
         return Some(*v);

@@ -5,9 +5,10 @@
 //!   messages stay in the query with a weight that decays per turn, instead of
 //!   being replaced by the latest message (seed 000 keeps only the latest).
 //! * `[features.keyword_match.relevance]`: absolute relevance. Floors on a
-//!   tool's raw BM25 score and on the IDF-weighted share of the query's terms
-//!   it covers, applied before the relative normalisation, so a request that
-//!   nothing fits does not make its best (poor) match score 1.
+//!   tool's raw BM25 score, on the IDF-weighted share of the query's terms
+//!   it covers and on its share of the query's attainable score, applied
+//!   before the relative normalisation, so a request that nothing fits does
+//!   not make its best (poor) match score 1.
 //! * `[features.keyword_match.expansion]`: query expansion from the catalog
 //!   itself. Terms that co-occur in the same tools' names and descriptions are
 //!   related; each query term brings its closest relatives with a lower weight.
@@ -42,9 +43,38 @@ pub struct RelevanceParams {
     /// A tool whose raw BM25 score is below this gets `keyword_match = 0`
     /// (≥ 0; 0 = off).
     pub min_score: Sp<f64>,
-    /// A tool covering less than this IDF-weighted share of the query's known
-    /// terms gets `keyword_match = 0` (in \[0,1\]; 0 = off).
-    pub min_coverage: f64,
+    /// A tool whose raw BM25 score is below this many `idf₁` gets
+    /// `keyword_match = 0` (≥ 0; 0 = off). `idf₁ = ln(1 + (N − 0.5) / 1.5)`
+    /// is the IDF of a term exactly one of the catalog's `N` tools contains:
+    /// raw scores grow with it, so this floor means the same on a catalog of
+    /// 8 tools and of 800 (a term only one tool has, matched once at the
+    /// average length, scores about 1 `idf₁`).
+    pub min_score_idf: Sp<f64>,
+    /// A tool covering less than this IDF-weighted share of the query's terms
+    /// (see [`QueryTerms`]) gets `keyword_match = 0` (in \[0,1\]; 0 = off).
+    /// Scale-free: a share, whatever the catalog's size.
+    pub min_coverage: Sp<f64>,
+    /// A tool whose raw BM25 score is below this share of the query's
+    /// attainable score `Σ w·idf·(k1 + 1)` (the score of a tool holding every
+    /// query term with an unbounded term frequency; terms as in
+    /// [`QueryTerms`]) gets `keyword_match = 0` (in \[0,1\]; 0 = off).
+    pub min_share: Sp<f64>,
+    /// Which query terms the denominators of `min_coverage` and `min_share` count.
+    pub query_terms: QueryTerms,
+}
+
+/// `[features.keyword_match.relevance] query_terms`: the query terms the
+/// coverage and share floors divide by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueryTerms {
+    /// `"known"` (default): only the terms some tool of the catalog contains.
+    #[default]
+    Known,
+    /// `"all"`: every query term; a term no tool contains counts with the IDF
+    /// of a term exactly one tool contains (`ln(1 + (N − 0.5) / 1.5)`, `N`
+    /// tools), so a request made mostly of words the catalog never uses
+    /// covers little of any tool.
+    All,
 }
 
 /// `[features.keyword_match.expansion]`: catalog-derived query expansion (BM25 only).
@@ -149,22 +179,38 @@ pub fn read_memory(keywords: &Table<'_, '_>) -> Option<MemoryParams> {
 pub fn read_relevance(km: &Table<'_, '_>) -> Option<RelevanceParams> {
     let t = km.table("relevance")?;
     let min_score = range(&t, "min_score", t.f64("min_score"), 0.0, f64::MAX);
+    let min_score_idf = range(&t, "min_score_idf", t.f64("min_score_idf"), 0.0, f64::MAX);
     let min_coverage = range(&t, "min_coverage", t.f64("min_coverage"), 0.0, 1.0);
-    if t.key_span("min_score").is_none() && t.key_span("min_coverage").is_none() {
+    let min_share = range(&t, "min_share", t.f64("min_share"), 0.0, 1.0);
+    let query_terms = crate::parse::policy::choice(
+        &t,
+        "query_terms",
+        &[("known", QueryTerms::Known), ("all", QueryTerms::All)],
+    )
+    .unwrap_or_default();
+    if ["min_score", "min_score_idf", "min_coverage", "min_share"]
+        .iter()
+        .all(|k| t.key_span(k).is_none())
+    {
         t.reader().error(
             ErrorKind::MissingKey,
             t.span.clone(),
             format!(
-                "[{}] needs `min_score` or `min_coverage` (or both)",
+                "[{}] needs `min_score`, `min_score_idf`, `min_coverage` or `min_share` (one or more)",
                 t.path()
             ),
         );
     }
+    let sp = |v: Option<(f64, Range<usize>)>| {
+        v.map(|(x, s)| Sp::new(x, s))
+            .unwrap_or(Sp::new(0.0, t.span.clone()))
+    };
     Some(RelevanceParams {
-        min_score: min_score
-            .map(|(x, s)| Sp::new(x, s))
-            .unwrap_or(Sp::new(0.0, t.span.clone())),
-        min_coverage: min_coverage.map(|x| x.0).unwrap_or(0.0),
+        min_score: sp(min_score),
+        min_score_idf: sp(min_score_idf),
+        min_coverage: sp(min_coverage),
+        min_share: sp(min_share),
+        query_terms,
     })
 }
 

@@ -1,20 +1,24 @@
 //! Choosing the absolute relevance floor from traces
 //! (`toolgate fit --fit floor`).
 //!
-//! `[features.keyword_match.relevance] min_score` gives `keyword_match = 0`
-//! to every tool whose raw BM25 score is below it, so a request that nothing
+//! A floor of `[features.keyword_match.relevance]` — `min_score` (raw BM25),
+//! `min_score_idf` (raw BM25 in units of `idf₁`), `min_coverage` (IDF-weighted share of the query a tool covers) or
+//! `min_share` (share of the query's attainable score) — gives
+//! `keyword_match = 0` to every tool below it, so a request that nothing
 //! fits exposes little. Raising it trades recall on calls for smaller sets on
 //! turns without a call. Given a trace with calls (and, ideally, no-call
 //! turns: questions nothing should answer), the floor is chosen on the
 //! training sessions (the same hash split as the weight fit):
 //!
-//! 1. replay with the floor at 0 and record, per call, whether the called
-//!    tool was active and its raw BM25 score;
+//! 1. replay with that floor at 0 and record, per call, whether the called
+//!    tool was active and its measure (raw score, coverage or share);
 //! 2. the floor is the largest value at which at least `target` of the
-//!    training calls stay active (a call stays active iff it was and its raw
-//!    score reaches the floor: the floor removes tools below it and never
-//!    changes the others' `keyword_match`, since the best tool always passes
-//!    when anything does);
+//!    training calls keep an active tool whose measure reaches the floor.
+//!    For `min_score` and `min_score_idf` that is exact: the best tool always passes when
+//!    anything does, so the floor never changes the others' `keyword_match`.
+//!    For `min_coverage` and `min_share` the best raw score may fail while
+//!    another tool passes; the divisor then drops and the passing tools'
+//!    `keyword_match` rises, so recall is *at least* the target;
 //! 3. the policy text is rewritten with only that value changed, and both
 //!    policies are replayed on the training and the held-out sessions, calls
 //!    and no-call turns alike, so the effect is measured, not assumed.
@@ -43,10 +47,41 @@ pub struct FloorSplit {
     pub after: Summary,
 }
 
+/// Which floor of `[features.keyword_match.relevance]` [`fit_floor`] chooses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum FloorKey {
+    /// `min_score`: raw BM25 (grows with the catalog's size).
+    #[serde(rename = "min_score")]
+    Score,
+    /// `min_score_idf`: raw BM25 in units of `idf₁` (does not grow with the catalog).
+    #[serde(rename = "min_score_idf")]
+    ScoreIdf,
+    /// `min_coverage`: IDF-weighted share of the query's terms, in \[0,1\].
+    #[serde(rename = "min_coverage")]
+    Coverage,
+    /// `min_share`: share of the query's attainable BM25 score, in \[0,1\].
+    #[serde(rename = "min_share")]
+    Share,
+}
+
+impl FloorKey {
+    /// The policy key.
+    pub fn key(self) -> &'static str {
+        match self {
+            FloorKey::Score => "min_score",
+            FloorKey::ScoreIdf => "min_score_idf",
+            FloorKey::Coverage => "min_coverage",
+            FloorKey::Share => "min_share",
+        }
+    }
+}
+
 /// What [`fit_floor`] found.
 #[derive(Debug, Clone, Serialize)]
 pub struct FloorReport {
-    /// `min_score` before and after.
+    /// The key that was fitted.
+    pub key: FloorKey,
+    /// Its value before and after.
     pub floor: (f64, f64),
     /// Target recall on the training calls.
     pub target_recall: f64,
@@ -89,13 +124,18 @@ fn plan_of(text: &str, name: &str, catalog: &[ToolSpec]) -> Result<Arc<Plan>, St
         .map_err(|e| e.to_string())
 }
 
-fn with_floor(policy: &PolicySource, floor: f64) -> Result<String, String> {
-    let span = policy
-        .features
-        .bm25
-        .as_ref()
-        .and_then(|b| b.relevance.as_ref())
-        .map(|r| r.min_score.clone())
+fn floor_of(policy: &PolicySource, key: FloorKey) -> Option<crate::parse::policy::Sp<f64>> {
+    let r = policy.features.bm25.as_ref()?.relevance.as_ref()?;
+    Some(match key {
+        FloorKey::Score => r.min_score.clone(),
+        FloorKey::ScoreIdf => r.min_score_idf.clone(),
+        FloorKey::Coverage => r.min_coverage.clone(),
+        FloorKey::Share => r.min_share.clone(),
+    })
+}
+
+fn with_floor(policy: &PolicySource, key: FloorKey, floor: f64) -> Result<String, String> {
+    let span = floor_of(policy, key)
         .filter(|s| {
             policy
                 .file
@@ -103,7 +143,7 @@ fn with_floor(policy: &PolicySource, floor: f64) -> Result<String, String> {
                 .get(s.span.clone())
                 .is_some_and(|t| t.parse::<f64>().is_ok())
         })
-        .ok_or("the policy needs `min_score = <number>` in [features.keyword_match.relevance] (method = \"bm25\") for the floor to be fitted")?
+        .ok_or_else(|| format!("the policy needs `{} = <number>` in [features.keyword_match.relevance] (method = \"bm25\") for the floor to be fitted", key.key()))?
         .span;
     let mut text = policy.file.text.to_string();
     text.replace_range(span, &format_number(floor));
@@ -122,36 +162,45 @@ fn split(trace: &Trace, holdout: f64, test: bool) -> Trace {
     }
 }
 
-/// Chooses `min_score` for `target` recall on the training sessions of
+/// Chooses the floor `key` for `target` recall on the training sessions of
 /// `trace` (held out: the share `holdout`, by a hash of the session id).
+/// The policy must set `key` to a number (its other floors stay as they are).
 pub fn fit_floor(
     policy: &PolicySource,
     catalog: &[ToolSpec],
     trace: &Trace,
+    key: FloorKey,
     target: f64,
     holdout: f64,
     opts: &ReplayOptions,
 ) -> Result<FloorReport, String> {
     let name = policy.file.name.clone();
-    let before_floor = policy
-        .features
+    let before_floor = floor_of(policy, key).map(|s| s.value).unwrap_or(0.0);
+    let zero = plan_of(&with_floor(policy, key, 0.0)?, &name, catalog)?;
+    let idf1 = zero
         .bm25
         .as_ref()
-        .and_then(|b| b.relevance.as_ref())
-        .map(|r| r.min_score.value)
-        .unwrap_or(0.0);
-    let zero = plan_of(&with_floor(policy, 0.0)?, &name, catalog)?;
+        .map(|i| i.idf_of_df(1))
+        .filter(|x| *x > 0.0)
+        .unwrap_or(1.0);
     let train = split(trace, holdout, false);
     let test = split(trace, holdout, true);
     let mut calls = Vec::new();
     replay_with(&zero, &train, opts, |step, act| {
         if let Some(c) = step.called {
-            calls.push((step.hit, act.keyword_raw(c)));
+            let (coverage, share) = act.keyword_relevance(c);
+            let measure = match key {
+                FloorKey::Score => act.keyword_raw(c),
+                FloorKey::ScoreIdf => act.keyword_raw(c) / idf1,
+                FloorKey::Coverage => coverage,
+                FloorKey::Share => share,
+            };
+            calls.push((step.hit, measure));
         }
     })
     .map_err(|e| e.to_string())?;
     let floor = floor_for_recall(&calls, target);
-    let text = with_floor(policy, floor)?;
+    let text = with_floor(policy, key, floor)?;
     let before = plan_of(&policy.file.text, &name, catalog)?;
     let after = plan_of(&text, &name, catalog)?;
     let quality = |t: &Trace| -> Result<FloorSplit, String> {
@@ -161,6 +210,7 @@ pub fn fit_floor(
         })
     };
     Ok(FloorReport {
+        key,
         floor: (before_floor, floor),
         target_recall: target,
         train_calls: (calls.len(), calls.iter().filter(|c| c.0).count()),

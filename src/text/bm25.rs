@@ -33,12 +33,17 @@
 //!   weighted sum of its term weights ([`Bm25Index::weighted_query`],
 //!   [`Bm25Index::score`]).
 //! * **Absolute relevance** (`[features.keyword_match.relevance]`). Before the
-//!   relative normalisation, a tool whose raw score is below `min_score`, or
-//!   that covers less than `min_coverage` of the query's IDF-weighted mass
-//!   (`Σ w·idf` of the query terms it contains ÷ `Σ w·idf` of all known query
-//!   terms), gets 0; the best *passing* tool sets the divisor. When nothing
-//!   passes, every tool gets 0: a request that nothing fits exposes nothing
-//!   through its keywords.
+//!   relative normalisation, a tool gets 0 when its raw score is below
+//!   `min_score`, or below `min_score_idf` times `idf₁` (the IDF of a term
+//!   exactly one tool has, `ln(1 + (N − 0.5) / 1.5)`), when it covers less than `min_coverage` of the query's
+//!   IDF-weighted mass (`Σ w·idf` of the query terms it contains ÷ the
+//!   query's mass), or when its raw score is below `min_share` of the query's
+//!   attainable score (`(k1 + 1)` × the mass). The mass counts the query
+//!   terms the catalog knows, or with `query_terms = "all"` every term, an
+//!   unknown one at `idf₁`. Raw scores grow with the catalog (IDF ~ `ln N`);
+//!   `min_score_idf` follows that growth, coverage and share are ratios. The best *passing* tool sets the divisor. When nothing passes,
+//!   every tool gets 0: a request that nothing fits exposes nothing through
+//!   its keywords.
 //! * **Expansion from the catalog.** At build time, two terms are related by
 //!   the cosine of the sets of tools that contain them,
 //!   `shared / sqrt(df(a) · df(b))`; each term keeps its `neighbours` most
@@ -60,7 +65,7 @@ use rust_stemmers::Stemmer;
 use serde_json::Value;
 
 use crate::parse::policy::Bm25Params;
-use crate::parse::selection::ExpansionParams;
+use crate::parse::selection::{ExpansionParams, QueryTerms};
 use crate::text::keywords::{Analyzer, is_cjk};
 
 /// The text of one tool, split into the fields BM25 indexes.
@@ -200,14 +205,59 @@ impl Bm25Params {
 pub struct Scored {
     /// Raw score per tool.
     pub raw: Vec<f64>,
-    /// IDF-weighted coverage per tool, in \[0,1\] (empty unless a coverage floor is set).
-    pub coverage: Vec<f64>,
+    /// Per tool: `Σ w·idf` of the query terms it contains (empty unless the
+    /// policy has `[features.keyword_match.relevance]`).
+    pub covered: Vec<f64>,
+    /// `Σ w·idf` of the query terms the catalog knows.
+    pub known_mass: f64,
+    /// `Σ w·idf₁` of the query terms no tool contains, `idf₁` being the IDF of
+    /// a term exactly one tool contains (0 unless `query_terms = "all"`).
+    pub unknown_mass: f64,
     /// The divisor of the normalisation: `max(best passing raw score, score_floor)`
     /// (0 when nothing passes and there is no floor).
     pub divisor: f64,
+    /// `idf₁`, the IDF of a term exactly one tool of the catalog contains
+    /// (the unit of `min_score_idf`).
+    pub idf1: f64,
 }
 
 impl Scored {
+    /// The query's mass the coverage and share floors divide by: the known
+    /// terms', plus the unknown terms' with `query_terms = "all"`.
+    #[inline]
+    fn mass(&self, params: &Bm25Params) -> f64 {
+        match params.relevance.as_ref().map(|r| r.query_terms) {
+            Some(QueryTerms::All) => self.known_mass + self.unknown_mass,
+            _ => self.known_mass,
+        }
+    }
+
+    /// IDF-weighted coverage of tool `i`, in \[0,1\]: `Σ w·idf` of the query
+    /// terms it contains ÷ the query's mass (0 for an empty query, and when
+    /// the policy has no relevance table).
+    #[inline]
+    pub fn coverage(&self, params: &Bm25Params, i: usize) -> f64 {
+        let m = self.mass(params);
+        if m > 0.0 {
+            (self.covered.get(i).copied().unwrap_or(0.0) / m).min(1.0)
+        } else {
+            0.0
+        }
+    }
+
+    /// Share of the attainable score of tool `i`, in \[0,1\]: its raw score ÷
+    /// `(k1 + 1) · mass`, the score of a tool holding every query term with
+    /// an unbounded term frequency (0 for an empty query).
+    #[inline]
+    pub fn share(&self, params: &Bm25Params, i: usize) -> f64 {
+        let m = self.mass(params) * (params.k1 + 1.0);
+        if m > 0.0 {
+            (self.raw.get(i).copied().unwrap_or(0.0) / m).min(1.0)
+        } else {
+            0.0
+        }
+    }
+
     /// Whether tool `i` passes the relevance floors of `params`.
     #[inline]
     pub fn passes(&self, params: &Bm25Params, i: usize) -> bool {
@@ -216,8 +266,10 @@ impl Scored {
             None => true,
             Some(r) => {
                 raw >= r.min_score.value
-                    && (r.min_coverage <= 0.0
-                        || self.coverage.get(i).copied().unwrap_or(0.0) >= r.min_coverage)
+                    && raw >= r.min_score_idf.value * self.idf1
+                    && (r.min_coverage.value <= 0.0
+                        || self.coverage(params, i) >= r.min_coverage.value)
+                    && (r.min_share.value <= 0.0 || self.share(params, i) >= r.min_share.value)
             }
         }
     }
@@ -232,6 +284,17 @@ impl Scored {
             0.0
         }
     }
+}
+
+/// A weighted query ([`Bm25Index::weighted_query`]): `(term id, weight)` of
+/// the known terms, sorted by id, and the mass of the unknown ones.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Query {
+    /// `(term id, weight)`, one per known term, sorted by id.
+    pub terms: Vec<(u32, f64)>,
+    /// `Σ w·idf₁` of the distinct terms no tool contains (see
+    /// [`Scored::unknown_mass`]); 0 unless `query_terms = "all"`.
+    pub unknown_mass: f64,
 }
 
 /// The term analysis shared by documents and queries.
@@ -567,14 +630,28 @@ impl Bm25Index {
     /// intent keywords with its weight (the latest message 1, earlier ones
     /// less). Each distinct known term keeps its largest weight; with
     /// expansion, each term's relatives join with `weight · similarity` times
-    /// the term's own weight. Terms with weight 0 are dropped.
+    /// the term's own weight. Terms with weight 0 are dropped. Unknown terms
+    /// are dropped too (see [`Bm25Index::query`] for their mass).
     pub fn weighted_query(
         &self,
         analyzer: &Analyzer,
         turns: &[(&[String], f64)],
     ) -> Vec<(u32, f64)> {
+        self.query(analyzer, turns).terms
+    }
+
+    /// [`Bm25Index::weighted_query`], with the mass of the unknown terms
+    /// (each distinct unknown term with its largest weight, times `idf₁`)
+    /// when the policy's relevance floors count them (`query_terms = "all"`).
+    pub fn query(&self, analyzer: &Analyzer, turns: &[(&[String], f64)]) -> Query {
         let a = Bm25Analyzer::new(&self.params, analyzer);
+        let want_unknown = self
+            .params
+            .relevance
+            .as_ref()
+            .is_some_and(|r| r.query_terms == QueryTerms::All);
         let mut q: Vec<(u32, f64)> = Vec::new();
+        let mut unknown: Vec<(String, f64)> = Vec::new();
         let mut out = Vec::new();
         for (keywords, w) in turns {
             if *w <= 0.0 {
@@ -584,10 +661,13 @@ impl Bm25Index {
             for k in *keywords {
                 a.terms(k, &mut out);
             }
-            q.extend(
-                out.iter()
-                    .filter_map(|t| self.terms.get(t).map(|&id| (id, *w))),
-            );
+            for t in out.drain(..) {
+                match self.terms.get(&t) {
+                    Some(&id) => q.push((id, *w)),
+                    None if want_unknown => unknown.push((t, *w)),
+                    None => {}
+                }
+            }
         }
         dedup_max(&mut q);
         if let (Some(e), false) = (&self.params.expansion, self.related.is_empty()) {
@@ -603,24 +683,44 @@ impl Bm25Index {
             }
             dedup_max(&mut q);
         }
-        q
+        let mut unknown_mass = 0.0;
+        if !unknown.is_empty() {
+            unknown.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+            unknown.dedup_by(|a, b| a.0 == b.0);
+            let idf1 = self.idf_of_df(1);
+            unknown_mass = unknown.iter().map(|(_, w)| w * idf1).sum();
+        }
+        Query {
+            terms: q,
+            unknown_mass,
+        }
     }
 
-    /// Scores every tool for a weighted query: raw scores, coverage (when a
-    /// coverage floor is set) and the normalisation divisor over the tools
-    /// that pass the relevance floors.
+    /// The IDF of a term `df` tools contain, `ln(1 + (N − df + 0.5) / (df + 0.5))`,
+    /// never below 0.
+    pub fn idf_of_df(&self, df: usize) -> f64 {
+        let n = self.doc_len.len() as f64;
+        let d = df as f64;
+        (1.0 + (n - d + 0.5) / (d + 0.5)).ln().max(0.0)
+    }
+
+    /// Scores every tool for a weighted query of known terms: raw scores,
+    /// coverage (when the policy has relevance floors) and the normalisation
+    /// divisor over the tools that pass the relevance floors.
     pub fn score(&self, query: &[(u32, f64)], out: &mut Scored) {
+        self.score_query(query, 0.0, out)
+    }
+
+    /// [`Bm25Index::score`] for a [`Query`] (its unknown terms count in the
+    /// coverage and share floors with `query_terms = "all"`).
+    pub fn score_query(&self, query: &[(u32, f64)], unknown_mass: f64, out: &mut Scored) {
         let n = self.doc_len.len();
         out.raw.clear();
         out.raw.resize(n, 0.0);
-        let want_cov = self
-            .params
-            .relevance
-            .as_ref()
-            .is_some_and(|r| r.min_coverage > 0.0);
-        out.coverage.clear();
+        let want_cov = self.params.relevance.is_some();
+        out.covered.clear();
         if want_cov {
-            out.coverage.resize(n, 0.0);
+            out.covered.resize(n, 0.0);
         }
         let mut mass = 0.0;
         for &(id, w) in query {
@@ -629,15 +729,13 @@ impl Bm25Index {
             for &(tool, x) in &self.postings[id as usize] {
                 out.raw[tool as usize] += w * x;
                 if want_cov {
-                    out.coverage[tool as usize] += w * idf;
+                    out.covered[tool as usize] += w * idf;
                 }
             }
         }
-        if want_cov && mass > 0.0 {
-            for c in &mut out.coverage {
-                *c /= mass;
-            }
-        }
+        out.known_mass = mass;
+        out.unknown_mass = unknown_mass;
+        out.idf1 = self.idf_of_df(1);
         let mut best = 0.0f64;
         for i in 0..n {
             if out.raw[i] > best && out.passes(&self.params, i) {
@@ -678,9 +776,9 @@ impl Bm25Index {
     /// scores divided by `max(best passing score, score_floor)`; 0 for tools
     /// below the relevance floors, and for all when the divisor is 0.
     pub fn normalized(&self, analyzer: &Analyzer, intent: &[String]) -> Vec<f64> {
-        let q = self.weighted_query(analyzer, &[(intent, 1.0)]);
+        let q = self.query(analyzer, &[(intent, 1.0)]);
         let mut s = Scored::default();
-        self.score(&q, &mut s);
+        self.score_query(&q.terms, q.unknown_mass, &mut s);
         (0..self.doc_len.len())
             .map(|i| s.normalized(&self.params, i))
             .collect()
@@ -939,7 +1037,10 @@ mod tests {
         let mut p = params(false, false);
         p.relevance = Some(crate::parse::selection::RelevanceParams {
             min_score: crate::parse::policy::Sp::new(0.0, 0..0),
-            min_coverage: 0.5,
+            min_score_idf: crate::parse::policy::Sp::new(0.0, 0..0),
+            min_coverage: crate::parse::policy::Sp::new(0.5, 0..0),
+            min_share: crate::parse::policy::Sp::new(0.0, 0..0),
+            query_terms: QueryTerms::Known,
         });
         let docs = [
             ToolText {
@@ -965,13 +1066,66 @@ mod tests {
             idx.idf[idx.terms["weather"] as usize],
             idx.idf[idx.terms["forecast"] as usize],
         );
-        assert!((s.coverage[0] - 1.0).abs() < 1e-12);
-        assert!((s.coverage[1] - if_ / (iw + if_)).abs() < 1e-12);
-        assert_eq!(s.coverage[2], 0.0);
+        assert!((s.coverage(&p, 0) - 1.0).abs() < 1e-12);
+        assert!((s.coverage(&p, 1) - if_ / (iw + if_)).abs() < 1e-12);
+        assert_eq!(s.coverage(&p, 2), 0.0);
         // `weather` is rarer than `forecast`: the stock tool covers less than half.
         assert!(!s.passes(&p, 1) && s.passes(&p, 0));
         assert_eq!(s.normalized(&p, 0), 1.0);
         assert_eq!(s.normalized(&p, 1), 0.0);
+    }
+
+    #[test]
+    fn unknown_terms_count_with_query_terms_all() {
+        let an = analyzer();
+        let mut p = params(false, false);
+        let relevance = |terms| crate::parse::selection::RelevanceParams {
+            min_score: crate::parse::policy::Sp::new(0.0, 0..0),
+            min_score_idf: crate::parse::policy::Sp::new(0.0, 0..0),
+            min_coverage: crate::parse::policy::Sp::new(0.0, 0..0),
+            min_share: crate::parse::policy::Sp::new(0.0, 0..0),
+            query_terms: terms,
+        };
+        let docs = [
+            ToolText {
+                name: "weather",
+                description: "forecast",
+                ..Default::default()
+            },
+            ToolText {
+                name: "stock",
+                description: "price",
+                ..Default::default()
+            },
+        ];
+        let query: Vec<String> = vec!["weather".into(), "paris".into(), "tomorrow".into()];
+        p.relevance = Some(relevance(QueryTerms::Known));
+        let idx = Bm25Index::build(&p, &an, &docs);
+        let q = idx.query(&an, &[(&query, 1.0)]);
+        assert_eq!(q.unknown_mass, 0.0);
+        let mut s = Scored::default();
+        idx.score_query(&q.terms, q.unknown_mass, &mut s);
+        // Known terms only: `weather` is the whole query.
+        assert!((s.coverage(&p, 0) - 1.0).abs() < 1e-12);
+        let share = s.share(&p, 0);
+        assert!(share > 0.0 && share < 1.0, "{share}");
+        assert!((share - s.raw[0] / (idx.idf[idx.terms["weather"] as usize] * 2.2)).abs() < 1e-12);
+
+        // All terms: the two unknown ones weigh as a term one tool of two has.
+        p.relevance = Some(relevance(QueryTerms::All));
+        let idx = Bm25Index::build(&p, &an, &docs);
+        // repeated and remembered unknown terms count once, with their largest weight
+        let q = idx.query(&an, &[(&query, 1.0), (&["paris".into()], 0.5)]);
+        let idf1 = idx.idf_of_df(1);
+        assert_eq!(idf1, idx.idf[idx.terms["weather"] as usize]);
+        assert!((q.unknown_mass - 2.0 * idf1).abs() < 1e-12);
+        idx.score_query(&q.terms, q.unknown_mass, &mut s);
+        assert!((s.coverage(&p, 0) - 1.0 / 3.0).abs() < 1e-12);
+        assert!((s.share(&p, 0) - share / 3.0).abs() < 1e-12);
+        assert_eq!(s.coverage(&p, 1), 0.0);
+        // An empty query covers nothing.
+        idx.score_query(&[], 0.0, &mut s);
+        assert_eq!((s.coverage(&p, 0), s.share(&p, 0)), (0.0, 0.0));
     }
 
     #[test]
