@@ -78,18 +78,6 @@ line() { # title policy trace catalog
     printf '%-44s %s\n' "$1" "$($B replay --policy "$2" --trace "$3" --tools "$4" | tail -1 | cut -d'|' -f1,2,5)"
 }
 
-echo; echo "######## before (tests/data/selection-before.toml) vs after (policies/selection.toml)"
-cmp "pooled, tuning (multiple + shared live_multiple half; IN-SAMPLE)" "$OUT/bfcl/pooled.jsonl" "$C"
-cmp "multiple alone (IN-SAMPLE)" "$OUT/bfcl/multiple.jsonl" "$C"
-cmp "shared live_multiple half alone (IN-SAMPLE)" "$OUT/bfcl/live_multiple.jsonl" "$C"
-cmp "irrelevance, shared (IN-SAMPLE: the floor's tuning data)" "$OUT/bfcl/irrelevance.jsonl" "$C"
-cmp "pooled, HELD-OUT (multiple + other live_multiple half, their catalog)" "$OUT/bfcl-ho/pooled.jsonl" "$HC"
-cmp "other live_multiple half alone (HELD-OUT)" "$OUT/bfcl-ho/live_multiple.jsonl" "$HC"
-cmp "live_irrelevance (HELD-OUT), pooled tuning catalog" "$OUT/bfcl-ho/irrelevance.jsonl" "$C"
-cmp "multi-turn, training half (IN-SAMPLE)" "$OUT/mt-train.jsonl" "$MC"
-cmp "multi-turn, HELD-OUT half" "$OUT/mt-heldout.jsonl" "$MC"
-cmp "multi-turn, all 200 sessions (half in-sample)" "$OUT/bfcl/multi_turn.jsonl" "$MC"
-
 all_cmp() {
 cmp "pooled, tuning (multiple + shared live_multiple half; IN-SAMPLE)" "$OUT/bfcl/pooled.jsonl" "$C"
 cmp "multiple alone (IN-SAMPLE)" "$OUT/bfcl/multiple.jsonl" "$C"
@@ -102,6 +90,8 @@ cmp "multi-turn, training half (IN-SAMPLE)" "$OUT/mt-train.jsonl" "$MC"
 cmp "multi-turn, HELD-OUT half" "$OUT/mt-heldout.jsonl" "$MC"
 cmp "multi-turn, all 200 sessions (half in-sample)" "$OUT/bfcl/multi_turn.jsonl" "$MC"
 }
+echo; echo "######## before (tests/data/selection-before.toml) vs after (policies/selection.toml)"
+all_cmp
 echo; echo "######## 5315ea9 (no floor, threshold 0.32) vs after (policies/selection.toml)"
 BEFORE=$OUT/selection-5315ea9.toml
 all_cmp
