@@ -247,13 +247,16 @@ impl<'a> Infer<'a> {
         for f in facets(self.root, schema) {
             if let Some(props) = f.get("properties").and_then(Value::as_object) {
                 for (name, prop) in props {
+                    // A property that declares no type (`{}`, a `$ref` cycle,
+                    // `enum` alone) admits every type, the rule's among them:
+                    // the gate fails closed rather than leave it unanalysed.
                     let types = value_types(self.root, prop);
                     let rule = self.rules.iter().find(|r| {
                         let want = match r.json_type {
                             JsonType::String => "string",
                             JsonType::Array => "array",
                         };
-                        types.contains(&want)
+                        (types.is_empty() || types.contains(&want))
                             && r.names.iter().any(|n| n.eq_ignore_ascii_case(name))
                     });
                     path.push(RoleSeg::Key(name.clone()));
@@ -333,6 +336,26 @@ fn infer_roles(
         .collect();
     if rules.is_empty() {
         return Vec::new();
+    }
+    // An open schema (`true`, `{}`, an object without `properties`) names no
+    // parameter, so any argument may hold a command, a query or a path: the
+    // rules' names get their roles at the top level, and the gate analyses
+    // those arguments (and refuses the others as undeclared) instead of
+    // letting them through unseen.
+    let open = facets(schema, schema)
+        .iter()
+        .all(|f| f.get("properties").is_none());
+    if open {
+        let mut out: Vec<(Vec<RoleSeg>, ArgRole)> = Vec::new();
+        for r in &rules {
+            for n in &r.names {
+                let p = vec![RoleSeg::Key(n.clone())];
+                if out.len() < MAX_ROLES && !out.iter().any(|(q, _)| *q == p) {
+                    out.push((p, r.role));
+                }
+            }
+        }
+        return out;
     }
     let mut w = Infer {
         root: schema,

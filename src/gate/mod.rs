@@ -72,6 +72,7 @@ pub use shell::{ShellAnalysis, ShellConfig, ShellInput, analyze_shell, analyze_s
 pub use sql::{SqlConfig, analyze_sql};
 pub use types::{Action, Check, Coerced, EffectFound, Finding, FindingKind, Severity, decide};
 
+use crate::parse::tags::RoleSeg;
 use crate::plan::Plan;
 
 /// The gate's answer for one call.
@@ -401,10 +402,17 @@ fn undeclared(check: &Check, gt: &GateTool, args: &Value) -> Option<Finding> {
         .iter()
         .map(String::as_str)
         .collect();
+    // An argument a top-level role covers is analysed by that role (an open
+    // schema declares no parameter, and its roles come from the rules' names).
+    let by_role = |k: &str| {
+        gt.role_paths
+            .iter()
+            .any(|(p, _)| matches!(p.as_slice(), [RoleSeg::Key(x)] if x == k))
+    };
     let extra: Vec<&str> = map
         .keys()
         .map(String::as_str)
-        .filter(|k| !declared.contains(k))
+        .filter(|k| !declared.contains(k) && !by_role(k))
         .collect();
     if extra.is_empty() {
         return None;

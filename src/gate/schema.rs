@@ -235,17 +235,24 @@ impl ToolSchema {
 /// and `anyOf`/`oneOf` branches), in schema order.
 fn property_names<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a str> {
     let mut out: Vec<&str> = Vec::new();
-    collect_props(root, schema, &mut out, 0);
+    let mut seen = rustc_hash::FxHashSet::default();
+    collect_props(root, schema, &mut out, &mut seen, 0);
     out
 }
 
-fn collect_props<'a>(root: &'a Value, schema: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
+fn collect_props<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+    out: &mut Vec<&'a str>,
+    seen: &mut rustc_hash::FxHashSet<&'a str>,
+    depth: usize,
+) {
     if depth > 8 {
         return;
     }
     if let Some(p) = schema.get("properties").and_then(Value::as_object) {
         for k in p.keys() {
-            if !out.contains(&k.as_str()) {
+            if seen.insert(k.as_str()) {
                 out.push(k);
             }
         }
@@ -255,12 +262,12 @@ fn collect_props<'a>(root: &'a Value, schema: &'a Value, out: &mut Vec<&'a str>,
         .and_then(Value::as_str)
         .and_then(|r| super::coerce::resolve_ref(root, r))
     {
-        collect_props(root, t, out, depth + 1);
+        collect_props(root, t, out, seen, depth + 1);
     }
     for key in ["allOf", "anyOf", "oneOf"] {
         if let Some(Value::Array(bs)) = schema.get(key) {
             for b in bs {
-                collect_props(root, b, out, depth + 1);
+                collect_props(root, b, out, seen, depth + 1);
             }
         }
     }
