@@ -696,9 +696,15 @@ mod tests {
         assert_eq!(c.schema(), &normalized);
         // Built once, through the clone, for both.
         assert!(std::ptr::eq(s.schema(), c.schema()));
-        // The root `nullable` moved `properties` into an `anyOf`.
-        assert!(s.params().is_empty());
+        // The root `nullable` moved `properties` into an `anyOf`, whose
+        // branch still declares `a` (the parameters follow the root's
+        // `anyOf`, `allOf`, `oneOf` and `$ref`).
+        assert_eq!(s.params(), ["a".to_string()]);
         assert_eq!(s.declared_params(), ["a".to_string()]);
+        let via_ref = ToolSchema::compile(&json!({"$ref": "#/$defs/o",
+            "$defs": {"o": {"properties": {"c": {}}}}}))
+        .unwrap();
+        assert_eq!(via_ref.declared_params(), ["c".to_string()]);
         assert!(s.validator().unwrap().is_valid(&json!(null)));
         assert!(!s.validator().unwrap().is_valid(&json!({})));
         let plain = ToolSchema::compile(&json!({"properties": {"b": {}, "a": {}}})).unwrap();
