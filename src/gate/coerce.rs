@@ -47,6 +47,7 @@ use serde_json::{Map, Number, Value};
 use super::config::{CallChecks, Coercion};
 use super::schema::{display_ptr, excerpt, push_ptr};
 use super::types::{Coerced, Finding, FindingKind};
+use crate::parse::roles::resolve_ref;
 use crate::plan::gate::schema::Branches;
 
 /// Deepest nesting of the coercion walk (values and union branches).
@@ -192,33 +193,6 @@ pub(crate) fn declared_types(schema: &Value) -> Vec<&str> {
         Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     }
-}
-
-/// A local `$ref` (`#`, `#/...`) resolved in `root`.
-pub(crate) fn resolve_ref<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
-    let frag = r.strip_prefix('#')?;
-    if frag.contains('%') {
-        let decoded = percent_decode(frag)?;
-        return root.pointer(&decoded);
-    }
-    root.pointer(frag)
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// Follows `$ref`s and `allOf`s from `schema` and lists every type the value

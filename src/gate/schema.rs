@@ -21,6 +21,7 @@ use serde_json::Value;
 use super::coerce::{Cx, allowed_types, child_schema, description_of, types_phrase};
 use super::config::{CallChecks, Coercion};
 use super::types::{Coerced, Finding, FindingKind};
+use crate::parse::roles::property_names;
 
 pub use crate::plan::gate::schema::{ToolSchema, draft_of};
 
@@ -227,48 +228,6 @@ impl ToolSchema {
             severity: check.severity,
             action: check.action,
             message: super::types::fill(&check.message, &msg),
-        }
-    }
-}
-
-/// Property names declared for an object schema (through `$ref`, `allOf`
-/// and `anyOf`/`oneOf` branches), in schema order.
-fn property_names<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
-    let mut seen = rustc_hash::FxHashSet::default();
-    collect_props(root, schema, &mut out, &mut seen, 0);
-    out
-}
-
-fn collect_props<'a>(
-    root: &'a Value,
-    schema: &'a Value,
-    out: &mut Vec<&'a str>,
-    seen: &mut rustc_hash::FxHashSet<&'a str>,
-    depth: usize,
-) {
-    if depth > 8 {
-        return;
-    }
-    if let Some(p) = schema.get("properties").and_then(Value::as_object) {
-        for k in p.keys() {
-            if seen.insert(k.as_str()) {
-                out.push(k);
-            }
-        }
-    }
-    if let Some(t) = schema
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| super::coerce::resolve_ref(root, r))
-    {
-        collect_props(root, t, out, seen, depth + 1);
-    }
-    for key in ["allOf", "anyOf", "oneOf"] {
-        if let Some(Value::Array(bs)) = schema.get(key) {
-            for b in bs {
-                collect_props(root, b, out, seen, depth + 1);
-            }
         }
     }
 }

@@ -156,6 +156,78 @@ pub fn facets<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a Value> {
     out
 }
 
+/// A local `$ref` (`#`, `#/...`; JSON Pointer, RFC 6901, percent-decoded
+/// as a URI fragment) resolved in `root`; `None` for a remote reference or a
+/// pointer to nothing.
+pub fn resolve_ref<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
+    let frag = r.strip_prefix('#')?;
+    if frag.contains('%') {
+        let decoded = percent_decode(frag)?;
+        return root.pointer(&decoded);
+    }
+    root.pointer(frag)
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Property names declared for an object schema (through `$ref`, `allOf`
+/// and `anyOf`/`oneOf` branches, at most 8 levels), in schema order, each
+/// name once. `root` is the whole schema (`$ref`s resolve in it).
+pub fn property_names<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
+    collect_props(root, schema, &mut out, &mut seen, 0);
+    out
+}
+
+fn collect_props<'a>(
+    root: &'a Value,
+    schema: &'a Value,
+    out: &mut Vec<&'a str>,
+    seen: &mut rustc_hash::FxHashSet<&'a str>,
+    depth: usize,
+) {
+    if depth > 8 {
+        return;
+    }
+    if let Some(p) = schema.get("properties").and_then(Value::as_object) {
+        for k in p.keys() {
+            if seen.insert(k.as_str()) {
+                out.push(k);
+            }
+        }
+    }
+    if let Some(t) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve_ref(root, r))
+    {
+        collect_props(root, t, out, seen, depth + 1);
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        if let Some(Value::Array(bs)) = schema.get(key) {
+            for b in bs {
+                collect_props(root, b, out, seen, depth + 1);
+            }
+        }
+    }
+}
+
 /// Deepest nesting followed when looking a path up in a schema.
 const MAX_SCHEMA_PATH_DEPTH: usize = 32;
 

@@ -453,21 +453,13 @@ fn add_null_to_enum(map: &mut Map<String, Value>) {
 
 /// Top-level `properties` names of `schema`, in its order.
 fn top_params(schema: &Value) -> Box<[String]> {
-    // The root's facets: its own `properties` and those it reaches through
-    // `$ref`, `allOf`, `anyOf` and `oneOf` (a schema whose root is a `$ref`
-    // declares its parameters there).
-    let mut out: Vec<String> = Vec::new();
-    let mut seen: rustc_hash::FxHashSet<&str> = Default::default();
-    for f in crate::parse::roles::facets(schema, schema) {
-        if let Some(o) = f.get("properties").and_then(Value::as_object) {
-            for k in o.keys() {
-                if seen.insert(k.as_str()) {
-                    out.push(k.clone());
-                }
-            }
-        }
-    }
-    out.into_boxed_slice()
+    // The root's own `properties` and those it reaches through `$ref`,
+    // `allOf`, `anyOf` and `oneOf` (a schema whose root is a `$ref` declares
+    // its parameters there).
+    crate::parse::roles::property_names(schema, schema)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
 }
 
 impl ToolSchema {
