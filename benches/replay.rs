@@ -3,7 +3,9 @@
 //! relevance floor, two remembered turns); and the selection policy with
 //! transitions learned from the same trace (`transition_match` non-zero on
 //! every step after the first call). The target is <= 1 s per replay; the
-//! medians are in docs/performance.md ("Replay").
+//! medians are in docs/performance.md ("Replay"). Then one evaluation of
+//! the selection policy over 10,000 tools, and over 1,000 tools with and
+//! without its `semantic_match` (target <= 1 ms median).
 //!
 //! Run: `cargo bench --bench replay`.
 
@@ -134,6 +136,54 @@ fn bench(c: &mut Criterion) {
     c.bench_function("evaluate_10k_tools_selection", |b| {
         b.iter(|| black_box(plan.evaluate(&ctx, &usage, 0.0)))
     });
+
+    // One evaluation over 1,000 tools, with and without `semantic_match`
+    // (issue 10: the matcher must keep this <= 1 ms median).
+    let (tools, _) = workload(1_000);
+    let shipped = std::fs::read_to_string("policies/selection.toml").unwrap();
+    let without = without_semantic(&shipped);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("transitions")).unwrap();
+    std::fs::copy(
+        "policies/transitions/bfcl-multi-turn.toml",
+        dir.path().join("transitions/bfcl-multi-turn.toml"),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("p.toml"), &without).unwrap();
+    let mut g = c.benchmark_group("evaluate_1k_tools");
+    for (name, path) in [
+        (
+            "selection",
+            std::path::PathBuf::from("policies/selection.toml"),
+        ),
+        ("selection_without_semantic", dir.path().join("p.toml")),
+    ] {
+        let p = load_policy(Some(&path)).unwrap();
+        let plan =
+            Arc::new(compile(&p, import_tools_json("bench-tools.json", &tools).unwrap()).unwrap());
+        assert_eq!(plan.semantic.is_some(), name == "selection");
+        g.bench_function(name, |b| {
+            b.iter(|| black_box(plan.evaluate(&ctx, &usage, 0.0)))
+        });
+    }
+    g.finish();
+}
+
+/// The selection policy's text without its `semantic_match` term and table.
+fn without_semantic(text: &str) -> String {
+    let mut out = String::new();
+    let mut skip = false;
+    for line in text.lines() {
+        if line.starts_with('[') {
+            skip = line.trim() == "[features.semantic_match]";
+        }
+        if skip || line.starts_with("w_semantic") {
+            continue;
+        }
+        out.push_str(&line.replace(" + w_semantic*semantic_match", ""));
+        out.push('\n');
+    }
+    out
 }
 
 criterion_group!(benches, bench);

@@ -34,6 +34,31 @@ pub const DEFAULT_DATA: &[(&str, &str)] = &[(
     include_str!("../policies/transitions/bfcl-multi-turn.toml"),
 )];
 
+/// Binary data files the embedded policies reference (`[features.semantic_match]
+/// model`: the static MiniLM model of `policies/models/minilm-static-128`,
+/// 4.5 MB), embedded under their repository paths; empty without the cargo
+/// feature `semantic`.
+#[cfg(feature = "semantic")]
+pub const DEFAULT_BINARY_DATA: &[(&str, &[u8])] = &[
+    (
+        "policies/models/minilm-static-128/tokenizer.json",
+        include_bytes!("../policies/models/minilm-static-128/tokenizer.json"),
+    ),
+    (
+        "policies/models/minilm-static-128/model.safetensors",
+        include_bytes!("../policies/models/minilm-static-128/model.safetensors"),
+    ),
+    (
+        "policies/models/minilm-static-128/config.json",
+        include_bytes!("../policies/models/minilm-static-128/config.json"),
+    ),
+];
+
+/// Binary data files the embedded policies reference: none without the
+/// cargo feature `semantic`.
+#[cfg(not(feature = "semantic"))]
+pub const DEFAULT_BINARY_DATA: &[(&str, &[u8])] = &[];
+
 /// The shipped tool tags (`tool-tags/*.toml`), embedded, sorted by file name.
 pub const DEFAULT_TAGS: &[(&str, &str)] = &[
     (

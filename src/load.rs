@@ -75,32 +75,79 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
         && tp.data.is_none()
     {
         let path = base.join(&rel.value);
-        if embedded
-            && let Some((name, text)) = crate::defaults::DEFAULT_DATA
-                .iter()
-                .find(|(name, _)| Path::new(name) == path)
+        let file = match crate::defaults::DEFAULT_DATA
+            .iter()
+            .find(|(name, _)| embedded && Path::new(name) == path)
         {
-            let file = embedded_source((name, text));
-            tp.data = Some(crate::parse::selection::parse_transitions(file)?);
-            return Ok(());
-        }
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            LoadError::single(Diagnostic::at(
-                ErrorKind::Io,
-                &policy_file,
-                rel.span.clone(),
-                format!("cannot read the transitions file {}: {e}", path.display()),
-            ))
-        })?;
-        let file = SourceFile::new(path.display().to_string(), text);
+            Some(&(name, text)) => embedded_source((name, text)),
+            None => {
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    LoadError::single(Diagnostic::at(
+                        ErrorKind::Io,
+                        &policy_file,
+                        rel.span.clone(),
+                        format!("cannot read the transitions file {}: {e}", path.display()),
+                    ))
+                })?;
+                SourceFile::new(path.display().to_string(), text)
+            }
+        };
         tp.data = Some(crate::parse::selection::parse_transitions(file)?);
+    }
+    if let Some(sp) = &mut policy.features.semantic
+        && sp.data.is_none()
+    {
+        sp.data = Some(read_model_folder(
+            &policy_file,
+            &sp.model,
+            &base.join(&sp.model.value),
+            embedded,
+        )?);
     }
     Ok(())
 }
 
+/// The three files of a `[features.semantic_match] model` folder, read from
+/// `dir` (or from the embedded copies, for an embedded policy). A file that
+/// cannot be read is an error at the `model` key.
+fn read_model_folder(
+    policy_file: &std::sync::Arc<SourceFile>,
+    key: &crate::parse::policy::Sp<String>,
+    dir: &Path,
+    embedded: bool,
+) -> Result<crate::parse::selection::SemanticData, LoadError> {
+    let read = |name: &str| -> Result<std::sync::Arc<[u8]>, LoadError> {
+        let path = dir.join(name);
+        if embedded
+            && let Some((_, bytes)) = crate::defaults::DEFAULT_BINARY_DATA
+                .iter()
+                .find(|(n, _)| Path::new(n) == path)
+        {
+            return Ok(std::sync::Arc::from(*bytes));
+        }
+        std::fs::read(&path).map(Into::into).map_err(|e| {
+            LoadError::single(Diagnostic::at(
+                ErrorKind::Io,
+                policy_file,
+                key.span.clone(),
+                format!(
+                    "cannot read the semantic model file {}: {e} (a model folder holds tokenizer.json, model.safetensors and config.json)",
+                    path.display()
+                ),
+            ))
+        })
+    };
+    Ok(crate::parse::selection::SemanticData {
+        dir: dir.display().to_string(),
+        tokenizer: read("tokenizer.json")?,
+        model: read("model.safetensors")?,
+        config: read("config.json")?,
+    })
+}
+
 /// The text of a policy read from `from`, to be written at `out` (as `fit
 /// --out` does), with each data-file reference (`[features.transition_match]
-/// file`) rewritten so that it still names the same file: unchanged when
+/// file`, `[features.semantic_match] model`) rewritten so that it still names the same file: unchanged when
 /// both files share a folder, else the file's absolute path. Text that does
 /// not parse, or has no such reference, is returned as is.
 pub fn relocate_data_files(text: &str, from: &Path, out: &Path) -> String {
@@ -120,20 +167,29 @@ pub fn relocate_data_files(text: &str, from: &Path, out: &Path) -> String {
     let Ok(policy) = parse_policy(SourceFile::new(out.display().to_string(), text)) else {
         return text.to_string();
     };
-    let Some(file) = policy
+    // Every data-file reference, rewritten from the last to the first so
+    // that earlier spans stay valid.
+    let mut refs: Vec<crate::parse::policy::Sp<String>> = Vec::new();
+    if let Some(file) = policy
         .features
         .transitions
         .as_ref()
         .and_then(|t| t.file.clone())
-    else {
-        return text.to_string();
-    };
-    let target = src_dir.join(&file.value);
-    let target = std::fs::canonicalize(&target).unwrap_or(target);
-    let literal = serde_json::Value::String(target.display().to_string()).to_string();
+    {
+        refs.push(file);
+    }
+    if let Some(sp) = &policy.features.semantic {
+        refs.push(sp.model.clone());
+    }
+    refs.sort_by_key(|r| std::cmp::Reverse(r.span.start));
     let mut out_text = text.to_string();
-    if text.get(file.span.clone()).is_some() {
-        out_text.replace_range(file.span, &literal);
+    for file in refs {
+        let target = src_dir.join(&file.value);
+        let target = std::fs::canonicalize(&target).unwrap_or(target);
+        let literal = serde_json::Value::String(target.display().to_string()).to_string();
+        if out_text.get(file.span.clone()).is_some() {
+            out_text.replace_range(file.span, &literal);
+        }
     }
     out_text
 }

@@ -154,7 +154,7 @@ proptest! {
     #[test]
     fn lowered_formula_equals_evalexpr(
         src in formula(),
-        values in prop::array::uniform8(-2.0f64..2.0),
+        values in prop::array::uniform::<_, { FEATURES.len() }>(-2.0f64..2.0),
         wa in -2.0f64..2.0,
         wb in -2.0f64..2.0,
     ) {

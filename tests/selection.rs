@@ -1,7 +1,7 @@
 //! Selection quality features (issue 10): the absolute relevance floor,
 //! conversation memory, transitions (learned and declared with `follows`),
-//! catalog-derived query expansion, and the load errors of their keys, each
-//! with its file:line:column.
+//! catalog-derived query expansion, the static-embedding `semantic_match`,
+//! and the load errors of their keys, each with its file:line:column.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use toolgate::compile::compile;
 use toolgate::diag::SourceFile;
 use toolgate::load::{Sources, load_plan, load_policy};
 use toolgate::parse::tags::{InlineTool, import_tools_json};
-use toolgate::plan::{F_KEYWORD, F_TRANSITION};
+use toolgate::plan::{F_KEYWORD, F_SEMANTIC, F_TRANSITION};
 use toolgate::{ErrorKind, LoadError, Plan, SessionContext, UsageStats};
 
 /// A minimal BM25 policy; `extra` is appended (new tables), `formula` replaces the score.
@@ -384,6 +384,91 @@ fn expansion_reaches_a_tool_named_in_other_words() {
     assert!(act.keyword_raw(0) > act.keyword_raw(2));
 }
 
+/// The shipped static model, by absolute path.
+fn shipped_model() -> String {
+    format!(
+        "{}/policies/models/minilm-static-128",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn semantic_match_reaches_a_tool_named_in_other_words() {
+    let d = Dir::new();
+    let tools = &[
+        ("delete_file", "Delete a file at the given path"),
+        ("get_forecast", "Weather forecast for a city"),
+        ("send_email", "Send an email message to a recipient"),
+        ("stock_price", "The latest price of a stock"),
+    ];
+    let usage = UsageStats::default();
+    let f = "w_k*keyword_match + w_t*semantic_match";
+    let plain = d
+        .plan(&policy_text("w_k*keyword_match", ""), tools)
+        .unwrap();
+    let extra = format!(
+        "[features.semantic_match]\nmodel = {:?}\nnormalization = \"best\"\n",
+        shipped_model()
+    );
+    let sem = d.plan(&policy_text(f, &extra), tools).unwrap();
+    // No word of the request is in any tool's text: BM25 finds nothing.
+    let request = ctx(&["erase", "document", "notes.txt"], &[]);
+    let act = plain.evaluate(&request, &usage, 0.0);
+    assert!(act.active_names().is_empty(), "{:?}", act.active_names());
+    assert!((0..4).all(|i| act.keyword_raw(i) == 0.0));
+    // The semantic match ranks delete_file first, with 1 (normalization "best").
+    let act = sem.evaluate(&request, &usage, 0.0);
+    let values: Vec<f64> = (0..4).map(|i| act.features(i)[F_SEMANTIC]).collect();
+    assert_eq!(values[0], 1.0, "{values:?}");
+    assert!(
+        values[1..].iter().all(|&v| (0.0..1.0).contains(&v)),
+        "{values:?}"
+    );
+    assert!(act.get("delete_file").unwrap().active);
+    let explained = act.explain(0);
+    let term = explained
+        .iter()
+        .find(|t| t.feature == Some("semantic_match"))
+        .expect("the term is explained");
+    assert_eq!(term.value, Some(1.0));
+    // A remembered message counts with its decayed weight. Without memory
+    // the earlier message is ignored; with it, "write mail" then "bob"
+    // brings send_email first.
+    let follow_up = ctx(&["bob"], &[&["write", "mail"]]);
+    let alone = ctx(&["bob"], &[]);
+    let a = sem.evaluate(&follow_up, &usage, 0.0);
+    let b = sem.evaluate(&alone, &usage, 0.0);
+    let feats = |act: &toolgate::Activation| -> Vec<f64> {
+        (0..4).map(|i| act.features(i)[F_SEMANTIC]).collect()
+    };
+    assert_eq!(
+        feats(&a),
+        feats(&b),
+        "no memory: earlier messages do not count"
+    );
+    let with_memory = sem_with_memory(&d, tools, &extra);
+    let act = with_memory.evaluate(&follow_up, &usage, 0.0);
+    assert_eq!(
+        feats(&act)[2],
+        1.0,
+        "send_email is the closest: {:?}",
+        feats(&act)
+    );
+    assert_ne!(feats(&act), feats(&b));
+    // Without the table the feature is 0 for every tool.
+    let act = plain.evaluate(&request, &usage, 0.0);
+    assert!((0..4).all(|i| act.features(i)[F_SEMANTIC] == 0.0));
+}
+
+fn sem_with_memory(d: &Dir, tools: &[(&str, &str)], extra: &str) -> Arc<Plan> {
+    let f = "w_k*keyword_match + w_t*semantic_match";
+    let text = policy_text(f, extra).replace(
+        "[auto_tags]",
+        "[keywords.memory]\nturns = 1\ndecay = 0.5\n[auto_tags]",
+    );
+    d.plan(&text, tools).unwrap()
+}
+
 /// Loads `text` as `policy.toml` in `d` (with the shipped tags) and returns the error.
 fn load_err(d: &Dir, text: &str) -> (LoadError, PathBuf) {
     let p = d.write("policy.toml", text);
@@ -498,7 +583,42 @@ fn bad_new_keys_are_load_errors_with_positions() {
             "cannot read the transitions file",
             "\"missing.toml\"",
         ),
+        (
+            "[features.semantic_match]\nnormalization = \"best\"\n",
+            ErrorKind::MissingKey,
+            "missing the required key `model`",
+            "[features.semantic_match]",
+        ),
+        (
+            "[features.semantic_match]\nmodel = \"m\"\nnormalization = \"cosine\"\n",
+            ErrorKind::InvalidValue,
+            "normalization` = \"cosine\" is not one of: best, none",
+            "\"cosine\"",
+        ),
+        (
+            "[features.semantic_match]\nmodel = \"nowhere\"\nnormalization = \"best\"\n",
+            ErrorKind::Io,
+            "cannot read the semantic model file",
+            "\"nowhere\"",
+        ),
+        (
+            "[features.semantic_match]\nmodel = \"broken\"\nnormalization = \"best\"\n",
+            ErrorKind::InvalidValue,
+            "`features.semantic_match.model`: ",
+            "\"broken\"",
+        ),
+        (
+            "[features.semantic_match]\nmodel = \"m\"\nnormalisation = \"best\"\n",
+            ErrorKind::UnknownKey,
+            "unknown key `normalisation`",
+            "normalisation",
+        ),
     ];
+    // A model folder whose files are there but are not a model.
+    std::fs::create_dir_all(d.dir.path().join("broken")).unwrap();
+    d.write("broken/tokenizer.json", "{}");
+    d.write("broken/model.safetensors", "not safetensors");
+    d.write("broken/config.json", "{}");
     d.write("t.toml", "[after.cd]\nls = 1\n");
     for (extra, kind, msg, needle) in cases {
         let (e, p) = load_err(&d, &policy_text(f, extra));
@@ -566,4 +686,8 @@ fn seed_presets_declare_none_of_the_new_tables() {
     assert!(s.memory.is_some());
     assert!(s.features.transitions.as_ref().unwrap().data.is_some());
     assert!(s.features.bm25.as_ref().unwrap().relevance.is_none());
+    for p in ["policies/default.toml", "policies/seed-article.toml"] {
+        let policy = load_policy(Some(Path::new(p))).unwrap();
+        assert!(policy.features.semantic.is_none(), "{p}");
+    }
 }

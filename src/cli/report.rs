@@ -21,6 +21,7 @@ fn order(act: &Activation) -> Vec<usize> {
         y.active
             .cmp(&x.active)
             .then(y.score.total_cmp(&x.score))
+            .then(y.raw_score.total_cmp(&x.raw_score))
             .then(act.plan.tools[a].name.cmp(&act.plan.tools[b].name))
     });
     idx
@@ -215,6 +216,7 @@ fn short(f: &str) -> &str {
         "complexity_penalty" => "complex",
         "recency_bonus" => "recency",
         "transition_match" => "transition",
+        "semantic_match" => "semantic",
         other => other,
     }
 }

@@ -479,6 +479,25 @@ fn transition_range(plan: &Plan) -> FeatureRange {
     r
 }
 
+/// `semantic_match`: 0 (a request with no known token, or a tool no closer
+/// than orthogonal) and, with `[features.semantic_match]`, up to 1 (the
+/// closest tool under normalization `"best"`). The upper end is listed as a
+/// point for searches; no witness is built for it.
+fn semantic_range(plan: &Plan) -> FeatureRange {
+    let mut r = FeatureRange::from_points(vec![Point {
+        value: 0.0,
+        recipe: Recipe::Fixed,
+    }]);
+    if plan.semantic.is_some() {
+        r.points.push(Point {
+            value: 1.0,
+            recipe: Recipe::Fixed,
+        });
+        r.interval = Interval::new(0.0, 1.0);
+    }
+    r
+}
+
 fn stage_range(plan: &Plan, can_hit: bool) -> FeatureRange {
     let fp = &plan.features;
     let mut points = vec![Point {
@@ -568,6 +587,7 @@ pub fn policy_ranges(plan: &Plan, dw: &DomainWeights, grid: bool) -> [FeatureRan
         complexity,
         recency_range(plan),
         transition_range(plan),
+        semantic_range(plan),
     ];
     if fp.keyword_method == KeywordMethod::Bm25 {
         out[F_KEYWORD].interval = Interval::new(0.0, 1.0);
@@ -603,6 +623,7 @@ pub fn tool_ranges(plan: &Plan, dw: &DomainWeights, i: usize) -> [FeatureRange; 
         fixed(t.complexity_penalty),
         recency_range(plan),
         transition_range(plan),
+        semantic_range(plan),
     ]
 }
 

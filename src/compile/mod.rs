@@ -434,6 +434,8 @@ fn compile_with(
         &mut warnings,
     );
 
+    let semantic = selection::build_semantic(policy, &linked.tools, &mut sink);
+
     if !sink.is_empty() {
         return Err(LoadError {
             diagnostics: sink.diagnostics,
@@ -511,6 +513,7 @@ fn compile_with(
         bm25,
         memory: policy.memory.clone(),
         transitions,
+        semantic,
         tools: linked.tools.clone(),
         by_name: linked.by_name.clone(),
         warnings,

@@ -1,6 +1,7 @@
 //! Compiling the selection-quality parts of a policy: the `transition_match`
 //! feature from the learned counts of a transitions file and the tags'
-//! `follows = [...]` (see `parse::selection` for the keys).
+//! `follows = [...]`, and the `semantic_match` feature's tool embeddings (see
+//! `parse::selection` for the keys).
 
 use crate::diag::{Diagnostic, ErrorKind, Sink};
 use crate::parse::policy::PolicySource;
@@ -126,4 +127,48 @@ pub fn build_transitions(
         followers,
         skipped_pairs: skipped,
     })
+}
+
+/// Builds the compiled `semantic_match` of `policy` over `tools` (catalog
+/// order): loads the model named by `[features.semantic_match] model` (shared
+/// with earlier compiles of the same files) and embeds every tool's text.
+/// A model that does not load is an error at the `model` key.
+pub fn build_semantic(
+    policy: &PolicySource,
+    tools: &[crate::plan::CompiledTool],
+    sink: &mut Sink,
+) -> Option<crate::text::semantic::SemanticIndex> {
+    use crate::text::semantic::{SemanticIndex, SemanticModel, tool_text};
+    let sp = policy.features.semantic.as_ref()?;
+    let Some(data) = &sp.data else {
+        sink.push(Diagnostic::at(
+            ErrorKind::Io,
+            &policy.file,
+            sp.model.span.clone(),
+            format!(
+                "the semantic model `{}` was not read (policies that reference data files are loaded with toolgate::load)",
+                sp.model.value
+            ),
+        ));
+        return None;
+    };
+    let model = match SemanticModel::load(data) {
+        Ok(m) => m,
+        Err(e) => {
+            sink.push(Diagnostic::at(
+                ErrorKind::InvalidValue,
+                &policy.file,
+                sp.model.span.clone(),
+                format!("`features.semantic_match.model`: {e}"),
+            ));
+            return None;
+        }
+    };
+    Some(SemanticIndex::build(
+        model,
+        sp.normalization,
+        tools
+            .iter()
+            .map(|t| tool_text(&t.name, &t.description, &t.input_schema.value())),
+    ))
 }

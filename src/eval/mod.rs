@@ -16,8 +16,8 @@ use serde::Serialize;
 
 use crate::parse::policy::{KeywordMethod, UsageNormalization};
 use crate::plan::{
-    F_COMPLEXITY, F_DOMAIN, F_KEYWORD, F_PRIORITY, F_RECENCY, F_STAGE, F_TRANSITION, F_USAGE,
-    FEATURES, Plan,
+    F_COMPLEXITY, F_DOMAIN, F_KEYWORD, F_PRIORITY, F_RECENCY, F_SEMANTIC, F_STAGE, F_TRANSITION,
+    F_USAGE, FEATURES, Plan,
 };
 use crate::text::bm25::Scored;
 
@@ -59,6 +59,21 @@ pub struct ToolScore {
     pub reason: Reason,
 }
 
+impl ToolScore {
+    /// The order of "better first": the higher (clamped) score, then — among
+    /// tools the clamp ties (every raw score from the clamp's top up becomes
+    /// that top) — the higher raw score, then the earlier catalog index. The
+    /// `max_active` cut, `min_active`, the proxy's search results and the
+    /// replay's ranks all use it. (The seed has no top-k, so its vectors do
+    /// not depend on it.)
+    pub fn better_first(a: &ToolScore, b: &ToolScore) -> std::cmp::Ordering {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.raw_score.total_cmp(&a.raw_score))
+            .then(a.tool.cmp(&b.tool))
+    }
+}
+
 /// What one evaluation prepared from the context, shared by all tools: the
 /// normalised domain weights, the intent-term bitset, per-tool usage and
 /// recency, the stage bit. Kept in the [`Activation`] so that explanations can
@@ -77,6 +92,8 @@ struct Prepared {
     bm25: Scored,
     /// `transition_match` per tool (empty = 0 for every tool).
     transition: Vec<f64>,
+    /// `semantic_match` per tool (empty = 0 for every tool).
+    semantic: Vec<f64>,
 }
 
 impl Prepared {
@@ -126,6 +143,7 @@ impl Prepared {
         f[F_COMPLEXITY] = t.complexity_penalty;
         f[F_RECENCY] = recency;
         f[F_TRANSITION] = self.transition.get(i).copied().unwrap_or(0.0);
+        f[F_SEMANTIC] = self.semantic.get(i).copied().unwrap_or(0.0);
         f
     }
 }
@@ -431,6 +449,16 @@ impl Plan {
             }
         }
 
+        // Semantic match (once per context): the latest message and the
+        // remembered ones, weighted as BM25 weighs them.
+        let mut semantic = Vec::new();
+        if let Some(sem) = &self.semantic {
+            let mut turns: Vec<(&[String], f64)> = Vec::with_capacity(1 + remembered.len());
+            turns.push((&context.user_intent_keywords, 1.0));
+            turns.extend(remembered.iter().copied());
+            sem.score(&turns, &mut semantic);
+        }
+
         // Usage (once per context, only the tools that were used).
         let mut per_tool = vec![[0.0f64; 2]; n];
         match fp.usage_normalization {
@@ -487,6 +515,7 @@ impl Plan {
             stage_bit,
             bm25: bm25_scores,
             transition,
+            semantic,
         };
 
         // Threshold.
@@ -586,7 +615,7 @@ impl Plan {
                     .filter(|t| t.active && t.reason != Reason::Pinned)
                     .map(|t| t.tool)
                     .collect();
-                order.sort_by(|a, b| out[*b].score.total_cmp(&out[*a].score).then(a.cmp(b)));
+                order.sort_by(|a, b| ToolScore::better_first(&out[*a], &out[*b]));
                 let keep = k.saturating_sub(self.pinned.len());
                 for &i in order.iter().skip(keep) {
                     out[i].active = false;
@@ -601,7 +630,7 @@ impl Plan {
                 .filter(|t| !t.active && t.reason != Reason::InvalidScore)
                 .map(|t| t.tool)
                 .collect();
-            order.sort_by(|a, b| out[*b].score.total_cmp(&out[*a].score).then(a.cmp(b)));
+            order.sort_by(|a, b| ToolScore::better_first(&out[*a], &out[*b]));
             for &i in order.iter().take(self.min_active - active_count) {
                 out[i].active = true;
                 out[i].reason = Reason::MinActive;

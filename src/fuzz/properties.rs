@@ -636,12 +636,15 @@ impl Checker<'_> {
         }
         // non-linear: search the grid of attainable values, then confirm with a session
         let counts: [usize; N_FEATURES] = std::array::from_fn(|f| grid[f].points.len().max(1));
-        let strategy = (prop::array::uniform8(0usize..64), 0usize..64, 0usize..64).prop_map(
-            move |(picks, a, b)| {
+        let strategy = (
+            prop::array::uniform::<_, N_FEATURES>(0usize..64),
+            0usize..64,
+            0usize..64,
+        )
+            .prop_map(move |(picks, a, b)| {
                 let picks: [usize; N_FEATURES] = std::array::from_fn(|f| picks[f] % counts[f]);
                 (picks, a % counts[feature], b % counts[feature])
-            },
-        );
+            });
         let samples = self.samples(p);
         let mut bytes = [0u8; 32];
         bytes[..8].copy_from_slice(&self.opts.seed.to_le_bytes());

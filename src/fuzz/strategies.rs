@@ -298,9 +298,9 @@ pub fn features(plan: &Plan) -> impl Strategy<Value = [f64; N_FEATURES]> + use<>
             }
         })
         .collect();
-    let grid = prop::array::uniform8(0usize..64)
+    let grid = prop::array::uniform::<_, N_FEATURES>(0usize..64)
         .prop_map(move |idx| std::array::from_fn(|f| points[f][idx[f] % points[f].len()]));
-    let uniform = prop::array::uniform8(0.0f64..=1.0).prop_map(move |u| {
+    let uniform = prop::array::uniform::<_, N_FEATURES>(0.0f64..=1.0).prop_map(move |u| {
         std::array::from_fn(|f| {
             let (lo, hi) = bounds[f];
             lo + (hi - lo) * u[f]

@@ -32,7 +32,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
-use crate::eval::{Activation, Reason};
+use crate::eval::{Activation, Reason, ToolScore};
 use crate::plan::Plan;
 
 use super::audit::{AuditRecord, Outcome};
@@ -156,16 +156,19 @@ pub fn best_matches(
     limit: Option<usize>,
     keep: impl Fn(usize) -> bool,
 ) -> Vec<Match> {
-    let mut m: Vec<Match> = activation
+    let mut found: Vec<&ToolScore> = activation
         .tools
         .iter()
         .filter(|t| t.reason == Reason::AboveThreshold && keep(t.tool))
+        .collect();
+    found.sort_by(|a, b| ToolScore::better_first(a, b));
+    let mut m: Vec<Match> = found
+        .into_iter()
         .map(|t| Match {
             tool: t.tool,
             score: t.score,
         })
         .collect();
-    m.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.tool.cmp(&b.tool)));
     if let Some(k) = limit {
         m.truncate(k);
     }

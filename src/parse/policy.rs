@@ -12,8 +12,8 @@ use std::sync::Arc;
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::parse::reader::{Reader, Table};
 use crate::parse::selection::{
-    ExpansionParams, MemoryParams, RelevanceParams, TransitionParams, read_expansion, read_memory,
-    read_relevance, read_transitions,
+    ExpansionParams, MemoryParams, RelevanceParams, SemanticParams, TransitionParams,
+    read_expansion, read_memory, read_relevance, read_semantic, read_transitions,
 };
 
 /// A value with the byte span it came from.
@@ -178,6 +178,8 @@ pub struct FeatureParams {
     pub complexity_cap: f64,
     /// `[features.transition_match]`; `None` = the feature is 0 for every tool.
     pub transitions: Option<TransitionParams>,
+    /// `[features.semantic_match]`; `None` = the feature is 0 for every tool.
+    pub semantic: Option<SemanticParams>,
 }
 
 /// A condition of a domain rule: every present matcher must hold.
@@ -724,6 +726,7 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
             complexity_max: 1,
             complexity_cap: INVALID,
             transitions: None,
+            semantic: None,
         };
         match sub("domain_match") {
             Some(t) => fp.domain_neutral = t.req_f64("neutral").map(|x| x.0).unwrap_or(INVALID),
@@ -816,6 +819,9 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         }
         if let Some(t) = sub("transition_match") {
             fp.transitions = read_transitions(&t);
+        }
+        if let Some(t) = sub("semantic_match") {
+            fp.semantic = read_semantic(&t);
         }
         if let Some(t) = sub("priority_bonus") {
             // No parameters: the tag's base_priority is used as is. The table may

@@ -16,6 +16,11 @@
 //!   often follows the last one called": learned counts from a transitions
 //!   file (written by `toolgate fit --transitions-out`), smoothed, and the
 //!   tags' hand-declared `follows = [...]`.
+//! * `[features.semantic_match]`: the `semantic_match` feature, a light
+//!   semantic matcher for the vocabulary gap ("remove" vs `delete_file`): the
+//!   cosine between a static (Model2Vec-style) embedding of the request and
+//!   one of each tool's text, from a model folder the policy names
+//!   (`text::semantic`; cargo feature `semantic`).
 //!
 //! Every key is documented in `docs/policy-reference.md`. Absent tables mean
 //! "off"; the seed presets declare none of them, so they stay exact.
@@ -104,6 +109,82 @@ pub struct TransitionParams {
     pub smoothing: f64,
     /// The counts, read by the loader from `file` (`None` until then, or without a file).
     pub data: Option<TransitionData>,
+}
+
+/// `[features.semantic_match]`: a static-embedding matcher.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SemanticParams {
+    /// Path of the model folder (relative to the policy file): a Model2Vec
+    /// model with a WordPiece tokenizer (`tokenizer.json`,
+    /// `model.safetensors`, `config.json`), e.g. `models/minilm-static-128`.
+    pub model: Sp<String>,
+    /// How cosines become `semantic_match` in \[0,1\].
+    pub normalization: SemanticNormalization,
+    /// The model's files, read by the loader from `model` (`None` until then).
+    pub data: Option<SemanticData>,
+}
+
+/// `[features.semantic_match] normalization`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SemanticNormalization {
+    /// `"best"`: `max(cos, 0) / best tool's cos` (like BM25's relative
+    /// `keyword_match`: the closest tool gets 1; 0 for every tool when no
+    /// cosine is above 0).
+    Best,
+    /// `"none"`: `max(cos, 0)`, the plain cosine.
+    None,
+}
+
+/// A model folder's files as read (bytes), for `text::semantic::SemanticModel`.
+#[derive(Debug, Clone)]
+pub struct SemanticData {
+    /// The folder, as given or as embedded (for messages).
+    pub dir: String,
+    /// `tokenizer.json`.
+    pub tokenizer: Arc<[u8]>,
+    /// `model.safetensors`.
+    pub model: Arc<[u8]>,
+    /// `config.json`.
+    pub config: Arc<[u8]>,
+}
+
+impl PartialEq for SemanticData {
+    fn eq(&self, other: &Self) -> bool {
+        self.tokenizer == other.tokenizer
+            && self.model == other.model
+            && self.config == other.config
+    }
+}
+
+/// Reads `[features.semantic_match]`, if present.
+pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
+    let model = t
+        .require("model")
+        .and_then(|v| v.string().map(|s| Sp::new(s, v.span.clone())));
+    let normalization = t.require("normalization").and_then(|_| {
+        crate::parse::policy::choice(
+            t,
+            "normalization",
+            &[
+                ("best", SemanticNormalization::Best),
+                ("none", SemanticNormalization::None),
+            ],
+        )
+    });
+    if !cfg!(feature = "semantic") {
+        t.reader().error(
+            ErrorKind::InvalidValue,
+            t.span.clone(),
+            "`[features.semantic_match]` needs toolgate built with the cargo feature `semantic`"
+                .to_string(),
+        );
+        return None;
+    }
+    Some(SemanticParams {
+        model: model?,
+        normalization: normalization?,
+        data: None,
+    })
 }
 
 /// A transitions file as read: `[after."A"]` tables of `"B" = count`.

@@ -45,7 +45,8 @@ pub type NameMap<V> = rustc_hash::FxHashMap<String, V>;
 /// | `complexity_penalty` | `min((complexity - min) / (max - min), cap)` |
 /// | `recency_bonus` | `recency_bonus.bonus` if the tool was called less than `window_seconds` ago, else 0 |
 /// | `transition_match` | how likely the tool is to follow the last call: smoothed learned `P(tool \| last call)`, at least `declared` when its tags say it `follows` the last call ([`Transitions`]); 0 without `[features.transition_match]` or before the first call |
-pub const FEATURES: [&str; 8] = [
+/// | `semantic_match` | cosine of static embeddings of the request and of the tool's text, `max(cos, 0)`, divided by the best tool's with normalization `"best"` ([`crate::text::semantic`]), \[0,1\]; 0 without `[features.semantic_match]` |
+pub const FEATURES: [&str; 9] = [
     "domain_match",
     "keyword_match",
     "stage_match",
@@ -54,6 +55,7 @@ pub const FEATURES: [&str; 8] = [
     "complexity_penalty",
     "recency_bonus",
     "transition_match",
+    "semantic_match",
 ];
 
 /// Number of features (the length of [`FEATURES`]).
@@ -75,6 +77,8 @@ pub const F_COMPLEXITY: usize = 5;
 pub const F_RECENCY: usize = 6;
 /// Slot of `transition_match`.
 pub const F_TRANSITION: usize = 7;
+/// Slot of `semantic_match`.
+pub const F_SEMANTIC: usize = 8;
 
 /// The compiled `[features.transition_match]`: for the last call A and every
 /// tool B, `transition_match(B) = max(declared if B follows A,
@@ -262,6 +266,9 @@ pub struct Plan {
     pub memory: Option<MemoryParams>,
     /// The compiled `transition_match` feature, if the policy declares it.
     pub transitions: Option<Transitions>,
+    /// The compiled `semantic_match` feature (every tool's embedding), if the
+    /// policy declares it.
+    pub semantic: Option<crate::text::semantic::SemanticIndex>,
     /// The catalog (shared by the plans of one compiled catalog:
     /// `compile::CompileCache`).
     pub tools: std::sync::Arc<Vec<CompiledTool>>,

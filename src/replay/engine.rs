@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use crate::context::Session;
 use crate::eval::Activation;
+use crate::eval::ToolScore;
 use crate::parse::policy::UsageNormalization;
 use crate::plan::Plan;
 use crate::replay::trace::{Event, Trace, TraceError, TraceLine};
@@ -55,7 +56,8 @@ pub struct Step {
     pub hit: bool,
     /// The called tool's score.
     pub score: Option<f64>,
-    /// 1-based rank of the called tool by score (ties broken by catalog order).
+    /// 1-based rank of the called tool by score (ties broken by raw score,
+    /// then catalog order: `ToolScore::better_first`).
     pub rank: Option<usize>,
     /// Active-set size.
     pub active_count: usize,
@@ -224,12 +226,13 @@ impl SessionRun<'_> {
         let (hit, score, rank) = match called {
             Some(c) => {
                 let s = act.tools[c].score;
-                // Ties are broken by catalog order, as `max_active` breaks them.
+                // Ties are broken as `max_active` breaks them (raw score, then
+                // catalog order: `ToolScore::better_first`).
+                let me = &act.tools[c];
                 let better = act
                     .tools
                     .iter()
-                    .enumerate()
-                    .filter(|(i, x)| x.score > s || (x.score == s && *i < c))
+                    .filter(|x| ToolScore::better_first(x, me) == std::cmp::Ordering::Less)
                     .count();
                 (act.tools[c].active, Some(s), Some(better + 1))
             }
