@@ -91,6 +91,31 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+    // The selection policy without its semantic term (the policy before
+    // `semantic_match`, threshold aside), for the matcher's cost per replay.
+    let dir0 = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir0.path().join("transitions")).unwrap();
+    std::fs::copy(
+        "policies/transitions/bfcl-multi-turn.toml",
+        dir0.path().join("transitions/bfcl-multi-turn.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir0.path().join("p.toml"),
+        without_semantic(&std::fs::read_to_string("policies/selection.toml").unwrap()),
+    )
+    .unwrap();
+    let p = load_policy(Some(&dir0.path().join("p.toml"))).unwrap();
+    let catalog = import_tools_json("bench-tools.json", &tools).unwrap();
+    let plan = Arc::new(compile(&p, catalog).unwrap());
+    assert!(plan.semantic.is_none());
+    g.bench_function("selection_without_semantic", |b| {
+        b.iter(|| {
+            let r = replay(&plan, &trace, &ReplayOptions::default()).unwrap();
+            assert_eq!(r.steps.len(), 10_000);
+            black_box(r)
+        })
+    });
     // The selection policy with transitions learned from the trace itself, so
     // that every step computes `transition_match` over the whole catalog.
     let dir = tempfile::tempdir().unwrap();
@@ -101,6 +126,10 @@ fn bench(c: &mut Criterion) {
         .replace(
             "file = \"transitions/bfcl-multi-turn.toml\"",
             "file = \"t.toml\"",
+        )
+        .replace(
+            "model = \"models/",
+            &format!("model = \"{}/policies/models/", env!("CARGO_MANIFEST_DIR")),
         );
     std::fs::write(dir.path().join("p.toml"), text).unwrap();
     let p = load_policy(Some(&dir.path().join("p.toml"))).unwrap();

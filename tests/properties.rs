@@ -224,3 +224,71 @@ proptest! {
             }
     }
 }
+
+/// The shipped semantic model, from the binary's embedded copy.
+fn semantic_index(
+    normalization: toolgate::parse::selection::SemanticNormalization,
+) -> toolgate::text::semantic::SemanticIndex {
+    use toolgate::text::semantic::{SemanticIndex, SemanticModel, tool_text};
+    let get = |name: &str| -> Arc<[u8]> {
+        let (_, b) = toolgate::defaults::DEFAULT_BINARY_DATA
+            .iter()
+            .find(|(n, _)| n.ends_with(name))
+            .expect("the semantic feature embeds the model");
+        Arc::from(*b)
+    };
+    let data = toolgate::parse::selection::SemanticData {
+        dir: "minilm-static-128".into(),
+        tokenizer: get("tokenizer.json"),
+        model: get("model.safetensors"),
+        config: get("config.json"),
+    };
+    let tools = [
+        ("delete_file", "Delete a file"),
+        ("get_forecast", "Weather forecast"),
+        ("x", ""),
+        ("日本語_ツール", "説明"),
+    ];
+    SemanticIndex::build(
+        SemanticModel::load(&data).unwrap(),
+        normalization,
+        tools
+            .iter()
+            .map(|(n, d)| tool_text(n, d, &serde_json::json!({}))),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// `semantic_match` is within [0,1] and finite for any request text (any
+    /// Unicode, empty, huge, control characters) and any turn weights, and
+    /// never panics.
+    #[test]
+    fn semantic_match_is_within_0_1_for_any_text(
+        turns in prop::collection::vec(
+            (prop::collection::vec(any::<String>(), 0..6), prop_oneof![Just(f64::NAN), Just(f64::INFINITY), -2.0f64..2.0]),
+            0..4,
+        ),
+        huge in prop::option::of(prop::collection::vec(any::<char>(), 600..1200)),
+        best in any::<bool>(),
+    ) {
+        use toolgate::parse::selection::SemanticNormalization::{Best, None};
+        static INDEX: std::sync::OnceLock<[toolgate::text::semantic::SemanticIndex; 2]> =
+            std::sync::OnceLock::new();
+        let both = INDEX.get_or_init(|| [semantic_index(Best), semantic_index(None)]);
+        let idx = &both[if best { 0 } else { 1 }];
+        let mut turns = turns;
+        if let Some(h) = huge {
+            turns.push((vec![h.into_iter().collect()], 1.0));
+        }
+        let refs: Vec<(&[String], f64)> = turns.iter().map(|(k, w)| (k.as_slice(), *w)).collect();
+        let mut out = Vec::new();
+        idx.score(&refs, &mut out);
+        prop_assert_eq!(out.len(), 4);
+        prop_assert!(out.iter().all(|x| x.is_finite() && (0.0..=1.0).contains(x)), "{:?}", out);
+        if best && out.iter().any(|&x| x > 0.0) {
+            prop_assert!(out.iter().any(|&x| x == 1.0), "the closest tool gets 1: {:?}", out);
+        }
+    }
+}
