@@ -382,6 +382,24 @@ impl ProxySession {
             let msg = format!("cannot call `{called}`: {}", s.unavailable_message());
             return (CallEnd::refused(Outcome::Unavailable, msg), facts);
         }
+        // A tool the server listed with an invalid definition is withheld:
+        // it is not callable, and the refusal says why (fail closed).
+        if route.is_none()
+            && let Some(s) = &server
+            && let Some(bad) = s.invalid_tools().into_iter().find(|b| {
+                b.name.as_deref().is_some_and(|n| {
+                    called == format!("{}.{n}", s.spec.name)
+                        || called == inner.config.name_format.base_name(&s.spec.name, n)
+                })
+            })
+        {
+            let msg = format!(
+                "`{called}` is withheld by the proxy and cannot be called: server `{}` lists it with an invalid definition ({}); its other tools are served",
+                s.spec.name, bad.reason
+            );
+            facts.decision = "deny";
+            return (CallEnd::refused(Outcome::Denied, msg), facts);
+        }
         // A changed definition: withheld until confirmed, or never exposed.
         let withheld = route
             .as_ref()

@@ -1,0 +1,52 @@
+"""Downstream servers that break the MCP spec in one tool: the proxy withholds
+that tool (with a warning naming the server, the tool and the cause) and keeps
+serving the others, without restarting the server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from conftest import VENV, proxy, text_of
+
+pytestmark = pytest.mark.anyio
+
+SERVER = Path(__file__).parent / "hostile_server.py"
+
+
+def stub(mode: str, starts: Path, depth: int = 140) -> str:
+    return f"hostile={VENV / 'python'} {SERVER} {mode} {depth} {starts}"
+
+
+@pytest.mark.parametrize("mode", ["schema-true", "schema-string"])
+async def test_a_tool_with_a_non_object_input_schema_is_withheld_and_the_others_served(tmp_path, mode):
+    starts = tmp_path / "starts"
+    async with proxy(tmp_path, "--server", stub(mode, starts)) as p:
+        # the healthy tool is found and listed, the hostile one is not
+        found = await p.call("toolgate__find_tools", {"query": "weather forecast for a city"})
+        assert not found.is_error, text_of(found)
+        assert "t_ok" in text_of(found) and "t_bad" not in text_of(found), text_of(found)
+        names = await p.names()
+        assert "hostile__t_ok" in names and "hostile__t_bad" not in names, names
+        # the healthy tool is callable
+        ok = await p.call("hostile__t_ok", {"city": "Oslo"})
+        assert not ok.is_error, text_of(ok)
+        assert text_of(ok) == "t_ok called for Oslo"
+        # the hostile one is not (fail closed), and the refusal says why
+        for name in ("hostile__t_bad", "hostile.t_bad"):
+            bad = await p.call(name, {})
+            assert bad.is_error
+            msg = text_of(bad)
+            assert "withheld" in msg and "inputSchema" in msg and "hostile" in msg, msg
+        await anyio.sleep(1.0)
+        # no restart loop: the server started once and still serves
+        again = await p.call("hostile__t_ok", {"city": "Rome"})
+        assert text_of(again) == "t_ok called for Rome"
+    assert len(starts.read_text().split()) == 1, starts.read_text()
+    log = p.log.read_text()
+    assert "server down" not in log, log[-3000:]
+    warned = [line for line in log.splitlines() if "tool withheld" in line]
+    assert warned, log[-3000:]
+    assert "hostile" in warned[0] and "t_bad" in warned[0] and "not a JSON object" in warned[0], warned
