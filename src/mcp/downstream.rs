@@ -22,10 +22,10 @@ use rmcp::model::{
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RoleClient, RoleServer, ServiceError, ServiceExt,
 };
-use rmcp::transport::TokioChildProcess;
 use tokio::sync::{mpsc, watch};
 
 use super::catalog::ServerTools;
+use super::child::ChildTransport;
 use super::config::ServerSpec;
 use super::surfaces::Surfaces;
 
@@ -649,10 +649,8 @@ async fn start(
     if let Some(d) = &spec.cwd {
         cmd.current_dir(d);
     }
-    cmd.kill_on_drop(true);
-    let (transport, _stderr) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
+    // its stdout screened for answers rmcp could not decode (see `child`)
+    let transport = ChildTransport::spawn(cmd, &spec.name)
         .map_err(|e| format!("cannot start `{}`: {e}", spec.display_command()))?;
     let pid = transport.id();
     let client = DownstreamClient {

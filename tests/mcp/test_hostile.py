@@ -4,6 +4,8 @@ serving the others, without restarting the server."""
 
 from __future__ import annotations
 
+import textwrap
+import time
 from pathlib import Path
 
 import anyio
@@ -50,3 +52,37 @@ async def test_a_tool_with_a_non_object_input_schema_is_withheld_and_the_others_
     warned = [line for line in log.splitlines() if "tool withheld" in line]
     assert warned, log[-3000:]
     assert "hostile" in warned[0] and "t_bad" in warned[0] and "not a JSON object" in warned[0], warned
+
+
+async def test_an_answer_nested_too_deep_fails_at_once_naming_the_limit(tmp_path):
+    # Before: the answer was dropped unread and the proxy waited 30 s, then
+    # said the server gave no answer.
+    starts = tmp_path / "starts"
+    config = tmp_path / "proxy.toml"
+    config.write_text(textwrap.dedent(f"""
+        restart_initial_ms = 20000
+        [[server]]
+        name = "hostile"
+        command = "{VENV / 'python'}"
+        args = ["{SERVER}", "deep", "140", "{starts}"]
+    """))
+    began = time.monotonic()
+    async with proxy(tmp_path, "--config", str(config)) as p:
+        r = await p.call("hostile__t_ok", {"city": "Oslo"})
+        elapsed = time.monotonic() - began
+        assert r.is_error
+        msg = text_of(r)
+        assert "hostile" in msg and "recursion limit of 128" in msg and "nested" in msg, msg
+        assert elapsed < 15, f"{elapsed:.1f} s: the failure must be reported at once"
+    log = p.log.read_text()
+    assert "recursion limit of 128" in log, log[-3000:]
+    assert "no answer within" not in log, log[-3000:]
+
+
+async def test_an_answer_deep_but_within_the_limit_is_served(tmp_path):
+    starts = tmp_path / "starts"
+    async with proxy(tmp_path, "--server", stub("deep", starts, 110)) as p:
+        for name in ("hostile__t_ok", "hostile__t_bad"):
+            r = await p.call(name, {"city": "Oslo"} if name.endswith("ok") else {})
+            assert not r.is_error, text_of(r)
+    assert len(starts.read_text().split()) == 1
