@@ -100,8 +100,15 @@ impl ToolSchema {
                 };
             }
         };
-        let coerced_paths: std::collections::HashSet<String> =
+        // Floats where an integer is declared that no 64-bit integer holds
+        // (fail closed: see `numbers`).
+        let mut coerced_paths: std::collections::HashSet<String> =
             errors.iter().map(|f| f.path.clone()).collect();
+        for (ptr, f) in super::numbers::imprecise_integers(root, args) {
+            if coerced_paths.insert(ptr.clone()) {
+                errors.push(super::numbers::imprecise_finding(checks, &ptr, f));
+            }
+        }
         if validator.is_valid(args) && errors.len() <= MAX_FINDINGS {
             return SchemaCheck {
                 findings: errors,
@@ -508,6 +515,28 @@ mod tests {
             "{m}"
         );
         assert!(m.contains("`zz09`, and 20 more for `t`"), "{m}");
+    }
+
+    #[test]
+    fn integers_beyond_64_bits_are_refused_as_numbers_and_as_strings() {
+        let schema = json!({"type": "object", "properties": {
+            "n": {"type": "integer", "maximum": 18446744073709551616.0_f64}, "x": {"type": "number"}}});
+        let args: Value =
+            serde_json::from_str(r#"{"n": 18446744073709551617, "x": 1e300}"#).unwrap();
+        let (_, f, _) = run_with(schema.clone(), args);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].rule_id, "schema.inexact_integer");
+        assert_eq!(f[0].path, "/n");
+        let (_, f, _) = run_with(schema.clone(), json!({"n": "18446744073709551616"}));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].rule_id, "schema.coercion");
+        assert!(
+            f[0].message
+                .contains("too large to convert to an integer exactly"),
+            "{f:?}"
+        );
+        let (_, f, _) = run_with(schema, json!({"n": u64::MAX, "x": 2.5e19}));
+        assert!(f.is_empty(), "{f:?}");
     }
 
     #[test]

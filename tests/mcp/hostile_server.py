@@ -8,6 +8,8 @@ names:
 - `deep`:          an `inputSchema` nested DEPTH levels (second argument,
                    default 140), so that the whole answer is deeper than
                    serde_json's 128-level recursion limit
+- `numbers`:       no hostile tool; `t_num` instead, with an integer `n` and
+                   an untyped `x`, which echoes its arguments' JSON text
 
 Each start appends the process id to the file named by the third argument
 (if given), so that a test can count restarts."""
@@ -42,7 +44,14 @@ def bad_schema():
     raise SystemExit(f"unknown mode {MODE}")
 
 
-BAD = {"name": "t_bad", "description": "Reports the weather forecast, badly", "inputSchema": bad_schema()}
+if MODE == "numbers":
+    BAD = {
+        "name": "t_num",
+        "description": "Echoes a number",
+        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}, "x": {}}},
+    }
+else:
+    BAD = {"name": "t_bad", "description": "Reports the weather forecast, badly", "inputSchema": bad_schema()}
 
 
 def reply(id_, result=None, error=None):
@@ -73,6 +82,9 @@ for line in sys.stdin:
         reply(id_, {"tools": [OK, BAD]})
     elif method == "tools/call":
         name = msg["params"]["name"]
+        if name == "t_num":
+            reply(id_, {"content": [{"type": "text", "text": json.dumps(msg["params"].get("arguments"))}]})
+            continue
         city = (msg["params"].get("arguments") or {}).get("city", "?")
         reply(id_, {"content": [{"type": "text", "text": f"{name} called for {city}"}]})
     elif method == "ping":

@@ -1,9 +1,12 @@
 """Downstream servers that break the MCP spec in one tool: the proxy withholds
 that tool (with a warning naming the server, the tool and the cause) and keeps
-serving the others, without restarting the server."""
+serving the others, without restarting the server. An answer nested deeper
+than the proxy's decoder accepts fails at once, naming the limit; integers
+beyond 64 bits in a call's arguments are refused rather than rounded."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 import time
 from pathlib import Path
@@ -68,10 +71,15 @@ async def test_an_answer_nested_too_deep_fails_at_once_naming_the_limit(tmp_path
     """))
     began = time.monotonic()
     async with proxy(tmp_path, "--config", str(config)) as p:
-        r = await p.call("hostile__t_ok", {"city": "Oslo"})
+        # a call made while the first start is still under way is told so
+        while True:
+            r = await p.call("hostile__t_ok", {"city": "Oslo"})
+            msg = text_of(r)
+            if "is starting" not in msg or time.monotonic() - began > 15:
+                break
+            await anyio.sleep(0.1)
         elapsed = time.monotonic() - began
         assert r.is_error
-        msg = text_of(r)
         assert "hostile" in msg and "recursion limit of 128" in msg and "nested" in msg, msg
         assert elapsed < 15, f"{elapsed:.1f} s: the failure must be reported at once"
     log = p.log.read_text()
@@ -86,3 +94,23 @@ async def test_an_answer_deep_but_within_the_limit_is_served(tmp_path):
             r = await p.call(name, {"city": "Oslo"} if name.endswith("ok") else {})
             assert not r.is_error, text_of(r)
     assert len(starts.read_text().split()) == 1
+
+
+async def test_integers_beyond_64_bits_are_refused_not_rounded(tmp_path):
+    starts = tmp_path / "starts"
+    async with proxy(tmp_path, "--server", stub("numbers", starts)) as p:
+        ok = await p.call("hostile__t_num", {"n": 18446744073709551615, "x": 2})
+        assert not ok.is_error, text_of(ok)
+        assert json.loads(text_of(ok)) == {"n": 18446744073709551615, "x": 2}
+        # typed integer or untyped: the client sent the exact integer, the
+        # proxy's parser would round it; refused, and the tool is not called
+        for args, shown in [
+            ({"n": 18446744073709551617}, "`n` = 18446744073709551617"),
+            ({"x": [1, 123456789012345678901234567890]}, "`x/1` = 123456789012345678901234567890"),
+        ]:
+            r = await p.call("hostile__t_num", args)
+            assert r.is_error, text_of(r)
+            assert "beyond the 64-bit range" in text_of(r) and shown in text_of(r), text_of(r)
+        # through the call-through tool as well
+        r = await p.call("toolgate__call_tool", {"name": "hostile__t_num", "arguments": {"n": -9223372036854775810}})
+        assert r.is_error and "beyond the 64-bit range" in text_of(r), text_of(r)
