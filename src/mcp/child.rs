@@ -380,6 +380,30 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, failure_persistence: None, ..Default::default() })]
+
+        /// Any line: no panic; what is handed on is the line itself, nothing,
+        /// or a JSON-RPC error answer.
+        #[test]
+        fn screen_line_never_panics(line in "\\PC{0,64}", depth in 0usize..300, id in proptest::prelude::any::<i64>(), method: bool) {
+            let _ = screen_line(line.as_bytes(), "s");
+            let deep = "[".repeat(depth) + &"]".repeat(depth);
+            let m = if method { r#""method":"x","# } else { "" };
+            let msg = format!(r#"{{"jsonrpc":"2.0",{m}"id":{id},"result":[{deep}]}}"#);
+            let out = screen_line(msg.as_bytes(), "s");
+            let parses = serde_json::from_str::<serde_json::Value>(&msg).is_ok();
+            if parses {
+                proptest::prop_assert_eq!(out.as_ref(), msg.as_bytes());
+            } else if method {
+                proptest::prop_assert!(out.is_empty());
+            } else {
+                let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+                proptest::prop_assert_eq!(&v["id"], &serde_json::json!(id));
+            }
+        }
+    }
+
     #[tokio::test]
     async fn screen_copies_lines_and_replaces_the_deep_answer() {
         let mut input = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n".to_vec();
