@@ -137,6 +137,27 @@ pub fn inexact_integers(text: &str) -> Vec<InexactInteger> {
 /// and not `number` (see the module docs), with the value as parsed.
 pub(crate) fn imprecise_integers(root: &Value, args: &Value) -> Vec<(String, f64)> {
     let mut out = Vec::new();
+    // the usual case, no float that large: one walk without pointers
+    let mut pending = vec![args];
+    let mut any = false;
+    while let Some(v) = pending.pop() {
+        match v {
+            Value::Object(m) => pending.extend(m.values()),
+            Value::Array(a) => pending.extend(a.iter()),
+            Value::Number(n)
+                if !n.is_i64()
+                    && !n.is_u64()
+                    && n.as_f64().is_some_and(|f| f.abs() >= TWO_POW_63) =>
+            {
+                any = true;
+                break;
+            }
+            _ => {}
+        }
+    }
+    if !any {
+        return out;
+    }
     let mut stack: Vec<(&Value, String)> = vec![(args, String::new())];
     while let Some((v, ptr)) = stack.pop() {
         match v {
