@@ -132,30 +132,49 @@ pub fn inexact_integers(text: &str) -> Vec<InexactInteger> {
     out
 }
 
+/// Whether a float of magnitude 2^63 or more is anywhere in `v`. Containers
+/// are queued only when nested, so flat arguments allocate nothing.
+fn has_big_float(v: &Value) -> bool {
+    // true when `x` is such a float; queues it when it is a container
+    fn visit<'a>(x: &'a Value, pending: &mut Vec<&'a Value>) -> bool {
+        if x.is_object() || x.is_array() {
+            pending.push(x);
+        }
+        matches!(x, Value::Number(n) if !n.is_i64() && !n.is_u64()
+            && n.as_f64().is_some_and(|f| f.abs() >= TWO_POW_63))
+    }
+    let mut pending: Vec<&Value> = Vec::new();
+    let mut next = Some(v);
+    while let Some(v) = next.take().or_else(|| pending.pop()) {
+        match v {
+            Value::Object(m) => {
+                for x in m.values() {
+                    if visit(x, &mut pending) {
+                        return true;
+                    }
+                }
+            }
+            Value::Array(a) => {
+                for x in a {
+                    if visit(x, &mut pending) {
+                        return true;
+                    }
+                }
+            }
+            other => return visit(other, &mut Vec::new()),
+        }
+    }
+    false
+}
+
 /// JSON pointers of the numbers of `args` that are floats of magnitude
 /// 2^63 or more where `root` (the tool's input schema) declares `integer`
 /// and not `number` (see the module docs), with the value as parsed.
 pub(crate) fn imprecise_integers(root: &Value, args: &Value) -> Vec<(String, f64)> {
     let mut out = Vec::new();
-    // the usual case, no float that large: one walk without pointers
-    let mut pending = vec![args];
-    let mut any = false;
-    while let Some(v) = pending.pop() {
-        match v {
-            Value::Object(m) => pending.extend(m.values()),
-            Value::Array(a) => pending.extend(a.iter()),
-            Value::Number(n)
-                if !n.is_i64()
-                    && !n.is_u64()
-                    && n.as_f64().is_some_and(|f| f.abs() >= TWO_POW_63) =>
-            {
-                any = true;
-                break;
-            }
-            _ => {}
-        }
-    }
-    if !any {
+    // the usual case, no float that large: one walk without pointers (and,
+    // for flat arguments, without allocating)
+    if !has_big_float(args) {
         return out;
     }
     let mut stack: Vec<(&Value, String)> = vec![(args, String::new())];
