@@ -16,7 +16,7 @@
 //!   Used where the arguments arrive as text: `guard --args`
 //!   ([`check_call_json`](super::check_call_json)) and the MCP proxy's stdio
 //!   `tools/call`.
-//! - **From a parsed value** ([`imprecise_integers`]), for arguments that
+//! - **From a parsed value** (`imprecise_integers`), for arguments that
 //!   arrive already parsed ([`check_call`](super::check_call), the proxy over
 //!   Streamable HTTP): a floating-point number of magnitude 2^63 or more
 //!   where the schema declares `integer` (and not `number`). Such a value
@@ -227,7 +227,7 @@ fn finding(checks: &CallChecks, path: &str, detail: String) -> Finding {
     }
 }
 
-/// The finding for a float at an integer position ([`imprecise_integers`]).
+/// The finding for a float at an integer position (`imprecise_integers`).
 pub(crate) fn imprecise_finding(checks: &CallChecks, path: &str, value: f64) -> Finding {
     finding(
         checks,
