@@ -515,3 +515,98 @@ fn untyped_open_and_ref_rooted_schemas_are_analysed() {
         }
     }
 }
+
+/// Writes `tools` (an MCP tools/list result) to a file in `dir`; its path.
+fn tools_file(dir: &tempfile::TempDir, tools: Value) -> String {
+    let p = dir.path().join("tools.json");
+    std::fs::write(&p, json!({ "tools": tools }).to_string()).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// The attack report's P4: a 1,000-value enum and 1,000 required
+/// properties give a bounded message and findings list.
+#[test]
+fn large_enums_and_many_missing_parameters_give_bounded_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let values: Vec<String> = (0..1000).map(|i| format!("value-{i}")).collect();
+    let required: Vec<String> = (0..1000).map(|i| format!("r{i}")).collect();
+    let t = tools_file(
+        &dir,
+        json!([
+            {"name": "pick", "inputSchema": {"type": "object",
+                "properties": {"a": {"type": "string", "enum": values}}}},
+            {"name": "fill", "inputSchema": {"type": "object", "required": required}}
+        ]),
+    );
+    let o = guard("pick", r#"{"a": "nope"}"#, &["--tools", &t]);
+    assert_eq!(o.status.code(), Some(7));
+    assert!(o.stdout.len() < 4_000, "{} bytes", o.stdout.len());
+    let v = json_out(&o);
+    let m = v["findings"][0]["message"].as_str().unwrap();
+    assert!(m.contains(r#""value-9", and 990 more"#), "{m}");
+    let o = guard("fill", "{}", &["--tools", &t]);
+    assert_eq!(o.status.code(), Some(7));
+    let v = json_out(&o);
+    let findings = v["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 21, "{}", findings.len());
+    assert_eq!(findings[20]["rule_id"], "schema.more");
+    assert!(
+        findings[20]["message"]
+            .as_str()
+            .unwrap()
+            .contains("980 more problems"),
+        "{}",
+        findings[20]
+    );
+    assert!(o.stdout.len() < 20_000, "{} bytes", o.stdout.len());
+}
+
+/// The attack report's P7: integers beyond the 64-bit range are not checked
+/// and forwarded as rounded floats; the call is refused.
+#[test]
+fn integers_beyond_64_bits_are_refused_not_rounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = tools_file(
+        &dir,
+        json!([
+            {"name": "low", "inputSchema": {"type": "object",
+                "properties": {"n": {"type": "integer", "minimum": -9223372036854775809.0_f64}}}},
+            {"name": "high", "inputSchema": {"type": "object",
+                "properties": {"n": {"type": "integer", "maximum": 18446744073709551616.0_f64}}}},
+            {"name": "any", "inputSchema": {"type": "object",
+                "properties": {"x": {}, "f": {"type": "number"}}}}
+        ]),
+    );
+    for (tool, args, path) in [
+        ("low", r#"{"n": -9223372036854775810}"#, "/n"),
+        ("high", r#"{"n": 18446744073709551617}"#, "/n"),
+        // no integer type declared: found in the text
+        (
+            "any",
+            r#"{"x": [1, 123456789012345678901234567890]}"#,
+            "/x/1",
+        ),
+    ] {
+        let o = guard(tool, args, &["--tools", &t]);
+        let v = json_out(&o);
+        assert_eq!(o.status.code(), Some(7), "{tool}: {v}");
+        assert_eq!(v["findings"][0]["rule_id"], "schema.inexact_integer", "{v}");
+        assert_eq!(v["findings"][0]["path"], path, "{v}");
+        let m = v["findings"][0]["message"].as_str().unwrap();
+        assert!(m.contains("beyond the 64-bit range"), "{m}");
+    }
+    // within range, and floats written as floats, are allowed as before
+    for (tool, args) in [
+        ("high", r#"{"n": 18446744073709551615}"#),
+        ("low", r#"{"n": -9223372036854775808}"#),
+        ("any", r#"{"f": 1e300, "x": 2.5e19}"#),
+    ] {
+        let o = guard(tool, args, &["--tools", &t]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{tool} {args}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+}

@@ -154,3 +154,51 @@ fn work_is_bounded_whatever_the_shape() {
         start.elapsed()
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any text: no panic.
+    #[test]
+    fn inexact_integer_scan_never_panics(t in "\\PC{0,64}", bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+        toolgate::gate::numbers::inexact_integers(&t);
+        toolgate::gate::numbers::inexact_integers(&String::from_utf8_lossy(&bytes));
+    }
+
+    /// JSON objects with integer literals of every size, under keys with
+    /// quotes, escapes, `~` and `/`: exactly the literals no 64-bit integer
+    /// holds are found, each with the JSON pointer that reaches it.
+    #[test]
+    fn inexact_integer_scan_finds_exactly_the_out_of_range_literals(
+        members in proptest::collection::vec(("\\PC{0,6}", "[1-9][0-9]{0,25}", any::<bool>(), any::<bool>()), 0..8)
+    ) {
+        let mut text = String::from("{");
+        let mut want = Vec::new();
+        for (i, (key, digits, negative, in_array)) in members.iter().enumerate() {
+            let key = format!("{i}{key}");
+            let literal = if *negative { format!("-{digits}") } else { digits.clone() };
+            if i > 0 {
+                text.push_str(", ");
+            }
+            let value = if *in_array { format!("[\"x\", {literal}]") } else { literal.clone() };
+            text.push_str(&format!("{}: {value}", serde_json::to_string(&key).unwrap()));
+            if literal.parse::<i64>().is_err() && literal.parse::<u64>().is_err() {
+                let mut path = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+                if *in_array {
+                    path.push_str("/1");
+                }
+                want.push((path, literal));
+            }
+        }
+        text.push('}');
+        let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let got: Vec<(String, String)> = toolgate::gate::numbers::inexact_integers(&text)
+            .into_iter()
+            .map(|x| (x.path, x.literal))
+            .collect();
+        prop_assert_eq!(&got, &want, "{}", text);
+        for (path, _) in &got {
+            prop_assert!(parsed.pointer(path).is_some_and(|v| v.is_f64()), "{path} in {text}");
+        }
+    }
+}

@@ -599,6 +599,13 @@ impl<'a> Cx<'a> {
                 if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
                     return Attempt::Done(Value::from(f as i64));
                 }
+                if f.fract() == 0.0 {
+                    // e.g. "18446744073709551616": beyond i64 and u64, and a
+                    // float would only approximate it
+                    return Attempt::Lossy(
+                        "which is too large to convert to an integer exactly. Send the integer in digits, between -9223372036854775808 and 18446744073709551615.".into(),
+                    );
+                }
                 Attempt::Lossy(format!(
                     "which is not a whole number. Send a whole number such as {}.",
                     f.trunc()

@@ -45,6 +45,7 @@ pub mod audit;
 pub mod code;
 pub mod coerce;
 pub mod exec;
+pub mod numbers;
 pub mod path;
 pub mod patterns;
 pub mod risk;
@@ -168,7 +169,7 @@ fn over_limits(v: &Value, limits: &config::Limits) -> Option<String> {
 /// [`Gate`] for those).
 pub fn check_call(plan: &Plan, tool: &str, arguments: Value) -> Verdict {
     let started = Instant::now();
-    let mut v = check_inner(plan, tool, arguments);
+    let mut v = check_inner(plan, tool, arguments, &[]);
     v.latency = started.elapsed();
     v
 }
@@ -178,7 +179,7 @@ pub fn check_call(plan: &Plan, tool: &str, arguments: Value) -> Verdict {
 pub fn check_call_json(plan: &Plan, tool: &str, arguments: &str) -> Verdict {
     let started = Instant::now();
     let mut v = match parse_arguments(plan, tool, arguments) {
-        Ok(args) => check_inner(plan, tool, args),
+        Ok(args) => check_inner(plan, tool, args, &numbers::inexact_integers(arguments)),
         Err(v) => *v,
     };
     v.latency = started.elapsed();
@@ -255,7 +256,14 @@ fn closest_tools(plan: &Plan, name: &str) -> Vec<String> {
         .collect()
 }
 
-fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
+/// `inexact`: the integer literals of the arguments' text that no 64-bit
+/// integer holds (empty when the arguments came parsed).
+fn check_inner(
+    plan: &Plan,
+    tool: &str,
+    mut args: Value,
+    inexact: &[numbers::InexactInteger],
+) -> Verdict {
     let g = gate_of(plan);
     let cfg = &g.config;
     if let Some(why) = over_limits(&args, &cfg.limits) {
@@ -303,7 +311,8 @@ fn check_inner(plan: &Plan, tool: &str, mut args: Value) -> Verdict {
         }
     }
     // Layer 1: schema, with coercion.
-    let checked = gt.schema.check(name, &mut args, &cfg.coercion, &cfg.checks);
+    let mut checked = gt.schema.check(name, &mut args, &cfg.coercion, &cfg.checks);
+    numbers::add_literal_findings(&mut checked.findings, inexact, &cfg.checks);
     let coercions = checked.coerced;
     if checked.findings.iter().any(|f| f.action == Action::Deny) {
         let mut v = finish(name, args, checked.findings, Action::Deny, None);

@@ -25,6 +25,32 @@ use crate::parse::roles::property_names;
 
 pub use crate::plan::gate::schema::{ToolSchema, draft_of};
 
+/// At most this many items (enum values, accepted parameter names, unknown
+/// parameter names) are listed in one message to the model; the rest are
+/// counted: "`a`, `b`, ..., and 990 more". It bounds the size of a message
+/// (a schema's size is under the server's control), and is no constant of
+/// the activation formula, so it lives here rather than in the policy.
+pub const MAX_LISTED: usize = 10;
+
+/// At most this many findings come from checking one call's arguments
+/// against its schema; when there are more, one last finding
+/// (`<invalid_arguments id>.more`) says how many were left out. Bounds the
+/// findings, the gate's message and the audit record for hostile inputs
+/// (e.g. 100,000 missing required properties).
+pub const MAX_FINDINGS: usize = 20;
+
+/// Lists the first [`MAX_LISTED`] of `items` (`total` of them), joined with
+/// ", ", followed by ", and M more" when some are left out. `items` is only
+/// read as far as needed.
+pub(crate) fn capped_list(items: impl IntoIterator<Item = String>, total: usize) -> String {
+    let shown: Vec<String> = items.into_iter().take(MAX_LISTED).collect();
+    let mut out = shown.join(", ");
+    if total > shown.len() {
+        let _ = write!(out, ", and {} more", total - shown.len());
+    }
+    out
+}
+
 /// What checking arguments against a schema gives.
 #[derive(Debug, Clone, Default)]
 pub struct SchemaCheck {
@@ -74,21 +100,58 @@ impl ToolSchema {
                 };
             }
         };
-        if validator.is_valid(args) {
+        // Floats where an integer is declared that no 64-bit integer holds
+        // (fail closed: see `numbers`).
+        let mut coerced_paths: std::collections::HashSet<String> =
+            errors.iter().map(|f| f.path.clone()).collect();
+        for (ptr, f) in super::numbers::imprecise_integers(root, args) {
+            if coerced_paths.insert(ptr.clone()) {
+                errors.push(super::numbers::imprecise_finding(checks, &ptr, f));
+            }
+        }
+        if validator.is_valid(args) && errors.len() <= MAX_FINDINGS {
             return SchemaCheck {
                 findings: errors,
                 coerced,
             };
         }
-        let coerced_paths: Vec<String> = errors.iter().map(|f| f.path.clone()).collect();
+        // Findings past MAX_FINDINGS are counted, not described.
+        let mut omitted = errors.len().saturating_sub(MAX_FINDINGS);
+        errors.truncate(MAX_FINDINGS);
         for e in validator.iter_errors(args) {
             let path = e.instance_path().as_str().to_string();
             if coerced_paths.contains(&path) {
                 continue;
             }
-            errors.push(self.describe(tool, &e, path, checks));
+            if errors.len() >= MAX_FINDINGS {
+                omitted += 1;
+                continue;
+            }
+            let f = self.describe(tool, &e, path, checks);
+            if errors
+                .last()
+                .is_some_and(|l| l.path == f.path && l.message == f.message)
+            {
+                continue;
+            }
+            errors.push(f);
         }
-        errors.dedup_by(|a, b| a.path == b.path && a.message == b.message);
+        if omitted > 0 {
+            let check = &checks.invalid_arguments;
+            errors.push(Finding {
+                rule_id: format!("{}.more", check.id),
+                kind: FindingKind::Schema,
+                path: String::new(),
+                severity: check.severity,
+                action: check.action,
+                message: super::types::fill(
+                    &check.message,
+                    &format!(
+                        "{omitted} more problems with the arguments of `{tool}` are not listed. Fix the ones above, then call again."
+                    ),
+                ),
+            });
+        }
         SchemaCheck {
             findings: errors,
             coerced,
@@ -119,12 +182,14 @@ impl ToolSchema {
             K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
                 let parent = schema_at(root, &path);
                 let props: Vec<&str> = parent.map(|p| property_names(root, p)).unwrap_or_default();
-                let accepted: Vec<String> = props.iter().map(|k| format!("`{k}`")).collect();
-                let names: Vec<String> = unexpected
-                    .iter()
-                    .map(|u| format!("`{}`", join_ptr(&path, u)))
-                    .collect();
-                let what = if names.len() == 1 {
+                let accepted = capped_list(props.iter().map(|k| format!("`{k}`")), props.len());
+                let names = capped_list(
+                    unexpected
+                        .iter()
+                        .map(|u| format!("`{}`", join_ptr(&path, u))),
+                    unexpected.len(),
+                );
+                let what = if unexpected.len() == 1 {
                     "Unknown parameter"
                 } else {
                     "Unknown parameters"
@@ -134,30 +199,27 @@ impl ToolSchema {
                     .and_then(|u| crate::diag::did_you_mean(u, props.iter().copied()))
                     .map(|s| format!(" Did you mean `{s}`?"))
                     .unwrap_or_default();
-                let accepted = if accepted.is_empty() {
+                let accepted = if props.is_empty() {
                     "no parameters".to_string()
                 } else {
-                    accepted.join(", ")
+                    accepted
                 };
                 (
                     "unknown-parameter",
                     format!(
-                        "{what} {} for `{tool}`, which accepts: {accepted}.{hint} Remove it or use one of the accepted names.",
-                        names.join(", ")
+                        "{what} {names} for `{tool}`, which accepts: {accepted}.{hint} Remove it or use one of the accepted names.",
                     ),
                 )
             }
             K::Enum { options } => {
-                let allowed: Vec<String> = options
-                    .as_array()
-                    .map(|a| a.iter().map(|v| v.to_string()).collect())
-                    .unwrap_or_default();
+                let options: &[Value] = options.as_array().map(Vec::as_slice).unwrap_or_default();
+                let allowed = capped_list(options.iter().map(excerpt), options.len());
                 (
                     "enum",
                     format!(
                         "Parameter `{}` must be one of {}; got {}{}. Send one of the allowed values.",
                         display_ptr(&path),
-                        allowed.join(", "),
+                        allowed,
                         excerpt(e.instance()),
                         about_at(root, &path),
                     ),
@@ -168,7 +230,7 @@ impl ToolSchema {
                 format!(
                     "Parameter `{}` must be {}; got {}.",
                     display_ptr(&path),
-                    expected_value,
+                    excerpt(expected_value),
                     excerpt(e.instance())
                 ),
             ),
@@ -288,8 +350,10 @@ pub(crate) fn about(root: &Value, schema: &Value) -> String {
         }
     }
     if let Some(e) = schema.get("enum").and_then(Value::as_array) {
-        let vals: Vec<String> = e.iter().take(20).map(|v| v.to_string()).collect();
-        parts.push(format!("one of {}", vals.join(", ")));
+        parts.push(format!(
+            "one of {}",
+            capped_list(e.iter().map(excerpt), e.len())
+        ));
     }
     if parts.is_empty() {
         String::new()
@@ -379,6 +443,125 @@ mod tests {
     fn run(args: Value) -> (Value, Vec<Finding>) {
         let (a, f, _) = run_with(sch(), args);
         (a, f)
+    }
+
+    #[test]
+    fn small_lists_are_listed_whole() {
+        let (_, f) = run(json!({"depth": 1, "mode": "slow"}));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].message
+                .contains(r#"must be one of "fast", "safe"; got "slow""#),
+            "{f:?}"
+        );
+        assert!(!f[0].message.contains("more"), "{f:?}");
+        let (_, f) = run(json!({"depth": 1, "zz": 1}));
+        assert!(
+            f[0].message.contains(
+                "Unknown parameter `zz` for `t`, which accepts: `depth`, `flag`, `mode`, `tags`, `time`, `zip`."
+            ),
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn a_large_enum_lists_the_first_values_and_counts_the_rest() {
+        let values: Vec<String> = (0..1000).map(|i| format!("v{i}")).collect();
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "string", "enum": values}}});
+        let (_, f, _) = run_with(schema, json!({"a": "nope"}));
+        assert_eq!(f.len(), 1, "{f:?}");
+        let m = &f[0].message;
+        assert!(
+            m.contains(r#""v0", "v1""#) && m.contains(r#""v9", and 990 more"#),
+            "{m}"
+        );
+        assert!(!m.contains(r#""v10""#), "{m}");
+        assert!(m.len() < 600, "{} bytes: {m}", m.len());
+        assert_eq!(MAX_LISTED, 10);
+        // a long value is cut
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "string", "enum": ["x".repeat(10_000)]}}});
+        let (_, f, _) = run_with(schema, json!({"a": "nope"}));
+        assert!(f[0].message.len() < 400, "{}", f[0].message);
+    }
+
+    #[test]
+    fn many_accepted_or_unknown_names_are_capped_and_the_hint_still_looks_at_all() {
+        let props: serde_json::Map<String, Value> = (0..1000)
+            .map(|i| (format!("p{i}"), json!({"type": "string"})))
+            .collect();
+        let schema = json!({"type": "object", "properties": props, "additionalProperties": false});
+        let (_, f, _) = run_with(schema.clone(), json!({"colour_name_9": "x", "p1": "x"}));
+        assert_eq!(f.len(), 1, "{f:?}");
+        let m = &f[0].message;
+        assert!(m.contains("which accepts: `p0`, `p1`"), "{m}");
+        assert!(m.contains(", and 990 more."), "{m}");
+        assert!(m.len() < 600, "{} bytes: {m}", m.len());
+        // the suggestion may be a name that is not among the first ten
+        let (_, f, _) = run_with(schema.clone(), json!({"p9999": "x"}));
+        assert!(
+            f[0].message.contains("Did you mean `p999`?"),
+            "{}",
+            f[0].message
+        );
+        // 30 unknown names: ten shown, 20 counted
+        let args: serde_json::Map<String, Value> =
+            (0..30).map(|i| (format!("zz{i:02}"), json!(1))).collect();
+        let (_, f, _) = run_with(schema, Value::Object(args));
+        let m = &f[0].message;
+        assert!(
+            m.starts_with("Unknown parameters `zz00`") || m.contains("Unknown parameters `zz00`"),
+            "{m}"
+        );
+        assert!(m.contains("`zz09`, and 20 more for `t`"), "{m}");
+    }
+
+    #[test]
+    fn integers_beyond_64_bits_are_refused_as_numbers_and_as_strings() {
+        let schema = json!({"type": "object", "properties": {
+            "n": {"type": "integer", "maximum": 18446744073709551616.0_f64}, "x": {"type": "number"}}});
+        let args: Value =
+            serde_json::from_str(r#"{"n": 18446744073709551617, "x": 1e300}"#).unwrap();
+        let (_, f, _) = run_with(schema.clone(), args);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].rule_id, "schema.inexact_integer");
+        assert_eq!(f[0].path, "/n");
+        let (_, f, _) = run_with(schema.clone(), json!({"n": "18446744073709551616"}));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].rule_id, "schema.coercion");
+        assert!(
+            f[0].message
+                .contains("too large to convert to an integer exactly"),
+            "{f:?}"
+        );
+        let (_, f, _) = run_with(schema, json!({"n": u64::MAX, "x": 2.5e19}));
+        assert!(f.is_empty(), "{f:?}");
+    }
+
+    #[test]
+    fn findings_are_capped_with_a_last_one_counting_the_rest() {
+        let names: Vec<String> = (0..1000).map(|i| format!("r{i}")).collect();
+        let schema = json!({"type": "object", "required": names});
+        let (_, f, _) = run_with(schema, json!({}));
+        assert_eq!(f.len(), MAX_FINDINGS + 1, "{}", f.len());
+        let last = f.last().unwrap();
+        assert!(last.rule_id.ends_with(".more"), "{last:?}");
+        assert!(
+            last.message
+                .contains("980 more problems with the arguments of `t` are not listed"),
+            "{last:?}"
+        );
+        assert!(
+            f[..MAX_FINDINGS]
+                .iter()
+                .all(|x| x.rule_id.ends_with(".required"))
+        );
+        // exactly at the cap: nothing is added
+        let names: Vec<String> = (0..MAX_FINDINGS).map(|i| format!("r{i}")).collect();
+        let (_, f, _) = run_with(json!({"type": "object", "required": names}), json!({}));
+        assert_eq!(f.len(), MAX_FINDINGS);
+        assert!(f.iter().all(|x| !x.rule_id.ends_with(".more")));
     }
 
     #[test]

@@ -382,6 +382,45 @@ impl ProxySession {
             let msg = format!("cannot call `{called}`: {}", s.unavailable_message());
             return (CallEnd::refused(Outcome::Unavailable, msg), facts);
         }
+        // Integers beyond the 64-bit range in the arguments' text: the parsed
+        // arguments hold rounded floats, so the call would not carry the
+        // values sent (fail closed; see gate::numbers).
+        if let Some(inexact) = context.extensions.get::<super::stdio::InexactArguments>() {
+            let listed = crate::gate::schema::capped_list(
+                inexact.0.iter().map(|x| {
+                    format!(
+                        "`{}` = {}",
+                        crate::gate::schema::display_ptr(&x.path),
+                        crate::gate::schema::excerpt(&Value::String(x.literal.clone()))
+                            .trim_matches('"')
+                    )
+                }),
+                inexact.0.len(),
+            );
+            let msg = format!(
+                "the arguments of `{called}` hold integers beyond the 64-bit range, which would not reach the tool exactly: {listed}. Send integers between -9223372036854775808 and 18446744073709551615 (or the value as a string, if the parameter accepts strings); the call was not made"
+            );
+            facts.decision = "deny";
+            return (CallEnd::refused(Outcome::Denied, msg), facts);
+        }
+        // A tool the server listed with an invalid definition is withheld:
+        // it is not callable, and the refusal says why (fail closed).
+        if route.is_none()
+            && let Some(s) = &server
+            && let Some(bad) = s.invalid_tools().into_iter().find(|b| {
+                b.name.as_deref().is_some_and(|n| {
+                    called == format!("{}.{n}", s.spec.name)
+                        || called == inner.config.name_format.base_name(&s.spec.name, n)
+                })
+            })
+        {
+            let msg = format!(
+                "`{called}` is withheld by the proxy and cannot be called: server `{}` lists it with an invalid definition ({}); its other tools are served",
+                s.spec.name, bad.reason
+            );
+            facts.decision = "deny";
+            return (CallEnd::refused(Outcome::Denied, msg), facts);
+        }
         // A changed definition: withheld until confirmed, or never exposed.
         let withheld = route
             .as_ref()

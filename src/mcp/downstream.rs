@@ -15,16 +15,17 @@ use std::time::{Duration, Instant};
 use rmcp::ClientHandler;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
-    ClientConfig, ClientRequest, Implementation, ProgressNotificationParam, ProgressToken,
-    RequestId, ResourceUpdatedNotificationParam, ServerCapabilities, ServerResult, Tool,
+    ClientConfig, ClientRequest, Implementation, ListToolsRequest, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, RequestId, ResourceUpdatedNotificationParam,
+    ServerCapabilities, ServerResult, Tool,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RoleClient, RoleServer, ServiceError, ServiceExt,
 };
-use rmcp::transport::TokioChildProcess;
 use tokio::sync::{mpsc, watch};
 
 use super::catalog::ServerTools;
+use super::child::ChildTransport;
 use super::config::ServerSpec;
 use super::surfaces::Surfaces;
 
@@ -56,6 +57,8 @@ pub(crate) struct Downstream {
     pub index: usize,
     status: Mutex<Status>,
     listing: Mutex<(Arc<Vec<Tool>>, u64)>,
+    /// The tools of the last listing withheld because they do not decode.
+    invalid: Mutex<Vec<InvalidTool>>,
     listing_version: AtomicU64,
     /// Set on a downstream `tools/list_changed`, cleared once re-listed.
     relisting: AtomicBool,
@@ -134,6 +137,7 @@ impl Downstream {
             index,
             status: Mutex::new(Status::Starting(0)),
             listing: Mutex::new((Arc::new(Vec::new()), 0)),
+            invalid: Mutex::new(Vec::new()),
             listing_version: AtomicU64::new(0),
             relisting: AtomicBool::new(false),
             reconnect: tokio::sync::Notify::new(),
@@ -244,10 +248,17 @@ impl Downstream {
         self.relisting.load(Ordering::Acquire)
     }
 
-    fn store_listing(&self, tools: Vec<Tool>) {
+    /// The tools of the last listing that the proxy withholds (not valid
+    /// MCP tools); empty when every listed tool decoded.
+    pub fn invalid_tools(&self) -> Vec<InvalidTool> {
+        lock(&self.invalid).clone()
+    }
+
+    fn store_listing(&self, listing: Listing) {
+        *lock(&self.invalid) = listing.invalid;
         let mut l = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         let v = l.1 + 1;
-        *l = (Arc::new(tools), v);
+        *l = (Arc::new(listing.tools), v);
         self.listing_version.store(v, Ordering::Release);
         self.relisting.store(false, Ordering::Release);
     }
@@ -355,12 +366,156 @@ pub(crate) struct Timing {
 /// How long a server must have run for its restart delay to reset.
 const HEALTHY_AFTER: Duration = Duration::from_secs(60);
 
-async fn list_tools(peer: &Peer<RoleClient>, timeout: Duration) -> Result<Vec<Tool>, String> {
-    match tokio::time::timeout(timeout, peer.list_all_tools()).await {
-        Ok(Ok(t)) => Ok(t),
-        Ok(Err(e)) => Err(format!("tools/list failed: {e}")),
-        Err(_) => Err(format!("tools/list gave no answer within {timeout:?}")),
+/// A tool a server listed that the proxy withholds because its definition
+/// does not decode as an MCP `Tool` (e.g. an `inputSchema` that is not a
+/// JSON object, which the MCP spec requires): it is neither exposed nor
+/// callable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InvalidTool {
+    /// The tool's `name`, when it has a string one.
+    pub name: Option<String>,
+    /// Why it is withheld, for logs and for a call that names it.
+    pub reason: String,
+}
+
+/// A server's listing: the tools that decode, and those withheld.
+#[derive(Debug, Default)]
+pub(crate) struct Listing {
+    /// The tools served, in the server's order.
+    pub tools: Vec<Tool>,
+    /// The tools withheld, in the server's order.
+    pub invalid: Vec<InvalidTool>,
+}
+
+/// One decoded page of a `tools/list` answer.
+#[derive(Debug, Default)]
+struct Page {
+    listing: Listing,
+    next_cursor: Option<String>,
+}
+
+/// Why one entry of a `tools/list` answer's `tools` array is not an MCP
+/// `Tool`, in words a user acts on (the serde error is kept at the end).
+fn invalid_reason(entry: &serde_json::Value, error: &serde_json::Error) -> String {
+    use serde_json::Value;
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    let Some(obj) = entry.as_object() else {
+        return format!("the entry is {}, not a tool object", kind(entry));
+    };
+    match obj.get("inputSchema") {
+        Some(s) if !s.is_object() => format!(
+            "its inputSchema is {}, not a JSON object (the MCP spec requires an object schema)",
+            kind(s)
+        ),
+        _ => format!("its definition is not a valid MCP tool: {error}"),
     }
+}
+
+/// Decodes one page of a `tools/list` result tool by tool: an entry that is
+/// not a valid MCP `Tool` is withheld (with its reason), the others are kept.
+/// Errors: the result is not an object, or has no `tools` array.
+fn decode_page(result: &serde_json::Value) -> Result<Page, String> {
+    let Some(obj) = result.as_object() else {
+        return Err("the tools/list result is not a JSON object".into());
+    };
+    let Some(entries) = obj.get("tools").and_then(|t| t.as_array()) else {
+        return Err("the tools/list result has no `tools` array".into());
+    };
+    let mut page = Page::default();
+    for entry in entries {
+        match serde_json::from_value::<Tool>(entry.clone()) {
+            Ok(tool) => page.listing.tools.push(tool),
+            Err(e) => page.listing.invalid.push(InvalidTool {
+                name: entry
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .map(str::to_string),
+                reason: invalid_reason(entry, &e),
+            }),
+        }
+    }
+    page.next_cursor = obj
+        .get("nextCursor")
+        .and_then(|c| c.as_str())
+        .map(str::to_string);
+    Ok(page)
+}
+
+/// Sends one `tools/list` request and decodes its page. A result that rmcp's
+/// typed decoding takes as a `ListToolsResult` is used as is; any other
+/// result (rmcp keeps a result it cannot type, e.g. one with a tool whose
+/// `inputSchema` is `true`, as a raw value) is decoded tool by tool.
+async fn list_page(peer: &Peer<RoleClient>, cursor: Option<String>) -> Result<Page, String> {
+    let request = match cursor {
+        None => ListToolsRequest::default(),
+        Some(c) => {
+            ListToolsRequest::with_param(PaginatedRequestParams::default().with_cursor(Some(c)))
+        }
+    };
+    let result = peer
+        .send_request(ClientRequest::ListToolsRequest(request))
+        .await
+        .map_err(|e| format!("tools/list failed: {e}"))?;
+    match result {
+        ServerResult::ListToolsResult(r) => Ok(Page {
+            listing: Listing {
+                tools: r.tools,
+                invalid: Vec::new(),
+            },
+            next_cursor: r.next_cursor,
+        }),
+        other => {
+            let value = serde_json::to_value(&other)
+                .map_err(|e| format!("tools/list failed: cannot read its result: {e}"))?;
+            decode_page(&value).map_err(|e| format!("tools/list failed: {e}"))
+        }
+    }
+}
+
+/// Lists every page of the server's tools (following `nextCursor`), within
+/// `timeout` for the whole listing. Tools that do not decode are withheld
+/// with a warning naming the server, the tool and the cause; the others are
+/// served. Errors: the request failed, a page is not a tools/list result, or
+/// no complete answer came within `timeout`.
+async fn list_tools(
+    server: &str,
+    peer: &Peer<RoleClient>,
+    timeout: Duration,
+) -> Result<Listing, String> {
+    let all = async {
+        let mut listing = Listing::default();
+        let mut cursor = None;
+        loop {
+            let page = list_page(peer, cursor).await?;
+            listing.tools.extend(page.listing.tools);
+            listing.invalid.extend(page.listing.invalid);
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        Ok::<_, String>(listing)
+    };
+    let listing = match tokio::time::timeout(timeout, all).await {
+        Ok(r) => r?,
+        Err(_) => return Err(format!("tools/list gave no answer within {timeout:?}")),
+    };
+    for bad in &listing.invalid {
+        tracing::warn!(
+            server = %server,
+            tool = bad.name.as_deref().unwrap_or("(no name)"),
+            "tool withheld: {}; the server's other tools are served",
+            bad.reason
+        );
+    }
+    Ok(listing)
 }
 
 /// Runs the server's lifecycle until `shutdown` turns true.
@@ -386,10 +541,10 @@ pub(crate) async fn supervise(
             Ok((running, pid)) => {
                 let peer = running.peer().clone();
                 *lock(&ds.caps) = peer.peer_info().map(|i| i.capabilities.clone());
-                match list_tools(&peer, timing.start_timeout).await {
-                    Ok(tools) => {
-                        tracing::info!(server = %name, tools = tools.len(), ?pid, "server up");
-                        ds.store_listing(tools);
+                match list_tools(&name, &peer, timing.start_timeout).await {
+                    Ok(listing) => {
+                        tracing::info!(server = %name, tools = listing.tools.len(), withheld = listing.invalid.len(), ?pid, "server up");
+                        ds.store_listing(listing);
                         ds.set_status(Status::Up { peer: peer.clone() });
                         // a new connection: its subscriptions are made again
                         tokio::spawn(ds.surfaces.clone().server_up(
@@ -413,10 +568,10 @@ pub(crate) async fn supervise(
                                 Some(()) = relist_rx.recv() => {
                                     // coalesce a burst of notifications
                                     while relist_rx.try_recv().is_ok() {}
-                                    match list_tools(&peer, timing.start_timeout).await {
-                                        Ok(tools) => {
-                                            tracing::info!(server = %name, tools = tools.len(), "re-listed");
-                                            ds.store_listing(tools);
+                                    match list_tools(&name, &peer, timing.start_timeout).await {
+                                        Ok(listing) => {
+                                            tracing::info!(server = %name, tools = listing.tools.len(), withheld = listing.invalid.len(), "re-listed");
+                                            ds.store_listing(listing);
                                             let _ = events.send(Event::Listed(ds.index));
                                         }
                                         Err(e) => {
@@ -494,10 +649,8 @@ async fn start(
     if let Some(d) = &spec.cwd {
         cmd.current_dir(d);
     }
-    cmd.kill_on_drop(true);
-    let (transport, _stderr) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
+    // its stdout screened for answers rmcp could not decode (see `child`)
+    let transport = ChildTransport::spawn(cmd, &spec.name)
         .map_err(|e| format!("cannot start `{}`: {e}", spec.display_command()))?;
     let pid = transport.id();
     let client = DownstreamClient {
@@ -563,5 +716,79 @@ async fn start_http(
         Err(_) => Err(format!(
             "no MCP initialization with {shown} within {timeout:?}"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// What rmcp hands the proxy for a `tools/list` result: its untagged
+    /// `ServerResult`, decoded from the wire.
+    fn as_rmcp_gives_it(result: serde_json::Value) -> serde_json::Value {
+        let typed: ServerResult = serde_json::from_value(result).unwrap();
+        assert!(
+            !matches!(typed, ServerResult::ListToolsResult(_)),
+            "rmcp now types this result: {typed:?}"
+        );
+        serde_json::to_value(&typed).unwrap()
+    }
+
+    fn ok_tool() -> serde_json::Value {
+        json!({"name": "t_ok", "description": "fine",
+               "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}})
+    }
+
+    #[test]
+    fn a_tool_whose_input_schema_is_not_an_object_is_withheld_and_the_others_kept() {
+        for bad in [json!(true), json!("x"), json!(7), json!(null), json!([1])] {
+            let result = json!({"tools": [ok_tool(), {"name": "t_bad", "inputSchema": bad}],
+                                "nextCursor": "2"});
+            let page = decode_page(&as_rmcp_gives_it(result)).unwrap();
+            let names: Vec<_> = page
+                .listing
+                .tools
+                .iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            assert_eq!(names, ["t_ok"], "{bad}");
+            assert_eq!(page.listing.invalid.len(), 1);
+            let invalid = &page.listing.invalid[0];
+            assert_eq!(invalid.name.as_deref(), Some("t_bad"));
+            assert!(
+                invalid.reason.contains("inputSchema")
+                    && invalid.reason.contains("not a JSON object"),
+                "{}",
+                invalid.reason
+            );
+            assert_eq!(page.next_cursor.as_deref(), Some("2"));
+        }
+    }
+
+    #[test]
+    fn entries_that_are_not_tools_are_withheld_with_their_cause() {
+        let result = json!({"tools": [ok_tool(), 5, {"inputSchema": {"type": "object"}}]});
+        let page = decode_page(&as_rmcp_gives_it(result)).unwrap();
+        assert_eq!(page.listing.tools.len(), 1);
+        assert_eq!(page.listing.invalid.len(), 2);
+        assert_eq!(page.listing.invalid[0].name, None);
+        assert!(
+            page.listing.invalid[0]
+                .reason
+                .contains("a number, not a tool object")
+        );
+        assert!(
+            page.listing.invalid[1].reason.contains("name"),
+            "{:?}",
+            page.listing.invalid[1]
+        );
+    }
+
+    #[test]
+    fn a_result_without_a_tools_array_is_an_error() {
+        for v in [json!({}), json!({"tools": 3}), json!([]), json!("x")] {
+            assert!(decode_page(&v).is_err(), "{v}");
+        }
     }
 }

@@ -37,6 +37,7 @@
 pub mod audit;
 mod call;
 pub mod catalog;
+mod child;
 pub mod config;
 pub mod context;
 pub mod discovery;

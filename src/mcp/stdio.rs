@@ -89,6 +89,44 @@ where
     }
 }
 
+/// The integer literals of a `tools/call` request's `arguments` that no
+/// 64-bit integer holds, read from the request's JSON text (serde_json has
+/// already replaced them by floats in the parsed request). Put in the
+/// request's extensions by the stdio transport, read by the call handler,
+/// which refuses the call (see `toolgate::gate::numbers`). Paths are JSON
+/// pointers within `arguments`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InexactArguments(pub Vec<crate::gate::numbers::InexactInteger>);
+
+/// Marks a `tools/call` request whose JSON text `line` holds integer
+/// literals beyond the 64-bit range in its arguments.
+fn mark_inexact_integers(m: &mut RxJsonRpcMessage<RoleServer>, line: &[u8]) {
+    use rmcp::model::{ClientRequest, JsonRpcMessage};
+    let JsonRpcMessage::Request(r) = m else {
+        return;
+    };
+    let ClientRequest::CallToolRequest(call) = &mut r.request else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(line) else {
+        return;
+    };
+    let found: Vec<_> = crate::gate::numbers::inexact_integers(text)
+        .into_iter()
+        .filter_map(|mut x| {
+            let rest = x.path.strip_prefix("/params/arguments")?;
+            if !(rest.is_empty() || rest.starts_with('/')) {
+                return None;
+            }
+            x.path = rest.to_string();
+            Some(x)
+        })
+        .collect();
+    if !found.is_empty() {
+        call.extensions.insert(InexactArguments(found));
+    }
+}
+
 /// Classifies a line that did not parse as a message: the error response to
 /// send, if any (`None` for a malformed notification, which gets no answer).
 fn classify(line: &[u8], err: &serde_json::Error) -> Option<(i64, String, Value)> {
@@ -165,7 +203,10 @@ where
                 continue;
             }
             match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(s) {
-                Ok(m) => return Some(m),
+                Ok(mut m) => {
+                    mark_inexact_integers(&mut m, s);
+                    return Some(m);
+                }
                 Err(e) => {
                     if let Some((code, msg, id)) = classify(s, &e) {
                         self.reject(code, msg, id).await;
@@ -197,6 +238,39 @@ mod tests {
         let (_, _, id) = classify(br#"{"id": {"x": 1}}"#, &e).unwrap();
         assert_eq!(id, Value::Null);
         assert!(classify(br#"{"method": "notifications/x", "params": 3}"#, &e).is_none());
+    }
+
+    #[test]
+    fn marks_tools_call_arguments_with_integers_beyond_64_bits() {
+        use rmcp::model::{ClientRequest, JsonRpcMessage};
+        let marks = |line: &str| {
+            let mut m: RxJsonRpcMessage<RoleServer> = serde_json::from_str(line).unwrap();
+            mark_inexact_integers(&mut m, line.as_bytes());
+            let JsonRpcMessage::Request(r) = m else {
+                panic!("not a request")
+            };
+            match r.request {
+                ClientRequest::CallToolRequest(c) => c
+                    .extensions
+                    .get::<InexactArguments>()
+                    .map(|x| x.0.iter().map(|i| i.path.clone()).collect::<Vec<_>>()),
+                _ => None,
+            }
+        };
+        let call = |args: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
+            )
+        };
+        // within range: not marked
+        let line = call(r#"{"n": 18446744073709551615, "m": -9223372036854775808}"#);
+        assert_eq!(marks(&line), None);
+        let line = call(r#"{"n": 1, "a": [18446744073709551616]}"#);
+        assert_eq!(marks(&line), Some(vec!["/a/0".to_string()]));
+        // a literal outside `arguments` is not the arguments' business
+        let line =
+            call(r#"{"n": 1}"#).replace(r#""name":"t""#, r#""name":"t","_x":18446744073709551616"#);
+        assert_eq!(marks(&line), None);
     }
 
     #[tokio::test]
