@@ -33,6 +33,8 @@ python3 scripts/split-trace.py "$OUT/bfcl/multi_turn.jsonl" 0.5 "$OUT/mt-train.j
 cp tests/data/selection-before.toml "$OUT/selection-before.toml"
 # the policy before the scale-free floor and the retuned threshold (main at 5315ea9)
 git show 5315ea9:policies/selection.toml > "$OUT/selection-5315ea9.toml"
+# the policy before semantic_match (main at 89b8fea: threshold 0.38, no semantic term)
+git show 89b8fea:policies/selection.toml > "$OUT/selection-89b8fea.toml"
 AFTER=policies/selection.toml
 C=$OUT/bfcl/catalog.json; HC=$OUT/bfcl-ho/catalog.json; MC=$OUT/bfcl/multi_turn_catalog.json
 
@@ -95,10 +97,13 @@ all_cmp
 echo; echo "######## 5315ea9 (no floor, threshold 0.32) vs after (policies/selection.toml)"
 BEFORE=$OUT/selection-5315ea9.toml
 all_cmp
+echo; echo "######## 89b8fea (threshold 0.38, no semantic_match) vs after (policies/selection.toml)"
+BEFORE=$OUT/selection-89b8fea.toml
+all_cmp
 BEFORE=$OUT/selection-before.toml
 
-echo; echo "######## tools exposed when nothing is called: before / 5315ea9 / after"
-for p in "$OUT/selection-before.toml" "$OUT/selection-5315ea9.toml" $AFTER; do
+echo; echo "######## tools exposed when nothing is called: before / 5315ea9 / 89b8fea / after"
+for p in "$OUT/selection-before.toml" "$OUT/selection-5315ea9.toml" "$OUT/selection-89b8fea.toml" $AFTER; do
     nocall "shared irrelevance (in-sample), $(basename $p)" "$p" "$OUT/bfcl/irrelevance.jsonl" "$C"
     nocall "live_irrelevance (held out), $(basename $p)" "$p" "$OUT/bfcl-ho/irrelevance.jsonl" "$C"
 done
@@ -109,7 +114,8 @@ abl() { # name sed-expression
 }
 trap 'rm -f policies/.ablation-*.toml' EXIT
 with_relevance $AFTER policies/.ablation-floor-on.toml "min_score_idf = 0.7702"
-abl threshold-0.32 's/^threshold = 0.38 /threshold = 0.32 /'
+abl threshold-0.66 's/^threshold = 0.70 /threshold = 0.66 /'
+abl no-semantic 's/^w_semantic = 0.4 /w_semantic = 0.0 /'
 abl decay-0.3 's/^decay = 0.15 /decay = 0.3 /'
 abl no-memory 's/^turns = 2 /turns = 0 /'
 abl no-transitions 's/^w_transition = 0.8 /w_transition = 0.0 /'
@@ -119,7 +125,7 @@ t = open(sys.argv[1]).read()
 t = t.replace("[features.stage_match]\n", "[features.keyword_match.expansion]\nneighbours = 3\nweight = 0.3\nmin_similarity = 0.2\nmin_shared = 2\n\n[features.stage_match]\n", 1)
 open(sys.argv[2], "w").write(t)
 PY
-for p in $AFTER policies/.ablation-floor-on.toml policies/.ablation-threshold-0.32.toml policies/.ablation-decay-0.3.toml policies/.ablation-no-memory.toml policies/.ablation-no-transitions.toml policies/.ablation-expansion.toml; do
+for p in $AFTER policies/.ablation-floor-on.toml policies/.ablation-threshold-0.66.toml policies/.ablation-no-semantic.toml policies/.ablation-decay-0.3.toml policies/.ablation-no-memory.toml policies/.ablation-no-transitions.toml policies/.ablation-expansion.toml; do
     echo "-- $p"
     line "  pooled held-out" "$p" "$OUT/bfcl-ho/pooled.jsonl" "$HC"
     nocall "  live_irrelevance held-out" "$p" "$OUT/bfcl-ho/irrelevance.jsonl" "$C"
@@ -140,7 +146,7 @@ echo "######## requests (tests/data/mcp-requests), not used to choose anything"
 M=tests/data/mcp-catalogs
 ALL="--tools $M/time.json --tools $M/sqlite.json --tools $M/git.json --tools $M/filesystem.json --tools $M/memory.json --tools $M/fetch.json --tools $M/shell.json --tools $M/everything.json"
 unrel() { python3 -c 'import json,sys; d=json.load(sys.stdin)["summary"]["no_call_active"]; print("mean %.2f, median %s, max %s" % (d["mean"], d["median"], d["max"]))'; }
-for p in "$OUT/selection-5315ea9.toml" $AFTER policies/.ablation-floor-on.toml; do
+for p in "$OUT/selection-5315ea9.toml" "$OUT/selection-89b8fea.toml" $AFTER policies/.ablation-floor-on.toml; do
     echo "-- $p"
     # the policies' [[examples]] name the shipped tags' tools: removed, as the proxy does
     python3 -c 'import sys; t=open(sys.argv[1]).read(); open(sys.argv[2],"w").write(t.split("[[examples]]")[0] + "[[properties]]" + t.split("[[properties]]",1)[1])' "$p" policies/.ablation-small.toml

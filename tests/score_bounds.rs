@@ -127,17 +127,25 @@ fn the_shipped_policies_have_exact_bounds() {
     witnesses_reproduce(&p, &plan, &b);
 }
 
-/// `transition_match` (selection.toml, w 0.8, declared 1.0) is bounded but
-/// has no witness recipe: the top 1.1 + 0.8 is reported as a bound only.
+/// `transition_match` (selection.toml, w 0.8, declared 1.0) and
+/// `semantic_match` (w 0.4) are bounded but have no witness recipe: the top
+/// 1.1 + 0.8 + 0.4 is reported as a bound only.
 #[test]
 fn learned_transitions_widen_the_bound_and_make_it_a_bound_only() {
     let (p, pl) = plan(SELECTION);
     let b = score_bounds(&p, &pl);
+    assert!(close(b.raw[0], 0.0) && close(b.raw[1], 2.3), "{:?}", b.raw);
+    assert!(!b.exact);
+    // Without the semantic term: 1.1 + 0.8, still a bound only.
+    let no_sem = SELECTION.replace(" + w_semantic*semantic_match", "");
+    assert_ne!(no_sem, SELECTION);
+    let (p, pl) = plan(&no_sem);
+    let b = score_bounds(&p, &pl);
     assert!(close(b.raw[0], 0.0) && close(b.raw[1], 1.9), "{:?}", b.raw);
     assert!(!b.exact);
-    // Without the transition term the bound is exact again, as before.
-    let no_tr = SELECTION.replace(" + w_transition*transition_match", "");
-    assert_ne!(no_tr, SELECTION);
+    // Without both terms the bound is exact again, as before.
+    let no_tr = no_sem.replace(" + w_transition*transition_match", "");
+    assert_ne!(no_tr, no_sem);
     let (p, pl) = plan(&no_tr);
     let b = score_bounds(&p, &pl);
     assert!(close(b.raw[0], 0.0) && close(b.raw[1], 1.1), "{:?}", b.raw);

@@ -30,12 +30,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def selection_policy_text() -> str:
-    """policies/selection.toml with its transitions file named by absolute
-    path, so that a copy written to a test's folder still loads."""
+    """policies/selection.toml with its transitions file and semantic model
+    named by absolute path, so that a copy written to a test's folder still
+    loads."""
     text = (ROOT / "policies/selection.toml").read_text()
     out = text.replace('file = "transitions/', f'file = "{ROOT}/policies/transitions/')
     assert out != text, "selection.toml no longer names its transitions file"
-    return out
+    moved = out.replace('model = "models/', f'model = "{ROOT}/policies/models/')
+    assert moved != out, "selection.toml no longer names its semantic model"
+    return moved
 
 # the seed preset (policies/default.toml), for tests of the seed's context rules
 SEED = str(ROOT / "policies/default.toml")
