@@ -107,25 +107,28 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
     Ok(())
 }
 
-/// The three files of a `[features.semantic_match] model` folder, read from
-/// `dir` (or from the embedded copies, for an embedded policy). A file that
-/// cannot be read is an error at the `model` key.
+/// The model of a `[features.semantic_match] model` folder: its three files
+/// read from `dir` (or from the embedded copies, for an embedded policy),
+/// then loaded (`parse::semantic_model`, shared with earlier loads of the
+/// same files) and dropped. A file that cannot be read, and a model that does
+/// not load, are errors at the `model` key.
 fn read_model_folder(
     policy_file: &std::sync::Arc<SourceFile>,
     key: &crate::parse::policy::Sp<String>,
     dir: &Path,
     embedded: bool,
 ) -> Result<crate::parse::selection::SemanticData, LoadError> {
-    let read = |name: &str| -> Result<std::sync::Arc<[u8]>, LoadError> {
+    use std::borrow::Cow;
+    let read = |name: &str| -> Result<Cow<'static, [u8]>, LoadError> {
         let path = dir.join(name);
         if embedded
             && let Some((_, bytes)) = crate::defaults::DEFAULT_BINARY_DATA
                 .iter()
                 .find(|(n, _)| Path::new(n) == path)
         {
-            return Ok(std::sync::Arc::from(*bytes));
+            return Ok(Cow::Borrowed(*bytes));
         }
-        std::fs::read(&path).map(Into::into).map_err(|e| {
+        std::fs::read(&path).map(Cow::Owned).map_err(|e| {
             LoadError::single(Diagnostic::at(
                 ErrorKind::Io,
                 policy_file,
@@ -137,12 +140,29 @@ fn read_model_folder(
             ))
         })
     };
-    Ok(crate::parse::selection::SemanticData {
-        dir: dir.display().to_string(),
-        tokenizer: read("tokenizer.json")?,
-        model: read("model.safetensors")?,
-        config: read("config.json")?,
-    })
+    let (tokenizer, model, config) = (
+        read("tokenizer.json")?,
+        read("model.safetensors")?,
+        read("config.json")?,
+    );
+    let dir = dir.display().to_string();
+    let model = crate::parse::semantic_model::SemanticModel::load(
+        crate::parse::semantic_model::ModelFiles {
+            dir: &dir,
+            tokenizer: &tokenizer,
+            model: &model,
+            config: &config,
+        },
+    )
+    .map_err(|e| {
+        LoadError::single(Diagnostic::at(
+            ErrorKind::InvalidValue,
+            policy_file,
+            key.span.clone(),
+            format!("`features.semantic_match.model`: {e}"),
+        ))
+    })?;
+    Ok(crate::parse::selection::SemanticData { dir, model })
 }
 
 /// The text of a policy read from `from`, to be written at `out` (as `fit

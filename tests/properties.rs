@@ -229,16 +229,16 @@ proptest! {
 fn semantic_index(
     normalization: toolgate::parse::selection::SemanticNormalization,
 ) -> toolgate::text::semantic::SemanticIndex {
-    use toolgate::text::semantic::{SemanticIndex, SemanticModel, tool_text};
-    let get = |name: &str| -> Arc<[u8]> {
-        let (_, b) = toolgate::defaults::DEFAULT_BINARY_DATA
+    use toolgate::text::semantic::{ModelFiles, SemanticIndex, SemanticModel, tool_text};
+    let get = |name: &str| -> &'static [u8] {
+        toolgate::defaults::DEFAULT_BINARY_DATA
             .iter()
             .find(|(n, _)| n.ends_with(name))
-            .expect("the semantic feature embeds the model");
-        Arc::from(*b)
+            .expect("the semantic feature embeds the model")
+            .1
     };
-    let data = toolgate::parse::selection::SemanticData {
-        dir: "minilm-static-128".into(),
+    let data = ModelFiles {
+        dir: "minilm-static-128",
         tokenizer: get("tokenizer.json"),
         model: get("model.safetensors"),
         config: get("config.json"),
@@ -250,7 +250,7 @@ fn semantic_index(
         ("日本語_ツール", "説明"),
     ];
     SemanticIndex::build(
-        SemanticModel::load(&data).unwrap(),
+        SemanticModel::load(data).unwrap(),
         normalization,
         tools
             .iter()

@@ -691,3 +691,49 @@ fn seed_presets_declare_none_of_the_new_tables() {
         assert!(policy.features.semantic.is_none(), "{p}");
     }
 }
+
+#[test]
+fn a_policy_edit_reuses_the_catalogs_embeddings() {
+    use toolgate::compile::CompileCache;
+    let d = Dir::new();
+    let extra = format!(
+        "[features.semantic_match]\nmodel = {:?}\nnormalization = \"best\"\n",
+        shipped_model()
+    );
+    let f = "w_k*keyword_match + w_t*semantic_match";
+    let load = |text: &str| {
+        let p = d.write("policy.toml", text);
+        load_policy(Some(&p)).unwrap()
+    };
+    let tools = |names: &[&str]| {
+        let arr: Vec<serde_json::Value> = names
+            .iter()
+            .map(|n| serde_json::json!({"type": "function", "function": {"name": n, "description": format!("{n} things"), "parameters": {"type": "object", "properties": {}}}}))
+            .collect();
+        Arc::new(import_tools_json("t.json", &serde_json::Value::Array(arr).to_string()).unwrap())
+    };
+    let unit = tools(&["delete_file", "get_forecast"]);
+    let mut cache = CompileCache::default();
+    let a = cache
+        .compile(&load(&policy_text(f, &extra)), std::slice::from_ref(&unit))
+        .unwrap();
+    let edited = policy_text(f, &extra).replace("threshold = 0.3", "threshold = 0.35");
+    let b = cache
+        .compile(&load(&edited), std::slice::from_ref(&unit))
+        .unwrap();
+    let (va, vb) = (
+        &a.semantic.as_ref().unwrap().vectors,
+        &b.semantic.as_ref().unwrap().vectors,
+    );
+    assert!(Arc::ptr_eq(va, vb), "a policy edit embeds nothing again");
+    // A changed catalog is embedded again, and equals a compile from scratch.
+    let other = tools(&["delete_file", "send_email"]);
+    let c = cache
+        .compile(&load(&edited), std::slice::from_ref(&other))
+        .unwrap();
+    let vc = &c.semantic.as_ref().unwrap().vectors;
+    assert!(!Arc::ptr_eq(vb, vc));
+    let fresh = compile(&load(&edited), (*other).clone()).unwrap();
+    assert_eq!(**vc, *fresh.semantic.as_ref().unwrap().vectors);
+    assert_eq!(va.rows.len(), 2 * 128);
+}

@@ -717,7 +717,18 @@ pub(crate) struct Parts {
     /// Keep nothing for a next compile (`compile::compile`): the compiled
     /// tools move into the catalog instead of being copied.
     pub(crate) once: bool,
+    /// The last catalog's tool embeddings for `semantic_match`, with the
+    /// catalog's tools and the model they were made from (by address, held
+    /// weakly): a policy-only edit reuses them.
+    pub(crate) semantic: Option<SemanticMemo>,
 }
+
+/// See [`Parts::semantic`].
+pub(crate) type SemanticMemo = (
+    std::sync::Weak<Vec<CompiledTool>>,
+    std::sync::Weak<crate::text::semantic::SemanticModel>,
+    Arc<crate::text::semantic::ToolVectors>,
+);
 
 impl Parts {
     /// The linked catalog of `units` under `key`: reused, or linked from

@@ -434,7 +434,13 @@ fn compile_with(
         &mut warnings,
     );
 
-    let semantic = selection::build_semantic(policy, &linked.tools, &mut sink);
+    let mut no_memo = None;
+    let memo = if parts.once {
+        &mut no_memo
+    } else {
+        &mut parts.semantic
+    };
+    let semantic = selection::build_semantic(policy, &linked.tools, memo, &mut sink);
 
     if !sink.is_empty() {
         return Err(LoadError {

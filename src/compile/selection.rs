@@ -130,15 +130,19 @@ pub fn build_transitions(
 }
 
 /// Builds the compiled `semantic_match` of `policy` over `tools` (catalog
-/// order): loads the model named by `[features.semantic_match] model` (shared
-/// with earlier compiles of the same files) and embeds every tool's text.
-/// A model that does not load is an error at the `model` key.
-pub fn build_semantic(
+/// order): embeds every tool's text with the model the loader loaded from
+/// `[features.semantic_match] model`, or reuses the embeddings of `memo`
+/// when they were made from the same catalog and model (a policy-only
+/// edit); a policy whose model was not loaded (parsed without
+/// `toolgate::load`) is an error at the `model` key.
+pub(crate) fn build_semantic(
     policy: &PolicySource,
-    tools: &[crate::plan::CompiledTool],
+    tools: &std::sync::Arc<Vec<crate::plan::CompiledTool>>,
+    memo: &mut Option<super::catalog::SemanticMemo>,
     sink: &mut Sink,
 ) -> Option<crate::text::semantic::SemanticIndex> {
-    use crate::text::semantic::{SemanticIndex, SemanticModel, tool_text};
+    use crate::text::semantic::{SemanticIndex, ToolVectors, tool_text};
+    use std::sync::Arc;
     let sp = policy.features.semantic.as_ref()?;
     let Some(data) = &sp.data else {
         sink.push(Diagnostic::at(
@@ -152,23 +156,27 @@ pub fn build_semantic(
         ));
         return None;
     };
-    let model = match SemanticModel::load(data) {
-        Ok(m) => m,
-        Err(e) => {
-            sink.push(Diagnostic::at(
-                ErrorKind::InvalidValue,
-                &policy.file,
-                sp.model.span.clone(),
-                format!("`features.semantic_match.model`: {e}"),
-            ));
-            return None;
-        }
-    };
-    Some(SemanticIndex::build(
+    let model = data.model.clone();
+    // The same catalog (the linked tools' `Arc`) and model as the last
+    // compile: the embeddings are reused.
+    let reused = memo.as_ref().and_then(|(t, m, v)| {
+        (t.upgrade().is_some_and(|t| Arc::ptr_eq(&t, tools))
+            && m.upgrade().is_some_and(|m| Arc::ptr_eq(&m, &model)))
+        .then(|| v.clone())
+    });
+    let vectors = reused.unwrap_or_else(|| {
+        let v = Arc::new(ToolVectors::embed(
+            &model,
+            tools
+                .iter()
+                .map(|t| tool_text(&t.name, &t.description, &t.input_schema.value())),
+        ));
+        *memo = Some((Arc::downgrade(tools), Arc::downgrade(&model), v.clone()));
+        v
+    });
+    Some(SemanticIndex::with_vectors(
         model,
         sp.normalization,
-        tools
-            .iter()
-            .map(|t| tool_text(&t.name, &t.description, &t.input_schema.value())),
+        vectors,
     ))
 }

@@ -8,4 +8,5 @@ pub mod reader;
 pub mod roles;
 pub mod schema_text;
 pub mod selection;
+pub mod semantic_model;
 pub mod tags;

@@ -120,7 +120,7 @@ pub struct SemanticParams {
     pub model: Sp<String>,
     /// How cosines become `semantic_match` in \[0,1\].
     pub normalization: SemanticNormalization,
-    /// The model's files, read by the loader from `model` (`None` until then).
+    /// The model, loaded by the loader from `model` (`None` until then).
     pub data: Option<SemanticData>,
 }
 
@@ -135,24 +135,19 @@ pub enum SemanticNormalization {
     None,
 }
 
-/// A model folder's files as read (bytes), for `text::semantic::SemanticModel`.
+/// A model folder as loaded: the files are read, checked and loaded by the
+/// loader (`load`), then dropped.
 #[derive(Debug, Clone)]
 pub struct SemanticData {
     /// The folder, as given or as embedded (for messages).
     pub dir: String,
-    /// `tokenizer.json`.
-    pub tokenizer: Arc<[u8]>,
-    /// `model.safetensors`.
-    pub model: Arc<[u8]>,
-    /// `config.json`.
-    pub config: Arc<[u8]>,
+    /// The model (shared by every load of the same files).
+    pub model: Arc<crate::parse::semantic_model::SemanticModel>,
 }
 
 impl PartialEq for SemanticData {
     fn eq(&self, other: &Self) -> bool {
-        self.tokenizer == other.tokenizer
-            && self.model == other.model
-            && self.config == other.config
+        Arc::ptr_eq(&self.model, &other.model)
     }
 }
 

@@ -1,0 +1,215 @@
+//! Reading a static embedding model's folder (`[features.semantic_match]
+//! model`): the data file of the `semantic_match` feature, as
+//! `parse::selection` reads the transitions file of `transition_match`.
+//!
+//! The three files (`tokenizer.json`, `model.safetensors`, `config.json`) are
+//! checked (no token id may index past the table, which would panic inside
+//! model2vec-rs) and loaded once per process: the loader hands the bytes over
+//! and drops them, and a policy reload that reads the same files again gets
+//! the model already in memory (keyed by a hash of the bytes). Inference is
+//! model2vec-rs (MIT) behind the cargo feature `semantic`; without it, a model
+//! does not load.
+
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, Weak};
+
+/// A loaded static embedding model. Loads are shared: loading the same
+/// three files again (a policy reload) returns the model already in memory.
+pub struct SemanticModel {
+    #[cfg(feature = "semantic")]
+    inner: model2vec_rs::model::StaticModel,
+    dim: usize,
+}
+
+impl std::fmt::Debug for SemanticModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SemanticModel")
+            .field("dim", &self.dim)
+            .finish()
+    }
+}
+
+/// Models loaded by this process, by a hash of their files' bytes.
+static LOADED: Mutex<Vec<(u64, Weak<SemanticModel>)>> = Mutex::new(Vec::new());
+
+/// The files of one model folder, as read.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelFiles<'a> {
+    /// The folder, for messages.
+    pub dir: &'a str,
+    /// `tokenizer.json`.
+    pub tokenizer: &'a [u8],
+    /// `model.safetensors`.
+    pub model: &'a [u8],
+    /// `config.json`.
+    pub config: &'a [u8],
+}
+
+impl ModelFiles<'_> {
+    fn digest(&self) -> u64 {
+        let mut h = std::hash::DefaultHasher::new();
+        for part in [self.tokenizer, self.model, self.config] {
+            part.hash(&mut h);
+        }
+        h.finish()
+    }
+}
+
+impl SemanticModel {
+    /// Loads (or reuses) the model of `data`.
+    ///
+    /// # Errors
+    /// A message (for a diagnostic at the policy's `model` key) when the
+    /// files are not a Model2Vec model this matcher can run: a
+    /// `model.safetensors` without a 2-D `embeddings` tensor, a tokenizer
+    /// that is not WordPiece or whose token ids reach past the table's rows,
+    /// a `mapping` tensor (vocabulary quantisation, not supported), or a
+    /// build without the cargo feature `semantic`.
+    pub fn load(files: ModelFiles<'_>) -> Result<Arc<SemanticModel>, String> {
+        let digest = files.digest();
+        let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+        loaded.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(m) = loaded
+            .iter()
+            .find(|(d, _)| *d == digest)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            return Ok(m);
+        }
+        let model = Arc::new(Self::load_uncached(files)?);
+        loaded.push((digest, Arc::downgrade(&model)));
+        Ok(model)
+    }
+
+    #[cfg(not(feature = "semantic"))]
+    fn load_uncached(_files: ModelFiles<'_>) -> Result<SemanticModel, String> {
+        Err("toolgate was built without the cargo feature `semantic`".to_string())
+    }
+
+    #[cfg(feature = "semantic")]
+    fn load_uncached(data: ModelFiles<'_>) -> Result<SemanticModel, String> {
+        let (rows, dim) = check_files(data)?;
+        let inner = model2vec_rs::model::StaticModel::from_bytes(
+            data.tokenizer,
+            data.model,
+            data.config,
+            Some(true),
+        )
+        .map_err(|e| format!("{}: not a usable Model2Vec model: {e:#}", data.dir))?;
+        if inner.dim() != dim {
+            return Err(format!(
+                "{}: the model has {} dimensions, its header says {dim} ({rows} rows)",
+                data.dir,
+                inner.dim()
+            ));
+        }
+        Ok(SemanticModel { inner, dim })
+    }
+
+    /// The number of dimensions of the vectors.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Adds `weight` times the unit vector of `text` to `out` (`dim` floats);
+    /// a text with no known token adds nothing. At most 512 tokens are read.
+    pub fn add_embedding(&self, text: &str, weight: f32, out: &mut [f32]) {
+        #[cfg(feature = "semantic")]
+        {
+            if text.trim().is_empty() || weight == 0.0 {
+                return;
+            }
+            let v = self.inner.encode_single(text);
+            for (o, x) in out.iter_mut().zip(v) {
+                if x.is_finite() {
+                    *o += weight * x;
+                }
+            }
+        }
+        #[cfg(not(feature = "semantic"))]
+        {
+            let _ = (text, weight, out);
+        }
+    }
+}
+
+/// Checks the files before model2vec-rs reads them, so that no token id can
+/// index past the table (which would panic there): returns (rows, dims).
+#[cfg(feature = "semantic")]
+fn check_files(data: ModelFiles<'_>) -> Result<(usize, usize), String> {
+    let dir = data.dir;
+    let bytes = data.model;
+    let header_len = bytes
+        .get(..8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .ok_or_else(|| format!("{dir}/model.safetensors: too short for a safetensors file"))?;
+    let header = usize::try_from(header_len)
+        .ok()
+        .and_then(|n| bytes.get(8..8usize.checked_add(n)?))
+        .ok_or_else(|| format!("{dir}/model.safetensors: the header length runs past the file"))?;
+    let header: serde_json::Value = serde_json::from_slice(header)
+        .map_err(|e| format!("{dir}/model.safetensors: the header is not JSON: {e}"))?;
+    if header.get("mapping").is_some() {
+        return Err(format!(
+            "{dir}/model.safetensors: a `mapping` tensor (vocabulary quantisation) is not supported"
+        ));
+    }
+    let shape: Vec<usize> = ["embeddings", "0", "embedding.weight"]
+        .iter()
+        .find_map(|k| header.get(*k))
+        .and_then(|t| t.get("shape"))
+        .and_then(|s| s.as_array())
+        .map(|s| {
+            s.iter()
+                .filter_map(|x| x.as_u64().and_then(|x| usize::try_from(x).ok()))
+                .collect()
+        })
+        .ok_or_else(|| format!("{dir}/model.safetensors: no `embeddings` tensor"))?;
+    let [rows, dim] = shape[..] else {
+        return Err(format!(
+            "{dir}/model.safetensors: `embeddings` must be 2-D (rows × dimensions)"
+        ));
+    };
+    if rows == 0 || dim == 0 {
+        return Err(format!("{dir}/model.safetensors: `embeddings` is empty"));
+    }
+    let tok: serde_json::Value = serde_json::from_slice(data.tokenizer)
+        .map_err(|e| format!("{dir}/tokenizer.json: not JSON: {e}"))?;
+    let model = tok.get("model");
+    if model.and_then(|m| m.get("type")).and_then(|t| t.as_str()) != Some("WordPiece") {
+        return Err(format!(
+            "{dir}/tokenizer.json: the tokenizer must be WordPiece (`model.type`)"
+        ));
+    }
+    let vocab = model
+        .and_then(|m| m.get("vocab"))
+        .and_then(|v| v.as_object())
+        .ok_or_else(|| format!("{dir}/tokenizer.json: no `model.vocab`"))?;
+    let unk = model
+        .and_then(|m| m.get("unk_token"))
+        .and_then(|u| u.as_str())
+        .unwrap_or("[UNK]");
+    if !vocab.contains_key(unk) {
+        return Err(format!(
+            "{dir}/tokenizer.json: the unknown token `{unk}` is not in the vocabulary"
+        ));
+    }
+    let ids = vocab.values().chain(
+        tok.get("added_tokens")
+            .and_then(|a| a.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.get("id")),
+    );
+    for id in ids {
+        match id.as_u64() {
+            Some(id) if (id as u128) < rows as u128 => {}
+            _ => {
+                return Err(format!(
+                    "{dir}/tokenizer.json: token id {id} has no row in the table ({rows} rows)"
+                ));
+            }
+        }
+    }
+    Ok((rows, dim))
+}
