@@ -93,19 +93,7 @@ fn bench(c: &mut Criterion) {
     }
     // The selection policy without its semantic term (the policy before
     // `semantic_match`, threshold aside), for the matcher's cost per replay.
-    let dir0 = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir0.path().join("transitions")).unwrap();
-    std::fs::copy(
-        "policies/transitions/bfcl-multi-turn.toml",
-        dir0.path().join("transitions/bfcl-multi-turn.toml"),
-    )
-    .unwrap();
-    std::fs::write(
-        dir0.path().join("p.toml"),
-        without_semantic(&std::fs::read_to_string("policies/selection.toml").unwrap()),
-    )
-    .unwrap();
-    let p = load_policy(Some(&dir0.path().join("p.toml"))).unwrap();
+    let p = without_semantic();
     let catalog = import_tools_json("bench-tools.json", &tools).unwrap();
     let plan = Arc::new(compile(&p, catalog).unwrap());
     assert!(plan.semantic.is_none());
@@ -169,25 +157,14 @@ fn bench(c: &mut Criterion) {
     // One evaluation over 1,000 tools, with and without `semantic_match`
     // (issue 10: the matcher must keep this <= 1 ms median).
     let (tools, _) = workload(1_000);
-    let shipped = std::fs::read_to_string("policies/selection.toml").unwrap();
-    let without = without_semantic(&shipped);
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("transitions")).unwrap();
-    std::fs::copy(
-        "policies/transitions/bfcl-multi-turn.toml",
-        dir.path().join("transitions/bfcl-multi-turn.toml"),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("p.toml"), &without).unwrap();
     let mut g = c.benchmark_group("evaluate_1k_tools");
-    for (name, path) in [
+    for (name, p) in [
         (
             "selection",
-            std::path::PathBuf::from("policies/selection.toml"),
+            load_policy(Some(std::path::Path::new("policies/selection.toml"))).unwrap(),
         ),
-        ("selection_without_semantic", dir.path().join("p.toml")),
+        ("selection_without_semantic", without_semantic()),
     ] {
-        let p = load_policy(Some(&path)).unwrap();
         let plan =
             Arc::new(compile(&p, import_tools_json("bench-tools.json", &tools).unwrap()).unwrap());
         assert_eq!(plan.semantic.is_some(), name == "selection");
@@ -213,8 +190,10 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-/// The selection policy's text without its `semantic_match` term and table.
-fn without_semantic(text: &str) -> String {
+/// The selection policy without its `semantic_match` term and table (its
+/// transitions file named by absolute path).
+fn without_semantic() -> toolgate::parse::policy::PolicySource {
+    let text = std::fs::read_to_string("policies/selection.toml").unwrap();
     let mut out = String::new();
     let mut skip = false;
     for line in text.lines() {
@@ -224,10 +203,18 @@ fn without_semantic(text: &str) -> String {
         if skip || line.starts_with("w_semantic") {
             continue;
         }
-        out.push_str(&line.replace(" + w_semantic*semantic_match", ""));
+        out.push_str(&line.replace(" + w_semantic*semantic_match", "").replace(
+            "file = \"transitions/",
+            &format!(
+                "file = \"{}/policies/transitions/",
+                env!("CARGO_MANIFEST_DIR")
+            ),
+        ));
         out.push('\n');
     }
-    out
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("p.toml"), out).unwrap();
+    load_policy(Some(&dir.path().join("p.toml"))).unwrap()
 }
 
 criterion_group!(benches, bench);

@@ -308,15 +308,12 @@ impl<'a> Cx<'a> {
     }
 
     fn error(&mut self, ptr: &str, msg: String) {
-        let c = &self.checks.invalid_arguments;
-        self.errors.push(Finding {
-            rule_id: format!("{}.coercion", c.id),
-            kind: FindingKind::Schema,
-            path: ptr.to_string(),
-            severity: c.severity,
-            action: c.action,
-            message: super::types::fill(&c.message, &msg),
-        });
+        self.errors.push(self.checks.invalid_arguments.sub_finding(
+            "coercion",
+            FindingKind::Schema,
+            ptr,
+            &msg,
+        ));
     }
 
     /// Coerces `v` (at instance pointer `ptr`) toward `schema`.

@@ -385,7 +385,9 @@ fn slug(s: &str) -> String {
     out.trim_end_matches('-').to_string()
 }
 
-fn kind_name(v: &Value) -> &'static str {
+/// "null", "a boolean", "a number", "a string", "an array", "an object":
+/// a JSON value's kind, for messages.
+pub(crate) fn kind_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

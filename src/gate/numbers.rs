@@ -216,15 +216,9 @@ const RANGE: &str = "Send an integer between -9223372036854775808 and 1844674407
 
 /// The finding for an argument at `path`, with `detail` saying what was got.
 fn finding(checks: &CallChecks, path: &str, detail: String) -> Finding {
-    let c = &checks.invalid_arguments;
-    Finding {
-        rule_id: format!("{}.inexact_integer", c.id),
-        kind: FindingKind::Schema,
-        path: path.to_string(),
-        severity: c.severity,
-        action: c.action,
-        message: super::types::fill(&c.message, &detail),
-    }
+    checks
+        .invalid_arguments
+        .sub_finding("inexact_integer", FindingKind::Schema, path, &detail)
 }
 
 /// The finding for a float at an integer position (`imprecise_integers`).

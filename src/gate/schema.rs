@@ -82,18 +82,12 @@ impl ToolSchema {
             Ok(v) => v,
             Err(e) => {
                 // Fail closed: arguments that cannot be validated are refused.
-                let check = &checks.invalid_arguments;
-                errors.push(Finding {
-                    rule_id: format!("{}.schema_unusable", check.id),
-                    kind: FindingKind::Schema,
-                    path: String::new(),
-                    severity: check.severity,
-                    action: check.action,
-                    message: super::types::fill(
-                        &check.message,
-                        &format!("The input schema of `{tool}` cannot validate arguments ({e}); the call cannot be checked."),
-                    ),
-                });
+                errors.push(checks.invalid_arguments.sub_finding(
+                    "schema_unusable",
+                    FindingKind::Schema,
+                    "",
+                    &format!("The input schema of `{tool}` cannot validate arguments ({e}); the call cannot be checked."),
+                ));
                 return SchemaCheck {
                     findings: errors,
                     coerced,
@@ -137,20 +131,12 @@ impl ToolSchema {
             errors.push(f);
         }
         if omitted > 0 {
-            let check = &checks.invalid_arguments;
-            errors.push(Finding {
-                rule_id: format!("{}.more", check.id),
-                kind: FindingKind::Schema,
-                path: String::new(),
-                severity: check.severity,
-                action: check.action,
-                message: super::types::fill(
-                    &check.message,
-                    &format!(
-                        "{omitted} more problems with the arguments of `{tool}` are not listed. Fix the ones above, then call again."
-                    ),
-                ),
-            });
+            errors.push(checks.invalid_arguments.sub_finding(
+                "more",
+                FindingKind::Schema,
+                "",
+                &format!("{omitted} more problems with the arguments of `{tool}` are not listed. Fix the ones above, then call again."),
+            ));
         }
         SchemaCheck {
             findings: errors,
@@ -283,14 +269,7 @@ impl ToolSchema {
                 ),
             ),
         };
-        Finding {
-            rule_id: format!("{}.{suffix}", check.id),
-            kind: FindingKind::Schema,
-            path,
-            severity: check.severity,
-            action: check.action,
-            message: super::types::fill(&check.message, &msg),
-        }
+        check.sub_finding(suffix, FindingKind::Schema, &path, &msg)
     }
 }
 

@@ -91,6 +91,21 @@ impl Check {
             message: fill(&self.message, detail),
         }
     }
+
+    /// As [`Check::finding`], with the rule id `<id>.<suffix>` (the schema
+    /// findings: `schema.required`, `schema.coercion`, ...).
+    pub fn sub_finding(
+        &self,
+        suffix: &str,
+        kind: FindingKind,
+        path: &str,
+        detail: &str,
+    ) -> Finding {
+        Finding {
+            rule_id: format!("{}.{suffix}", self.id),
+            ..self.finding(kind, path, detail)
+        }
+    }
 }
 
 /// Replaces `{detail}` in a configured message; appends the detail when the

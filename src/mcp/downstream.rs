@@ -397,15 +397,7 @@ struct Page {
 /// Why one entry of a `tools/list` answer's `tools` array is not an MCP
 /// `Tool`, in words a user acts on (the serde error is kept at the end).
 fn invalid_reason(entry: &serde_json::Value, error: &serde_json::Error) -> String {
-    use serde_json::Value;
-    let kind = |v: &Value| match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    };
+    let kind = crate::gate::kind_name;
     let Some(obj) = entry.as_object() else {
         return format!("the entry is {}, not a tool object", kind(entry));
     };
