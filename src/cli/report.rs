@@ -215,7 +215,7 @@ fn short(f: &str) -> &str {
         "priority_bonus" => "priority",
         "complexity_penalty" => "complex",
         "recency_bonus" => "recency",
-        "transition_match" => "transition",
+        "transition_match" => "transit",
         "semantic_match" => "semantic",
         other => other,
     }
