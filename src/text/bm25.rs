@@ -381,28 +381,9 @@ impl<'a> Bm25Analyzer<'a> {
         })
     }
 
-    /// Calls `f` with every word run of `text` (letters, digits, `_`).
-    fn runs(text: &str, mut f: impl FnMut(&str)) {
-        let is_word = |c: char| c.is_alphanumeric() || c == '_';
-        let mut start = None;
-        for (i, c) in text.char_indices() {
-            match (is_word(c), start) {
-                (true, None) => start = Some(i),
-                (false, Some(s)) => {
-                    f(&text[s..i]);
-                    start = None;
-                }
-                _ => {}
-            }
-        }
-        if let Some(s) = start {
-            f(&text[s..]);
-        }
-    }
-
     /// Appends the terms of `text` to `out` (duplicates kept).
     pub fn terms(&self, text: &str, out: &mut Vec<String>) {
-        Self::runs(text, |run| self.run_terms(run, out));
+        word_runs(text, |run| self.run_terms(run, out));
     }
 
     /// The terms of one word run, uncached.
@@ -423,7 +404,7 @@ impl<'a> Bm25Analyzer<'a> {
     /// [`Bm25Analyzer::terms`] as interned term ids of `memo`, each word
     /// run cut once.
     fn term_ids(&self, memo: &mut Memo, text: &str, out: &mut Vec<u32>) {
-        Self::runs(text, |run| {
+        word_runs(text, |run| {
             if let Some(&(start, end)) = memo.runs.get(run) {
                 out.extend_from_slice(&memo.seq[start as usize..end as usize]);
                 return;
@@ -455,38 +436,65 @@ impl<'a> Bm25Analyzer<'a> {
         });
     }
 
-    /// Cuts one word run (no CJK) into identifier pieces when configured,
-    /// calling `f` with each (possibly empty) piece, a slice of `run`.
+    /// Cuts one word run (no CJK) into identifier pieces when configured
+    /// ([`identifier_pieces`]), else calls `f` with the whole run.
     fn split(&self, run: &str, f: &mut dyn FnMut(&str)) {
-        if !self.params.split_identifiers {
+        if self.params.split_identifiers {
+            identifier_pieces(run, f);
+        } else {
             f(run);
-            return;
         }
-        let mut start = 0;
-        let mut prev: Option<char> = None;
-        let mut chars = run.char_indices().peekable();
-        while let Some((i, c)) = chars.next() {
-            if c == '_' {
-                f(&run[start..i]);
-                start = i + 1;
-                prev = None;
-                continue;
-            }
-            if let Some(p) = prev {
-                let next_lower = chars.peek().is_some_and(|(_, n)| n.is_lowercase());
-                let boundary = (p.is_lowercase() && c.is_uppercase())
-                    || (p.is_alphabetic() != c.is_alphabetic())
-                    // `HTTPServer`: the last capital starts a new word.
-                    || (p.is_uppercase() && c.is_uppercase() && next_lower);
-                if boundary {
-                    f(&run[start..i]);
-                    start = i;
-                }
-            }
-            prev = Some(c);
-        }
-        f(&run[start..]);
     }
+}
+
+/// Calls `f` with every word run of `text` (letters, digits, `_`).
+pub(crate) fn word_runs(text: &str, mut f: impl FnMut(&str)) {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_';
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (is_word(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                f(&text[s..i]);
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        f(&text[s..]);
+    }
+}
+
+/// Cuts one word run (no CJK) into identifier pieces, calling `f` with each
+/// (possibly empty) piece, a slice of `run`: at `_`, at a lower-to-upper
+/// case change, between letters and non-letters, and before the last
+/// capital of a run of capitals (`HTTPServer` → `HTTP`, `Server`).
+pub(crate) fn identifier_pieces(run: &str, f: &mut dyn FnMut(&str)) {
+    let mut start = 0;
+    let mut prev: Option<char> = None;
+    let mut chars = run.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '_' {
+            f(&run[start..i]);
+            start = i + 1;
+            prev = None;
+            continue;
+        }
+        if let Some(p) = prev {
+            let next_lower = chars.peek().is_some_and(|(_, n)| n.is_lowercase());
+            let boundary = (p.is_lowercase() && c.is_uppercase())
+                || (p.is_alphabetic() != c.is_alphabetic())
+                // `HTTPServer`: the last capital starts a new word.
+                || (p.is_uppercase() && c.is_uppercase() && next_lower);
+            if boundary {
+                f(&run[start..i]);
+                start = i;
+            }
+        }
+        prev = Some(c);
+    }
+    f(&run[start..]);
 }
 
 /// Collects parameter names and descriptions of a JSON Schema (nested object

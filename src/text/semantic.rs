@@ -62,33 +62,22 @@ pub fn tool_text(name: &str, description: &str, input_schema: &serde_json::Value
 }
 
 /// `get_weather`, `getWeather`, `fs.read-file2` → "get weather", "get
-/// weather", "fs read file 2" (lowercase words).
+/// weather", "fs read file 2": lowercase words, cut as BM25 cuts identifiers
+/// (`bm25::word_runs`, `bm25::identifier_pieces`).
 pub fn split_identifier(name: &str) -> String {
+    use super::bm25::{identifier_pieces, word_runs};
     let mut out = String::with_capacity(name.len() + 4);
-    let mut prev: Option<char> = None;
-    let chars: Vec<char> = name.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        if matches!(c, '_' | '.' | '-' | '/' | ':' | ' ') {
-            if !out.ends_with(' ') && !out.is_empty() {
-                out.push(' ');
+    word_runs(name, |run| {
+        identifier_pieces(run, &mut |piece| {
+            if !piece.is_empty() {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.extend(piece.chars().flat_map(char::to_lowercase));
             }
-            prev = None;
-            continue;
-        }
-        if let Some(p) = prev {
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            let boundary = (p.is_lowercase() && c.is_uppercase())
-                || (p.is_uppercase() && c.is_uppercase() && next_lower)
-                || (p.is_alphabetic() && c.is_ascii_digit())
-                || (p.is_ascii_digit() && c.is_alphabetic());
-            if boundary && !out.ends_with(' ') {
-                out.push(' ');
-            }
-        }
-        out.extend(c.to_lowercase());
-        prev = Some(c);
-    }
-    out.trim_end().to_string()
+        })
+    });
+    out
 }
 
 /// The compiled `[features.semantic_match]`: the model and every tool's unit
