@@ -175,7 +175,7 @@ impl SemanticIndex {
     /// the latest first. Every value is in \[0,1\]; all 0 when the request
     /// has no known token.
     pub fn score(&self, turns: &[(&[String], f64)], out: &mut Vec<f64>) {
-        let counted = |(k, w): &&(&[String], f64)| !(w.is_nan() || *w <= 0.0 || k.is_empty());
+        let counted = |t: &&(&[String], f64)| counts(t);
         let same = |key: &[(Vec<String>, u64)]| {
             key.len() == turns.iter().filter(counted).count()
                 && key
@@ -207,7 +207,7 @@ impl SemanticIndex {
         let mut q = vec![0.0f32; dim];
         let mut text = String::new();
         for (keywords, w) in turns {
-            if w.is_nan() || *w <= 0.0 || keywords.is_empty() {
+            if !counts(&(keywords, *w)) {
                 continue;
             }
             text.clear();
@@ -247,6 +247,12 @@ impl SemanticIndex {
             }
         }
     }
+}
+
+/// Whether a turn (keywords, weight) counts in a request: a weight above 0
+/// (not NaN) and at least one keyword.
+fn counts((keywords, w): &(&[String], f64)) -> bool {
+    *w > 0.0 && !keywords.is_empty()
 }
 
 /// The dot product of an int8 row and a float vector of the same length, in
