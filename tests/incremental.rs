@@ -433,3 +433,61 @@ fn a_changed_unit_recompiles_only_its_tools() {
         "the compiled tools are shared"
     );
 }
+
+/// The `semantic_match` embeddings: a policy-only edit reuses them all, a
+/// changed unit embeds only the tools whose text changed, and the vectors
+/// are the ones a fresh compile makes, in catalog order.
+#[test]
+fn a_changed_unit_embeds_only_its_changed_tools() {
+    let policy =
+        toolgate::load::load_policy(Some(std::path::Path::new("policies/selection.toml"))).unwrap();
+    let vectors = |p: &Plan| {
+        p.semantic
+            .as_ref()
+            .expect("selection.toml has semantic_match")
+            .vectors
+            .clone()
+    };
+    let mut units = vec![
+        tool_file("alpha", 30, 1),
+        tool_file("beta", 20, 2),
+        tool_file("gamma", 10, 3),
+    ];
+    let mut cache = CompileCache::default();
+    cache.compile(&policy, &units).unwrap();
+    let s = cache.stats();
+    assert_eq!((s.embeddings_computed, s.embeddings_reused), (60, 0));
+    cache.compile(&policy, &units).unwrap();
+    let s = cache.stats();
+    assert_eq!((s.embeddings_computed, s.embeddings_reused), (0, 60));
+
+    // beta: 25 new tools (another draw) in place of 20; the first 5 of them
+    // copy old tools exactly, so they keep their embedding.
+    let mut beta = (*tool_file("beta", 25, 77)).clone();
+    for (new, old) in beta.iter_mut().zip(tool_file("beta", 20, 2).iter()).take(5) {
+        *new = old.clone();
+    }
+    units[1] = Arc::new(beta);
+    let plan = cache.compile(&policy, &units).unwrap();
+    let s = cache.stats();
+    assert_eq!((s.embeddings_computed, s.embeddings_reused), (20, 45));
+    let fresh = CompileCache::default().compile(&policy, &units).unwrap();
+    assert_eq!(fresh.tools.len(), 65);
+    assert_eq!(
+        *vectors(&plan),
+        *vectors(&fresh),
+        "reused rows sit where a fresh compile puts them"
+    );
+
+    // Units in another order: every row is reused and moves with its tool.
+    units.swap(0, 2);
+    let plan = cache.compile(&policy, &units).unwrap();
+    let s = cache.stats();
+    assert_eq!((s.embeddings_computed, s.embeddings_reused), (0, 65));
+    let fresh = compile(
+        &policy,
+        units.iter().flat_map(|u| u.iter().cloned()).collect(),
+    )
+    .unwrap();
+    assert_eq!(*vectors(&plan), *vectors(&fresh));
+}

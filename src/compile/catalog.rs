@@ -699,6 +699,11 @@ pub struct CompileStats {
     pub schemas_compiled: usize,
     /// Tools whose input schema was found already compiled.
     pub schemas_reused: usize,
+    /// Tools embedded for `semantic_match` (0 without it).
+    pub embeddings_computed: usize,
+    /// Tools whose `semantic_match` embedding was reused from the last
+    /// compile (same model, name, description and input schema).
+    pub embeddings_reused: usize,
 }
 
 /// A unit of tools (a tool file, a tag file, a server's listing).
@@ -717,18 +722,42 @@ pub(crate) struct Parts {
     /// Keep nothing for a next compile (`compile::compile`): the compiled
     /// tools move into the catalog instead of being copied.
     pub(crate) once: bool,
-    /// The last catalog's tool embeddings for `semantic_match`, with the
-    /// catalog's tools and the model they were made from (by address, held
-    /// weakly): a policy-only edit reuses them.
+    /// The last catalog's tool embeddings for `semantic_match`: a
+    /// policy-only edit reuses them all, a changed unit embeds its own tools
+    /// only.
     pub(crate) semantic: Option<SemanticMemo>,
 }
 
-/// See [`Parts::semantic`].
-pub(crate) type SemanticMemo = (
-    std::sync::Weak<Vec<CompiledTool>>,
-    std::sync::Weak<crate::text::semantic::SemanticModel>,
-    Arc<crate::text::semantic::ToolVectors>,
-);
+/// See [`Parts::semantic`]: the last catalog's tool embeddings, with the
+/// catalog's tools and the model they were made from (by address, held
+/// weakly), and, for a catalog in which only some units changed, every
+/// tool's row under a key of what its text is made from.
+#[derive(Debug)]
+pub(crate) struct SemanticMemo {
+    pub(crate) tools: std::sync::Weak<Vec<CompiledTool>>,
+    pub(crate) model: std::sync::Weak<crate::text::semantic::SemanticModel>,
+    pub(crate) vectors: Arc<crate::text::semantic::ToolVectors>,
+    /// [`SemanticMemo::key`] of each tool → its row in `vectors`.
+    pub(crate) rows: std::collections::HashMap<u64, u32>,
+    /// The keys' hasher: SipHash with this process's random keys, so that
+    /// no tool text can be made to collide with another on purpose.
+    pub(crate) state: std::collections::hash_map::RandomState,
+}
+
+impl SemanticMemo {
+    /// The key of `tool`'s embedding: a hash of what [`tool_text`] reads
+    /// (name, description, and the input schema by its text's hash).
+    ///
+    /// [`tool_text`]: crate::text::semantic::tool_text
+    pub(crate) fn key(state: &std::collections::hash_map::RandomState, tool: &CompiledTool) -> u64 {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut h = state.build_hasher();
+        tool.name.hash(&mut h);
+        tool.description.hash(&mut h);
+        tool.input_schema.hash64().hash(&mut h);
+        h.finish()
+    }
+}
 
 impl Parts {
     /// The linked catalog of `units` under `key`: reused, or linked from

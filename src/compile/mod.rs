@@ -434,13 +434,10 @@ fn compile_with(
         &mut warnings,
     );
 
-    let mut no_memo = None;
-    let memo = if parts.once {
-        &mut no_memo
-    } else {
-        &mut parts.semantic
-    };
-    let semantic = selection::build_semantic(policy, &linked.tools, memo, &mut sink);
+    // A compile that keeps nothing (`parts.once`) keeps no embeddings either.
+    let memo = (!parts.once).then_some(&mut parts.semantic);
+    let semantic =
+        selection::build_semantic(policy, &linked.tools, memo, &mut parts.stats, &mut sink);
 
     if !sink.is_empty() {
         return Err(LoadError {

@@ -131,18 +131,25 @@ pub fn build_transitions(
 
 /// Builds the compiled `semantic_match` of `policy` over `tools` (catalog
 /// order): embeds every tool's text with the model the loader loaded from
-/// `[features.semantic_match] model`, or reuses the embeddings of `memo`
-/// when they were made from the same catalog and model (a policy-only
-/// edit); a policy whose model was not loaded (parsed without
-/// `toolgate::load`) is an error at the `model` key.
+/// `[features.semantic_match] model`, reusing what `memo` holds from the
+/// last compile with the same model: all of it for the same catalog (a
+/// policy-only edit), else the row of every tool whose name, description
+/// and input schema are unchanged (a changed unit); `stats` counts both. A
+/// policy whose model was not loaded (parsed without `toolgate::load`) is
+/// an error at the `model` key. Without `memo` (a compile that keeps
+/// nothing), every tool is embedded and nothing is kept.
 pub(crate) fn build_semantic(
     policy: &PolicySource,
     tools: &std::sync::Arc<Vec<crate::plan::CompiledTool>>,
-    memo: &mut Option<super::catalog::SemanticMemo>,
+    memo: Option<&mut Option<super::catalog::SemanticMemo>>,
+    stats: &mut super::catalog::CompileStats,
     sink: &mut Sink,
 ) -> Option<crate::text::semantic::SemanticIndex> {
+    use super::catalog::SemanticMemo;
     use crate::text::semantic::{SemanticIndex, ToolVectors, tool_text};
     use std::sync::Arc;
+    let text =
+        |t: &crate::plan::CompiledTool| tool_text(&t.name, &t.description, &t.input_schema.value());
     let sp = policy.features.semantic.as_ref()?;
     let Some(data) = &sp.data else {
         sink.push(Diagnostic::at(
@@ -157,26 +164,51 @@ pub(crate) fn build_semantic(
         return None;
     };
     let model = data.model.clone();
-    // The same catalog (the linked tools' `Arc`) and model as the last
-    // compile: the embeddings are reused.
-    let reused = memo.as_ref().and_then(|(t, m, v)| {
-        (t.upgrade().is_some_and(|t| Arc::ptr_eq(&t, tools))
-            && m.upgrade().is_some_and(|m| Arc::ptr_eq(&m, &model)))
-        .then(|| v.clone())
+    let index = |vectors| SemanticIndex::with_vectors(model.clone(), sp.normalization, vectors);
+    let Some(memo) = memo else {
+        stats.embeddings_computed = tools.len();
+        let vectors = ToolVectors::embed(&model, tools.iter().map(text));
+        return Some(index(Arc::new(vectors)));
+    };
+    // Only what was embedded with this very model can be reused.
+    let old = memo
+        .take()
+        .filter(|m| m.model.upgrade().is_some_and(|m| Arc::ptr_eq(&m, &model)));
+    if let Some(m) = &old
+        && m.tools.upgrade().is_some_and(|t| Arc::ptr_eq(&t, tools))
+    {
+        stats.embeddings_reused = tools.len();
+        let vectors = m.vectors.clone();
+        *memo = old;
+        return Some(index(vectors));
+    }
+    let state = old.as_ref().map(|m| m.state.clone()).unwrap_or_default();
+    let keys: Vec<u64> = tools.iter().map(|t| SemanticMemo::key(&state, t)).collect();
+    let mut computed = 0;
+    let vectors = Arc::new(ToolVectors::embed_reusing(
+        &model,
+        tools.len(),
+        |i| {
+            computed += 1;
+            text(&tools[i])
+        },
+        |i| {
+            let m = old.as_ref()?;
+            Some(m.vectors.row(*m.rows.get(&keys[i])? as usize))
+        },
+    ));
+    stats.embeddings_computed = computed;
+    stats.embeddings_reused = tools.len() - computed;
+    let mut rows = std::collections::HashMap::with_capacity(keys.len());
+    for (i, k) in keys.into_iter().enumerate() {
+        rows.entry(k).or_insert(i as u32);
+    }
+    *memo = Some(SemanticMemo {
+        tools: Arc::downgrade(tools),
+        model: Arc::downgrade(&model),
+        vectors: vectors.clone(),
+        rows,
+        state,
     });
-    let vectors = reused.unwrap_or_else(|| {
-        let v = Arc::new(ToolVectors::embed(
-            &model,
-            tools
-                .iter()
-                .map(|t| tool_text(&t.name, &t.description, &t.input_schema.value())),
-        ));
-        *memo = Some((Arc::downgrade(tools), Arc::downgrade(&model), v.clone()));
-        v
-    });
-    Some(SemanticIndex::with_vectors(
-        model,
-        sp.normalization,
-        vectors,
-    ))
+    Some(index(vectors))
 }

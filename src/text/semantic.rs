@@ -113,14 +113,34 @@ impl ToolVectors {
     /// Embeds every tool text of `texts` (see [`tool_text`]), in catalog
     /// order, with `model`.
     pub fn embed(model: &SemanticModel, texts: impl ExactSizeIterator<Item = String>) -> Self {
-        let dim = model.dim();
         let n = texts.len();
+        let mut texts = texts;
+        Self::embed_reusing(model, n, |_| texts.next().unwrap_or_default(), |_| None)
+    }
+
+    /// Embeds `n` tools with `model`, where tool `i`'s text is `text(i)`
+    /// (see [`tool_text`]) unless `reuse(i)` gives a row (int8, scale; see
+    /// [`ToolVectors::row`]) embedded earlier from the same text with the
+    /// same model, which is copied instead. `text(i)` is only called for
+    /// the tools that are embedded, in increasing `i`.
+    pub fn embed_reusing<'a>(
+        model: &SemanticModel,
+        n: usize,
+        mut text: impl FnMut(usize) -> String,
+        mut reuse: impl FnMut(usize) -> Option<(&'a [i8], f32)>,
+    ) -> Self {
+        let dim = model.dim();
         let mut rows = vec![0i8; n * dim];
         let mut scales = vec![0.0f32; n];
         let mut row = vec![0.0f32; dim];
-        for ((text, q), scale) in texts.zip(rows.chunks_mut(dim)).zip(&mut scales) {
+        for (i, (q, scale)) in rows.chunks_mut(dim).zip(&mut scales).enumerate() {
+            if let Some((old, old_scale)) = reuse(i).filter(|(r, _)| r.len() == dim) {
+                q.copy_from_slice(old);
+                *scale = old_scale;
+                continue;
+            }
             row.iter_mut().for_each(|x| *x = 0.0);
-            model.add_embedding(&text, 1.0, &mut row);
+            model.add_embedding(&text(i), 1.0, &mut row);
             let max = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));
             if max > 0.0 && max.is_finite() {
                 *scale = max / 127.0;
@@ -130,6 +150,23 @@ impl ToolVectors {
             }
         }
         ToolVectors { rows, scales }
+    }
+
+    /// Tool `i`'s row: its int8 components and the scale that turns them
+    /// back into the unit vector. Panics when `i` is out of range.
+    pub fn row(&self, i: usize) -> (&[i8], f32) {
+        let dim = self.rows.len() / self.scales.len().max(1);
+        (&self.rows[i * dim..(i + 1) * dim], self.scales[i])
+    }
+
+    /// How many tools.
+    pub fn len(&self) -> usize {
+        self.scales.len()
+    }
+
+    /// Whether there is no tool.
+    pub fn is_empty(&self) -> bool {
+        self.scales.is_empty()
     }
 }
 
