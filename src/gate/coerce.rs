@@ -45,7 +45,7 @@
 use serde_json::{Map, Number, Value};
 
 use super::config::{CallChecks, Coercion};
-use super::schema::{display_ptr, excerpt, push_ptr};
+use super::schema::{excerpt, push_ptr, subject};
 use super::types::{Coerced, Finding, FindingKind};
 use crate::parse::roles::resolve_ref;
 use crate::plan::gate::schema::Branches;
@@ -513,8 +513,8 @@ impl<'a> Cx<'a> {
                     .take(3)
                     .collect();
                 let msg = format!(
-                    "Parameter `{}` must be {}{about}; got {}, which converts to none of them ({}). Send a value of one of these types.",
-                    display_ptr(ptr),
+                    "{} must be {}{about}; got {}, which converts to none of them ({}). Send a value of one of these types.",
+                    subject(ptr),
                     types_phrase(&types),
                     excerpt(v),
                     details.join(" / ")
@@ -552,16 +552,16 @@ impl<'a> Cx<'a> {
         }
         let shown = excerpt(&Value::String(s.to_string()));
         let about = about_facets(facets, types);
-        let param = display_ptr(ptr);
+        let subject = subject(ptr);
         let msg = if lossy.len() == 1 {
             let why = &lossy[0];
             format!(
-                "Parameter `{param}` must be {}{about}; got {shown}, {why}",
+                "{subject} must be {}{about}; got {shown}, {why}",
                 types_phrase(types)
             )
         } else {
             format!(
-                "Parameter `{param}` must be {}{about}; got {shown}, which converts to none of them: {}",
+                "{subject} must be {}{about}; got {shown}, which converts to none of them: {}",
                 types_phrase(types),
                 lossy.join("; ")
             )

@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use super::coerce::allowed_types;
 use super::config::CallChecks;
-use super::schema::{MAX_FINDINGS, display_ptr, push_ptr, schema_at};
+use super::schema::{MAX_FINDINGS, push_ptr, schema_at, subject};
 use super::types::{Finding, FindingKind};
 
 /// 2^63 as an `f64`: the magnitude from which a float is flagged.
@@ -227,8 +227,8 @@ pub(crate) fn imprecise_finding(checks: &CallChecks, path: &str, value: f64) -> 
         checks,
         path,
         format!(
-            "Parameter `{}` must be an integer the gate can check exactly; got {value:e}, a number beyond the 64-bit range (an integer that large loses precision when read). {RANGE}",
-            display_ptr(path)
+            "{} must be an integer the gate can check exactly; got {value:e}, a number beyond the 64-bit range (an integer that large loses precision when read). {RANGE}",
+            subject(path)
         ),
     )
 }
@@ -261,8 +261,8 @@ pub(crate) fn add_literal_findings(
             checks,
             &x.path,
             format!(
-                "Parameter `{}` is the integer {}, beyond the 64-bit range: it would be read as {read}, and the tool would not get the value sent. {RANGE}",
-                display_ptr(&x.path),
+                "{} is the integer {}, beyond the 64-bit range: it would be read as {read}, and the tool would not get the value sent. {RANGE}",
+                subject(&x.path),
                 super::schema::excerpt(&Value::String(x.literal.clone())).trim_matches('"'),
             ),
         );

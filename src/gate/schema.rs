@@ -203,8 +203,8 @@ impl ToolSchema {
                 (
                     "enum",
                     format!(
-                        "Parameter `{}` must be one of {}; got {}{}. Send one of the allowed values.",
-                        display_ptr(&path),
+                        "{} must be one of {}; got {}{}. Send one of the allowed values.",
+                        subject(&path),
                         allowed,
                         excerpt(e.instance()),
                         about_at(root, &path),
@@ -214,8 +214,8 @@ impl ToolSchema {
             K::Constant { expected_value } => (
                 "const",
                 format!(
-                    "Parameter `{}` must be {}; got {}.",
-                    display_ptr(&path),
+                    "{} must be {}; got {}.",
+                    subject(&path),
                     excerpt(expected_value),
                     excerpt(e.instance())
                 ),
@@ -223,8 +223,8 @@ impl ToolSchema {
             K::Type { .. } => (
                 "type",
                 format!(
-                    "Parameter `{}` must be {}; got {} {}{}. Send a value of the declared type.",
-                    display_ptr(&path),
+                    "{} must be {}; got {} {}{}. Send a value of the declared type.",
+                    subject(&path),
                     expected_type(root, schema_at(root, &path)),
                     type_article(e.instance()),
                     excerpt(e.instance()),
@@ -250,8 +250,8 @@ impl ToolSchema {
                 (
                     suffix,
                     format!(
-                        "Parameter `{}` must be {}; got {} {}{closest}{}. Send a value of one of the declared types.",
-                        display_ptr(&path),
+                        "{} must be {}; got {} {}{closest}{}. Send a value of one of the declared types.",
+                        subject(&path),
                         expected_type(root, schema_at(root, &path)),
                         type_article(e.instance()),
                         excerpt(e.instance()),
@@ -261,12 +261,7 @@ impl ToolSchema {
             }
             other => (
                 other.keyword(),
-                format!(
-                    "Parameter `{}`: {}{}.",
-                    display_ptr(&path),
-                    e,
-                    about_at(root, &path)
-                ),
+                format!("{}: {}{}.", subject(&path), e, about_at(root, &path)),
             ),
         };
         check.sub_finding(suffix, FindingKind::Schema, &path, &msg)
@@ -362,6 +357,18 @@ pub(crate) fn display_ptr(ptr: &str) -> String {
     }
 }
 
+/// The subject of a message about the value at `ptr`: "Parameter
+/// `edits/1/file_path`", or "The arguments" for the whole call (which is
+/// not a parameter).
+pub(crate) fn subject(ptr: &str) -> String {
+    let p = ptr.strip_prefix('/').unwrap_or(ptr);
+    if p.is_empty() {
+        "The arguments".to_string()
+    } else {
+        format!("Parameter `{p}`")
+    }
+}
+
 /// Appends `/key` to a JSON pointer, escaping `~` and `/`.
 pub(crate) fn push_ptr(ptr: &mut String, key: &str) {
     ptr.push('/');
@@ -439,6 +446,30 @@ mod tests {
             f[0].message.contains(
                 "Unknown parameter `zz` for `t`, which accepts: `depth`, `flag`, `mode`, `tags`, `time`, `zip`."
             ),
+            "{f:?}"
+        );
+    }
+
+    #[test]
+    fn a_root_level_mismatch_speaks_of_the_arguments_not_of_a_parameter() {
+        // A root that is an array of arrays, and a `false` root.
+        let schema = json!({"type": "array", "items": {"type": "array"}});
+        let (_, f, _) = run_with(schema, json!({"a": 1}));
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(
+            f[0].message.starts_with("The arguments must be an array"),
+            "{f:?}"
+        );
+        let (_, f, _) = run_with(json!(false), json!({"a": 1}));
+        assert!(f[0].message.starts_with("The arguments: "), "{f:?}");
+        assert!(
+            f.iter().all(|x| !x.message.contains("`arguments`")),
+            "{f:?}"
+        );
+        // Below the root, the parameter is named.
+        let (_, f) = run(json!({"depth": "deep"}));
+        assert!(
+            f[0].message.starts_with("Parameter `depth` must be"),
             "{f:?}"
         );
     }
