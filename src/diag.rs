@@ -106,6 +106,60 @@ impl SourceFile {
         }
         (line, col)
     }
+
+    /// The byte offset of a 1-based `line` and a `column` counted in bytes
+    /// from the line's start, as `serde_json` reports them (0 is before the
+    /// first byte); clamped to the text.
+    pub fn offset_of(&self, line: usize, column: usize) -> usize {
+        json_offset(&self.text, line, column)
+    }
+
+    /// Whether the line holding byte `offset` is longer than
+    /// [`MAX_SNIPPET_LINE`] bytes (a minified JSON file, a long string): too
+    /// long to echo under a message.
+    pub fn long_line_at(&self, offset: usize) -> bool {
+        let offset = offset.min(self.text.len());
+        let t = self.text.as_bytes();
+        let start = t[..offset]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let end = t[offset..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(t.len(), |i| offset + i);
+        end - start > MAX_SNIPPET_LINE
+    }
+}
+
+/// Lines longer than this many bytes are not echoed under a message (its
+/// `file:line:column` still locates the problem).
+pub const MAX_SNIPPET_LINE: usize = 400;
+
+/// The byte offset in `text` of `serde_json`'s 1-based `line` and byte
+/// `column` (0: before the line's first byte), clamped to the text.
+pub fn json_offset(text: &str, line: usize, column: usize) -> usize {
+    let mut start = 0;
+    for _ in 1..line.max(1) {
+        match text[start..].find('\n') {
+            Some(i) => start += i + 1,
+            None => return text.len(),
+        }
+    }
+    let end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    let mut at = (start + column.saturating_sub(1)).min(end);
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// `serde_json`'s message without its trailing ` at line L column C`, for
+/// messages that give the location their own way.
+pub fn json_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    s.strip_suffix(&suffix).unwrap_or(&s).to_string()
 }
 
 /// One problem, with where it is and, when we can guess, how to fix it.
@@ -185,6 +239,16 @@ impl Diagnostic {
     pub fn line_col(&self) -> Option<(usize, usize)> {
         Some(self.file.as_ref()?.line_col(self.span.as_ref()?.start))
     }
+
+    /// Whether the rendered report echoes the source line: not for a line
+    /// longer than [`MAX_SNIPPET_LINE`] (the message still starts with
+    /// `file:line:column`).
+    fn snippet(&self) -> bool {
+        match (&self.file, &self.span) {
+            (Some(f), Some(s)) => !f.long_line_at(s.start) && !f.long_line_at(s.end),
+            _ => true,
+        }
+    }
 }
 
 impl fmt::Display for Diagnostic {
@@ -216,10 +280,14 @@ impl miette::Diagnostic for Diagnostic {
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
         self.file
             .as_ref()
+            .filter(|_| self.snippet())
             .map(|f| &f.text as &dyn miette::SourceCode)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        if !self.snippet() {
+            return None;
+        }
         let span = self.span.clone()?;
         let len = span.end.saturating_sub(span.start);
         let label = self.location().unwrap_or_else(|| String::from("here"));
@@ -325,5 +393,38 @@ impl Sink {
                 diagnostics: self.diagnostics,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_offsets_are_byte_offsets_clamped_to_the_text() {
+        let t = "ab\nçd\n";
+        assert_eq!(json_offset(t, 1, 1), 0);
+        assert_eq!(json_offset(t, 1, 0), 0);
+        assert_eq!(json_offset(t, 2, 1), 3);
+        // inside `ç` (2 bytes): back to its start
+        assert_eq!(json_offset(t, 2, 2), 3);
+        assert_eq!(json_offset(t, 2, 3), 5);
+        // past the line's end: its end; past the last line: the text's end
+        assert_eq!(json_offset(t, 1, 99), 2);
+        assert_eq!(json_offset(t, 9, 1), t.len());
+        let f = SourceFile::new("f", t);
+        assert_eq!(f.line_col(f.offset_of(2, 3)), (2, 2));
+    }
+
+    #[test]
+    fn long_lines_are_located_but_not_echoed() {
+        use miette::Diagnostic as _;
+        let long = format!("a = 1\nb = {}\n", "x".repeat(MAX_SNIPPET_LINE + 1));
+        let f = SourceFile::new("f.toml", long);
+        let d = super::Diagnostic::at(ErrorKind::Syntax, &f, 10..11, "bad");
+        assert_eq!(d.to_string(), "f.toml:2:5: bad");
+        assert!(d.source_code().is_none() && d.labels().is_none());
+        let d = super::Diagnostic::at(ErrorKind::Syntax, &f, 0..1, "bad");
+        assert!(d.source_code().is_some() && d.labels().is_some());
     }
 }

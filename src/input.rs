@@ -114,7 +114,7 @@ impl EvalInput {
             InputError {
                 line,
                 column,
-                message: describe(e.path(), &strip_location(e.inner())),
+                message: describe(e.path(), &crate::diag::json_message(e.inner())),
             }
         })?;
         for (i, t) in input.tools.iter().flatten().enumerate() {
@@ -258,7 +258,7 @@ impl std::error::Error for InputError {}
 
 /// A JSON syntax error, its location given once.
 fn syntax_error(e: serde_json::Error) -> InputError {
-    let msg = strip_location(&e);
+    let msg = crate::diag::json_message(&e);
     let message = match msg.strip_prefix("EOF while parsing ") {
         Some(what) => format!("the input ends inside {what} (is it cut short?)"),
         None => format!("invalid JSON: {msg}"),
@@ -268,13 +268,6 @@ fn syntax_error(e: serde_json::Error) -> InputError {
         column: e.column(),
         message,
     }
-}
-
-/// serde_json's message without its trailing ` at line L column C`.
-fn strip_location(e: &serde_json::Error) -> String {
-    let s = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    s.strip_suffix(&suffix).unwrap_or(&s).to_string()
 }
 
 /// The JSON type of a value, as messages name it.

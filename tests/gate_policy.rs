@@ -169,7 +169,7 @@ fn a_whole_plan_fails_to_load_on_a_bad_gate() {
 }
 
 #[test]
-fn an_invalid_tool_schema_is_a_load_error_at_the_tool() {
+fn an_invalid_tool_schema_is_a_load_error_at_its_input_schema() {
     let policy = parse_policy(SourceFile::new("p.toml", DEFAULT_POLICY.1.to_string())).unwrap();
     let tags = SourceFile::new(
         "bad.toml",
@@ -182,7 +182,8 @@ fn an_invalid_tool_schema_is_a_load_error_at_the_tool() {
         d.message.contains("x.bad") && d.message.contains("JSON Schema"),
         "{err}"
     );
-    assert!(d.to_string().starts_with("bad.toml:2:"), "{err}");
+    // At the `input_schema` value (line 3, after `input_schema = `).
+    assert!(d.to_string().starts_with("bad.toml:3:16:"), "{err}");
 }
 
 #[test]

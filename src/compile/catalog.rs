@@ -434,7 +434,7 @@ fn compile_tool(
             Err(e) => {
                 sink.push(t.diag(
                     ErrorKind::InvalidValue,
-                    t.name.span.clone(),
+                    t.input_schema_span.clone().unwrap_or(t.name.span.clone()),
                     format!(
                         "tool `{}`: input_schema is not a valid JSON Schema: {e}",
                         t.name.value

@@ -98,6 +98,7 @@ fn auto_spec(full: String, tool: &Tool, input_schema: SchemaText) -> ToolSpec {
         },
         follows: Vec::new(),
         file: None,
+        input_schema_span: None,
     }
 }
 

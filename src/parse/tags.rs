@@ -117,6 +117,9 @@ pub struct ToolSpec {
     pub follows: Vec<Sp<String>>,
     /// The file it was declared in (spans point into it), if any.
     pub file: Option<Arc<SourceFile>>,
+    /// Where `input_schema` is written in `file` (its value), when it is:
+    /// problems with the schema point there (else at the name).
+    pub input_schema_span: Option<Range<usize>>,
 }
 
 impl ToolSpec {
@@ -279,36 +282,53 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
         .map(|(s, sp)| Sp::new(s, sp))
         .collect();
     let description = t.str("description").map(|x| x.0).unwrap_or_default();
+    let mut input_schema_span = None;
     let input_schema = match t.get("input_schema") {
-        Some(v) => match v.raw() {
-            toml::de::DeValue::String(s) => match serde_json::from_str::<Value>(s) {
-                Ok(j) => j,
-                Err(e) => {
+        Some(v) => {
+            input_schema_span = Some(v.span.clone());
+            match v.raw() {
+                toml::de::DeValue::String(s) => match serde_json::from_str::<Value>(s) {
+                    Ok(j) => j,
+                    Err(e) => {
+                        // Located inside the string when the file holds it
+                        // as written (a literal string), else at the string.
+                        let at = string_offset(&file.text, v.span.clone(), s)
+                            .map(|start| start + crate::diag::json_offset(s, e.line(), e.column()));
+                        let span = at.map_or(v.span.clone(), |a| a..(a + 1).min(v.span.end));
+                        r.error(
+                            ErrorKind::Syntax,
+                            span,
+                            format!(
+                                "input_schema is not valid JSON: {} (at line {}, column {} of the string)",
+                                crate::diag::json_message(&e),
+                                e.line(),
+                                e.column()
+                            ),
+                        );
+                        Value::Null
+                    }
+                },
+                toml::de::DeValue::Table(_) => v.to_json().unwrap_or(Value::Null),
+                _ => {
                     r.error(
-                        ErrorKind::Syntax,
+                        ErrorKind::WrongType,
                         v.span.clone(),
-                        format!("input_schema is not valid JSON: {e}"),
+                        "input_schema must be a JSON Schema, as a JSON string or a TOML table",
                     );
                     Value::Null
                 }
-            },
-            toml::de::DeValue::Table(_) => v.to_json().unwrap_or(Value::Null),
-            _ => {
-                r.error(
-                    ErrorKind::WrongType,
-                    v.span.clone(),
-                    "input_schema must be a JSON Schema, as a JSON string or a TOML table",
-                );
-                Value::Null
             }
-        },
+        }
         None => serde_json::json!({"type": "object", "properties": {}}),
     };
     if !input_schema.is_object() && !input_schema.is_null() {
         r.error(
             ErrorKind::InvalidValue,
-            t.span.clone(),
-            "input_schema must be a JSON object",
+            input_schema_span.clone().unwrap_or(t.span.clone()),
+            format!(
+                "input_schema must be a JSON object (a JSON Schema for the arguments), found {}",
+                json_kind(&input_schema)
+            ),
         );
     }
     let semantic_keys = [
@@ -392,7 +412,32 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
         gate,
         follows,
         file: Some(file.clone()),
+        input_schema_span,
     })
+}
+
+/// Where the decoded TOML string `s` starts in `text`, when its span `span`
+/// holds it as written (a literal string `'...'` or `'''...'''`, or a basic
+/// string without escapes), so that offsets into `s` are offsets into the
+/// file.
+fn string_offset(text: &str, span: Range<usize>, s: &str) -> Option<usize> {
+    let raw = text.get(span.clone())?;
+    [3, 4, 5, 1]
+        .into_iter()
+        .find(|&k| raw.get(k..k + s.len()) == Some(s))
+        .map(|k| span.start + k)
+}
+
+/// A JSON value's kind, for messages.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Reads one tool-tag file (`[[tool]]` entries).
@@ -561,6 +606,7 @@ impl InlineTool {
             },
             follows: self.follows.into_iter().map(|s| Sp::new(s, 0..0)).collect(),
             file: None,
+            input_schema_span: None,
         }
     }
 }
@@ -700,13 +746,13 @@ fn fast_listing(text: &str) -> Option<(Option<String>, Vec<RawTool>)> {
 fn generic_listing(
     text: &str,
     bad: &dyn Fn(String) -> LoadError,
+    bad_at: &dyn Fn(usize, String) -> LoadError,
 ) -> Result<(Option<String>, Vec<RawTool>), LoadError> {
     let v: Value = serde_json::from_str(text).map_err(|e| {
-        bad(format!(
-            "not valid JSON: {e} (line {}, column {})",
-            e.line(),
-            e.column()
-        ))
+        bad_at(
+            crate::diag::json_offset(text, e.line(), e.column()),
+            format!("not valid JSON: {}", crate::diag::json_message(&e)),
+        )
     })?;
     let (prefix, list) = match v {
         Value::Array(a) => (None, a),
@@ -770,9 +816,16 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
             format!("{name}: {msg}"),
         ))
     };
+    // A syntax error is located (file:line:column), like a TOML file's.
+    let bad_at = |at: usize, msg: String| {
+        let end = (at + 1..=file.text.len())
+            .find(|&e| file.text.is_char_boundary(e))
+            .unwrap_or(at);
+        LoadError::single(Diagnostic::at(ErrorKind::Syntax, &file, at..end, msg))
+    };
     let (prefix, list) = match fast_listing(&file.text) {
         Some(l) => l,
-        None => generic_listing(&file.text, &bad)?,
+        None => generic_listing(&file.text, &bad, &bad_at)?,
     };
     let mut out = Vec::with_capacity(list.len());
     let mut interner = SchemaInterner::default();
@@ -816,6 +869,7 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
             },
             follows: Vec::new(),
             file: Some(file.clone()),
+            input_schema_span: None,
         });
     }
     Ok(out)
@@ -840,7 +894,7 @@ mod tests {
         ];
         for c in cases {
             let fast = fast_listing(c).unwrap_or_else(|| panic!("fast path refused {c}"));
-            let generic = generic_listing(c, &bad).unwrap();
+            let generic = generic_listing(c, &bad, &|_, m| bad(m)).unwrap();
             assert_eq!(fast, generic, "{c}");
         }
         // Shapes the fast path leaves to the generic one (which reports them).
@@ -859,6 +913,59 @@ mod tests {
         assert_eq!(f(r#"[{"name": "a", "name": "b"}]"#).unwrap(), 1);
         assert!(f(r#"{"tools": null, "result": {"tools": []}}"#).is_err());
         assert!(f(r#"[{"type": "function", "function": "f"}]"#).is_err());
+    }
+
+    #[test]
+    fn tool_file_syntax_errors_are_located_once() {
+        let err = import_tools_json(
+            "t.json",
+            "[{\"name\": \"a\", \"inputSchema\": {\"type\": \"object\",}}]",
+        )
+        .unwrap_err();
+        let d = err.diagnostics[0].to_string();
+        assert_eq!(d, "t.json:1:49: not valid JSON: trailing comma");
+        let err = import_tools_json("t.json", "[\n  {\"name\": \"é\"\n  x]").unwrap_err();
+        assert!(
+            err.diagnostics[0]
+                .to_string()
+                .starts_with("t.json:3:3: not valid JSON: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn tag_input_schema_problems_point_into_the_value() {
+        let tool = |schema: &str| {
+            format!("[[tool]]\nname = \"t\"\ndescription = \"d\"\ninput_schema = {schema}\n")
+        };
+        // Not an object: at the value, naming what it is.
+        let err = parse_tag_file(SourceFile::new("t.toml", tool("'true'"))).unwrap_err();
+        assert_eq!(
+            err.diagnostics[0].to_string(),
+            "t.toml:4:16: input_schema must be a JSON object (a JSON Schema for the arguments), found a boolean"
+        );
+        // A JSON error inside a multi-line literal string: at its place in the file.
+        let text = tool("'''\n{\"type\": \"object\",\n  \"properties\": {\"a\": 1,}}'''");
+        let err = parse_tag_file(SourceFile::new("t.toml", text)).unwrap_err();
+        let d = err.diagnostics[0].to_string();
+        assert!(
+            d.starts_with("t.toml:6:25: input_schema is not valid JSON: trailing comma"),
+            "{d}"
+        );
+        // A basic string with escapes: at the string.
+        let err = parse_tag_file(SourceFile::new("t.toml", tool(r#""{\"a\": }""#))).unwrap_err();
+        assert!(
+            err.diagnostics[0].to_string().starts_with("t.toml:4:16: "),
+            "{err}"
+        );
+        // The span is kept for the compile's schema check.
+        let tools =
+            parse_tag_file(SourceFile::new("t.toml", tool("'{\"properties\": 5}'"))).unwrap();
+        assert_eq!(
+            tools[0].input_schema_span,
+            Some(53..72),
+            "the value `{{\"properties\": 5}}` with its quotes"
+        );
     }
 
     #[test]
