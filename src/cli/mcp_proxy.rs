@@ -24,6 +24,11 @@ pub struct McpProxyArgs {
     /// selectable: `--policy policies/default.toml` (seed 000 exactly).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// The project folder the call gate keeps file access in when the client
+    /// sends no MCP roots (repeatable; default: the working directory, which
+    /// some clients set to `/`). Relative: from the working directory.
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
     /// Tool-tags directory (default: the shipped tool-tags/, embedded); reloaded when a file changes.
     #[arg(long, value_name = "DIR")]
     pub tags: Option<PathBuf>,
@@ -87,6 +92,11 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     if args.tags.is_some() {
         c.tags = args.tags.clone();
     }
+    if !args.roots.is_empty() {
+        let cwd =
+            std::env::current_dir().map_err(|e| format!("--root: no working directory: {e}"))?;
+        c.roots = args.roots.iter().map(|r| cwd.join(r)).collect();
+    }
     if args.audit.is_some() {
         c.audit = args.audit.clone();
     }
@@ -133,6 +143,17 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
 /// flight first).
 pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
     let cfg = config(args).map_err(ProxyFail::Usage)?;
+    if cfg.roots.is_empty()
+        && let Ok(cwd) = std::env::current_dir()
+    {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if cwd.parent().is_none() || home.is_some_and(|h| h.starts_with(&cwd)) {
+            tracing::warn!(
+                cwd = %cwd.display(),
+                "the working directory holds every file (or every file of the user): unless the client sends MCP roots, the call gate asks before any file access; give --root PROJECT_DIR"
+            );
+        }
+    }
     let listen = cfg.http.listen;
     let path = cfg.http.path.clone();
     let rt = tokio::runtime::Builder::new_multi_thread()

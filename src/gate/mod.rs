@@ -168,10 +168,70 @@ fn over_limits(v: &Value, limits: &config::Limits) -> Option<String> {
 /// Checks a call against `plan`'s gate. Pure: no audit, no tracing (see
 /// [`Gate`] for those).
 pub fn check_call(plan: &Plan, tool: &str, arguments: Value) -> Verdict {
+    check_call_in(plan, tool, arguments, &CallEnv::default())
+}
+
+/// Where a call runs, as the caller knows it beyond the policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallEnv {
+    /// The project's directories (absolute), e.g. an MCP client's roots
+    /// (`roots/list`, `file://` URIs). When not empty and every `[gate.paths]
+    /// roots` entry of the policy is relative (the shipped `["."]`), the
+    /// policy's roots are taken relative to each of these instead of the
+    /// process's working directory, which an MCP client chooses for its own
+    /// reasons (`/` for some). Absolute policy roots (a deployment's) win.
+    pub roots: Vec<std::path::PathBuf>,
+}
+
+/// [`check_call`] for a call running in `env`.
+pub fn check_call_in(plan: &Plan, tool: &str, arguments: Value, env: &CallEnv) -> Verdict {
     let started = Instant::now();
-    let mut v = check_inner(plan, tool, arguments, &[]);
+    let mut v = check_inner(plan, tool, arguments, &[], env);
     v.latency = started.elapsed();
     v
+}
+
+/// The `[gate.paths]` a call in `env` runs under: `cfg`, or a copy whose
+/// relative roots are taken relative to `env`'s roots (see [`CallEnv`]).
+fn paths_in<'a>(cfg: &'a PathConfig, env: &CallEnv) -> std::borrow::Cow<'a, PathConfig> {
+    use std::path::Path;
+    if env.roots.is_empty()
+        || cfg.roots.is_empty()
+        || cfg.roots.iter().any(|r| Path::new(r).is_absolute())
+        || env.roots.iter().any(|r| !r.is_absolute())
+    {
+        return std::borrow::Cow::Borrowed(cfg);
+    }
+    let mut c = cfg.clone();
+    c.roots = env
+        .roots
+        .iter()
+        .flat_map(|base| {
+            cfg.roots.iter().map(move |r| {
+                path::normalize(&base.join(r))
+                    .to_string_lossy()
+                    .into_owned()
+            })
+        })
+        .collect();
+    std::borrow::Cow::Owned(c)
+}
+
+/// The first of `cfg`'s roots (made absolute) that holds every file, or
+/// every file of the user: `/`, the home directory or one of its
+/// ancestors. Containment in such a root protects nothing.
+fn broad_root(cfg: &PathConfig) -> Option<std::path::PathBuf> {
+    let home = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .map(|h| path::normalize(&h));
+    let roots = path::roots(cfg);
+    roots
+        .lexical
+        .iter()
+        .chain(roots.real.iter().flatten())
+        .find(|r| r.parent().is_none() || home.as_ref().is_some_and(|h| h.starts_with(r.as_path())))
+        .cloned()
 }
 
 /// Like [`check_call`], with the arguments as JSON text (invalid JSON is a
@@ -179,7 +239,13 @@ pub fn check_call(plan: &Plan, tool: &str, arguments: Value) -> Verdict {
 pub fn check_call_json(plan: &Plan, tool: &str, arguments: &str) -> Verdict {
     let started = Instant::now();
     let mut v = match parse_arguments(plan, tool, arguments) {
-        Ok(args) => check_inner(plan, tool, args, &numbers::inexact_integers(arguments)),
+        Ok(args) => check_inner(
+            plan,
+            tool,
+            args,
+            &numbers::inexact_integers(arguments),
+            &CallEnv::default(),
+        ),
         Err(v) => *v,
     };
     v.latency = started.elapsed();
@@ -263,6 +329,7 @@ fn check_inner(
     tool: &str,
     mut args: Value,
     inexact: &[numbers::InexactInteger],
+    env: &CallEnv,
 ) -> Verdict {
     let g = gate_of(plan);
     let cfg = &g.config;
@@ -329,7 +396,30 @@ fn check_inner(
     }
     // Layer 2: danger analysis.
     let mut effects = Vec::new();
-    roles::analyze(&g, gt, &args, &mut findings, &mut effects);
+    let paths = paths_in(&cfg.paths, env);
+    roles::analyze(&g, &paths, gt, &args, &mut findings, &mut effects);
+    // Files touched under a root that holds everything (the proxy started
+    // in `/` or in the home directory, with no MCP roots): containment
+    // proves nothing there, so the user is asked.
+    if effects
+        .iter()
+        .any(|e| matches!(e.kind.as_str(), "read" | "write" | "delete"))
+        && let Some(root) = broad_root(&paths)
+    {
+        findings.push(cfg.paths.checks.broad_root.finding(
+            FindingKind::Path,
+            "",
+            &format!(
+                "the allowed root `{}` holds every file{}",
+                root.display(),
+                if root.parent().is_none() {
+                    ""
+                } else {
+                    " of the user"
+                }
+            ),
+        ));
+    }
     // Layer 3: risk gates.
     let tr = risk::ToolRisk {
         risk_level: gt.risk_level,
@@ -620,15 +710,31 @@ impl Gate {
     }
 }
 
-/// Loads-time check of one policy example call: `Err` with a message when
-/// the decision differs.
+/// Where example calls run: a project in the system's temporary directory
+/// (for a policy with relative roots), so that whether a policy's examples
+/// hold does not depend on the directory a command runs in (`/` and the
+/// home directory would make every file access ask).
+fn example_env() -> CallEnv {
+    let tmp = path::normalize(&std::env::temp_dir());
+    CallEnv {
+        roots: if tmp.is_absolute() && tmp.parent().is_some() {
+            vec![tmp.join("toolgate-example-project")]
+        } else {
+            vec![]
+        },
+    }
+}
+
+/// Load-time check of one policy example call: `Err` with a message when
+/// the decision differs. The call runs in a project under the system's
+/// temporary directory, wherever the command runs (see `example_env`).
 pub fn check_example_call(
     plan: &Plan,
     tool: &str,
     arguments: &Value,
     expected: Action,
 ) -> Result<(), String> {
-    let v = check_call(plan, tool, arguments.clone());
+    let v = check_call_in(plan, tool, arguments.clone(), &example_env());
     if v.decision == expected {
         Ok(())
     } else {

@@ -26,6 +26,7 @@ use crate::parse::tags::{ArgRole, RoleSeg};
 /// `effects`.
 pub(crate) fn analyze(
     g: &CompiledGate,
+    paths: &super::path::PathConfig,
     gt: &GateTool,
     args: &Value,
     out: &mut Vec<Finding>,
@@ -49,6 +50,7 @@ pub(crate) fn analyze(
     });
     let mut w = Walk {
         g,
+        paths,
         gt,
         roles,
         out,
@@ -61,6 +63,8 @@ pub(crate) fn analyze(
 
 struct Walk<'a> {
     g: &'a CompiledGate,
+    /// `[gate.paths]` with the roots this call runs under ([`super::CallEnv`]).
+    paths: &'a super::path::PathConfig,
     gt: &'a GateTool,
     roles: &'a [(Vec<RoleSeg>, ArgRole)],
     out: &'a mut Vec<Finding>,
@@ -139,14 +143,7 @@ impl Walk<'_> {
             effects: true,
             runs: false,
         };
-        let a = shell::analyze(
-            &g.config.shell,
-            &g.config.paths,
-            ptr,
-            input,
-            self.start,
-            want,
-        );
+        let a = shell::analyze(&g.config.shell, self.paths, ptr, input, self.start, want);
         self.out.extend(a.findings);
         self.effects.extend(a.effects);
     }
@@ -155,7 +152,7 @@ impl Walk<'_> {
     fn path(&mut self, s: &str, ptr: &str) {
         let (g, gt) = (self.g, self.gt);
         self.out
-            .extend(path::analyze_path(&g.config.paths, ptr, s, !gt.read_only));
+            .extend(path::analyze_path(self.paths, ptr, s, !gt.read_only));
         self.out
             .extend(g.patterns.scan_as(PatternScope::Path, ptr, s));
         self.effects.push(path_effect(gt, s));

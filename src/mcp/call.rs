@@ -505,7 +505,19 @@ impl ProxySession {
             self.session.dirty.notify_one();
         }
         let gate_name = if route.is_some() { &tool } else { &called };
-        let decision = inner.gate.check(&cat.plan, gate_name, &args);
+        // The project the gate keeps files in: the client's MCP roots, else
+        // the proxy's `--root`, else (empty) the working directory.
+        let env = {
+            let roots = lock(&self.session.state).roots.clone();
+            crate::gate::CallEnv {
+                roots: if roots.is_empty() {
+                    inner.config.roots.clone()
+                } else {
+                    roots
+                },
+            }
+        };
+        let decision = inner.gate.check_in(&cat.plan, gate_name, &args, &env);
         facts.decision = decision.label();
         let (args, confirmed) = match decision {
             Decision::Deny { message } => {

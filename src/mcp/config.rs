@@ -7,6 +7,7 @@
 //! tags = "tool-tags"
 //! audit = "audit.jsonl"
 //! pins = "audit.pins.json"            # tool-definition pins (default: beside the audit)
+//! roots = ["/home/me/project"]        # the gate's project roots when the client sends no MCP roots
 //! poll_ms = 1000                      # poll the policy/tags instead of file-system events
 //! debounce_ms = 50                    # notifications/tools/list_changed debounce
 //! list_changed = true                 # advertise and send tools/list_changed
@@ -349,6 +350,11 @@ pub struct ProxyConfig {
     /// The tool-definition pin file (`None`: `<audit stem>.pins.json` next to
     /// the audit file, or in memory only when there is no audit file).
     pub pins: Option<PathBuf>,
+    /// The project's directories for the call gate when a client sends no
+    /// MCP roots (`roots`, `--root`; absolute; see [`crate::gate::CallEnv`]):
+    /// a client such as Claude Desktop starts the proxy in `/` and sends
+    /// none. Empty: the process's working directory.
+    pub roots: Vec<PathBuf>,
     /// The downstream servers, in namespace order.
     pub servers: Vec<ServerSpec>,
     /// Poll the policy and tag files this often instead of watching
@@ -435,6 +441,7 @@ impl Default for ProxyConfig {
             tags: None,
             audit: None,
             pins: None,
+            roots: Vec::new(),
             servers: Vec::new(),
             poll_interval: None,
             debounce: Duration::from_millis(50),
@@ -489,6 +496,8 @@ struct RawMetaTool {
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     policy: Option<PathBuf>,
+    #[serde(default)]
+    roots: Vec<PathBuf>,
     tags: Option<PathBuf>,
     audit: Option<PathBuf>,
     pins: Option<PathBuf>,
@@ -642,6 +651,7 @@ impl ProxyConfig {
             tags: raw.tags.map(abs),
             audit: raw.audit.map(abs),
             pins: raw.pins.map(abs),
+            roots: raw.roots.into_iter().map(abs).collect(),
             servers,
             poll_interval: raw.poll_ms.map(Duration::from_millis),
             debounce: ms(raw.debounce_ms, d.debounce),

@@ -49,6 +49,20 @@ pub trait CallGate: Send + Sync {
     /// name) with arguments `args` (a JSON object).
     fn check(&self, plan: &Plan, tool: &str, args: &Value) -> Decision;
 
+    /// Decides the call in `env`: the session's project (its MCP roots, or
+    /// the proxy's `--root`). The default ignores `env` and calls
+    /// [`CallGate::check`].
+    fn check_in(
+        &self,
+        plan: &Plan,
+        tool: &str,
+        args: &Value,
+        env: &crate::gate::CallEnv,
+    ) -> Decision {
+        let _ = env;
+        self.check(plan, tool, args)
+    }
+
     /// A short name for logs and the proxy's `initialize` `_meta`
     /// (`toolgate/proxy.gate`), so tests can tell which gate is plugged in.
     fn name(&self) -> &str {
@@ -68,7 +82,19 @@ pub struct PolicyGate;
 
 impl CallGate for PolicyGate {
     fn check(&self, plan: &Plan, tool: &str, args: &Value) -> Decision {
-        let v = crate::gate::check_call(plan, tool, args.clone());
+        self.check_in(plan, tool, args, &crate::gate::CallEnv::default())
+    }
+
+    /// File paths are kept inside `env`'s roots when the policy's roots
+    /// are relative ([`crate::gate::CallEnv`]).
+    fn check_in(
+        &self,
+        plan: &Plan,
+        tool: &str,
+        args: &Value,
+        env: &crate::gate::CallEnv,
+    ) -> Decision {
+        let v = crate::gate::check_call_in(plan, tool, args.clone(), env);
         match v.decision {
             crate::gate::Action::Allow => Decision::Allow(v.arguments),
             crate::gate::Action::Ask => Decision::Ask { reason: v.message },

@@ -203,8 +203,10 @@ async def proxy(
     elicitation=None,
     roots=None,
     env: dict | None = None,
+    cwd: str | Path | None = None,
 ):
-    """Starts `toolgate mcp-proxy ARGS...` and yields a connected Proxy."""
+    """Starts `toolgate mcp-proxy ARGS...` (in `cwd`, default the test's
+    folder) and yields a connected Proxy."""
     log = tmp_path / f"proxy-{os.getpid()}-{id(args)}.log"
     notes = Notes()
     params = StdioServerParameters(
@@ -212,7 +214,7 @@ async def proxy(
         args=["mcp-proxy", *args],
         env={"RUST_LOG": os.environ.get("RUST_LOG", "warn,toolgate::mcp=debug"), **(env or {})},
         # the gate's default path root is the working directory: the test's own folder
-        cwd=str(tmp_path),
+        cwd=str(cwd if cwd is not None else tmp_path),
     )
     kwargs: dict[str, Any] = {"message_handler": notes.handler}
     if elicitation is not None:

@@ -170,6 +170,58 @@ async def test_path_outside_the_filesystem_root_has_no_effect(tmp_path):
     assert not outside.exists()
 
 
+async def wait_for_log(p, needle: str, timeout: float = 10.0) -> None:
+    """Waits until the proxy's stderr log holds `needle` (the roots are read
+    after `initialized`, asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while needle not in p.log.read_text():
+        assert time.monotonic() < deadline, f"no {needle!r} in the proxy log"
+        await anyio.sleep(0.05)
+
+
+async def test_the_gate_keeps_files_in_the_clients_roots_not_the_working_directory(tmp_path):
+    """A client such as Claude Desktop starts the proxy in `/`. The gate's
+    project is then the client's MCP roots, or `--root`; with neither, a
+    root of `/` holds everything, so file access asks (here: no elicitation,
+    a tool error) instead of being allowed."""
+    fs = filesystem_bin()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("proj-notes\n")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("s3cret\n")
+    # The filesystem server may read all of tmp_path: only the gate stands
+    # between the model and secret.txt.
+    server = ("--server", f"filesystem={fs} {tmp_path}")
+
+    async def list_roots(context):
+        return types.ListRootsResult(roots=[types.Root(uri=project.as_uri())])
+
+    async with proxy(tmp_path, *server, roots=list_roots, cwd="/") as p:
+        await wait_for_log(p, "roots read")
+        ok = await p.call("filesystem.read_text_file", {"path": str(project / "notes.txt")})
+        assert not ok.is_error and "proj-notes" in text_of(ok), text_of(ok)
+        r = await p.call("filesystem.read_text_file", {"path": str(secret)})
+        assert r.is_error and "s3cret" not in text_of(r), text_of(r)
+        assert "outside the allowed roots" in text_of(r), text_of(r)
+        r = await p.call("filesystem.read_text_file", {"path": "/etc/hostname"})
+        assert r.is_error, text_of(r)
+
+    # No roots from the client, started in `/`: every file access asks.
+    async with proxy(tmp_path, *server, cwd="/") as p:
+        r = await p.call("filesystem.read_text_file", {"path": str(project / "notes.txt")})
+        assert r.is_error and "proj-notes" not in text_of(r), text_of(r)
+        assert "holds every file" in text_of(r), text_of(r)
+        assert "working directory holds every file" in p.log.read_text()
+
+    # The same with --root: the project is where the user says.
+    async with proxy(tmp_path, *server, "--root", str(project), cwd="/") as p:
+        ok = await p.call("filesystem.read_text_file", {"path": str(project / "notes.txt")})
+        assert not ok.is_error and "proj-notes" in text_of(ok), text_of(ok)
+        r = await p.call("filesystem.read_text_file", {"path": str(secret)})
+        assert r.is_error and "s3cret" not in text_of(r), text_of(r)
+
+
 def confirm_tags(tmp_path: Path) -> Path:
     """The shipped tags, with sqlite.create_table marked requires_confirmation."""
     d = tmp_path / "tags"

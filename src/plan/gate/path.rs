@@ -58,6 +58,13 @@ pub struct PathChecks {
     /// Lexically inside a root, but a symlink leads outside.
     #[serde(default = "crate::plan::gate::config::d::paths_checks_symlink_escape")]
     pub symlink_escape: Check,
+    /// A file read, written or deleted while an allowed root holds every
+    /// file (`/`), or every file of the user (the home directory or an
+    /// ancestor of it): where an MCP client starts the proxy in `/` or in
+    /// the home directory and sends no roots. Containment proves nothing
+    /// there; the shipped policy asks.
+    #[serde(default = "crate::plan::gate::config::d::paths_checks_broad_root")]
+    pub broad_root: Check,
     /// Too many symlinks to resolve (a loop).
     #[serde(default = "crate::plan::gate::config::d::paths_checks_unresolvable")]
     pub unresolvable: Check,
