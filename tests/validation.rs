@@ -342,6 +342,51 @@ fn duplicate_tool_names_across_files() {
     );
 }
 
+/// A bare MCP name (an alias such as `write_file`) that two servers share
+/// is not an error: a real catalog beside the shipped tags must load. The
+/// alias then names neither tool (a warning says so); a tool's full name
+/// keeps its name over another tool's alias.
+#[test]
+fn clashing_aliases_are_dropped_with_a_warning_full_names_win() {
+    let tools = r#"{"server": "dc", "tools": [
+        {"name": "write_file", "description": "Write a file", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+        {"name": "echo", "description": "Echo", "inputSchema": {"type": "object"}}]}"#;
+    let mut specs = toolgate::load::load_catalog(&Default::default()).unwrap();
+    specs.extend(toolgate::parse::tags::import_tools_json("dc.json", tools).unwrap());
+    let plan =
+        toolgate::compile::compile(&toolgate::load::load_policy(None).unwrap(), specs.clone())
+            .unwrap();
+    assert!(plan.tool("dc.write_file").is_some() && plan.tool("filesystem.write_file").is_some());
+    assert!(
+        plan.tool("write_file").is_none(),
+        "an alias of two tools names neither"
+    );
+    assert!(plan.tool("echo").is_none());
+    assert!(
+        plan.warnings.iter().any(|w| w.contains(
+            "`write_file` is an alias of both `filesystem.write_file` and `dc.write_file`"
+        )),
+        "{:?}",
+        plan.warnings
+    );
+    // A tool whose full name is `write_file` (an OpenAI tools array has no
+    // server prefix) takes the name from the shipped alias.
+    let bare = r#"[{"type": "function", "function": {"name": "write_file", "parameters": {"type": "object"}}}]"#;
+    let mut specs = toolgate::load::load_catalog(&Default::default()).unwrap();
+    specs.extend(toolgate::parse::tags::import_tools_json("oa.json", bare).unwrap());
+    let plan =
+        toolgate::compile::compile(&toolgate::load::load_policy(None).unwrap(), specs).unwrap();
+    let i = plan.tool_index("write_file").unwrap();
+    assert_eq!(plan.tools[i].name, "write_file");
+    assert!(
+        plan.warnings
+            .iter()
+            .any(|w| w.contains("so it is no longer an alias of `filesystem.write_file`")),
+        "{:?}",
+        plan.warnings
+    );
+}
+
 #[test]
 fn complexity_outside_the_declared_range() {
     let c = Case::new();

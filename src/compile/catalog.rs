@@ -508,6 +508,16 @@ pub(crate) enum UnitTools<'a> {
     Owned(UnitPart),
 }
 
+/// Where [`link`] first saw a tool name.
+struct Seen<'a> {
+    file: Option<&'a Arc<SourceFile>>,
+    offset: usize,
+    /// Seen as an alias (not as the tool's full name).
+    alias: bool,
+    /// The full name of the tool it names.
+    owner: &'a str,
+}
+
 /// Links compiled units into a catalog (`gate`: the `[gate]` configuration
 /// when it loads, for the gate's per-tool data).
 pub(crate) fn link<'a>(
@@ -522,9 +532,9 @@ pub(crate) fn link<'a>(
     let mut warnings = Vec::new();
     let mut by_name: NameMap<usize> = NameMap::default();
     by_name.reserve(n);
-    // name -> (file, byte offset) of its first declaration; rendered only on a clash
-    let mut first_seen: rustc_hash::FxHashMap<&str, (Option<&Arc<SourceFile>>, usize)> =
-        Default::default();
+    // name -> where it was first declared (file, byte offset; rendered only
+    // on a clash), whether as an alias, and the tool it names
+    let mut first_seen: rustc_hash::FxHashMap<&str, Seen<'_>> = Default::default();
     first_seen.reserve(n);
     let mut tools = Vec::with_capacity(n);
     let mut tool_files: Vec<String> = Vec::new();
@@ -552,7 +562,8 @@ pub(crate) fn link<'a>(
             }
             let idx = tools.len();
             let mut ok = true;
-            for n in std::iter::once(&t.name).chain(t.aliases.iter()) {
+            for (k, n) in std::iter::once(&t.name).chain(t.aliases.iter()).enumerate() {
+                let alias = k > 0;
                 if n.value.is_empty()
                     || n.value.chars().any(|c| c.is_control() || c.is_whitespace())
                 {
@@ -567,23 +578,63 @@ pub(crate) fn link<'a>(
                     ok = false;
                     continue;
                 }
-                if let Some((file, offset)) = first_seen.get(n.value.as_str()) {
-                    let prev = match file {
-                        Some(f) => {
-                            let (l, c) = f.line_col(*offset);
-                            format!("{}:{l}:{c}", f.name)
-                        }
-                        None => "declared inline".to_string(),
-                    };
-                    diags.push(t.diag(
-                        ErrorKind::DuplicateTool,
-                        n.span.clone(),
-                        format!("tool name `{}` is already used ({prev})", n.value),
-                    ));
-                    ok = false;
-                } else {
-                    first_seen.insert(n.value.as_str(), (t.file.as_ref(), n.span.start));
+                let Some(seen) = first_seen.get_mut(n.value.as_str()) else {
+                    first_seen.insert(
+                        n.value.as_str(),
+                        Seen {
+                            file: t.file.as_ref(),
+                            offset: n.span.start,
+                            alias,
+                            owner: t.name.value.as_str(),
+                        },
+                    );
                     by_name.insert(n.value.clone(), idx);
+                    continue;
+                };
+                // Two tools' full names clash: an error. An alias (a bare
+                // MCP name such as `write_file`) that clashes is dropped
+                // instead: a full name keeps it, two aliases lose it.
+                match (seen.alias, alias) {
+                    (false, false) => {
+                        let prev = match seen.file {
+                            Some(f) => {
+                                let (l, c) = f.line_col(seen.offset);
+                                format!("{}:{l}:{c}", f.name)
+                            }
+                            None => "declared inline".to_string(),
+                        };
+                        diags.push(t.diag(
+                            ErrorKind::DuplicateTool,
+                            n.span.clone(),
+                            format!("tool name `{}` is already used ({prev})", n.value),
+                        ));
+                        ok = false;
+                    }
+                    (false, true) => warnings.push(format!(
+                        "`{}` is the name of `{}`, so it is not an alias of `{}` (call that tool by its full name)",
+                        n.value, seen.owner, t.name.value
+                    )),
+                    (true, false) => {
+                        warnings.push(format!(
+                            "`{}` names the tool `{}`, so it is no longer an alias of `{}` (call that tool by its full name)",
+                            n.value, t.name.value, seen.owner
+                        ));
+                        *seen = Seen {
+                            file: t.file.as_ref(),
+                            offset: n.span.start,
+                            alias: false,
+                            owner: t.name.value.as_str(),
+                        };
+                        by_name.insert(n.value.clone(), idx);
+                    }
+                    (true, true) => {
+                        if by_name.remove(n.value.as_str()).is_some() {
+                            warnings.push(format!(
+                                "`{}` is an alias of both `{}` and `{}`, so it names neither (call them by their full names)",
+                                n.value, seen.owner, t.name.value
+                            ));
+                        }
+                    }
                 }
             }
             diags.extend(p.diags.iter().cloned());
