@@ -363,6 +363,12 @@ pub(crate) struct Timing {
     pub restart_max: Duration,
 }
 
+/// The shortest time between two re-listings of one server on its
+/// `notifications/tools/list_changed`: notifications that arrive sooner are
+/// coalesced into the next re-listing (a flood costs at most four tools/list
+/// requests and catalog compiles a second).
+pub(crate) const RELIST_MIN_INTERVAL: Duration = Duration::from_millis(250);
+
 /// How long a server must have run for its restart delay to reset.
 const HEALTHY_AFTER: Duration = Duration::from_secs(60);
 
@@ -549,6 +555,8 @@ pub(crate) async fn supervise(
                             let _ = events.send(Event::FirstAttemptDone(ds.index));
                         }
                         let up_since = Instant::now();
+                        let mut last_relist: Option<Instant> = None;
+                        let mut flood_warned = false;
                         let wait = running.waiting();
                         tokio::pin!(wait);
                         let reason = loop {
@@ -558,8 +566,23 @@ pub(crate) async fn supervise(
                                     Err(e) => format!("its connection task failed: {e}"),
                                 },
                                 Some(()) = relist_rx.recv() => {
+                                    // At most one re-listing per RELIST_MIN_INTERVAL:
+                                    // a server that floods the notification is
+                                    // re-listed (and the catalog recompiled) at
+                                    // that rate, not at its own.
+                                    if let Some(last) = last_relist {
+                                        let wait = RELIST_MIN_INTERVAL.saturating_sub(last.elapsed());
+                                        if !wait.is_zero() {
+                                            if !flood_warned {
+                                                flood_warned = true;
+                                                tracing::warn!(server = %name, "the server sends notifications/tools/list_changed faster than every {} ms: re-listed at most that often", RELIST_MIN_INTERVAL.as_millis());
+                                            }
+                                            tokio::time::sleep(wait).await;
+                                        }
+                                    }
                                     // coalesce a burst of notifications
                                     while relist_rx.try_recv().is_ok() {}
+                                    last_relist = Some(Instant::now());
                                     match list_tools(&name, &peer, timing.start_timeout).await {
                                         Ok(listing) => {
                                             tracing::info!(server = %name, tools = listing.tools.len(), withheld = listing.invalid.len(), "re-listed");

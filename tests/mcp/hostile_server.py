@@ -10,6 +10,8 @@ names:
                    serde_json's 128-level recursion limit
 - `numbers`:       no hostile tool; `t_num` instead, with an integer `n` and
                    an untyped `x`, which echoes its arguments' JSON text
+- `storm`:         no hostile tool; once initialized, it sends
+                   `notifications/tools/list_changed` every millisecond
 
 Each start appends the process id to the file named by the third argument
 (if given), so that a test can count restarts."""
@@ -17,6 +19,8 @@ Each start appends the process id to the file named by the third argument
 import json
 import os
 import sys
+import threading
+import time
 
 MODE = sys.argv[1]
 DEPTH = int(sys.argv[2]) if len(sys.argv) > 2 else 140
@@ -44,7 +48,9 @@ def bad_schema():
     raise SystemExit(f"unknown mode {MODE}")
 
 
-if MODE == "numbers":
+if MODE == "storm":
+    BAD = None
+elif MODE == "numbers":
     BAD = {
         "name": "t_num",
         "description": "Echoes a number",
@@ -54,14 +60,28 @@ else:
     BAD = {"name": "t_bad", "description": "Reports the weather forecast, badly", "inputSchema": bad_schema()}
 
 
+LOCK = threading.Lock()
+
+
+def send(msg):
+    with LOCK:
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
+
+
 def reply(id_, result=None, error=None):
     msg = {"jsonrpc": "2.0", "id": id_}
     if error is not None:
         msg["error"] = error
     else:
         msg["result"] = result
-    sys.stdout.write(json.dumps(msg) + "\n")
-    sys.stdout.flush()
+    send(msg)
+
+
+def storm():
+    while True:
+        time.sleep(0.001)
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 
 
 sys.setrecursionlimit(10000)
@@ -71,6 +91,8 @@ for line in sys.stdin:
     msg = json.loads(line)
     method, id_ = msg.get("method"), msg.get("id")
     if id_ is None:
+        if MODE == "storm" and method == "notifications/initialized":
+            threading.Thread(target=storm, daemon=True).start()
         continue  # notifications
     if method == "initialize":
         reply(id_, {
@@ -79,7 +101,7 @@ for line in sys.stdin:
             "serverInfo": {"name": "hostile", "version": "1"},
         })
     elif method == "tools/list":
-        reply(id_, {"tools": [OK, BAD]})
+        reply(id_, {"tools": [OK] + ([BAD] if BAD else [])})
     elif method == "tools/call":
         name = msg["params"]["name"]
         if name == "t_num":

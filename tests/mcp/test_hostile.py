@@ -114,3 +114,24 @@ async def test_integers_beyond_64_bits_are_refused_not_rounded(tmp_path):
         # through the call-through tool as well
         r = await p.call("toolgate__call_tool", {"name": "hostile__t_num", "arguments": {"n": -9223372036854775810}})
         assert r.is_error and "beyond the 64-bit range" in text_of(r), text_of(r)
+
+
+async def test_a_list_changed_flood_is_relisted_at_a_bounded_rate(tmp_path):
+    """A server that sends notifications/tools/list_changed every millisecond
+    is re-listed (and the catalog recompiled) at most every 250 ms, with one
+    warning, and keeps serving."""
+    starts = tmp_path / "starts"
+    async with proxy(tmp_path, "--server", stub("storm", starts)) as p:
+        ok = await p.call("hostile__t_ok", {"city": "Oslo"})
+        assert text_of(ok) == "t_ok called for Oslo", text_of(ok)
+        t0 = time.monotonic()
+        await anyio.sleep(3.0)
+        ok = await p.call("hostile__t_ok", {"city": "Rome"})
+        assert text_of(ok) == "t_ok called for Rome", text_of(ok)
+        elapsed = time.monotonic() - t0
+    log = p.log.read_text()
+    relisted = log.count("re-listed")
+    # before the bound: hundreds a second (7,873 in 12 s in one run)
+    assert 1 <= relisted <= elapsed / 0.25 + 4, (relisted, elapsed, log[-2000:])
+    assert log.count("faster than every 250 ms") == 1, log[-2000:]
+    assert len(starts.read_text().split()) == 1, starts.read_text()
