@@ -386,20 +386,7 @@ impl ProxySession {
         // arguments hold rounded floats, so the call would not carry the
         // values sent (fail closed; see gate::numbers).
         if let Some(inexact) = context.extensions.get::<super::stdio::InexactArguments>() {
-            let listed = crate::gate::schema::capped_list(
-                inexact.0.iter().map(|x| {
-                    format!(
-                        "`{}` = {}",
-                        crate::gate::schema::display_ptr(&x.path),
-                        crate::gate::schema::excerpt(&Value::String(x.literal.clone()))
-                            .trim_matches('"')
-                    )
-                }),
-                inexact.0.len(),
-            );
-            let msg = format!(
-                "the arguments of `{called}` hold integers beyond the 64-bit range, which would not reach the tool exactly: {listed}. Send integers between -9223372036854775808 and 18446744073709551615 (or the value as a string, if the parameter accepts strings); the call was not made"
-            );
+            let msg = inexact_refusal(&called, &inexact.0);
             facts.decision = "deny";
             return (CallEnd::refused(Outcome::Denied, msg), facts);
         }
@@ -627,4 +614,26 @@ impl ProxySession {
         });
         end.response
     }
+}
+
+/// The refusal of a call whose arguments' text holds integers beyond the
+/// 64-bit range (`found`, from [`crate::gate::numbers::inexact_integers`]):
+/// they would reach the tool rounded.
+pub(crate) fn inexact_refusal(
+    called: &str,
+    found: &[crate::gate::numbers::InexactInteger],
+) -> String {
+    let listed = crate::gate::schema::capped_list(
+        found.iter().map(|x| {
+            format!(
+                "`{}` = {}",
+                crate::gate::schema::display_ptr(&x.path),
+                crate::gate::schema::excerpt(&Value::String(x.literal.clone())).trim_matches('"')
+            )
+        }),
+        found.len(),
+    );
+    format!(
+        "the arguments of `{called}` hold integers beyond the 64-bit range, which would not reach the tool exactly: {listed}. Send integers between -9223372036854775808 and 18446744073709551615 (or the value as a string, if the parameter accepts strings); the call was not made"
+    )
 }

@@ -410,7 +410,15 @@ impl ProxySession {
             Some(Value::Object(o)) => o.clone(),
             // a JSON object sent as a string (some clients do)
             Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-                Ok(Value::Object(o)) => o,
+                Ok(Value::Object(o)) => {
+                    // Integers beyond 64 bits in the string were parsed
+                    // rounded: refused, as in a direct call's text.
+                    let found = crate::gate::numbers::inexact_integers(s);
+                    if !found.is_empty() {
+                        return Ok(tool_error(super::call::inexact_refusal(name, &found)));
+                    }
+                    o
+                }
                 _ => {
                     return Ok(tool_error(format!(
                         "{via}: `arguments` must be an object of the tool's arguments, found a string that is not one"

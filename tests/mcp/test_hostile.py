@@ -114,6 +114,13 @@ async def test_integers_beyond_64_bits_are_refused_not_rounded(tmp_path):
         # through the call-through tool as well
         r = await p.call("toolgate__call_tool", {"name": "hostile__t_num", "arguments": {"n": -9223372036854775810}})
         assert r.is_error and "beyond the 64-bit range" in text_of(r), text_of(r)
+        # ... also with `arguments` sent as a JSON string, nested in an object
+        text = '{"x": {"k": 18446744073709551617}}'
+        r = await p.call("toolgate__call_tool", {"name": "hostile__t_num", "arguments": text})
+        assert r.is_error and "`x/k` = 18446744073709551617" in text_of(r), text_of(r)
+        # ... and a string form within range still goes through
+        r = await p.call("toolgate__call_tool", {"name": "hostile__t_num", "arguments": '{"x": {"k": 7}}'})
+        assert not r.is_error and json.loads(text_of(r)) == {"x": {"k": 7}}, text_of(r)
 
 
 async def test_a_list_changed_flood_is_relisted_at_a_bounded_rate(tmp_path):
