@@ -5,7 +5,10 @@
 //!
 //! The first time the proxy lists a tool it records a SHA-256 of its
 //! definition — the description and the `inputSchema`, as canonical JSON
-//! (object keys sorted) — under the tool's catalog name (`server.tool`). The
+//! (object keys sorted), with the items of each comma-separated list in the
+//! description sorted (some servers list their allowed commands in a
+//! different order at every start: mcp-shell-server) — under the tool's
+//! catalog name (`server.tool`). The
 //! pins live in a JSON file (by default next to the audit file, see
 //! [`crate::mcp::ProxyConfig::pins`]), so a change is caught across restarts
 //! too; without a file they live as long as the proxy:
@@ -37,7 +40,20 @@ pub struct Pin {
     /// The description pinned (for people reading the file).
     #[serde(default)]
     pub description: String,
+    /// How `sha256` was computed: 1 (absent in older files) over the
+    /// description as listed; 2 with its comma-separated lists sorted
+    /// ([`definition_hash`]). A scheme-1 pin that still matches is
+    /// rewritten as scheme 2 when seen.
+    #[serde(default = "scheme_1")]
+    pub scheme: u32,
 }
+
+fn scheme_1() -> u32 {
+    1
+}
+
+/// The scheme of the hashes [`definition_hash`] computes (see [`Pin::scheme`]).
+pub const SCHEME: u32 = 2;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct PinFile {
@@ -108,8 +124,17 @@ fn canonical(v: &Value, out: &mut String) {
 }
 
 /// SHA-256 (hex) of a tool definition: canonical JSON of
-/// `{"description": ..., "inputSchema": ...}` (a missing description is `""`).
+/// `{"description": ..., "inputSchema": ...}` (a missing description is
+/// `""`), with the description's comma-separated lists sorted
+/// ([`sort_lists`]): the same items in another order are the same
+/// definition.
 pub fn definition_hash(description: &str, input_schema: &Value) -> String {
+    exact_definition_hash(&sort_lists(description), input_schema)
+}
+
+/// The hash of scheme 1 (the description as listed), to recognise pins
+/// written before [`SCHEME`] 2.
+pub fn exact_definition_hash(description: &str, input_schema: &Value) -> String {
     let mut text = String::new();
     canonical(
         &serde_json::json!({"description": description, "inputSchema": input_schema}),
@@ -117,6 +142,43 @@ pub fn definition_hash(description: &str, input_schema: &Value) -> String {
     );
     let digest = Sha256::digest(text.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `text` with the items of every comma-separated list sorted: in each line
+/// holding at least three comma-separated items, the items (trimmed; a
+/// first item's lead-in up to its last `:` stays in front) are sorted and
+/// joined with ", ". Other lines are unchanged.
+///
+/// `Allowed commands: ls, cat, rm` and `Allowed commands: rm, ls, cat` give
+/// the same text; a change of any item, or of the text around the list,
+/// does not.
+pub fn sort_lists(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (k, line) in text.split('\n').enumerate() {
+        if k > 0 {
+            out.push('\n');
+        }
+        let mut items: Vec<&str> = line.split(',').map(str::trim).collect();
+        if items.len() < 3 {
+            out.push_str(line);
+            continue;
+        }
+        let lead = match items[0].rfind(':') {
+            Some(c) => {
+                let (lead, first) = items[0].split_at(c + 1);
+                items[0] = first.trim();
+                lead
+            }
+            None => "",
+        };
+        items.sort_unstable();
+        out.push_str(lead);
+        if !lead.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&items.join(", "));
+    }
+    out
 }
 
 fn unix_now() -> f64 {
@@ -170,9 +232,26 @@ impl PinStore {
     }
 
     /// Compares a listed definition with the pin of `name`, pinning it when
-    /// the tool is new.
-    pub fn observe(&self, name: &str, hash: &str, description: &str) -> Observation {
+    /// the tool is new. `exact` gives the definition's scheme-1 hash
+    /// ([`exact_definition_hash`]), asked for only when the pin is of
+    /// scheme 1: when it matches, the pin is rewritten with `hash`.
+    pub fn observe(
+        &self,
+        name: &str,
+        hash: &str,
+        description: &str,
+        exact: impl FnOnce() -> String,
+    ) -> Observation {
         let mut st = self.lock();
+        if let Some(p) = st.file.tools.get_mut(name)
+            && p.scheme < SCHEME
+            && p.sha256 != hash
+            && p.sha256 == exact()
+        {
+            p.sha256 = hash.to_string();
+            p.scheme = SCHEME;
+            self.save(&st);
+        }
         match st.file.tools.get(name) {
             None => {
                 st.file.tools.insert(
@@ -181,6 +260,7 @@ impl PinStore {
                         sha256: hash.to_string(),
                         pinned_at: unix_now(),
                         description: description.to_string(),
+                        scheme: SCHEME,
                     },
                 );
                 st.reported.remove(name);
@@ -228,6 +308,7 @@ impl PinStore {
                 sha256: hash.to_string(),
                 pinned_at: unix_now(),
                 description: description.to_string(),
+                scheme: SCHEME,
             },
         );
         st.reported.remove(name);
@@ -273,27 +354,112 @@ mod tests {
         assert_eq!(definition_hash("d", &a).len(), 64);
     }
 
+    /// The scheme-1 hash is not needed for scheme-2 pins.
+    fn no_exact() -> String {
+        panic!("a scheme-2 pin never asks for the scheme-1 hash")
+    }
+
+    #[test]
+    fn reordered_lists_are_the_same_definition_anything_else_is_not() {
+        let s = json!({"type": "object"});
+        let h = |d: &str| definition_hash(d, &s);
+        // mcp-shell-server 1.1.14, two starts
+        let a = "Execute a shell command\nAllowed commands: curl, grep, touch, mkdir, wc, rm";
+        let b = "Execute a shell command\nAllowed commands: rm, wc, mkdir, grep, curl, touch";
+        assert_eq!(h(a), h(b));
+        assert_eq!(sort_lists(a), sort_lists(b));
+        assert_eq!(
+            sort_lists(a).lines().nth(1),
+            Some("Allowed commands: curl, grep, mkdir, rm, touch, wc")
+        );
+        // an item added, changed or removed, or the lead-in changed: another definition
+        for other in [
+            "Execute a shell command\nAllowed commands: curl, grep, touch, mkdir, wc, rm, sh",
+            "Execute a shell command\nAllowed commands: curl, grep, touch, mkdir, wc, rn",
+            "Execute a shell command\nAllowed commands: curl, grep, touch, mkdir, wc",
+            "Execute a shell command\nForbidden commands: curl, grep, touch, mkdir, wc, rm",
+            "Execute any shell command\nAllowed commands: curl, grep, touch, mkdir, wc, rm",
+        ] {
+            assert_ne!(h(a), h(other), "{other}");
+        }
+        // items moved between lines are not the same
+        assert_ne!(h("a, b, c\nd, e, f"), h("a, b, d\nc, e, f"));
+        // fewer than three items: as written
+        assert_eq!(sort_lists("b, a"), "b, a");
+        assert_ne!(h("Reads a, then b"), h("Reads b, then a"));
+    }
+
+    #[test]
+    fn scheme_1_pins_are_upgraded_when_they_still_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("pins.json");
+        let schema = json!({"type": "object"});
+        let listed = "Allowed commands: rm, ls, cat";
+        let v1 = exact_definition_hash(listed, &schema);
+        // a pin file of an earlier version: no `scheme`
+        std::fs::write(
+            &p,
+            format!(
+                r#"{{"version": 1, "tools": {{"s.x": {{"sha256": "{v1}", "pinned_at": 1.0}}}}}}"#
+            ),
+        )
+        .unwrap();
+        let s = PinStore::open(&p).unwrap();
+        let v2 = definition_hash(listed, &schema);
+        assert_ne!(v1, v2);
+        assert_eq!(
+            s.observe("s.x", &v2, listed, || v1.clone()),
+            Observation::Same
+        );
+        let pin = PinStore::open(&p).unwrap().pin("s.x").unwrap();
+        assert_eq!((pin.sha256.as_str(), pin.scheme), (v2.as_str(), SCHEME));
+        // now the same list in another order is the same definition
+        let again = definition_hash("Allowed commands: cat, rm, ls", &schema);
+        assert_eq!(
+            s.observe("s.x", &again, listed, no_exact),
+            Observation::Same
+        );
+        // a scheme-1 pin that does not match is a change, as before
+        std::fs::write(
+            &p,
+            format!(
+                r#"{{"version": 1, "tools": {{"s.x": {{"sha256": "{v1}", "pinned_at": 1.0}}}}}}"#
+            ),
+        )
+        .unwrap();
+        let s = PinStore::open(&p).unwrap();
+        let other = definition_hash("Allowed commands: rm, ls, sh", &schema);
+        let exact = exact_definition_hash("Allowed commands: rm, ls, sh", &schema);
+        assert!(matches!(
+            s.observe("s.x", &other, "x", || exact),
+            Observation::Changed { .. }
+        ));
+    }
+
     #[test]
     fn observes_pins_changes_and_persists() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("pins.json");
         let s = PinStore::open(&p).unwrap();
-        assert_eq!(s.observe("a.t", "h1", "first"), Observation::New);
-        assert_eq!(s.observe("a.t", "h1", "first"), Observation::Same);
+        assert_eq!(s.observe("a.t", "h1", "first", no_exact), Observation::New);
+        assert_eq!(s.observe("a.t", "h1", "first", no_exact), Observation::Same);
         assert!(s.trusted("a.t", "h1"));
         assert_eq!(
-            s.observe("a.t", "h2", "second"),
+            s.observe("a.t", "h2", "second", no_exact),
             Observation::Changed {
                 pinned: "h1".into()
             }
         );
-        assert_eq!(s.observe("a.t", "h2", "second"), Observation::StillChanged);
+        assert_eq!(
+            s.observe("a.t", "h2", "second", no_exact),
+            Observation::StillChanged
+        );
         assert!(!s.trusted("a.t", "h2"));
         // a restart keeps the pin and sees the change again
         let s2 = PinStore::open(&p).unwrap();
         assert!(s2.trusted("a.t", "h1"));
         assert!(matches!(
-            s2.observe("a.t", "h2", "second"),
+            s2.observe("a.t", "h2", "second", no_exact),
             Observation::Changed { .. }
         ));
         s2.accept("a.t", "h2", "second");

@@ -380,7 +380,12 @@ impl Inner {
         for i in 0..c.tools.len() {
             let name = c.catalog_name(i);
             let desc = c.tools[i].description.as_deref().unwrap_or_default();
-            let obs = self.pins.observe(name, &c.hashes[i], desc);
+            let obs = self.pins.observe(name, &c.hashes[i], desc, || {
+                super::pins::exact_definition_hash(
+                    desc,
+                    &serde_json::Value::Object((*c.tools[i].input_schema).clone()),
+                )
+            });
             let Observation::Changed { pinned } = obs else {
                 continue;
             };

@@ -497,6 +497,34 @@ def shell_config(tmp_path: Path) -> Path:
     return config
 
 
+async def test_a_server_that_reorders_its_description_lists_keeps_its_pin(tmp_path):
+    """mcp-shell-server lists its allowed commands in Python set order, which
+    changes with every process: the pin (kept across restarts beside the
+    audit file) must not take that for a changed definition."""
+    def config(seed: str) -> Path:
+        c = tmp_path / f"shell-{seed}.toml"
+        c.write_text(textwrap.dedent(f"""
+            [[server]]
+            name = "shell"
+            command = "{server_bin(VENV1, 'mcp-shell-server')}"
+            env = {{ ALLOW_COMMANDS = "echo,ls,cat,rm,git,curl,sh,find,grep,wc,head,tail", PYTHONHASHSEED = "{seed}" }}
+        """))
+        return c
+
+    audit = tmp_path / "audit.jsonl"
+    descriptions = []
+    for seed in ("1", "2", "3"):
+        async with proxy(tmp_path, "--config", str(config(seed)), "--audit", str(audit)) as p:
+            r = await p.call("shell.shell_execute", {"command": ["echo", "pinned"]})
+            assert not r.is_error and "pinned" in text_of(r), text_of(r)
+            found = await p.call("toolgate__find_tools", {"query": "run a shell command"})
+            tools = (found.structured_content or {}).get("tools", [])
+            descriptions += [t["description"] for t in tools if t["name"] == "shell__shell_execute"]
+        assert "changed since it was pinned" not in p.log.read_text(), p.log.read_text()[-2000:]
+    # the three starts did list the commands in different orders
+    assert len(set(descriptions)) > 1, descriptions
+
+
 async def test_shell_call_through_the_proxy_matches_the_direct_call(tmp_path):
     args = {"command": ["echo", "hello from the shell"]}
     async with direct(server_bin(VENV1, "mcp-shell-server"),
