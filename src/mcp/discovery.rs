@@ -262,9 +262,16 @@ pub fn search(
 ) -> (CallToolResult, Vec<Match>) {
     context.user_intent_keywords = cat.plan.analyzer.extract(query);
     let act = cat.plan.evaluate(&context, usage, now);
-    let matches = best_matches(&act, limit, keep);
-    let best = act.tools.iter().map(|t| t.score).fold(0.0, f64::max);
-    let result = find_result(
+    let matches = best_matches(&act, limit, &keep);
+    // The best score among the tools the search may return: a withheld
+    // tool's score would say "matches" of a tool that is not offered.
+    let best = act
+        .tools
+        .iter()
+        .filter(|t| keep(t.tool))
+        .map(|t| t.score)
+        .fold(0.0, f64::max);
+    let mut result = find_result(
         cat,
         &matches,
         query,
@@ -272,7 +279,44 @@ pub fn search(
         act.effective_threshold,
         call_tool,
     );
+    // Tools that match but are withheld (their definition changed since it
+    // was pinned): named, so that the model knows why they are missing.
+    let withheld = best_matches(&act, limit, |i| !keep(i));
+    if !withheld.is_empty() {
+        let names = crate::gate::schema::capped_list(
+            withheld
+                .iter()
+                .map(|m| format!("`{}`", cat.tools[m.tool].name)),
+            withheld.len(),
+        );
+        let what = match cat.discovery.on_definition_change {
+            crate::parse::discovery::DefinitionChange::Deny => {
+                "they are not offered while their definition differs from the one first seen (a call is refused)"
+            }
+            _ => {
+                "their definition changed since it was first seen; calling one asks the user to confirm the new definition"
+            }
+        };
+        append_text(
+            &mut result,
+            &format!("Also matching, but withheld: {names}: {what}."),
+        );
+    }
     (result, matches)
+}
+
+/// Appends `note` as a paragraph of `result`'s text.
+pub(crate) fn append_text(result: &mut CallToolResult, note: &str) {
+    let text = result.content.iter_mut().find_map(|c| match c {
+        ContentBlock::Text(t) => Some(t),
+        _ => None,
+    });
+    if let Some(t) = text {
+        t.text.push_str("\n\n");
+        t.text.push_str(note);
+    } else {
+        result.content.push(ContentBlock::text(note.to_string()));
+    }
 }
 
 /// Reads `limit`: a positive integer (an integral number or a numeric string
@@ -332,7 +376,7 @@ impl ProxySession {
             .call_tool
             .enabled
             .then_some(inner.config.call_tool.name.as_str());
-        let (result, matches, announce) = {
+        let (mut result, matches, announce) = {
             let mut st = lock(&self.session.state);
             // The query is the session's user message: its keywords replace
             // the intent keywords; the rest of the context (stage, language,
@@ -367,6 +411,23 @@ impl ProxySession {
             st.announced = Some(names);
             (result, matches, announce)
         };
+        // Servers whose tools are not in the catalog now (starting, down):
+        // said, so that a no-match is not read as "no such tool".
+        let down: Vec<String> = inner
+            .servers
+            .iter()
+            .filter(|s| !matches!(s.status(), super::downstream::Status::Up { .. }))
+            .map(|s| s.unavailable_message())
+            .collect();
+        if !down.is_empty() {
+            append_text(
+                &mut result,
+                &format!(
+                    "Not every server is up, so their tools may be missing from this search: {}.",
+                    down.join("; ")
+                ),
+            );
+        }
         if announce
             && inner.config.list_changed
             && let Err(e) = context.peer.notify_tool_list_changed().await

@@ -300,3 +300,21 @@ async def test_name_collisions_are_resolved_with_a_warning(tmp_path):
             r = await p.call(n, {"source_timezone": "UTC", "time": "12:00", "target_timezone": "UTC"})
             assert not r.is_error, text_of(r)
     assert "all map to the client name `convert_time`" in p.log.read_text()
+
+
+async def test_find_tools_names_withheld_matches_and_servers_that_are_down(tmp_path):
+    """A no-match answer must not send the model off to rephrase when the
+    tool it needs is withheld (changed definition) or its server is down."""
+    pins = tmp_path / "pins.json"
+    # a pin that the time server's get_current_time does not match
+    pins.write_text(json.dumps({"version": 1, "tools": {"time.get_current_time": {
+        "sha256": "0" * 64, "pinned_at": 1.0, "description": "old", "scheme": 2}}}))
+    async with proxy(tmp_path, "--server", time_server(), "--server", "wh=python3 -c pass",
+                     "--pins", str(pins)) as p:
+        r = await p.call("toolgate__find_tools", {"query": "what is the current time"})
+        t = text_of(r)
+        assert "Also matching, but withheld: `time__get_current_time`" in t, t
+        assert "asks the user to confirm" in t, t
+        assert "server `wh`" in t and "may be missing" in t, t
+        names = [x["name"] for x in (r.structured_content or {}).get("tools", [])]
+        assert "time__get_current_time" not in names, names
