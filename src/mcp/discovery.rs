@@ -395,13 +395,17 @@ impl ProxySession {
                 |i| !inner.is_withheld(&st, &cat, i),
                 call_tool,
             );
-            st.set_found(
-                matches
-                    .iter()
-                    .map(|m| cat.catalog_name(m.tool).to_string())
-                    .collect(),
-                now,
-            );
+            // A search that finds nothing leaves the found set as it was:
+            // the tools in use do not vanish from the list.
+            if !matches.is_empty() {
+                st.set_found(
+                    matches
+                        .iter()
+                        .map(|m| cat.catalog_name(m.tool).to_string())
+                        .collect(),
+                    now,
+                );
+            }
             // Announce now, before the result: a client that lists as soon as
             // it has the result (some SDKs do, for the output schema) must
             // still get the notification.

@@ -108,16 +108,28 @@ impl SessionState {
     }
 
     /// Records a forwarded call of `tool` (catalog name) at `now`: usage,
-    /// recency, and the found tools' expiry clocks.
+    /// recency, and the found tools' expiry clocks. A called tool joins the
+    /// found set (the model uses it, so it stays listed until the policy's
+    /// expiry moves it out), whether it was found, listed by the policy, or
+    /// called by name.
     pub fn record_call(&mut self, tool: &str, now: f64, window: usize) {
         self.session.record_call(tool, now, window);
+        let mut seen = false;
         for f in &mut self.found {
             if f.tool == tool {
                 f.since = now;
                 f.calls = 0;
+                seen = true;
             } else {
                 f.calls += 1;
             }
+        }
+        if !seen {
+            self.found.push(Found {
+                tool: tool.to_string(),
+                since: now,
+                calls: 0,
+            });
         }
     }
 
@@ -202,15 +214,17 @@ mod tests {
             ..Default::default()
         };
         st.set_found(vec!["a.x".into(), "a.y".into()], 0.0);
-        st.record_call("a.z", 1.0, 5);
+        st.record_call("a.z", 1.0, 5); // a.z, called, joins the found set
         assert!(!st.expire(&by_calls, 1.5), "one call of another tool");
+        let names = |st: &SessionState| st.found.iter().map(|f| f.tool.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&st), ["a.x", "a.y", "a.z"]);
         st.record_call("a.x", 2.0, 5); // a.x used: its count restarts
         assert!(st.expire(&by_calls, 2.5), "a.y: two calls of other tools");
-        assert_eq!(st.found.len(), 1);
+        assert_eq!(names(&st), ["a.x", "a.z"]);
         st.record_call("a.z", 3.0, 5);
         st.record_call("a.z", 4.0, 5);
         assert!(st.expire(&by_calls, 5.0));
-        assert_eq!(st.found.len(), 0, "a.x after two calls since it was used");
+        assert_eq!(names(&st), ["a.z"], "a.x after two calls since it was used");
         assert!(!st.expire(&DiscoveryParams::default(), 1e9));
     }
 

@@ -94,21 +94,34 @@ async def test_find_tools_lists_the_match_which_is_then_callable(tmp_path, db):
     assert (call["tool"], call["name"], call["outcome"]) == ("sqlite.list_tables", "sqlite__list_tables", "ok")
 
 
-async def test_a_query_that_matches_nothing_says_so_and_lists_nothing(tmp_path, db):
+async def test_a_query_that_matches_nothing_says_so_and_keeps_the_list(tmp_path, db):
     async with proxy(tmp_path, "--server", time_server(), "--server", sqlite_server(db),
                      "--debounce-ms", "20") as p:
         r = await p.call("toolgate__find_tools", {"query": QUESTION})
         await p.notes.wait_list_changed(1)
-        assert "sqlite__list_tables" in await p.names()
+        listed = await p.names()
+        assert "sqlite__list_tables" in listed
         r = await p.call("toolgate__find_tools", {"query": "bake a chocolate cake for grandma"})
         assert not r.is_error
         assert r.structured_content == {"tools": []}
         assert "No tool matches" in text_of(r) and "threshold" in text_of(r)
-        # a later search replaces the found set: nothing is listed any more
-        await p.notes.wait_list_changed(2)
-        assert await p.names() == META
+        # a search that finds nothing does not take the tools in use away
+        await anyio.sleep(0.3)
+        assert await p.names() == listed
+        assert p.notes.list_changed == 1, "no list_changed: the list did not move"
         bad = await p.call("toolgate__find_tools", {"limit": 2})
         assert bad.is_error and "query" in text_of(bad)
+
+
+async def test_a_called_tool_joins_the_list(tmp_path, db):
+    """A client that calls a tool by name (it knew it, or found it through
+    toolgate__call_tool) then sees it listed: the proxy learns from calls."""
+    async with proxy(tmp_path, "--server", sqlite_server(db), "--debounce-ms", "20") as p:
+        assert "sqlite__list_tables" not in await p.names()
+        r = await p.call("toolgate__call_tool", {"name": "sqlite__list_tables", "arguments": {}})
+        assert not r.is_error and "users" in text_of(r), text_of(r)
+        await p.notes.wait_list_changed(1)
+        assert "sqlite__list_tables" in await p.names()
 
 
 async def test_call_tool_reaches_a_tool_that_is_not_listed(tmp_path, db):
@@ -279,11 +292,13 @@ async def test_intent_from_calls_is_a_policy_switch(tmp_path, db):
         policy.write_text(text.replace("intent_from_calls = false", f"intent_from_calls = {str(on).lower()}", 1))
         async with proxy(tmp_path, "--server", time_server(), "--server", sqlite_server(db),
                          "--policy", str(policy)) as p:
-            r = await p.call("time__convert_time", {"source_timezone": "Europe/Paris",
-                                                    "time": "14:00", "target_timezone": "Asia/Tokyo"})
+            q = "SELECT name FROM users -- to convert the time between time zones"
+            r = await p.call("sqlite__read_query", {"query": q})
             assert not r.is_error, text_of(r)
             names = await p.names()
-        # the call's strings (time zones) feed the keywords only when the policy says so
+        # the called tool joins the list either way; the call's strings feed
+        # the keywords, and so bring the time tool, only when the policy says so
+        assert "sqlite__read_query" in names, (on, names)
         assert ("time__convert_time" in names) == on, (on, names)
 
 
