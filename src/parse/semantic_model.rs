@@ -62,7 +62,9 @@ impl SemanticModel {
     /// A message (for a diagnostic at the policy's `model` key) when the
     /// files are not a Model2Vec model this matcher can run: a
     /// `model.safetensors` without a 2-D `embeddings` tensor, a tokenizer
-    /// that is not WordPiece or whose token ids reach past the table's rows,
+    /// that is not the BERT WordPiece pipeline (normalizer, pre-tokenizer,
+    /// `max_input_chars_per_word` up to [`MAX_INPUT_CHARS_PER_WORD`]) or whose
+    /// token ids reach past the table's rows,
     /// a `mapping` tensor (vocabulary quantisation, not supported), or a
     /// build without the cargo feature `semantic`.
     pub fn load(files: ModelFiles<'_>) -> Result<Arc<SemanticModel>, String> {
@@ -112,13 +114,18 @@ impl SemanticModel {
     }
 
     /// Adds `weight` times the unit vector of `text` to `out` (`dim` floats);
-    /// a text with no known token adds nothing. At most 512 tokens are read.
+    /// a text with no known token adds nothing. At most the first
+    /// [`MAX_EMBED_CHARS`] characters and 512 tokens are read.
     pub fn add_embedding(&self, text: &str, weight: f32, out: &mut [f32]) {
         #[cfg(feature = "semantic")]
         {
             if text.trim().is_empty() || weight == 0.0 {
                 return;
             }
+            let text = text
+                .char_indices()
+                .nth(MAX_EMBED_CHARS)
+                .map_or(text, |(i, _)| &text[..i]);
             let v = self.inner.encode_single(text);
             for (o, x) in out.iter_mut().zip(v) {
                 if x.is_finite() {
@@ -133,8 +140,117 @@ impl SemanticModel {
     }
 }
 
+/// The largest `model.max_input_chars_per_word` a tokenizer may declare: 100,
+/// BERT's value. A longer word is one unknown token; a larger bound would
+/// make WordPiece's greedy longest-match cost grow with the square of a
+/// word's length.
+pub const MAX_INPUT_CHARS_PER_WORD: u64 = 100;
+
+/// The most characters of one text [`SemanticModel::add_embedding`] reads:
+/// 8,192. model2vec-rs reads at most 512 tokens, and cuts the text at 512 ×
+/// the vocabulary's median token length, a number the model file chooses;
+/// this bound does not depend on the model.
+pub const MAX_EMBED_CHARS: usize = 8192;
+
+/// Requires the tokenizer to be exactly the BERT pipeline model2vec-rs runs
+/// with its own WordPiece (`fast_wordpiece`, linear in the text): model
+/// `WordPiece`, normalizer `BertNormalizer`, pre-tokenizer
+/// `BertPreTokenizer`, the fields that path reads present, and added tokens
+/// it can match (non-empty, in the vocabulary, no duplicates, no
+/// `normalized` / `single_word` / `lstrip` / `rstrip`). Any other tokenizer
+/// would make model2vec-rs fall back to the `tokenizers` crate, whose
+/// WordPiece, pre-tokenizers and regexes a hostile file can make take
+/// seconds to minutes per text (attack report 2, item 7).
+#[cfg(feature = "semantic")]
+fn check_bert_pipeline(dir: &str, tok: &serde_json::Value) -> Result<(), String> {
+    let at = |what: &str| format!("{dir}/tokenizer.json: {what}");
+    let ty = |v: Option<&serde_json::Value>| {
+        v.and_then(|v| v.get("type"))
+            .and_then(|t| t.as_str())
+            .map(str::to_string)
+    };
+    let model = tok.get("model");
+    if ty(model).as_deref() != Some("WordPiece") {
+        return Err(at("the tokenizer must be WordPiece (`model.type`)"));
+    }
+    let normalizer = tok.get("normalizer");
+    if ty(normalizer).as_deref() != Some("BertNormalizer") {
+        return Err(at(&format!(
+            "the normalizer must be `BertNormalizer`, found {} (only the BERT pipeline is run)",
+            ty(normalizer).map_or("none".to_string(), |t| format!("`{t}`"))
+        )));
+    }
+    let pre = tok.get("pre_tokenizer");
+    if ty(pre).as_deref() != Some("BertPreTokenizer") {
+        return Err(at(&format!(
+            "the pre-tokenizer must be `BertPreTokenizer`, found {} (only the BERT pipeline is run)",
+            ty(pre).map_or("none".to_string(), |t| format!("`{t}`"))
+        )));
+    }
+    for key in ["lowercase", "clean_text", "handle_chinese_chars"] {
+        if !normalizer
+            .and_then(|n| n.get(key))
+            .is_some_and(serde_json::Value::is_boolean)
+        {
+            return Err(at(&format!("`normalizer.{key}` must be true or false")));
+        }
+    }
+    if !model
+        .and_then(|m| m.get("continuing_subword_prefix"))
+        .is_some_and(serde_json::Value::is_string)
+    {
+        return Err(at("`model.continuing_subword_prefix` must be a string"));
+    }
+    if !model
+        .and_then(|m| m.get("unk_token"))
+        .is_some_and(serde_json::Value::is_string)
+    {
+        return Err(at("`model.unk_token` must be a string"));
+    }
+    match model
+        .and_then(|m| m.get("max_input_chars_per_word"))
+        .and_then(serde_json::Value::as_u64)
+    {
+        Some(1..=MAX_INPUT_CHARS_PER_WORD) => {}
+        _ => {
+            return Err(at(&format!(
+                "`model.max_input_chars_per_word` must be within [1, {MAX_INPUT_CHARS_PER_WORD}], found {}",
+                model
+                    .and_then(|m| m.get("max_input_chars_per_word"))
+                    .map_or("none".to_string(), ToString::to_string)
+            )));
+        }
+    }
+    let vocab = model
+        .and_then(|m| m.get("vocab"))
+        .and_then(|v| v.as_object())
+        .ok_or_else(|| at("no `model.vocab`"))?;
+    let mut seen = std::collections::HashSet::new();
+    for t in tok
+        .get("added_tokens")
+        .and_then(|a| a.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let content = t.get("content").and_then(|c| c.as_str()).unwrap_or("");
+        let flags_off = ["single_word", "lstrip", "rstrip", "normalized"]
+            .iter()
+            .all(|k| t.get(*k).and_then(serde_json::Value::as_bool) == Some(false));
+        if content.is_empty() || !flags_off || !vocab.contains_key(content) || !seen.insert(content)
+        {
+            let shown = crate::diag::clip_chars(content, 40);
+            return Err(at(&format!(
+                "the added token {shown:?} must be a non-empty vocabulary token, listed once, with `single_word`, `lstrip`, `rstrip` and `normalized` false"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Checks the files before model2vec-rs reads them, so that no token id can
-/// index past the table (which would panic there): returns (rows, dims).
+/// index past the table (which would panic there) and the tokenizer is the
+/// BERT pipeline model2vec-rs runs natively ([`check_bert_pipeline`]):
+/// returns (rows, dims).
 #[cfg(feature = "semantic")]
 fn check_files(data: ModelFiles<'_>) -> Result<(usize, usize), String> {
     let dir = data.dir;
@@ -175,12 +291,8 @@ fn check_files(data: ModelFiles<'_>) -> Result<(usize, usize), String> {
     }
     let tok: serde_json::Value = serde_json::from_slice(data.tokenizer)
         .map_err(|e| format!("{dir}/tokenizer.json: not JSON: {e}"))?;
+    check_bert_pipeline(dir, &tok)?;
     let model = tok.get("model");
-    if model.and_then(|m| m.get("type")).and_then(|t| t.as_str()) != Some("WordPiece") {
-        return Err(format!(
-            "{dir}/tokenizer.json: the tokenizer must be WordPiece (`model.type`)"
-        ));
-    }
     let vocab = model
         .and_then(|m| m.get("vocab"))
         .and_then(|v| v.as_object())

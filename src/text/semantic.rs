@@ -38,7 +38,9 @@
 use std::sync::{Arc, Mutex};
 
 use crate::parse::selection::SemanticNormalization;
-pub use crate::parse::semantic_model::{ModelFiles, SemanticModel};
+pub use crate::parse::semantic_model::{
+    MAX_EMBED_CHARS, MAX_INPUT_CHARS_PER_WORD, ModelFiles, SemanticModel,
+};
 
 /// The text a tool is embedded from: its name with identifiers split, its
 /// description, and the top-level parameter names of its input schema
@@ -505,6 +507,107 @@ mod tests {
                 ..good
             });
             assert!(e.contains("not JSON"), "{e}");
+        }
+
+        /// Tokenizers that would make model2vec-rs leave its own linear
+        /// WordPiece for the `tokenizers` crate, or read long words, are
+        /// refused at load (attack report 2, item 7).
+        #[test]
+        fn tokenizers_other_than_the_bert_pipeline_are_refused() {
+            let good = shipped();
+            let base: serde_json::Value = serde_json::from_slice(good.tokenizer).expect("json");
+            let refused = |edit: &dyn Fn(&mut serde_json::Value), want: &str| {
+                let mut tok = base.clone();
+                edit(&mut tok);
+                let bytes = serde_json::to_vec(&tok).expect("json");
+                let e = SemanticModel::load(ModelFiles {
+                    tokenizer: &bytes,
+                    ..good
+                })
+                .expect_err(want);
+                assert!(e.contains(want), "{want}: {e}");
+            };
+            refused(
+                &|t| t["pre_tokenizer"] = serde_json::json!({"type": "Whitespace"}),
+                "the pre-tokenizer must be `BertPreTokenizer`, found `Whitespace`",
+            );
+            refused(
+                &|t| t["pre_tokenizer"] = serde_json::Value::Null,
+                "the pre-tokenizer must be `BertPreTokenizer`, found none",
+            );
+            refused(
+                &|t| t["normalizer"] = serde_json::json!({"type": "Lowercase"}),
+                "the normalizer must be `BertNormalizer`, found `Lowercase`",
+            );
+            refused(
+                &|t| {
+                    t["normalizer"]
+                        .as_object_mut()
+                        .expect("object")
+                        .remove("lowercase");
+                },
+                "`normalizer.lowercase` must be true or false",
+            );
+            refused(
+                &|t| t["model"]["max_input_chars_per_word"] = serde_json::json!(1_000_000_000),
+                "`model.max_input_chars_per_word` must be within [1, 100], found 1000000000",
+            );
+            refused(
+                &|t| t["model"]["max_input_chars_per_word"] = serde_json::json!(-1),
+                "found -1",
+            );
+            refused(
+                &|t| {
+                    t["model"]
+                        .as_object_mut()
+                        .expect("object")
+                        .remove("continuing_subword_prefix");
+                },
+                "`model.continuing_subword_prefix` must be a string",
+            );
+            refused(
+                &|t| t["added_tokens"][0]["normalized"] = serde_json::json!(true),
+                "`normalized` false",
+            );
+            refused(
+                &|t| {
+                    let first = t["added_tokens"][0].clone();
+                    t["added_tokens"].as_array_mut().expect("array").push(first);
+                },
+                "listed once",
+            );
+            refused(
+                &|t| {
+                    t["added_tokens"]
+                        .as_array_mut()
+                        .expect("array")
+                        .push(serde_json::json!({"id": 5, "content": "zzqq", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": false}));
+                },
+                "\"zzqq\"",
+            );
+            // The shipped tokenizer with max_input_chars_per_word = 100 loads.
+            let mut tok = base.clone();
+            tok["model"]["max_input_chars_per_word"] = serde_json::json!(100);
+            let bytes = serde_json::to_vec(&tok).expect("json");
+            SemanticModel::load(ModelFiles {
+                tokenizer: &bytes,
+                ..good
+            })
+            .expect("the BERT pipeline loads");
+        }
+
+        /// Only the first MAX_EMBED_CHARS characters of a text are embedded.
+        #[test]
+        fn text_past_the_embedding_cap_is_not_read() {
+            let m = SemanticModel::load(shipped()).expect("loads");
+            let head = "weather forecast ".repeat(MAX_EMBED_CHARS / 17 + 1);
+            let head: String = head.chars().take(MAX_EMBED_CHARS).collect();
+            let mut a = vec![0.0f32; m.dim()];
+            m.add_embedding(&head, 1.0, &mut a);
+            let mut b = vec![0.0f32; m.dim()];
+            m.add_embedding(&format!("{head}delete file send email"), 1.0, &mut b);
+            assert_eq!(a, b);
+            assert!(a.iter().any(|x| *x != 0.0));
         }
     }
 }
