@@ -90,7 +90,7 @@ impl SemanticModel {
 
     #[cfg(feature = "semantic")]
     fn load_uncached(data: ModelFiles<'_>) -> Result<SemanticModel, String> {
-        let (rows, dim) = check_files(data)?;
+        let (rows, dim, probes) = check_files(data)?;
         let inner = model2vec_rs::model::StaticModel::from_bytes(
             data.tokenizer,
             data.model,
@@ -105,7 +105,55 @@ impl SemanticModel {
                 inner.dim()
             ));
         }
-        Ok(SemanticModel { inner, dim })
+        let model = SemanticModel { inner, dim };
+        model.check_vectors(data.dir, &probes)?;
+        Ok(model)
+    }
+
+    /// Embeds each of `probes` (words of the vocabulary) and refuses a model
+    /// whose vectors are all unusable (zero, NaN or infinite: an all-NaN
+    /// table, NaN or infinite `weights`, an all-zero table, values so large
+    /// that the norm overflows) or all on one line (a table of one
+    /// dimension, every row the same): such a model gives every tool the
+    /// same `semantic_match` (attack report 2, item 13).
+    #[cfg(feature = "semantic")]
+    fn check_vectors(&self, dir: &str, probes: &[String]) -> Result<(), String> {
+        let mut first: Option<Vec<f32>> = None;
+        let (mut usable, mut distinct) = (0usize, false);
+        let mut v = vec![0.0f32; self.dim];
+        for p in probes {
+            v.iter_mut().for_each(|x| *x = 0.0);
+            self.add_embedding(p, 1.0, &mut v);
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if !(norm.is_finite() && norm > 1e-12) {
+                continue;
+            }
+            v.iter_mut().for_each(|x| *x /= norm);
+            usable += 1;
+            match &first {
+                None => first = Some(v.clone()),
+                Some(f) => {
+                    let cos: f32 = f.iter().zip(&v).map(|(a, b)| a * b).sum();
+                    distinct |= cos.abs() < 0.9999;
+                }
+            }
+        }
+        if probes.is_empty() {
+            return Ok(());
+        }
+        if usable == 0 {
+            return Err(format!(
+                "{dir}/model.safetensors: no usable vector: the {} vocabulary words tried (`{}`, ...) all embed to zero, NaN or infinity",
+                probes.len(),
+                probes[0]
+            ));
+        }
+        if usable >= 2 && !distinct {
+            return Err(format!(
+                "{dir}/model.safetensors: the vectors of the {usable} vocabulary words tried all lie on one line (every row the same, or one dimension): the model cannot tell texts apart"
+            ));
+        }
+        Ok(())
     }
 
     /// The number of dimensions of the vectors.
@@ -250,9 +298,10 @@ fn check_bert_pipeline(dir: &str, tok: &serde_json::Value) -> Result<(), String>
 /// Checks the files before model2vec-rs reads them, so that no token id can
 /// index past the table (which would panic there) and the tokenizer is the
 /// BERT pipeline model2vec-rs runs natively ([`check_bert_pipeline`]):
-/// returns (rows, dims).
+/// returns (rows, dims, up to [`PROBES`] words of the vocabulary, evenly
+/// spread over its ids, for [`SemanticModel::check_vectors`]).
 #[cfg(feature = "semantic")]
-fn check_files(data: ModelFiles<'_>) -> Result<(usize, usize), String> {
+fn check_files(data: ModelFiles<'_>) -> Result<(usize, usize, Vec<String>), String> {
     let dir = data.dir;
     let bytes = data.model;
     let header_len = bytes
@@ -323,5 +372,23 @@ fn check_files(data: ModelFiles<'_>) -> Result<(usize, usize), String> {
             }
         }
     }
-    Ok((rows, dim))
+    // Words of three or more ASCII letters, by id, evenly spread.
+    let mut words: Vec<(u64, &str)> = vocab
+        .iter()
+        .filter(|(k, _)| k.len() >= 3 && k.bytes().all(|b| b.is_ascii_alphabetic()))
+        .filter_map(|(k, id)| Some((id.as_u64()?, k.as_str())))
+        .collect();
+    words.sort_unstable();
+    let step = words.len().div_ceil(PROBES).max(1);
+    let probes = words
+        .iter()
+        .step_by(step)
+        .map(|(_, w)| w.to_string())
+        .collect();
+    Ok((rows, dim, probes))
 }
+
+/// How many vocabulary words [`SemanticModel::check_vectors`] embeds at
+/// load: 256.
+#[cfg(feature = "semantic")]
+const PROBES: usize = 256;

@@ -166,6 +166,36 @@ impl ToolVectors {
         self.scales.len()
     }
 
+    /// A warning for `toolgate check` when the vectors cannot tell tools
+    /// apart: no tool has a vector (no tool's text has a known token, so
+    /// `semantic_match` is 0 for every tool), or two tools or more do and all
+    /// their vectors are the same (every tool gets the same value). `None`
+    /// for a catalog of fewer than two tools, where neither says anything.
+    pub fn degenerate_warning(&self) -> Option<String> {
+        let n = self.len();
+        if n < 2 {
+            return None;
+        }
+        let mut usable = (0..n).filter(|&i| self.scales[i] > 0.0);
+        let Some(first) = usable.next() else {
+            return Some(format!(
+                "semantic_match: none of the {n} tools has a usable vector (no tool's name, description or parameters has a token the model knows, or the model's vectors are zero or not finite): semantic_match is 0 for every tool"
+            ));
+        };
+        let (row, scale) = self.row(first);
+        let mut others = usable.peekable();
+        others.peek()?;
+        let same = others.all(|i| {
+            let (r, s) = self.row(i);
+            r == row && s == scale
+        });
+        same.then(|| {
+            format!(
+                "semantic_match: every tool with a vector has the same one (the model's vectors do not tell the {n} tools apart): semantic_match gives them all the same value"
+            )
+        })
+    }
+
     /// Whether there is no tool.
     pub fn is_empty(&self) -> bool {
         self.scales.is_empty()
@@ -594,6 +624,103 @@ mod tests {
                 ..good
             })
             .expect("the BERT pipeline loads");
+        }
+
+        /// A safetensors file of `tensors` (name, dtype, shape, bytes).
+        fn safetensors(tensors: &[(&str, &str, &[usize], &[u8])]) -> Vec<u8> {
+            let (mut header, mut data) = (serde_json::Map::new(), Vec::new());
+            for (name, dtype, shape, bytes) in tensors {
+                header.insert(
+                    name.to_string(),
+                    serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [data.len(), data.len() + bytes.len()]}),
+                );
+                data.extend_from_slice(bytes);
+            }
+            let mut h = serde_json::to_vec(&header).expect("json");
+            while h.len() % 8 != 0 {
+                h.push(b' ');
+            }
+            let mut out = (h.len() as u64).to_le_bytes().to_vec();
+            out.extend(h);
+            out.extend(data);
+            out
+        }
+
+        /// Models whose vectors cannot tell texts apart are refused at load
+        /// (attack report 2, item 13).
+        #[test]
+        fn models_with_unusable_or_identical_vectors_are_refused() {
+            let good = shipped();
+            let rows = 30522;
+            let n = u64::from_le_bytes(good.model[..8].try_into().expect("8 bytes")) as usize;
+            let table = &good.model[8 + n + rows * 4..];
+            assert_eq!(table.len(), rows * 128);
+            let refused = |model: Vec<u8>, want: &str| {
+                let e = SemanticModel::load(ModelFiles {
+                    model: &model,
+                    ..good
+                })
+                .expect_err(want);
+                assert!(e.contains(want), "{want}: {e}");
+            };
+            let nan: Vec<u8> = (0..rows).flat_map(|_| f32::NAN.to_le_bytes()).collect();
+            let inf: Vec<u8> = (0..rows)
+                .flat_map(|_| f32::INFINITY.to_le_bytes())
+                .collect();
+            for weights in [&nan, &inf] {
+                refused(
+                    safetensors(&[
+                        ("weights", "F32", &[rows], weights),
+                        ("embeddings", "I8", &[rows, 128], table),
+                    ]),
+                    "no usable vector",
+                );
+            }
+            let zeros = vec![0u8; rows * 16];
+            refused(
+                safetensors(&[("embeddings", "I8", &[rows, 16], &zeros)]),
+                "no usable vector",
+            );
+            let nan_table: Vec<u8> = (0..rows * 4).flat_map(|_| f32::NAN.to_le_bytes()).collect();
+            refused(
+                safetensors(&[("embeddings", "F32", &[rows, 4], &nan_table)]),
+                "no usable vector",
+            );
+            refused(
+                safetensors(&[("embeddings", "I8", &[rows, 1], &table[..rows])]),
+                "lie on one line",
+            );
+            let same: Vec<u8> = (0..rows).flat_map(|_| [1u8, 2, 3, 4]).collect();
+            refused(
+                safetensors(&[("embeddings", "I8", &[rows, 4], &same)]),
+                "lie on one line",
+            );
+            // The same table rebuilt loads.
+            SemanticModel::load(ModelFiles {
+                model: &safetensors(&[("embeddings", "I8", &[rows, 128], table)]),
+                ..good
+            })
+            .expect("a usable table loads");
+        }
+
+        #[test]
+        fn check_warns_when_no_tool_or_every_tool_has_the_same_vector() {
+            let m = SemanticModel::load(shipped()).expect("loads");
+            let texts = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+            let warn =
+                |t: &[&str]| ToolVectors::embed(&m, texts(t).into_iter()).degenerate_warning();
+            assert!(warn(&["delete file", "weather forecast"]).is_none());
+            assert!(warn(&["delete file"]).is_none(), "one tool says nothing");
+            assert!(
+                warn(&["", "   ", "\u{1}"])
+                    .expect("no vector")
+                    .contains("none of the 3 tools has a usable vector")
+            );
+            assert!(
+                warn(&["delete file", "delete file", ""])
+                    .expect("same vector")
+                    .contains("every tool with a vector has the same one")
+            );
         }
 
         /// Only the first MAX_EMBED_CHARS characters of a text are embedded.
