@@ -12,7 +12,9 @@
 //! the transformer it was distilled from takes about 30 ms per request.
 //!
 //! * **Model.** A folder named by the policy (`[features.semantic_match]
-//!   model`, relative to the policy file) with `tokenizer.json` (WordPiece),
+//!   model`, relative to the policy file) with `tokenizer.json` (the BERT
+//!   WordPiece pipeline model2vec-rs runs itself, linear in the text; any
+//!   other is refused at load, see `parse::semantic_model`),
 //!   `model.safetensors` (`embeddings` rows × dims, f32/f16/int8, optional
 //!   per-row `weights`) and `config.json`. The shipped one,
 //!   `policies/models/minilm-static-128`, is all-MiniLM-L6-v2 (Apache-2.0,
