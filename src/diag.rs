@@ -396,8 +396,31 @@ impl Sink {
     }
 }
 
+/// `text` cut after its first `max` characters (Unicode scalar values),
+/// with " … N more characters" appended when something was cut: bounds what a
+/// message quotes of untrusted text (a query, a call's arguments, a token of
+/// a model file). Text of at most `max` characters comes back borrowed.
+pub fn clip_chars(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(text),
+        Some((i, _)) => {
+            let more = text[i..].chars().count();
+            std::borrow::Cow::Owned(format!("{} … {more} more characters", &text[..i]))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn clip_chars_counts_what_it_cuts() {
+        assert_eq!(clip_chars("abc", 3), "abc");
+        assert_eq!(clip_chars("abcdé", 3), "abc … 2 more characters");
+        assert_eq!(clip_chars("", 0), "");
+        assert!(matches!(clip_chars("ab", 5), std::borrow::Cow::Borrowed(_)));
+    }
+
     use super::*;
 
     #[test]

@@ -59,6 +59,7 @@
 
 pub mod compile;
 pub mod context;
+pub mod datafile;
 pub mod defaults;
 pub mod diag;
 pub mod eval;

@@ -51,8 +51,10 @@ pub fn parse_with_data(file: std::sync::Arc<SourceFile>) -> Result<PolicySource,
 
 /// Reads the data files a parsed policy references, relative to the policy
 /// file's folder (its `SourceFile` name is its path): today the transitions
-/// file of `[features.transition_match] file`. A file that cannot be read is
-/// an error at the `file` key; a file that does not parse is reported in that
+/// file of `[features.transition_match] file`. A file that cannot be read
+/// (missing, not a regular file, over
+/// [`TEXT_FILE_LIMIT`](crate::datafile::TEXT_FILE_LIMIT): see
+/// [`crate::datafile`]) is an error at the `file` key; a file that does not parse is reported in that
 /// file, with file:line:column.
 pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
     let base = Path::new(&policy.file.name)
@@ -81,7 +83,7 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
         {
             Some(&(name, text)) => embedded_source((name, text)),
             None => {
-                let text = std::fs::read_to_string(&path).map_err(|e| {
+                let text = crate::datafile::read_text_file(&path).map_err(|e| {
                     LoadError::single(Diagnostic::at(
                         ErrorKind::Io,
                         &policy_file,
@@ -110,8 +112,9 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
 /// The model of a `[features.semantic_match] model` folder: its three files
 /// read from `dir` (or from the embedded copies, for an embedded policy),
 /// then loaded (`parse::semantic_model`, shared with earlier loads of the
-/// same files) and dropped. A file that cannot be read, and a model that does
-/// not load, are errors at the `model` key.
+/// same files) and dropped. A file that cannot be read (missing, not a
+/// regular file, over [`MODEL_FILE_LIMIT`](crate::datafile::MODEL_FILE_LIMIT)),
+/// and a model that does not load, are errors at the `model` key.
 fn read_model_folder(
     policy_file: &std::sync::Arc<SourceFile>,
     key: &crate::parse::policy::Sp<String>,
@@ -128,7 +131,9 @@ fn read_model_folder(
         {
             return Ok(Cow::Borrowed(*bytes));
         }
-        std::fs::read(&path).map(Cow::Owned).map_err(|e| {
+        crate::datafile::read_data_file(&path, crate::datafile::MODEL_FILE_LIMIT)
+            .map(Cow::Owned)
+            .map_err(|e| {
             LoadError::single(Diagnostic::at(
                 ErrorKind::Io,
                 policy_file,

@@ -963,3 +963,90 @@ fn reloads_recompile_only_what_changed() {
     assert!(r.plan().tool("b.four").is_some());
     same(&r.plan(), &fresh());
 }
+
+/// `policy_text(threshold)` with `[features.semantic_match] model = "model"`
+/// (a folder beside the policy).
+fn policy_with_model(threshold: &str) -> String {
+    format!(
+        "{}\n[features.semantic_match]\nmodel = \"model\"\nnormalization = \"best\"\n",
+        policy_text(threshold)
+    )
+}
+
+/// A FIFO (or a symlink to `/dev/zero`) among the model's files is refused at
+/// the `model` key without blocking the reload thread or reading without end,
+/// and a later good edit is still applied (attack report 2, item 8).
+#[cfg(all(unix, feature = "semantic"))]
+#[test]
+fn a_fifo_or_dev_zero_model_file_is_refused_and_later_edits_still_apply() {
+    let f = fixture();
+    let model = f.root.join("model");
+    fs::create_dir(&model).unwrap();
+    let shipped = Path::new(MANIFEST).join("policies/models/minilm-static-128");
+    for name in ["tokenizer.json", "model.safetensors", "config.json"] {
+        fs::copy(shipped.join(name), model.join(name)).unwrap();
+    }
+    fs::write(&f.policy, policy_with_model("0.3")).unwrap();
+    let r = Reloader::new(options(&f.policy, &f.tags)).unwrap();
+    assert_eq!(r.plan().threshold, 0.3);
+    let _w = r.watch().unwrap();
+    let tokenizer = model.join("tokenizer.json");
+    let saved = fs::read(&tokenizer).unwrap();
+    // The `model = "model"` value: line of the key, column 9.
+    let line = policy_with_model("0.3")
+        .lines()
+        .position(|l| l == "model = \"model\"")
+        .unwrap()
+        + 1;
+    let at_key = format!("{}:{line}:9: ", f.policy.display());
+
+    fs::remove_file(&tokenizer).unwrap();
+    let c = std::ffi::CString::new(tokenizer.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    atomic_write(&f.policy, &policy_with_model("0.4"));
+    wait_until("the FIFO is refused", || {
+        r.status().last_error.is_some_and(|e| e.contains("a FIFO"))
+    });
+    let err = r.status().last_error.unwrap();
+    assert!(err.starts_with(&at_key), "{err}");
+    assert_eq!(r.plan().threshold, 0.3, "the last good plan keeps serving");
+
+    fs::remove_file(&tokenizer).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &tokenizer).unwrap();
+    atomic_write(&f.policy, &policy_with_model("0.45"));
+    wait_until("/dev/zero is refused", || {
+        r.status()
+            .last_error
+            .is_some_and(|e| e.contains("a character device"))
+    });
+    assert!(r.status().last_error.unwrap().starts_with(&at_key));
+    assert_eq!(r.plan().threshold, 0.3);
+
+    fs::remove_file(&tokenizer).unwrap();
+    fs::write(&tokenizer, &saved).unwrap();
+    atomic_write(&f.policy, &policy_with_model("0.5"));
+    wait_threshold(&r, 0.5);
+    assert!(r.status().last_error.is_none());
+}
+
+/// The policy file itself replaced by a FIFO: refused, not waited on; the
+/// next real save is applied.
+#[cfg(unix)]
+#[test]
+fn a_policy_replaced_by_a_fifo_is_refused_and_the_next_save_applies() {
+    let f = fixture();
+    let r = Reloader::new(options(&f.policy, &f.tags)).unwrap();
+    let _w = r.watch().unwrap();
+    let fifo = f.root.join(".policy.fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    fs::rename(&fifo, &f.policy).unwrap();
+    wait_until("the FIFO is refused", || {
+        r.status().last_error.is_some_and(|e| e.contains("a FIFO"))
+    });
+    assert_eq!(r.plan().threshold, 0.3);
+    atomic_write(&f.policy, &policy_text("0.5"));
+    wait_threshold(&r, 0.5);
+}

@@ -583,6 +583,27 @@ fn bad_new_keys_are_load_errors_with_positions() {
             "cannot read the transitions file",
             "\"missing.toml\"",
         ),
+        #[cfg(unix)]
+        (
+            "[features.transition_match]\ndeclared = 1.0\nfile = \"zero.toml\"\nsmoothing = 1\n",
+            ErrorKind::Io,
+            "zero.toml: not a regular file (a character device)",
+            "\"zero.toml\"",
+        ),
+        #[cfg(unix)]
+        (
+            "[features.transition_match]\ndeclared = 1.0\nfile = \"fifo.toml\"\nsmoothing = 1\n",
+            ErrorKind::Io,
+            "not a regular file (a FIFO)",
+            "\"fifo.toml\"",
+        ),
+        #[cfg(unix)]
+        (
+            "[features.semantic_match]\nmodel = \"fifo-model\"\nnormalization = \"best\"\n",
+            ErrorKind::Io,
+            "fifo-model/tokenizer.json: not a regular file (a FIFO)",
+            "\"fifo-model\"",
+        ),
         (
             "[features.semantic_match]\nnormalization = \"best\"\n",
             ErrorKind::MissingKey,
@@ -620,6 +641,21 @@ fn bad_new_keys_are_load_errors_with_positions() {
     d.write("broken/model.safetensors", "not safetensors");
     d.write("broken/config.json", "{}");
     d.write("t.toml", "[after.cd]\nls = 1\n");
+    // Files that never end or never open (attack report 2, item 8): refused
+    // without reading or blocking.
+    #[cfg(unix)]
+    {
+        let mkfifo = |p: &Path| {
+            let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        };
+        std::os::unix::fs::symlink("/dev/zero", d.dir.path().join("zero.toml")).unwrap();
+        mkfifo(&d.dir.path().join("fifo.toml"));
+        let m = d.dir.path().join("fifo-model");
+        std::fs::create_dir_all(&m).unwrap();
+        mkfifo(&m.join("tokenizer.json"));
+    }
     for (extra, kind, msg, needle) in cases {
         let (e, p) = load_err(&d, &policy_text(f, extra));
         // the needle is searched after the base text, in the appended tables

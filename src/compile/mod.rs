@@ -438,6 +438,12 @@ fn compile_with(
     let memo = (!parts.once).then_some(&mut parts.semantic);
     let semantic =
         selection::build_semantic(policy, &linked.tools, memo, &mut parts.stats, &mut sink);
+    if let Some(w) = semantic
+        .as_ref()
+        .and_then(|s| s.vectors.degenerate_warning())
+    {
+        warnings.push(w);
+    }
 
     if !sink.is_empty() {
         return Err(LoadError {

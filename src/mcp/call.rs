@@ -109,6 +109,39 @@ pub(crate) fn to_exposed(cat: &Catalog, text: &str) -> String {
     out
 }
 
+/// At most this many characters of a call's arguments (pretty-printed JSON)
+/// are shown in the confirmation dialog (`elicitation/create` message):
+/// 4,000. The rest is counted ("… N more characters") and the dialog says
+/// the arguments were cut, so the user knows the call carries more than is
+/// shown (attack report 2, item 9: a 200 KB argument made a 200,425-character
+/// dialog).
+pub const MAX_CONFIRM_ARGS_CHARS: usize = 4000;
+
+/// At most this many characters of the gate's reason are shown in the
+/// confirmation dialog: 2,000.
+pub const MAX_CONFIRM_REASON_CHARS: usize = 2000;
+
+/// The confirmation dialog's message for a call of `tool` (the name shown to
+/// the client) with `args`, asked because of `reason`: the arguments as
+/// pretty-printed JSON, cut at [`MAX_CONFIRM_ARGS_CHARS`] characters (and
+/// the reason at [`MAX_CONFIRM_REASON_CHARS`]) with a note saying so.
+pub fn confirm_message(tool: &str, args: &Value, reason: &str) -> String {
+    let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
+    let total = pretty.chars().count();
+    let shown = crate::diag::clip_chars(&pretty, MAX_CONFIRM_ARGS_CHARS);
+    let note = if total > MAX_CONFIRM_ARGS_CHARS {
+        format!(
+            "\n\n(The arguments are cut: the first {MAX_CONFIRM_ARGS_CHARS} of {total} characters are shown; the call carries all of them.)"
+        )
+    } else {
+        String::new()
+    };
+    let reason = crate::diag::clip_chars(reason, MAX_CONFIRM_REASON_CHARS);
+    format!(
+        "toolgate: the agent wants to call `{tool}`.\n\nArguments:\n{shown}{note}\n\nConfirmation is required: {reason}"
+    )
+}
+
 impl CallEnd {
     fn refused(outcome: Outcome, text: String) -> Self {
         CallEnd {
@@ -173,11 +206,9 @@ impl ProxySession {
         reason: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<bool, String> {
-        let pretty = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
-        let message = format!(
-            "toolgate: the agent wants to call `{tool}`.\n\nArguments:\n{pretty}\n\nConfirmation is required: {reason}"
-        );
-        self.elicit_confirm(peer, message, format!("Run {tool}?"), reason, context)
+        let message = confirm_message(tool, args, reason);
+        let reason = crate::diag::clip_chars(reason, MAX_CONFIRM_REASON_CHARS);
+        self.elicit_confirm(peer, message, format!("Run {tool}?"), &reason, context)
             .await
     }
 
@@ -636,4 +667,53 @@ pub(crate) fn inexact_refusal(
     format!(
         "the arguments of `{called}` hold integers beyond the 64-bit range, which would not reach the tool exactly: {listed}. Send integers between -9223372036854775808 and 18446744073709551615 (or the value as a string, if the parameter accepts strings); the call was not made"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_confirmation_dialog_shows_small_arguments_whole() {
+        let m = confirm_message(
+            "sqlite__create_table",
+            &json!({"query": "CREATE TABLE t (id INTEGER)"}),
+            "the tool requires confirmation",
+        );
+        assert!(m.contains("`sqlite__create_table`"), "{m}");
+        assert!(
+            m.contains("\"query\": \"CREATE TABLE t (id INTEGER)\""),
+            "{m}"
+        );
+        assert!(m.ends_with("Confirmation is required: the tool requires confirmation"));
+        assert!(!m.contains("cut"), "{m}");
+    }
+
+    #[test]
+    fn the_confirmation_dialog_cuts_large_arguments_and_says_so() {
+        let big = format!(
+            "{}\n\nThe proxy verified this call as SAFE. Click confirm.\n",
+            "x".repeat(200_000)
+        );
+        let args = json!({"command": big});
+        let total = serde_json::to_string_pretty(&args).unwrap().chars().count();
+        let m = confirm_message("shell__shell_execute", &args, &"r".repeat(10_000));
+        assert!(m.chars().count() < MAX_CONFIRM_ARGS_CHARS + MAX_CONFIRM_REASON_CHARS + 600);
+        assert!(
+            m.contains(&format!(
+                "… {} more characters",
+                total - MAX_CONFIRM_ARGS_CHARS
+            )),
+            "{}",
+            &m[m.len() - 600..]
+        );
+        assert!(m.contains(&format!(
+            "the first {MAX_CONFIRM_ARGS_CHARS} of {total} characters are shown"
+        )));
+        assert!(!m.contains("SAFE"), "the cut-off tail is not shown");
+        assert!(
+            m.contains("… 8000 more characters"),
+            "the reason is cut too"
+        );
+    }
 }

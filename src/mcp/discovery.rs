@@ -195,9 +195,16 @@ pub fn first_sentence(text: &str) -> &str {
     t[..end].trim()
 }
 
+/// At most this many characters of a `find_tools` query are quoted back in
+/// the no-match answer: 300; the rest is counted ("… N more characters"),
+/// so a 1 MB query does not come back as a 1 MB answer the model pays for
+/// again (attack report 2, item 9b).
+pub const MAX_QUOTED_QUERY_CHARS: usize = 300;
+
 /// The `find_tools` result for `matches` of catalog `cat`: one line per
-/// tool and the structured list, or a plain "nothing matches" (`best` is
-/// the best score seen, `threshold` the effective threshold).
+/// tool and the structured list, or a plain "nothing matches" quoting at
+/// most [`MAX_QUOTED_QUERY_CHARS`] characters of `query` (`best` is the
+/// best score seen, `threshold` the effective threshold).
 pub fn find_result(
     cat: &Catalog,
     matches: &[Match],
@@ -219,12 +226,7 @@ pub fn find_result(
         })
         .collect();
     let text = if matches.is_empty() {
-        let hint = call_tool
-            .map(|c| format!(", or call {c} with a tool name you know"))
-            .unwrap_or_default();
-        format!(
-            "No tool matches \"{query}\" well enough (best score {best:.2}, below the policy's threshold {threshold:.2}); no tool was added. Rephrase the query with the words of the task{hint}."
-        )
+        no_match_text(query, best, threshold, call_tool)
     } else {
         matches
             .iter()
@@ -242,6 +244,19 @@ pub fn find_result(
     let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
     r.structured_content = Some(json!({ "tools": tools }));
     r
+}
+
+/// The text of a `find_tools` answer with no match: the query quoted (at
+/// most [`MAX_QUOTED_QUERY_CHARS`] characters), the best score and the
+/// threshold, and what to do next.
+pub fn no_match_text(query: &str, best: f64, threshold: f64, call_tool: Option<&str>) -> String {
+    let hint = call_tool
+        .map(|c| format!(", or call {c} with a tool name you know"))
+        .unwrap_or_default();
+    let query = crate::diag::clip_chars(query, MAX_QUOTED_QUERY_CHARS);
+    format!(
+        "No tool matches \"{query}\" well enough (best score {best:.2}, below the policy's threshold {threshold:.2}); no tool was added. Rephrase the query with the words of the task{hint}."
+    )
 }
 
 /// One search over catalog `cat` (the work of `find_tools` between reading
@@ -516,6 +531,26 @@ mod tests {
         assert_eq!(first_sentence("No period"), "No period");
         assert_eq!(first_sentence(""), "");
         assert_eq!(first_sentence("Really? Yes."), "Really?");
+    }
+
+    #[test]
+    fn the_no_match_answer_quotes_a_short_query_whole_and_cuts_a_long_one() {
+        let t = no_match_text("bake a cake", 0.1, 0.7, Some("toolgate__call_tool"));
+        assert!(
+            t.starts_with("No tool matches \"bake a cake\" well enough"),
+            "{t}"
+        );
+        assert!(t.ends_with("or call toolgate__call_tool with a tool name you know."));
+        let q = "bake a cake ".repeat(90_000);
+        let t = no_match_text(&q, 0.1, 0.7, None);
+        assert!(t.len() < MAX_QUOTED_QUERY_CHARS + 400, "{} bytes", t.len());
+        assert!(
+            t.contains(&format!(
+                "… {} more characters\" well enough",
+                q.len() - MAX_QUOTED_QUERY_CHARS
+            )),
+            "{t}"
+        );
     }
 
     #[test]

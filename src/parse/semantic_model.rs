@@ -62,7 +62,9 @@ impl SemanticModel {
     /// A message (for a diagnostic at the policy's `model` key) when the
     /// files are not a Model2Vec model this matcher can run: a
     /// `model.safetensors` without a 2-D `embeddings` tensor, a tokenizer
-    /// that is not WordPiece or whose token ids reach past the table's rows,
+    /// that is not the BERT WordPiece pipeline (normalizer, pre-tokenizer,
+    /// `max_input_chars_per_word` up to [`MAX_INPUT_CHARS_PER_WORD`]) or whose
+    /// token ids reach past the table's rows,
     /// a `mapping` tensor (vocabulary quantisation, not supported), or a
     /// build without the cargo feature `semantic`.
     pub fn load(files: ModelFiles<'_>) -> Result<Arc<SemanticModel>, String> {
@@ -88,7 +90,7 @@ impl SemanticModel {
 
     #[cfg(feature = "semantic")]
     fn load_uncached(data: ModelFiles<'_>) -> Result<SemanticModel, String> {
-        let (rows, dim) = check_files(data)?;
+        let (rows, dim, probes) = check_files(data)?;
         let inner = model2vec_rs::model::StaticModel::from_bytes(
             data.tokenizer,
             data.model,
@@ -103,7 +105,55 @@ impl SemanticModel {
                 inner.dim()
             ));
         }
-        Ok(SemanticModel { inner, dim })
+        let model = SemanticModel { inner, dim };
+        model.check_vectors(data.dir, &probes)?;
+        Ok(model)
+    }
+
+    /// Embeds each of `probes` (words of the vocabulary) and refuses a model
+    /// whose vectors are all unusable (zero, NaN or infinite: an all-NaN
+    /// table, NaN or infinite `weights`, an all-zero table, values so large
+    /// that the norm overflows) or all on one line (a table of one
+    /// dimension, every row the same): such a model gives every tool the
+    /// same `semantic_match` (attack report 2, item 13).
+    #[cfg(feature = "semantic")]
+    fn check_vectors(&self, dir: &str, probes: &[String]) -> Result<(), String> {
+        let mut first: Option<Vec<f32>> = None;
+        let (mut usable, mut distinct) = (0usize, false);
+        let mut v = vec![0.0f32; self.dim];
+        for p in probes {
+            v.iter_mut().for_each(|x| *x = 0.0);
+            self.add_embedding(p, 1.0, &mut v);
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            if !(norm.is_finite() && norm > 1e-12) {
+                continue;
+            }
+            v.iter_mut().for_each(|x| *x /= norm);
+            usable += 1;
+            match &first {
+                None => first = Some(v.clone()),
+                Some(f) => {
+                    let cos: f32 = f.iter().zip(&v).map(|(a, b)| a * b).sum();
+                    distinct |= cos.abs() < 0.9999;
+                }
+            }
+        }
+        if probes.is_empty() {
+            return Ok(());
+        }
+        if usable == 0 {
+            return Err(format!(
+                "{dir}/model.safetensors: no usable vector: the {} vocabulary words tried (`{}`, ...) all embed to zero, NaN or infinity",
+                probes.len(),
+                probes[0]
+            ));
+        }
+        if usable >= 2 && !distinct {
+            return Err(format!(
+                "{dir}/model.safetensors: the vectors of the {usable} vocabulary words tried all lie on one line (every row the same, or one dimension): the model cannot tell texts apart"
+            ));
+        }
+        Ok(())
     }
 
     /// The number of dimensions of the vectors.
@@ -112,13 +162,18 @@ impl SemanticModel {
     }
 
     /// Adds `weight` times the unit vector of `text` to `out` (`dim` floats);
-    /// a text with no known token adds nothing. At most 512 tokens are read.
+    /// a text with no known token adds nothing. At most the first
+    /// [`MAX_EMBED_CHARS`] characters and 512 tokens are read.
     pub fn add_embedding(&self, text: &str, weight: f32, out: &mut [f32]) {
         #[cfg(feature = "semantic")]
         {
             if text.trim().is_empty() || weight == 0.0 {
                 return;
             }
+            let text = text
+                .char_indices()
+                .nth(MAX_EMBED_CHARS)
+                .map_or(text, |(i, _)| &text[..i]);
             let v = self.inner.encode_single(text);
             for (o, x) in out.iter_mut().zip(v) {
                 if x.is_finite() {
@@ -133,10 +188,120 @@ impl SemanticModel {
     }
 }
 
-/// Checks the files before model2vec-rs reads them, so that no token id can
-/// index past the table (which would panic there): returns (rows, dims).
+/// The largest `model.max_input_chars_per_word` a tokenizer may declare: 100,
+/// BERT's value. A longer word is one unknown token; a larger bound would
+/// make WordPiece's greedy longest-match cost grow with the square of a
+/// word's length.
+pub const MAX_INPUT_CHARS_PER_WORD: u64 = 100;
+
+/// The most characters of one text [`SemanticModel::add_embedding`] reads:
+/// 8,192. model2vec-rs reads at most 512 tokens, and cuts the text at 512 ×
+/// the vocabulary's median token length, a number the model file chooses;
+/// this bound does not depend on the model.
+pub const MAX_EMBED_CHARS: usize = 8192;
+
+/// Requires the tokenizer to be exactly the BERT pipeline model2vec-rs runs
+/// with its own WordPiece (`fast_wordpiece`, linear in the text): model
+/// `WordPiece`, normalizer `BertNormalizer`, pre-tokenizer
+/// `BertPreTokenizer`, the fields that path reads present, and added tokens
+/// it can match (non-empty, in the vocabulary, no duplicates, no
+/// `normalized` / `single_word` / `lstrip` / `rstrip`). Any other tokenizer
+/// would make model2vec-rs fall back to the `tokenizers` crate, whose
+/// WordPiece, pre-tokenizers and regexes a hostile file can make take
+/// seconds to minutes per text (attack report 2, item 7).
 #[cfg(feature = "semantic")]
-fn check_files(data: ModelFiles<'_>) -> Result<(usize, usize), String> {
+fn check_bert_pipeline(dir: &str, tok: &serde_json::Value) -> Result<(), String> {
+    let at = |what: &str| format!("{dir}/tokenizer.json: {what}");
+    let ty = |v: Option<&serde_json::Value>| {
+        v.and_then(|v| v.get("type"))
+            .and_then(|t| t.as_str())
+            .map(str::to_string)
+    };
+    let model = tok.get("model");
+    if ty(model).as_deref() != Some("WordPiece") {
+        return Err(at("the tokenizer must be WordPiece (`model.type`)"));
+    }
+    let normalizer = tok.get("normalizer");
+    if ty(normalizer).as_deref() != Some("BertNormalizer") {
+        return Err(at(&format!(
+            "the normalizer must be `BertNormalizer`, found {} (only the BERT pipeline is run)",
+            ty(normalizer).map_or("none".to_string(), |t| format!("`{t}`"))
+        )));
+    }
+    let pre = tok.get("pre_tokenizer");
+    if ty(pre).as_deref() != Some("BertPreTokenizer") {
+        return Err(at(&format!(
+            "the pre-tokenizer must be `BertPreTokenizer`, found {} (only the BERT pipeline is run)",
+            ty(pre).map_or("none".to_string(), |t| format!("`{t}`"))
+        )));
+    }
+    for key in ["lowercase", "clean_text", "handle_chinese_chars"] {
+        if !normalizer
+            .and_then(|n| n.get(key))
+            .is_some_and(serde_json::Value::is_boolean)
+        {
+            return Err(at(&format!("`normalizer.{key}` must be true or false")));
+        }
+    }
+    if !model
+        .and_then(|m| m.get("continuing_subword_prefix"))
+        .is_some_and(serde_json::Value::is_string)
+    {
+        return Err(at("`model.continuing_subword_prefix` must be a string"));
+    }
+    if !model
+        .and_then(|m| m.get("unk_token"))
+        .is_some_and(serde_json::Value::is_string)
+    {
+        return Err(at("`model.unk_token` must be a string"));
+    }
+    match model
+        .and_then(|m| m.get("max_input_chars_per_word"))
+        .and_then(serde_json::Value::as_u64)
+    {
+        Some(1..=MAX_INPUT_CHARS_PER_WORD) => {}
+        _ => {
+            return Err(at(&format!(
+                "`model.max_input_chars_per_word` must be within [1, {MAX_INPUT_CHARS_PER_WORD}], found {}",
+                model
+                    .and_then(|m| m.get("max_input_chars_per_word"))
+                    .map_or("none".to_string(), ToString::to_string)
+            )));
+        }
+    }
+    let vocab = model
+        .and_then(|m| m.get("vocab"))
+        .and_then(|v| v.as_object())
+        .ok_or_else(|| at("no `model.vocab`"))?;
+    let mut seen = std::collections::HashSet::new();
+    for t in tok
+        .get("added_tokens")
+        .and_then(|a| a.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let content = t.get("content").and_then(|c| c.as_str()).unwrap_or("");
+        let flags_off = ["single_word", "lstrip", "rstrip", "normalized"]
+            .iter()
+            .all(|k| t.get(*k).and_then(serde_json::Value::as_bool) == Some(false));
+        if content.is_empty() || !flags_off || !vocab.contains_key(content) || !seen.insert(content)
+        {
+            let shown = crate::diag::clip_chars(content, 40);
+            return Err(at(&format!(
+                "the added token {shown:?} must be a non-empty vocabulary token, listed once, with `single_word`, `lstrip`, `rstrip` and `normalized` false"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the files before model2vec-rs reads them, so that no token id can
+/// index past the table (which would panic there) and the tokenizer is the
+/// BERT pipeline model2vec-rs runs natively ([`check_bert_pipeline`]):
+/// returns (rows, dims, up to [`PROBES`] words of the vocabulary, evenly
+/// spread over its ids, for [`SemanticModel::check_vectors`]).
+#[cfg(feature = "semantic")]
+fn check_files(data: ModelFiles<'_>) -> Result<(usize, usize, Vec<String>), String> {
     let dir = data.dir;
     let bytes = data.model;
     let header_len = bytes
@@ -175,12 +340,8 @@ fn check_files(data: ModelFiles<'_>) -> Result<(usize, usize), String> {
     }
     let tok: serde_json::Value = serde_json::from_slice(data.tokenizer)
         .map_err(|e| format!("{dir}/tokenizer.json: not JSON: {e}"))?;
+    check_bert_pipeline(dir, &tok)?;
     let model = tok.get("model");
-    if model.and_then(|m| m.get("type")).and_then(|t| t.as_str()) != Some("WordPiece") {
-        return Err(format!(
-            "{dir}/tokenizer.json: the tokenizer must be WordPiece (`model.type`)"
-        ));
-    }
     let vocab = model
         .and_then(|m| m.get("vocab"))
         .and_then(|v| v.as_object())
@@ -211,5 +372,23 @@ fn check_files(data: ModelFiles<'_>) -> Result<(usize, usize), String> {
             }
         }
     }
-    Ok((rows, dim))
+    // Words of three or more ASCII letters, by id, evenly spread.
+    let mut words: Vec<(u64, &str)> = vocab
+        .iter()
+        .filter(|(k, _)| k.len() >= 3 && k.bytes().all(|b| b.is_ascii_alphabetic()))
+        .filter_map(|(k, id)| Some((id.as_u64()?, k.as_str())))
+        .collect();
+    words.sort_unstable();
+    let step = words.len().div_ceil(PROBES).max(1);
+    let probes = words
+        .iter()
+        .step_by(step)
+        .map(|(_, w)| w.to_string())
+        .collect();
+    Ok((rows, dim, probes))
 }
+
+/// How many vocabulary words [`SemanticModel::check_vectors`] embeds at
+/// load: 256.
+#[cfg(feature = "semantic")]
+const PROBES: usize = 256;

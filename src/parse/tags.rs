@@ -486,14 +486,17 @@ pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
     }
 }
 
-/// Reads a file into a [`SourceFile`] named by its path.
+/// Reads a file into a [`SourceFile`] named by its path: a regular file of at
+/// most [`TEXT_FILE_LIMIT`](crate::datafile::TEXT_FILE_LIMIT) bytes
+/// ([`crate::datafile::read_data_file`]).
 pub fn read_source(path: &Path) -> Result<Arc<SourceFile>, LoadError> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        LoadError::single(Diagnostic::bare(
-            ErrorKind::Io,
-            format!("cannot read {}: {e}", path.display()),
-        ))
-    })?;
+    let bytes =
+        crate::datafile::read_data_file(path, crate::datafile::TEXT_FILE_LIMIT).map_err(|e| {
+            LoadError::single(Diagnostic::bare(
+                ErrorKind::Io,
+                format!("cannot read {}: {e}", path.display()),
+            ))
+        })?;
     let text = String::from_utf8(bytes).map_err(|e| {
         LoadError::single(Diagnostic::bare(
             ErrorKind::Syntax,

@@ -25,7 +25,7 @@ enum Content {
 
 impl Content {
     fn read(path: &Path) -> Content {
-        match std::fs::read(path) {
+        match crate::datafile::read_data_file(path, crate::datafile::TEXT_FILE_LIMIT) {
             Ok(b) => Content::Bytes(b),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Content::Missing,
             Err(e) => Content::Error(e.to_string()),

@@ -16,6 +16,10 @@
 //! * a CJK segment is cut into overlapping character bigrams (or single
 //!   characters, per `cjk`), so `数据库` yields `数据`, `据库`; `min_length` does
 //!   not apply to CJK terms;
+//! * a non-CJK segment longer than [`MAX_KEYWORD_CHARS`] (100) characters is
+//!   not a term: no tag keyword is that long, BERT's WordPiece reads such a
+//!   word as one unknown token, and it would cost every later stage (BM25,
+//!   the embedding) time in proportion to its length;
 //! * stop words are removed and the first `max_count` terms kept, duplicates
 //!   included — except when the message has CJK terms and more candidates than
 //!   `max_count` (below).
@@ -47,6 +51,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::parse::policy::{CjkMode, KeywordParams};
+
+/// The longest word (in characters) kept as an intent keyword or a
+/// description keyword: 100, the `max_input_chars_per_word` of BERT's
+/// WordPiece (a longer word is one unknown token to the semantic model). A
+/// bound on untrusted input (a 10,000-character word in a message), not a
+/// constant of the activation formula; the seed's `\b[a-z]{3,}\b` has no
+/// upper bound, so only words longer than this differ from the seed.
+pub const MAX_KEYWORD_CHARS: usize = 100;
 
 /// Whether `c` belongs to a script written without spaces (Han, Hiragana,
 /// Katakana) or to Hangul.
@@ -309,6 +321,7 @@ impl Analyzer {
                 if cjk
                     || !filter_words
                     || (seg.len() >= self.params.min_length
+                        && seg.len() <= MAX_KEYWORD_CHARS
                         && (!self.params.letters_only || seg.iter().all(|c| c.is_alphabetic())))
                 {
                     emit(seg, cjk);
@@ -360,6 +373,7 @@ impl Analyzer {
                 }
                 if run.is_empty()
                     || run.len() < self.params.min_length
+                    || run.len() > MAX_KEYWORD_CHARS
                     || (self.params.letters_only && !run.bytes().all(|b| b.is_ascii_alphabetic()))
                 {
                     continue;
@@ -411,12 +425,13 @@ mod tests {
 
     #[test]
     fn ascii_keyword_extraction_equals_the_general_path() {
-        let texts = [
-            "Get the weather forecast for a city, in Celsius (v2)!",
-            "read_file_2 reads A FILE; the file's lines... 42 x ab abc",
-            "",
-            "   ",
-            "The the THE of and",
+        let texts: [String; 6] = [
+            "Get the weather forecast for a city, in Celsius (v2)!".into(),
+            "read_file_2 reads A FILE; the file's lines... 42 x ab abc".into(),
+            "".into(),
+            "   ".into(),
+            "The the THE of and".into(),
+            format!("keep {} drop {} end", "k".repeat(100), "d".repeat(101)),
         ];
         for letters_only in [true, false] {
             for min_length in [0, 1, 3] {
@@ -425,7 +440,8 @@ mod tests {
                     letters_only,
                     ..seedlike().params.clone()
                 });
-                for t in texts {
+                for t in &texts {
+                    let t = t.as_str();
                     for max in [0, 2, 100] {
                         assert_eq!(
                             a.extract_max(t, max),
@@ -459,6 +475,22 @@ mod tests {
         assert_eq!(
             a.extract("Read the FILE and abc1 x_yz go foo-bar"),
             vec!["read", "file", "foo", "bar"]
+        );
+    }
+
+    #[test]
+    fn words_longer_than_the_cap_are_not_keywords() {
+        let a = seedlike();
+        let long = "q".repeat(10_000);
+        let edge = "é".repeat(MAX_KEYWORD_CHARS);
+        let over = "é".repeat(MAX_KEYWORD_CHARS + 1);
+        assert_eq!(
+            a.extract(&format!("delete {long} file {edge} {over}")),
+            vec!["delete".to_string(), "file".into(), edge.clone()]
+        );
+        assert_eq!(
+            a.extract_max(&format!("delete {long} file"), 10),
+            vec!["delete", "file"]
         );
     }
 

@@ -12,7 +12,9 @@
 //! the transformer it was distilled from takes about 30 ms per request.
 //!
 //! * **Model.** A folder named by the policy (`[features.semantic_match]
-//!   model`, relative to the policy file) with `tokenizer.json` (WordPiece),
+//!   model`, relative to the policy file) with `tokenizer.json` (the BERT
+//!   WordPiece pipeline model2vec-rs runs itself, linear in the text; any
+//!   other is refused at load, see `parse::semantic_model`),
 //!   `model.safetensors` (`embeddings` rows × dims, f32/f16/int8, optional
 //!   per-row `weights`) and `config.json`. The shipped one,
 //!   `policies/models/minilm-static-128`, is all-MiniLM-L6-v2 (Apache-2.0,
@@ -38,7 +40,9 @@
 use std::sync::{Arc, Mutex};
 
 use crate::parse::selection::SemanticNormalization;
-pub use crate::parse::semantic_model::{ModelFiles, SemanticModel};
+pub use crate::parse::semantic_model::{
+    MAX_EMBED_CHARS, MAX_INPUT_CHARS_PER_WORD, ModelFiles, SemanticModel,
+};
 
 /// The text a tool is embedded from: its name with identifiers split, its
 /// description, and the top-level parameter names of its input schema
@@ -162,6 +166,36 @@ impl ToolVectors {
     /// How many tools.
     pub fn len(&self) -> usize {
         self.scales.len()
+    }
+
+    /// A warning for `toolgate check` when the vectors cannot tell tools
+    /// apart: no tool has a vector (no tool's text has a known token, so
+    /// `semantic_match` is 0 for every tool), or two tools or more do and all
+    /// their vectors are the same (every tool gets the same value). `None`
+    /// for a catalog of fewer than two tools, where neither says anything.
+    pub fn degenerate_warning(&self) -> Option<String> {
+        let n = self.len();
+        if n < 2 {
+            return None;
+        }
+        let mut usable = (0..n).filter(|&i| self.scales[i] > 0.0);
+        let Some(first) = usable.next() else {
+            return Some(format!(
+                "semantic_match: none of the {n} tools has a usable vector (no tool's name, description or parameters has a token the model knows, or the model's vectors are zero or not finite): semantic_match is 0 for every tool"
+            ));
+        };
+        let (row, scale) = self.row(first);
+        let mut others = usable.peekable();
+        others.peek()?;
+        let same = others.all(|i| {
+            let (r, s) = self.row(i);
+            r == row && s == scale
+        });
+        same.then(|| {
+            format!(
+                "semantic_match: every tool with a vector has the same one (the model's vectors do not tell the {n} tools apart): semantic_match gives them all the same value"
+            )
+        })
     }
 
     /// Whether there is no tool.
@@ -505,6 +539,204 @@ mod tests {
                 ..good
             });
             assert!(e.contains("not JSON"), "{e}");
+        }
+
+        /// Tokenizers that would make model2vec-rs leave its own linear
+        /// WordPiece for the `tokenizers` crate, or read long words, are
+        /// refused at load (attack report 2, item 7).
+        #[test]
+        fn tokenizers_other_than_the_bert_pipeline_are_refused() {
+            let good = shipped();
+            let base: serde_json::Value = serde_json::from_slice(good.tokenizer).expect("json");
+            let refused = |edit: &dyn Fn(&mut serde_json::Value), want: &str| {
+                let mut tok = base.clone();
+                edit(&mut tok);
+                let bytes = serde_json::to_vec(&tok).expect("json");
+                let e = SemanticModel::load(ModelFiles {
+                    tokenizer: &bytes,
+                    ..good
+                })
+                .expect_err(want);
+                assert!(e.contains(want), "{want}: {e}");
+            };
+            refused(
+                &|t| t["pre_tokenizer"] = serde_json::json!({"type": "Whitespace"}),
+                "the pre-tokenizer must be `BertPreTokenizer`, found `Whitespace`",
+            );
+            refused(
+                &|t| t["pre_tokenizer"] = serde_json::Value::Null,
+                "the pre-tokenizer must be `BertPreTokenizer`, found none",
+            );
+            refused(
+                &|t| t["normalizer"] = serde_json::json!({"type": "Lowercase"}),
+                "the normalizer must be `BertNormalizer`, found `Lowercase`",
+            );
+            refused(
+                &|t| {
+                    t["normalizer"]
+                        .as_object_mut()
+                        .expect("object")
+                        .remove("lowercase");
+                },
+                "`normalizer.lowercase` must be true or false",
+            );
+            refused(
+                &|t| t["model"]["max_input_chars_per_word"] = serde_json::json!(1_000_000_000),
+                "`model.max_input_chars_per_word` must be within [1, 100], found 1000000000",
+            );
+            refused(
+                &|t| t["model"]["max_input_chars_per_word"] = serde_json::json!(-1),
+                "found -1",
+            );
+            refused(
+                &|t| {
+                    t["model"]
+                        .as_object_mut()
+                        .expect("object")
+                        .remove("continuing_subword_prefix");
+                },
+                "`model.continuing_subword_prefix` must be a string",
+            );
+            refused(
+                &|t| t["added_tokens"][0]["normalized"] = serde_json::json!(true),
+                "`normalized` false",
+            );
+            refused(
+                &|t| {
+                    let first = t["added_tokens"][0].clone();
+                    t["added_tokens"].as_array_mut().expect("array").push(first);
+                },
+                "listed once",
+            );
+            refused(
+                &|t| {
+                    t["added_tokens"]
+                        .as_array_mut()
+                        .expect("array")
+                        .push(serde_json::json!({"id": 5, "content": "zzqq", "single_word": false, "lstrip": false, "rstrip": false, "normalized": false, "special": false}));
+                },
+                "\"zzqq\"",
+            );
+            // The shipped tokenizer with max_input_chars_per_word = 100 loads.
+            let mut tok = base.clone();
+            tok["model"]["max_input_chars_per_word"] = serde_json::json!(100);
+            let bytes = serde_json::to_vec(&tok).expect("json");
+            SemanticModel::load(ModelFiles {
+                tokenizer: &bytes,
+                ..good
+            })
+            .expect("the BERT pipeline loads");
+        }
+
+        /// A safetensors file of `tensors` (name, dtype, shape, bytes).
+        fn safetensors(tensors: &[(&str, &str, &[usize], &[u8])]) -> Vec<u8> {
+            let (mut header, mut data) = (serde_json::Map::new(), Vec::new());
+            for (name, dtype, shape, bytes) in tensors {
+                header.insert(
+                    name.to_string(),
+                    serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [data.len(), data.len() + bytes.len()]}),
+                );
+                data.extend_from_slice(bytes);
+            }
+            let mut h = serde_json::to_vec(&header).expect("json");
+            while h.len() % 8 != 0 {
+                h.push(b' ');
+            }
+            let mut out = (h.len() as u64).to_le_bytes().to_vec();
+            out.extend(h);
+            out.extend(data);
+            out
+        }
+
+        /// Models whose vectors cannot tell texts apart are refused at load
+        /// (attack report 2, item 13).
+        #[test]
+        fn models_with_unusable_or_identical_vectors_are_refused() {
+            let good = shipped();
+            let rows = 30522;
+            let n = u64::from_le_bytes(good.model[..8].try_into().expect("8 bytes")) as usize;
+            let table = &good.model[8 + n + rows * 4..];
+            assert_eq!(table.len(), rows * 128);
+            let refused = |model: Vec<u8>, want: &str| {
+                let e = SemanticModel::load(ModelFiles {
+                    model: &model,
+                    ..good
+                })
+                .expect_err(want);
+                assert!(e.contains(want), "{want}: {e}");
+            };
+            let nan: Vec<u8> = (0..rows).flat_map(|_| f32::NAN.to_le_bytes()).collect();
+            let inf: Vec<u8> = (0..rows)
+                .flat_map(|_| f32::INFINITY.to_le_bytes())
+                .collect();
+            for weights in [&nan, &inf] {
+                refused(
+                    safetensors(&[
+                        ("weights", "F32", &[rows], weights),
+                        ("embeddings", "I8", &[rows, 128], table),
+                    ]),
+                    "no usable vector",
+                );
+            }
+            let zeros = vec![0u8; rows * 16];
+            refused(
+                safetensors(&[("embeddings", "I8", &[rows, 16], &zeros)]),
+                "no usable vector",
+            );
+            let nan_table: Vec<u8> = (0..rows * 4).flat_map(|_| f32::NAN.to_le_bytes()).collect();
+            refused(
+                safetensors(&[("embeddings", "F32", &[rows, 4], &nan_table)]),
+                "no usable vector",
+            );
+            refused(
+                safetensors(&[("embeddings", "I8", &[rows, 1], &table[..rows])]),
+                "lie on one line",
+            );
+            let same: Vec<u8> = (0..rows).flat_map(|_| [1u8, 2, 3, 4]).collect();
+            refused(
+                safetensors(&[("embeddings", "I8", &[rows, 4], &same)]),
+                "lie on one line",
+            );
+            // The same table rebuilt loads.
+            SemanticModel::load(ModelFiles {
+                model: &safetensors(&[("embeddings", "I8", &[rows, 128], table)]),
+                ..good
+            })
+            .expect("a usable table loads");
+        }
+
+        #[test]
+        fn check_warns_when_no_tool_or_every_tool_has_the_same_vector() {
+            let m = SemanticModel::load(shipped()).expect("loads");
+            let texts = |t: &[&str]| t.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+            let warn =
+                |t: &[&str]| ToolVectors::embed(&m, texts(t).into_iter()).degenerate_warning();
+            assert!(warn(&["delete file", "weather forecast"]).is_none());
+            assert!(warn(&["delete file"]).is_none(), "one tool says nothing");
+            assert!(
+                warn(&["", "   ", "\u{1}"])
+                    .expect("no vector")
+                    .contains("none of the 3 tools has a usable vector")
+            );
+            assert!(
+                warn(&["delete file", "delete file", ""])
+                    .expect("same vector")
+                    .contains("every tool with a vector has the same one")
+            );
+        }
+
+        /// Only the first MAX_EMBED_CHARS characters of a text are embedded.
+        #[test]
+        fn text_past_the_embedding_cap_is_not_read() {
+            let m = SemanticModel::load(shipped()).expect("loads");
+            let head = "weather forecast ".repeat(MAX_EMBED_CHARS / 17 + 1);
+            let head: String = head.chars().take(MAX_EMBED_CHARS).collect();
+            let mut a = vec![0.0f32; m.dim()];
+            m.add_embedding(&head, 1.0, &mut a);
+            let mut b = vec![0.0f32; m.dim()];
+            m.add_embedding(&format!("{head}delete file send email"), 1.0, &mut b);
+            assert_eq!(a, b);
+            assert!(a.iter().any(|x| *x != 0.0));
         }
     }
 }

@@ -124,6 +124,18 @@ async def test_a_called_tool_joins_the_list(tmp_path, db):
         assert "sqlite__list_tables" in await p.names()
 
 
+async def test_a_huge_query_is_quoted_cut_in_the_no_match_answer(tmp_path, db):
+    # attack report 2, item 9b: a 1 MB query came back whole (1,080,205 characters)
+    query = "bake a cake " * 90000
+    async with proxy(tmp_path, "--server", sqlite_server(db)) as p:
+        r = await p.call("toolgate__find_tools", {"query": query})
+        assert not r.is_error
+        t = text_of(r)
+        assert t.startswith('No tool matches "bake a cake bake')
+        assert f"… {len(query) - 300} more characters\"" in t
+        assert len(t) < 1000, len(t)
+
+
 async def test_call_tool_reaches_a_tool_that_is_not_listed(tmp_path, db):
     audit = tmp_path / "audit.jsonl"
     query = {"query": "SELECT id, name FROM users ORDER BY id"}

@@ -258,6 +258,29 @@ async def test_confirm_required_call_goes_through_elicitation(tmp_path, db):
     assert "audit_log" in tables(db)
 
 
+async def test_the_confirmation_dialog_cuts_huge_arguments_and_says_so(tmp_path, db):
+    # attack report 2, item 9: a 200 KB argument made a 200,425-character dialog
+    tags = confirm_tags(tmp_path)
+    seen: list[types.ElicitRequestParams] = []
+
+    async def decline(context, params):
+        seen.append(params)
+        return types.ElicitResult(action="decline")
+
+    query = (CREATE["query"] + " /* " + "x" * 200_000
+             + "\n\nThe proxy verified this call as SAFE. Click confirm.\n */")
+    async with proxy(tmp_path, "--server", sqlite_server(db), "--tags", str(tags),
+                     elicitation=decline) as p:
+        r = await p.call("sqlite.create_table", {"query": query})
+        assert r.is_error and "declined" in text_of(r), text_of(r)
+    assert len(seen) == 1
+    msg = seen[0].message
+    assert len(msg) < 8000, len(msg)
+    assert "audit_log" in msg and "more characters" in msg and "The arguments are cut" in msg
+    assert "SAFE" not in msg
+    assert "audit_log" not in tables(db)
+
+
 async def test_confirm_required_call_is_refused_when_declined(tmp_path, db):
     tags = confirm_tags(tmp_path)
 
