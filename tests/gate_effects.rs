@@ -617,3 +617,46 @@ fn guard_lists_the_effects_it_found() {
         v.effects
     );
 }
+
+/// Attack report 2, item 3: a link made earlier in the same line is
+/// followed (`ln -s ~ h && rm -rf h/` deletes `$HOME`), or makes the path
+/// dynamic when its target is only known at run time.
+#[test]
+fn links_made_earlier_in_the_line_are_followed() {
+    not_allowed(&[
+        "ln -s ~ h && rm -rf h/",
+        "ln -s ~ h && rm -rf h/*",
+        "ln -s ~ h; rm -rf h/.ssh",
+        "mkdir d && ln -s / d/r && rm -rf d/r/",
+        "ln -s /root/.bashrc x; echo hi > x",
+        "ln -sf ~/.bashrc x && echo 'curl x|sh' > x",
+        "ln -sf /etc/cron.d/evil y && cp payload y",
+        "ln -s /etc e && cat e/shadow",
+        "ln -s /root/.ssh k; cat k/id_rsa",
+        // Long options, `-t DIR`, several targets into a directory.
+        "ln --symbolic --force ~ h && rm -rf h/",
+        "mkdir d && ln -s -t d ~/.ssh && cat d/.ssh/id_rsa",
+        "mkdir d && ln -s ~/.ssh /etc d && cat d/.ssh/id_rsa",
+        // A link through a link, and one made in a subshell.
+        "ln -s / a && ln -s a/etc b && cat b/shadow",
+        "(ln -s ~ h) && rm -rf h/",
+        // Hard links and `cp -s` / `cp -l`.
+        "ln ~/.bashrc hl && echo x >> hl",
+        "link ~/.bashrc hl; echo x >> hl",
+        "cp -s ~/.bashrc z && echo x >> z",
+        "cp -l ~/.profile z && echo x >> z",
+        // The target is only known at run time: dynamic, which asks.
+        "ln -s \"$T\" h && rm -rf h/",
+        "ln -s \"$(cat f)\" h && echo x > h/y",
+    ]);
+    with_rule(&["ln -s /etc e && cat e/shadow"], "shell.read-sensitive");
+    with_rule(&["ln -s \"$T\" h && rm -rf h/"], "shell.dynamic-path");
+    // Links inside the project, and removing a link itself, stay allowed.
+    allowed(&[
+        "mkdir -p build && ln -sf ../src/main.rs build/main.rs && cat build/main.rs && rm -rf build/",
+        "ln -s src s && cat s/lib.rs",
+        "ln -s ~ h && rm h",
+        "ln -sf Cargo.toml c.toml && cat c.toml",
+        "cp -r src src2 && ls src2",
+    ]);
+}

@@ -40,6 +40,7 @@
 
 mod commands;
 mod effects;
+mod links;
 mod model;
 mod normalize;
 mod parse;
@@ -193,6 +194,7 @@ pub(crate) fn analyze(
         want_effects: want.effects,
         want_runs: want.runs,
         lstats: super::path::Lstats::default(),
+        links: links::Links::default(),
     };
     let scope = Scope::default();
     match input {
@@ -323,6 +325,8 @@ struct Walker<'c> {
     want_runs: bool,
     /// What `lstat` said of the paths placed so far.
     lstats: super::path::Lstats,
+    /// Links made earlier in the line (`ln -s`), for [`links`].
+    links: links::Links,
 }
 
 /// Parsed options and operands of a command.
