@@ -333,6 +333,11 @@ impl Walker<'_> {
                 match effect {
                     Effect::Write | Effect::Delete => self.effect_check(|c| &c.dynamic_path, &d),
                     Effect::Script => self.effect_check(|c| &c.script_outside, &d),
+                    // A read only known at run time whose known part names
+                    // credentials (`cat "$D/.ssh/id_rsa"`).
+                    Effect::Read if self.cfg.sensitive_reads.is_match(text) => {
+                        self.effect_check(|c| &c.read_sensitive, &d)
+                    }
                     _ => {}
                 }
             }
