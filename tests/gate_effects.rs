@@ -645,6 +645,12 @@ fn links_made_earlier_in_the_line_are_followed() {
         "link ~/.bashrc hl; echo x >> hl",
         "cp -s ~/.bashrc z && echo x >> z",
         "cp -l ~/.profile z && echo x >> z",
+        // A link moved or copied (or the directory holding it) is still one.
+        "ln -s ~ h && mv h g && rm -rf g/",
+        "mkdir d && ln -s / d/r && mv d e && rm -rf e/r/",
+        "ln -s ~ h && cp -r h g && rm -rf g/",
+        "ln -s ~ h && mv -t out h && rm -rf out/h/",
+        "ln -s ~ h && mv \"$X\" g && echo > g/y",
         // The target is only known at run time: dynamic, which asks.
         "ln -s \"$T\" h && rm -rf h/",
         "ln -s \"$(cat f)\" h && echo x > h/y",
@@ -658,6 +664,8 @@ fn links_made_earlier_in_the_line_are_followed() {
         "ln -s ~ h && rm h",
         "ln -sf Cargo.toml c.toml && cat c.toml",
         "cp -r src src2 && ls src2",
+        "mv a b && rm -rf b/",
+        "ln -s src s && mv s t && cat t/lib.rs && rm -rf t",
     ]);
 }
 

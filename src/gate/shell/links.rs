@@ -12,6 +12,9 @@
 //! paths under it dynamic, which asks for writes and deletes (fail
 //! closed).
 //!
+//! A move or copy (`link:copy`: `mv`, `cp`) of a link, or of a directory
+//! holding one, carries it to the new name.
+//!
 //! Where a link goes when its name is an existing directory (`ln -s ~ h`
 //! with a directory `h` makes `h/root`) is not known without the disk at
 //! run time: with two operands both places are recorded.
@@ -120,6 +123,34 @@ impl Walker<'_> {
         None
     }
 
+    /// A move or copy of `src` (run in `cwd`, `None`: unknown) to `dest`:
+    /// each link made earlier at `src` or below it is a link under
+    /// `dest` too; a source only known at run time may be one (`dest`
+    /// becomes dynamic).
+    fn carry_links(&mut self, dest: Dir, src: &Arg, cwd: Option<&Dir>) {
+        let from = match cwd {
+            _ if src.dynamic => None,
+            Some(c) => Some(c.join(&src.text)),
+            None if src.text.starts_with(['/', '~']) => Some(Dir::start().join(&src.text)),
+            None => None,
+        };
+        let Some(from) = from.and_then(|f| self.through_links(f, false)) else {
+            self.links.made.push((dest, None));
+            return;
+        };
+        let carried: Vec<(Dir, Option<Dir>)> = self
+            .links
+            .made
+            .iter()
+            .filter(|(name, _)| is_prefix(&from, name, false))
+            .map(|(name, to)| {
+                let below = &parts(name).2[parts(&from).2.len()..];
+                (dest.join_comps(below), to.clone())
+            })
+            .collect();
+        self.links.made.extend(carried);
+    }
+
     /// Records the links a command makes (its reading has a `link:KIND`
     /// effect): `LINK_NAME` for `ln TARGET LINK_NAME` (and
     /// `LINK_NAME/BASENAME`, in case it is a directory), `DIR/BASENAME`
@@ -132,6 +163,10 @@ impl Walker<'_> {
         reading: &Reading,
         ctx: &Ctx,
     ) {
+        // A move or copy matters only once a link was made.
+        if kind == LinkKind::Copy && self.links.is_empty() {
+            return;
+        }
         let ops: Vec<&Arg> = reading
             .operands
             .iter()
@@ -199,10 +234,16 @@ impl Walker<'_> {
                     self.links.unknown_place = true;
                     return;
                 };
+                if kind == LinkKind::Copy {
+                    self.carry_links(link, target, c.as_ref());
+                    continue;
+                }
                 let from = match (kind, c) {
                     (LinkKind::Symbolic, _) => Some(link.join("..")),
-                    (LinkKind::Hard, Some(c)) => Some(c.clone()),
-                    (LinkKind::Hard, None) => target.text.starts_with(['/', '~']).then(Dir::start),
+                    (LinkKind::Hard | LinkKind::Copy, Some(c)) => Some(c.clone()),
+                    (LinkKind::Hard | LinkKind::Copy, None) => {
+                        target.text.starts_with(['/', '~']).then(Dir::start)
+                    }
                 };
                 let to = from
                     .filter(|_| !target.dynamic)

@@ -5,8 +5,9 @@
 //! `url`, `network`, `system`, `remote`, `project`, `clear`,
 //! `code:LANG`, `config:NAME`, `operands:KIND` (flags only: the operands'
 //! effect becomes KIND), `link:hard` / `link:symbolic` (the run makes
-//! links that later commands of the line follow, in `effects` and
-//! `flags`), and `read:PATH` / `write:PATH` / `delete:PATH` (a fixed
+//! links that later commands of the line follow) and `link:copy` (it
+//! moves or copies such links), in `effects` and `flags`, and
+//! `read:PATH` / `write:PATH` / `delete:PATH` (a fixed
 //! target, in `effects` and `flags`).
 
 use serde::Deserialize;
@@ -53,7 +54,8 @@ pub enum Effect {
     Operands(Box<Effect>),
     /// A fixed target: `write:~/.gitconfig`.
     Fixed(Box<Effect>, String),
-    /// The run makes links (`link:symbolic`, `link:hard`): the last
+    /// The run makes links (`link:symbolic`, `link:hard`) or moves or
+    /// copies them (`link:copy`, [`LinkKind::Copy`]): the last
     /// operand (or the directory a `write` option such as `-t` names) is
     /// a link to each other operand, and later commands of the same line
     /// reach the link's target through its name. In `effects` for a
@@ -71,6 +73,10 @@ pub enum LinkKind {
     /// A symbolic link: its operand (the link's text) is resolved from
     /// the directory that holds the link.
     Symbolic,
+    /// A move or copy (`mv`, `cp -r`): a link made earlier in the line
+    /// (or a directory holding one) that an operand names is a link
+    /// (the same) under the new name.
+    Copy,
 }
 
 impl Effect {
@@ -133,7 +139,7 @@ impl Effect {
         }
         let Some((k, arg)) = s.split_once(':') else {
             return Err(format!(
-                "unknown effect `{s}`: expected none, read, write, delete, chdir, script, exec, install, url, network, system, remote, project, clear, code:LANG, config:NAME, operands:EFFECT, link:hard|symbolic or read|write|delete:PATH"
+                "unknown effect `{s}`: expected none, read, write, delete, chdir, script, exec, install, url, network, system, remote, project, clear, code:LANG, config:NAME, operands:EFFECT, link:hard|symbolic|copy or read|write|delete:PATH"
             ));
         };
         if arg.is_empty() {
@@ -155,7 +161,10 @@ impl Effect {
             "link" => match arg {
                 "hard" => Ok(Effect::Link(LinkKind::Hard)),
                 "symbolic" => Ok(Effect::Link(LinkKind::Symbolic)),
-                _ => Err(format!("`{s}`: a link is `link:hard` or `link:symbolic`")),
+                "copy" => Ok(Effect::Link(LinkKind::Copy)),
+                _ => Err(format!(
+                    "`{s}`: a link effect is `link:hard`, `link:symbolic` or `link:copy`"
+                )),
             },
             "read" | "write" | "delete" => Ok(Effect::Fixed(
                 Box::new(simple(k).unwrap_or(Effect::None)),
@@ -175,6 +184,7 @@ impl fmt::Display for Effect {
             Effect::Fixed(e, p) => write!(f, "{e}:{p}"),
             Effect::Link(LinkKind::Hard) => f.write_str("link:hard"),
             Effect::Link(LinkKind::Symbolic) => f.write_str("link:symbolic"),
+            Effect::Link(LinkKind::Copy) => f.write_str("link:copy"),
             other => f.write_str(other.kind()),
         }
     }
@@ -225,7 +235,7 @@ mod tests {
 
     #[test]
     fn link_effects_parse_and_print() {
-        for s in ["link:hard", "link:symbolic"] {
+        for s in ["link:hard", "link:symbolic", "link:copy"] {
             let e = Effect::parse(s).unwrap();
             assert!(matches!(e, Effect::Link(_)));
             assert_eq!(e.to_string(), s);
