@@ -135,7 +135,7 @@ impl Walker<'_> {
             None => None,
         };
         let Some(from) = from.and_then(|f| self.through_links(f, false)) else {
-            self.links.made.push((dest, None));
+            self.push_link(dest, None);
             return;
         };
         let carried: Vec<(Dir, Option<Dir>)> = self
@@ -148,7 +148,21 @@ impl Walker<'_> {
                 (dest.join_comps(below), to.clone())
             })
             .collect();
-        self.links.made.extend(carried);
+        for (name, to) in carried {
+            self.push_link(name, to);
+        }
+    }
+
+    /// Records one link, or, past `max_links`, makes every later path
+    /// dynamic (copies of a directory holding links would otherwise
+    /// double them at each copy).
+    fn push_link(&mut self, name: Dir, to: Option<Dir>) {
+        if self.links.made.len() >= self.cfg.limits.max_links {
+            self.links.unknown_place = true;
+            self.links.made.clear();
+        } else if !self.links.unknown_place {
+            self.links.made.push((name, to));
+        }
     }
 
     /// Records the links a command makes (its reading has a `link:KIND`
@@ -163,8 +177,9 @@ impl Walker<'_> {
         reading: &Reading,
         ctx: &Ctx,
     ) {
-        // A move or copy matters only once a link was made.
-        if kind == LinkKind::Copy && self.links.is_empty() {
+        // A move or copy matters only once a link was made; past the
+        // limit, or at an unknown place, every later path is dynamic.
+        if (kind == LinkKind::Copy && self.links.is_empty()) || self.links.unknown_place {
             return;
         }
         let ops: Vec<&Arg> = reading
@@ -248,7 +263,7 @@ impl Walker<'_> {
                 let to = from
                     .filter(|_| !target.dynamic)
                     .map(|f| self.absolute(f.join(&target.text)));
-                self.links.made.push((link, to));
+                self.push_link(link, to);
             }
         }
     }

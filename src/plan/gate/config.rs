@@ -383,6 +383,7 @@ pub(crate) mod d {
         shell_limits_max_parses: usize = shell.limits.max_parses;
         shell_limits_max_cwds: usize = shell.limits.max_cwds;
         shell_limits_max_function_calls: usize = shell.limits.max_function_calls;
+        shell_limits_max_links: usize = shell.limits.max_links;
         shell_unknown_command: Action = shell.unknown_command;
         shell_suspicious_chars: ConfigRegex = shell.suspicious_chars;
         shell_system_bin_dirs: Vec<String> = shell.system_bin_dirs;
