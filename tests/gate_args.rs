@@ -463,7 +463,8 @@ fn roles_are_inferred_at_any_depth() {
     );
     assert_eq!(v.decision, Action::Deny, "{}", v.message);
     assert_eq!(v.findings[0].path, "/edits/1/file_path");
-    // A tool outside the path rules' scope gets no role: nothing inferred.
+    // A tool outside the path rules' scope: the fallback rules still see
+    // `file_path` at any depth (attack report 2, item 2) ...
     let g = gate(
         Some(&root),
         vec![inline("notes.multi_edit", schema, json!({}))],
@@ -471,6 +472,21 @@ fn roles_are_inferred_at_any_depth() {
     let v = g.check(
         "notes.multi_edit",
         json!({"edits": [{"file_path": "/root/.bashrc"}]}),
+    );
+    assert_eq!(v.decision, Action::Deny, "{}", v.message);
+    assert_eq!(v.findings[0].path, "/edits/0/file_path");
+    // ... but not the scoped rules' wider names (`source`, `file`), which
+    // outside a file tool are often not paths: nothing inferred.
+    let schema = json!({"type": "object", "properties": {
+        "edits": {"type": "array", "items": {"type": "object", "properties": {
+            "source": {"type": "string"}, "file": {"type": "string"}}}}}});
+    let g = gate(
+        Some(&root),
+        vec![inline("notes.multi_edit", schema, json!({}))],
+    );
+    let v = g.check(
+        "notes.multi_edit",
+        json!({"edits": [{"source": "/root/.bashrc", "file": "/etc/passwd"}]}),
     );
     assert_eq!(v.decision, Action::Allow, "{}", v.message);
 }

@@ -364,3 +364,24 @@ fn hard_link_checks_and_the_trial_bound_come_from_the_policy() {
         );
     }
 }
+
+#[test]
+fn infer_fallback_and_tool_words_are_checked_at_their_location() {
+    let cfg = shipped();
+    assert!(cfg.infer.iter().any(|r| r.fallback));
+    assert!(
+        cfg.infer
+            .iter()
+            .any(|r| r.tool_words.iter().any(|w| w == "sql"))
+    );
+    for (good, bad) in [
+        ("fallback = true", "fallback = \"yes\""),
+        ("tool_words = [\"sql\"", "tool_words = [1, \"sql\""),
+    ] {
+        let text = DEFAULT_POLICY.1.replacen(good, bad, 1);
+        assert_ne!(text, DEFAULT_POLICY.1, "{good}");
+        let err = load(&text).unwrap_err();
+        let d = &err.diagnostics[0];
+        assert_eq!(d.line_col().unwrap().0, line_of(&text, bad), "{err}");
+    }
+}

@@ -59,6 +59,37 @@ fn deepest_accepted_sql_nesting_fits_a_small_stack() {
 
 const SHELLISH: &str = "[ -~\\n\\t]{0,80}";
 
+/// Copies of a directory that holds a link made in the line double the
+/// links each time (`ln -s ~ h; cp -r . a; cp -r . b; ...`): past
+/// `[gate.shell.limits] max_links` every later path is dynamic, so the
+/// work stays bounded and the line still asks.
+#[test]
+fn links_copied_again_and_again_stay_bounded() {
+    let mut cfg = common::config();
+    let decide = |cfg: &toolgate::gate::GateConfig, line: &str| {
+        let f = analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(line));
+        toolgate::gate::decide(&f)
+    };
+    let start = std::time::Instant::now();
+    let mut line = "ln -s ~ h".to_string();
+    for i in 0..40 {
+        line.push_str(&format!("; cp -r . d{i}"));
+    }
+    line.push_str("; rm -rf d39/h/");
+    assert_ne!(decide(&cfg, &line), toolgate::gate::Action::Allow);
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        start.elapsed()
+    );
+    // Past the limit a write inside the project is dynamic too.
+    cfg.shell.limits.max_links = 4;
+    let line = "ln -s src s; cp -r . a; cp -r . b; echo x > notes.txt";
+    assert_ne!(decide(&cfg, line), toolgate::gate::Action::Allow);
+    cfg.shell.limits.max_links = 64;
+    assert_eq!(decide(&cfg, line), toolgate::gate::Action::Allow);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
 

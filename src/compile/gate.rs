@@ -303,7 +303,8 @@ impl<'a> Infer<'a> {
 /// The roles `[[gate.infer]]` gives a tool whose tags declare none: every
 /// property, at any depth of the input schema, whose name and declared type
 /// a rule in scope lists. The outermost match wins (nothing is inferred
-/// below a property that got a role).
+/// below a property that got a role). `fallback` rules are tried only when
+/// the others give no role, and only on a schema that declares properties.
 fn infer_roles(
     cfg: &GateConfig,
     tool: &CompiledTool,
@@ -320,23 +321,29 @@ fn infer_roles(
         .category
         .clone()
         .or_else(|| tool.name.split_once('.').map(|(ns, _)| ns.to_string()));
+    let mut words: Option<Vec<String>> = None;
+    let in_scope = |rule: &InferRule, words: &mut Option<Vec<String>>| {
+        let scoped = (rule.domains.is_empty() && rule.categories.is_empty())
+            || rule
+                .domains
+                .iter()
+                .any(|d| tool_domains.contains(&d.as_str()))
+            || category
+                .as_deref()
+                .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)));
+        scoped
+            && (rule.tool_words.is_empty() || {
+                let w = words.get_or_insert_with(|| words_of(&tool.name, &tool.description));
+                rule.tool_words
+                    .iter()
+                    .any(|t| w.iter().any(|x| x.eq_ignore_ascii_case(t)))
+            })
+    };
     let rules: Vec<&InferRule> = cfg
         .infer
         .iter()
-        .filter(|rule| {
-            (rule.domains.is_empty() && rule.categories.is_empty())
-                || rule
-                    .domains
-                    .iter()
-                    .any(|d| tool_domains.contains(&d.as_str()))
-                || category
-                    .as_deref()
-                    .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)))
-        })
+        .filter(|rule| !rule.fallback && in_scope(rule, &mut words))
         .collect();
-    if rules.is_empty() {
-        return Vec::new();
-    }
     // An open schema (`true`, `{}`, an object without `properties`) names no
     // parameter, so any argument may hold a command, a query or a path: the
     // rules' names get their roles at the top level, and the gate analyses
@@ -357,14 +364,53 @@ fn infer_roles(
         }
         return out;
     }
-    let mut w = Infer {
-        root: schema,
-        rules,
-        out: Vec::new(),
-        budget: MAX_INFER_NODES,
+    let walk = |rules: Vec<&InferRule>| {
+        if rules.is_empty() {
+            return Vec::new();
+        }
+        let mut w = Infer {
+            root: schema,
+            rules,
+            out: Vec::new(),
+            budget: MAX_INFER_NODES,
+        };
+        w.walk(schema, &mut Vec::new());
+        w.out
     };
-    w.walk(schema, &mut Vec::new());
-    w.out
+    let out = walk(rules);
+    if !out.is_empty() {
+        return out;
+    }
+    let fallback: Vec<&InferRule> = cfg
+        .infer
+        .iter()
+        .filter(|rule| rule.fallback && in_scope(rule, &mut words))
+        .collect();
+    walk(fallback)
+}
+
+/// The words of a tool's name and description, for `tool_words`: split at
+/// every character that is not a letter or digit, and at a lower-to-upper
+/// case change (`executeSql` is `execute`, `Sql`).
+fn words_of(name: &str, description: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for text in [name, description] {
+        let mut cur = String::new();
+        let mut prev_lower = false;
+        for c in text.chars() {
+            if (!c.is_alphanumeric() || (prev_lower && c.is_uppercase())) && !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            if c.is_alphanumeric() {
+                cur.push(c);
+            }
+            prev_lower = c.is_lowercase();
+        }
+        if !cur.is_empty() {
+            out.push(cur);
+        }
+    }
+    out
 }
 
 /// The declared role paths of `tool` that name nothing its input schema
@@ -562,4 +608,22 @@ pub(crate) fn build_gate(
         patterns,
         tools: tools?,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::words_of;
+
+    #[test]
+    fn tool_words_split_names_and_descriptions() {
+        assert_eq!(
+            words_of("db.executeSql", "Run SQL (sqlite3) on the_db."),
+            [
+                "db", "execute", "Sql", "Run", "SQL", "sqlite3", "on", "the", "db"
+            ]
+        );
+        assert_eq!(words_of("query_docs", ""), ["query", "docs"]);
+        // A word inside another is not a match: `mysqlx` is not `mysql`.
+        assert!(!words_of("mysqlx", "").contains(&"mysql".to_string()));
+    }
 }

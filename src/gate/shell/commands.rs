@@ -865,6 +865,9 @@ impl Walker<'_> {
                 ));
             }
             self.check_targets(&full, rest, &reading, &ctx, scope);
+            if let Some(kind) = super::links::link_kind(&reading) {
+                self.record_links(kind, rest, &reading, &ctx);
+            }
             for e in &reading.effects {
                 self.effect_of_run(e, &full, args, &ctx);
             }

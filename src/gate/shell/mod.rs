@@ -15,7 +15,8 @@
 //! Beyond the rules, every command is checked by its **effects** (the
 //! policy's effect model, `[[gate.shell.commands]]`): what it reads,
 //! writes and deletes (resolved against the working directory the line
-//! has at that point and checked against `[gate.paths]` roots), the code
+//! has at that point and through the links it made, with `$HOME` as `~`,
+//! and checked against `[gate.paths]` roots), the code
 //! it runs through its own options, scripts or environment, inline
 //! interpreter code (parsed, [`crate::gate::code`]), the network, system
 //! changes and package installs. A program the policy does not know asks
@@ -31,7 +32,9 @@
 //!    [`state`] (working directory, variables, functions), follow each
 //!    command (`commands`: builtins, functions, wrappers, `find`,
 //!    interpreters, known commands), read its arguments with its entry
-//!    (`model`) and check each effect (`targets`);
+//!    (`model`) and check each effect (`targets`), resolving paths
+//!    through the links the line made before (`links`: `ln -s ~ h &&
+//!    rm -rf h/` deletes `~`);
 //! 4. `rules`: match normalised commands and redirections against the
 //!    configured rules.
 //!
@@ -40,6 +43,7 @@
 
 mod commands;
 mod effects;
+mod links;
 mod model;
 mod normalize;
 mod parse;
@@ -193,6 +197,7 @@ pub(crate) fn analyze(
         want_effects: want.effects,
         want_runs: want.runs,
         lstats: super::path::Lstats::default(),
+        links: links::Links::default(),
     };
     let scope = Scope::default();
     match input {
@@ -323,6 +328,8 @@ struct Walker<'c> {
     want_runs: bool,
     /// What `lstat` said of the paths placed so far.
     lstats: super::path::Lstats,
+    /// Links made earlier in the line (`ln -s`), for [`links`].
+    links: links::Links,
 }
 
 /// Parsed options and operands of a command.

@@ -194,8 +194,18 @@ impl Walker<'_> {
     /// variable's text, or the default/alternative word to expand.
     fn parameter_value(&self, expr: &ParameterExpr, _scope: &Scope) -> Option<Value> {
         use brush_parser::word::ParameterTestType as T;
+        // `$HOME` that the line does not set is the home directory, which
+        // the path checks resolve as `~` (attack report 2, item 4:
+        // `cat $HOME/.ssh/id_rsa` was a dynamic path, unchecked for reads).
+        static HOME: std::sync::LazyLock<Var> = std::sync::LazyLock::new(|| Var::Known {
+            value: "~".into(),
+            exported: true,
+        });
         let var = |p: &Parameter| match p {
-            Parameter::Named(n) => self.st.vars.get(n.as_str()),
+            Parameter::Named(n) => match self.st.vars.get(n.as_str()) {
+                None if n == "HOME" => Some(&*HOME),
+                v => v,
+            },
             _ => None,
         };
         match expr {

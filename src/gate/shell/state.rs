@@ -56,6 +56,20 @@ impl Dir {
         base
     }
 
+    /// The directory `comps` name from this one, component by component
+    /// (`..` pops; no component starts over at `/` or `~`).
+    pub fn join_comps(&self, comps: &[String]) -> Dir {
+        let mut d = self.clone();
+        for c in comps {
+            match c.as_str() {
+                "" | "." => {}
+                ".." => d.pop(),
+                c => d.push(c),
+            }
+        }
+        d
+    }
+
     fn comps(&mut self) -> &mut Vec<String> {
         match self {
             Dir::Rel(c) | Dir::Abs(c) | Dir::Home(_, c) => c,

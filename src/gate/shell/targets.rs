@@ -111,6 +111,7 @@ impl Walker<'_> {
                 | Effect::Project
                 | Effect::Clear
                 | Effect::Operands(_)
+                | Effect::Link(_)
                 | Effect::Fixed(..) => {}
             }
         }
@@ -173,7 +174,7 @@ impl Walker<'_> {
     /// there): a trusted command moved elsewhere (`make -C /etc`) is not
     /// running the project's code.
     fn in_project(&self, ctx: &Ctx) -> bool {
-        match self.place_of(".", false, ctx) {
+        match self.place_of(".", false, ctx, true) {
             Place::Dynamic => false,
             Place::At(v) => v.iter().all(|(_, abs)| match abs {
                 Some(p) => place(&self.roots, p, false) == Placement::Inside,
@@ -191,7 +192,7 @@ impl Walker<'_> {
             cwd: Some(Cwd::Known(dirs.clone())),
             via: RunVia::Shell,
         };
-        match self.place_of(".", false, &ctx) {
+        match self.place_of(".", false, &ctx, true) {
             Place::Dynamic => false,
             Place::At(v) => v
                 .iter()
@@ -200,11 +201,13 @@ impl Walker<'_> {
     }
 
     /// Resolves a path operand against the directories the command may run
-    /// in.
-    fn place_of(&self, text: &str, dynamic: bool, ctx: &Ctx) -> Place {
+    /// in, and through the links the line made before it
+    /// ([`super::links`]; `follow_last`: a link the whole path names too).
+    fn place_of(&self, text: &str, dynamic: bool, ctx: &Ctx, follow_last: bool) -> Place {
         if dynamic {
             return Place::Dynamic;
         }
+        let linked = !self.links.is_empty();
         let base = self.roots.lexical.first();
         let dirs: Vec<Dir> = if text.starts_with('/') || text.starts_with('~') {
             vec![Dir::start().join(text)]
@@ -215,6 +218,7 @@ impl Walker<'_> {
                     // below the start: the text is built directly (what
                     // the general case below gives, without the joins).
                     if let Some(root) = base.and_then(|b| b.to_str())
+                        && !linked
                         && !text.split('/').any(|c| c == "..")
                         && v.iter().all(
                             |d| matches!(d, Dir::Rel(c) if c.first().is_none_or(|x| x != "..")),
@@ -234,6 +238,18 @@ impl Walker<'_> {
                 }
                 Cwd::Unknown => return Place::Dynamic,
             }
+        };
+        let dirs = if linked {
+            let mut through = Vec::with_capacity(dirs.len());
+            for d in dirs {
+                match self.through_links(d, follow_last) {
+                    Some(d) => through.push(d),
+                    None => return Place::Dynamic,
+                }
+            }
+            through
+        } else {
+            dirs
         };
         // The root is normalised and so are the components (no `.`, `..`
         // only leading): a path without `..` is normalised as joined, and
@@ -308,13 +324,20 @@ impl Walker<'_> {
     /// script.
     pub(super) fn path_target(&mut self, effect: Effect, text: &str, dynamic: bool, ctx: &Ctx) {
         let kind = effect.kind();
-        match self.place_of(text, dynamic, ctx) {
+        // `rm h` removes a link `h` itself; `rm -r h/` what it leads to.
+        let follow_last = !matches!(effect, Effect::Delete) || text.ends_with('/');
+        match self.place_of(text, dynamic, ctx, follow_last) {
             Place::Dynamic => {
                 self.effect(kind, text, "dynamic");
                 let d = format!("`{}`", excerpt(text));
                 match effect {
                     Effect::Write | Effect::Delete => self.effect_check(|c| &c.dynamic_path, &d),
                     Effect::Script => self.effect_check(|c| &c.script_outside, &d),
+                    // A read only known at run time whose known part names
+                    // credentials (`cat "$D/.ssh/id_rsa"`).
+                    Effect::Read if self.cfg.sensitive_reads.is_match(text) => {
+                        self.effect_check(|c| &c.read_sensitive, &d)
+                    }
                     _ => {}
                 }
             }
@@ -629,7 +652,7 @@ impl Walker<'_> {
                     let outside = if part.contains('$') || part.contains('`') {
                         true
                     } else {
-                        match self.place_of(part, false, &ctx) {
+                        match self.place_of(part, false, &ctx, true) {
                             Place::Dynamic => true,
                             Place::At(v) => v.iter().any(|(_, abs)| match abs {
                                 Some(p) => place(&self.roots, p, false) != Placement::Inside,

@@ -157,6 +157,8 @@ pub enum JsonType {
 /// items, `$ref`s and `anyOf`/`oneOf` branches): the role's path is then
 /// `/edits/*/file_path`, and every value at it is checked. A property whose
 /// declared types include `type` matches (`anyOf: [string, null]` is a string).
+/// `tool_words` narrows a rule to tools whose name or description says so;
+/// `fallback` rules apply only where the others give the tool no role.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct InferRule {
@@ -173,6 +175,17 @@ pub struct InferRule {
     /// Tool categories the rule applies to.
     #[serde(default)]
     pub categories: Vec<String>,
+    /// Words the tool's name or description must hold (one of them, as a
+    /// whole word, case-insensitive; the name is split at `.`, `_`, `-` and
+    /// case changes too): `["sql"]` gives `execute_sql` and "Run SQL on
+    /// the database" the rule. Empty: any tool.
+    #[serde(default)]
+    pub tool_words: Vec<String>,
+    /// A fallback: applies only to a tool that the other rules give no
+    /// role (an auto-tagged tool of an unknown server), and not to an open
+    /// schema (one that declares no property).
+    #[serde(default)]
+    pub fallback: bool,
 }
 
 /// What a risk rule decides.
@@ -370,6 +383,7 @@ pub(crate) mod d {
         shell_limits_max_parses: usize = shell.limits.max_parses;
         shell_limits_max_cwds: usize = shell.limits.max_cwds;
         shell_limits_max_function_calls: usize = shell.limits.max_function_calls;
+        shell_limits_max_links: usize = shell.limits.max_links;
         shell_unknown_command: Action = shell.unknown_command;
         shell_suspicious_chars: ConfigRegex = shell.suspicious_chars;
         shell_system_bin_dirs: Vec<String> = shell.system_bin_dirs;

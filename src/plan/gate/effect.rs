@@ -4,8 +4,11 @@
 //! `none`, `read`, `write`, `delete`, `chdir`, `script`, `exec`, `install`,
 //! `url`, `network`, `system`, `remote`, `project`, `clear`,
 //! `code:LANG`, `config:NAME`, `operands:KIND` (flags only: the operands'
-//! effect becomes KIND), and `read:PATH` / `write:PATH` / `delete:PATH`
-//! (a fixed target, in `effects` and `flags`).
+//! effect becomes KIND), `link:hard` / `link:symbolic` (the run makes
+//! links that later commands of the line follow) and `link:copy` (it
+//! moves or copies such links), in `effects` and `flags`, and
+//! `read:PATH` / `write:PATH` / `delete:PATH` (a fixed
+//! target, in `effects` and `flags`).
 
 use serde::Deserialize;
 use std::fmt;
@@ -51,6 +54,29 @@ pub enum Effect {
     Operands(Box<Effect>),
     /// A fixed target: `write:~/.gitconfig`.
     Fixed(Box<Effect>, String),
+    /// The run makes links (`link:symbolic`, `link:hard`) or moves or
+    /// copies them (`link:copy`, [`LinkKind::Copy`]): the last
+    /// operand (or the directory a `write` option such as `-t` names) is
+    /// a link to each other operand, and later commands of the same line
+    /// reach the link's target through its name. In `effects` for a
+    /// command that always links (`ln`, `link`), in `flags` for an option
+    /// that makes it link (`ln -s`, `cp -s`, `cp -l`); a flag's kind wins
+    /// over the entry's.
+    Link(LinkKind),
+}
+
+/// What kind of link an [`Effect::Link`] makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkKind {
+    /// A hard link: its operand is resolved from the working directory.
+    Hard,
+    /// A symbolic link: its operand (the link's text) is resolved from
+    /// the directory that holds the link.
+    Symbolic,
+    /// A move or copy (`mv`, `cp -r`): a link made earlier in the line
+    /// (or a directory holding one) that an operand names is a link
+    /// (the same) under the new name.
+    Copy,
 }
 
 impl Effect {
@@ -75,6 +101,7 @@ impl Effect {
             Effect::Clear => "clear",
             Effect::Operands(_) => "operands",
             Effect::Fixed(e, _) => e.kind(),
+            Effect::Link(_) => "link",
         }
     }
 
@@ -112,7 +139,7 @@ impl Effect {
         }
         let Some((k, arg)) = s.split_once(':') else {
             return Err(format!(
-                "unknown effect `{s}`: expected none, read, write, delete, chdir, script, exec, install, url, network, system, remote, project, clear, code:LANG, config:NAME, operands:EFFECT or read|write|delete:PATH"
+                "unknown effect `{s}`: expected none, read, write, delete, chdir, script, exec, install, url, network, system, remote, project, clear, code:LANG, config:NAME, operands:EFFECT, link:hard|symbolic|copy or read|write|delete:PATH"
             ));
         };
         if arg.is_empty() {
@@ -125,12 +152,20 @@ impl Effect {
                 let inner = Effect::parse(arg)?;
                 if matches!(
                     inner,
-                    Effect::Operands(_) | Effect::Fixed(..) | Effect::Clear
+                    Effect::Operands(_) | Effect::Fixed(..) | Effect::Clear | Effect::Link(_)
                 ) {
                     return Err(format!("`{s}`: operands cannot become `{arg}`"));
                 }
                 Ok(Effect::Operands(Box::new(inner)))
             }
+            "link" => match arg {
+                "hard" => Ok(Effect::Link(LinkKind::Hard)),
+                "symbolic" => Ok(Effect::Link(LinkKind::Symbolic)),
+                "copy" => Ok(Effect::Link(LinkKind::Copy)),
+                _ => Err(format!(
+                    "`{s}`: a link effect is `link:hard`, `link:symbolic` or `link:copy`"
+                )),
+            },
             "read" | "write" | "delete" => Ok(Effect::Fixed(
                 Box::new(simple(k).unwrap_or(Effect::None)),
                 arg.to_string(),
@@ -147,6 +182,9 @@ impl fmt::Display for Effect {
             Effect::Config(n) => write!(f, "config:{n}"),
             Effect::Operands(e) => write!(f, "operands:{e}"),
             Effect::Fixed(e, p) => write!(f, "{e}:{p}"),
+            Effect::Link(LinkKind::Hard) => f.write_str("link:hard"),
+            Effect::Link(LinkKind::Symbolic) => f.write_str("link:symbolic"),
+            Effect::Link(LinkKind::Copy) => f.write_str("link:copy"),
             other => f.write_str(other.kind()),
         }
     }
@@ -188,5 +226,26 @@ impl<'de> Deserialize<'de> for Effects {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_effects_parse_and_print() {
+        for s in ["link:hard", "link:symbolic", "link:copy"] {
+            let e = Effect::parse(s).unwrap();
+            assert!(matches!(e, Effect::Link(_)));
+            assert_eq!(e.to_string(), s);
+            assert_eq!(e.kind(), "link");
+        }
+        assert!(
+            Effect::parse("link:soft")
+                .unwrap_err()
+                .contains("link:hard")
+        );
+        assert!(Effect::parse("operands:link:hard").is_err());
     }
 }

@@ -457,6 +457,11 @@ pub struct ShellLimits {
     /// Most calls of functions defined in the line that are followed.
     #[serde(default = "crate::plan::gate::config::d::shell_limits_max_function_calls")]
     pub max_function_calls: usize,
+    /// Most links made in the line that are followed (`ln -s`, and their
+    /// moves and copies); past it every later path is only known at run
+    /// time (fail closed).
+    #[serde(default = "crate::plan::gate::config::d::shell_limits_max_links")]
+    pub max_links: usize,
 }
 
 /// `[gate.shell.checks]`: outcome of each structural check.
