@@ -154,6 +154,20 @@ pub fn json_offset(text: &str, line: usize, column: usize) -> usize {
     at
 }
 
+/// "null", "a boolean", "a number", "a string", "an array", "an object":
+/// a JSON value's kind, as messages name it.
+pub fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// `serde_json`'s message without its trailing ` at line L column C`, for
 /// messages that give the location their own way.
 pub fn json_message(e: &serde_json::Error) -> String {

@@ -104,7 +104,7 @@ impl EvalInput {
                 column: 1,
                 message: format!(
                     "the input must be a JSON object ({KEYS_HINT}), found {}",
-                    json_type(&v)
+                    crate::diag::json_kind(&v)
                 ),
             });
         }
@@ -134,7 +134,7 @@ impl EvalInput {
         if !v.is_object() {
             return Err(format!(
                 "the input must be a JSON object ({KEYS_HINT}), found {}",
-                json_type(v)
+                crate::diag::json_kind(v)
             ));
         }
         let input: EvalInput = serde_path_to_error::deserialize(v)
@@ -267,18 +267,6 @@ fn syntax_error(e: serde_json::Error) -> InputError {
         line: e.line(),
         column: e.column(),
         message,
-    }
-}
-
-/// The JSON type of a value, as messages name it.
-fn json_type(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
     }
 }
 

@@ -21,7 +21,8 @@
 //! ```
 //!
 //! Below the stages sit [`diag`] (diagnostics), [`defaults`] (the embedded
-//! policy and tags), [`context`] (what a session knows) and [`text`] (keyword
+//! policy and tags), [`datafile`] (reading the files a policy names:
+//! regular files only, capped), [`context`] (what a session knows) and [`text`] (keyword
 //! analysis, BM25). Module dependencies point one way, from policy text to
 //! the edges; `docs/architecture.md` lists the order and `tests/layering.rs`
 //! enforces it.

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     "diag",     // diagnostics, spans, LoadError
     "defaults", // the shipped policy and tool tags, embedded text
+    "datafile", // reading a file a policy names: regular files only, capped
     "context",  // SessionContext, UsageStats, Session: plain data
     "parse",    // policy and tag text -> PolicySource, ToolSpec
     "text",     // keyword analyzer, BM25 index

@@ -475,18 +475,8 @@ fn slug(s: &str) -> String {
     out.trim_end_matches('-').to_string()
 }
 
-/// "null", "a boolean", "a number", "a string", "an array", "an object":
-/// a JSON value's kind, for messages.
-pub(crate) fn kind_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+/// A JSON value's kind, for messages ([`crate::diag::json_kind`]).
+pub(crate) use crate::diag::json_kind as kind_name;
 
 /// An argument the schema does not declare, on a tool whose arguments are
 /// analysed by role: the finding, naming the declared ones.

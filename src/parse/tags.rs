@@ -327,7 +327,7 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
             input_schema_span.clone().unwrap_or(t.span.clone()),
             format!(
                 "input_schema must be a JSON object (a JSON Schema for the arguments), found {}",
-                json_kind(&input_schema)
+                crate::diag::json_kind(&input_schema)
             ),
         );
     }
@@ -426,18 +426,6 @@ fn string_offset(text: &str, span: Range<usize>, s: &str) -> Option<usize> {
         .into_iter()
         .find(|&k| raw.get(k..k + s.len()) == Some(s))
         .map(|k| span.start + k)
-}
-
-/// A JSON value's kind, for messages.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Reads one tool-tag file (`[[tool]]` entries).
