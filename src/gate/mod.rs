@@ -217,23 +217,6 @@ fn paths_in<'a>(cfg: &'a PathConfig, env: &CallEnv) -> std::borrow::Cow<'a, Path
     std::borrow::Cow::Owned(c)
 }
 
-/// The first of `cfg`'s roots (made absolute) that holds every file, or
-/// every file of the user: `/`, the home directory or one of its
-/// ancestors. Containment in such a root protects nothing.
-fn broad_root(cfg: &PathConfig) -> Option<std::path::PathBuf> {
-    let home = std::env::var_os("HOME")
-        .map(std::path::PathBuf::from)
-        .filter(|h| h.is_absolute())
-        .map(|h| path::normalize(&h));
-    let roots = path::roots(cfg);
-    roots
-        .lexical
-        .iter()
-        .chain(roots.real.iter().flatten())
-        .find(|r| r.parent().is_none() || home.as_ref().is_some_and(|h| h.starts_with(r.as_path())))
-        .cloned()
-}
-
 /// Like [`check_call`], with the arguments as JSON text (invalid JSON is a
 /// deny verdict, not an error).
 pub fn check_call_json(plan: &Plan, tool: &str, arguments: &str) -> Verdict {
@@ -404,7 +387,7 @@ fn check_inner(
     if effects
         .iter()
         .any(|e| matches!(e.kind.as_str(), "read" | "write" | "delete"))
-        && let Some(root) = broad_root(&paths)
+        && let Some(root) = path::roots(&paths).broad.clone()
     {
         findings.push(cfg.paths.checks.broad_root.finding(
             FindingKind::Path,

@@ -321,6 +321,11 @@ pub struct Roots {
     pub real: Vec<Option<PathBuf>>,
     /// `max_symlinks` of the configuration.
     pub max_symlinks: usize,
+    /// The first root (lexical or real) that holds every file (`/`) or
+    /// every file of the user (the home directory, `$HOME` when these roots
+    /// were first resolved, or one of its ancestors): containment in it
+    /// protects nothing (`broad_root`).
+    pub broad: Option<PathBuf>,
 }
 
 /// The roots of `cfg`, cached by roots and working directory: resolving a
@@ -345,14 +350,24 @@ pub fn roots(cfg: &PathConfig) -> std::sync::Arc<Roots> {
         return hit.clone();
     }
     let lexical: Vec<PathBuf> = cfg.roots.iter().map(|r| lexical(Path::new(r))).collect();
-    let real = lexical
+    let real: Vec<Option<PathBuf>> = lexical
         .iter()
         .map(|r| resolve(r, cfg.max_symlinks))
         .collect();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+        .map(|h| normalize(&h));
+    let broad = lexical
+        .iter()
+        .chain(real.iter().flatten())
+        .find(|r| r.parent().is_none() || home.as_ref().is_some_and(|h| h.starts_with(r.as_path())))
+        .cloned();
     let out = std::sync::Arc::new(Roots {
         lexical,
         real,
         max_symlinks: cfg.max_symlinks,
+        broad,
     });
     if let Ok(mut c) = CACHE.lock() {
         if c.len() >= 8 {
