@@ -16,8 +16,10 @@
 //! | `intent_from_calls` | bool | false | the string arguments of every forwarded call feed the session's intent keywords (through `[keywords]`) |
 //! | `on_definition_change` | `"ask"`, `"deny"`, `"allow"` | `"ask"` | what happens to a downstream tool whose description or `inputSchema` changed since it was first seen (pinned) |
 //!
-//! A found tool stays listed until a later search replaces the found set, or
-//! one of the expiries moves it out. Which tools a search returns is never a
+//! A found tool stays listed until a later search that finds tools replaces
+//! the found set, or one of the expiries moves it out; a tool the session
+//! calls joins the found set the same way (a search that finds nothing
+//! leaves it as it was). Which tools a search returns is never a
 //! number of its own: a tool must reach the policy's (effective) activation
 //! threshold, and the best `limit` of those are returned.
 
