@@ -820,6 +820,9 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
     };
     let mut out = Vec::with_capacity(list.len());
     let mut interner = SchemaInterner::default();
+    // Where each tool's name stands in the text (tools come in file order):
+    // problems with a tool are then located at file:line:column.
+    let mut cursor = 0;
     for (i, (openai, has_function, fname, desc, schema, ann)) in list.into_iter().enumerate() {
         if openai && !has_function {
             return Err(bad(format!(
@@ -836,12 +839,17 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
                 .unwrap_or(false)
         };
         let (read_only, destructive) = (hint("readOnlyHint"), hint("destructiveHint"));
+        let span = locate_name(&file.text, cursor, &tool_name).unwrap_or(0..0);
+        cursor = cursor.max(span.end);
         let (full, aliases) = match &prefix {
-            Some(p) => (format!("{p}.{tool_name}"), vec![Sp::new(tool_name, 0..0)]),
+            Some(p) => (
+                format!("{p}.{tool_name}"),
+                vec![Sp::new(tool_name, span.clone())],
+            ),
             None => (tool_name, vec![]),
         };
         out.push(ToolSpec {
-            name: Sp::new(full, 0..0),
+            name: Sp::new(full, span),
             aliases,
             description: match desc {
                 Some(Value::String(s)) => s,
@@ -864,6 +872,26 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
         });
     }
     Ok(out)
+}
+
+/// Where a JSON tool file's `text` declares the tool named `name`, from
+/// byte `from` on: the span of the first string, written as `serde_json`
+/// writes `name`, that is the value of a `"name"` key (`None` for a name
+/// written with other escapes; the tool is then reported without a
+/// location).
+fn locate_name(text: &str, from: usize, name: &str) -> Option<Range<usize>> {
+    let needle = serde_json::to_string(name).ok()?;
+    let mut start = from;
+    while let Some(i) = text.get(start..)?.find(&needle) {
+        let at = start + i;
+        if let Some(key) = text[..at].trim_end().strip_suffix(':')
+            && key.trim_end().ends_with("\"name\"")
+        {
+            return Some(at..at + needle.len());
+        }
+        start = at + needle.len();
+    }
+    None
 }
 
 #[cfg(test)]
@@ -922,6 +950,22 @@ mod tests {
                 .starts_with("t.json:3:3: not valid JSON: "),
             "{err}"
         );
+    }
+
+    #[test]
+    fn tools_of_a_json_file_are_located_at_their_names() {
+        let text = "{\"server\": \"s\", \"tools\": [\n  {\"name\": \"a\", \"description\": \"say \\\"name\\\": \\\"b\\\"\"},\n  {\"name\" : \"b\", \"inputSchema\": {\"type\": \"object\"}}]}";
+        let tools = import_tools_json("t.json", text).unwrap();
+        let at = |i: usize| {
+            let t: &ToolSpec = &tools[i];
+            t.file.as_ref().unwrap().line_col(t.name.span.start)
+        };
+        // `b` inside a's description (escaped) is not b's declaration
+        assert_eq!((at(0), at(1)), ((2, 12), (3, 13)));
+        assert_eq!(&text[tools[1].name.span.clone()], "\"b\"");
+        assert_eq!(tools[1].aliases[0].span, tools[1].name.span);
+        // a name written with other escapes is found nowhere: no location
+        assert_eq!(locate_name(r#"{"name": "\u0061"}"#, 0, "a"), None);
     }
 
     #[test]
