@@ -234,6 +234,8 @@ fn value_types<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a str> {
 struct Infer<'a> {
     root: &'a Value,
     rules: Vec<&'a InferRule>,
+    /// Whether a rule's `tool_words` admit the tool.
+    words_ok: &'a dyn Fn(&InferRule) -> bool,
     out: Vec<(Vec<RoleSeg>, ArgRole)>,
     budget: usize,
 }
@@ -250,14 +252,19 @@ impl<'a> Infer<'a> {
                     // A property that declares no type (`{}`, a `$ref` cycle,
                     // `enum` alone) admits every type, the rule's among them:
                     // the gate fails closed rather than leave it unanalysed.
-                    let types = value_types(self.root, prop);
+                    // The name first: the declared types (which may follow
+                    // `$ref`s) only for a property some rule names.
+                    let mut types = None;
                     let rule = self.rules.iter().find(|r| {
+                        if !r.names.iter().any(|n| n.eq_ignore_ascii_case(name)) {
+                            return false;
+                        }
                         let want = match r.json_type {
                             JsonType::String => "string",
                             JsonType::Array => "array",
                         };
-                        (types.is_empty() || types.contains(&want))
-                            && r.names.iter().any(|n| n.eq_ignore_ascii_case(name))
+                        let types = types.get_or_insert_with(|| value_types(self.root, prop));
+                        (types.is_empty() || types.contains(&want)) && (self.words_ok)(r)
                     });
                     path.push(RoleSeg::Key(name.clone()));
                     match rule {
@@ -305,9 +312,9 @@ impl<'a> Infer<'a> {
 /// a rule in scope lists. The outermost match wins (nothing is inferred
 /// below a property that got a role). `fallback` rules are tried only when
 /// the others give no role, and only on a schema that declares properties.
-fn infer_roles(
+fn infer_roles<'t>(
     cfg: &GateConfig,
-    tool: &CompiledTool,
+    tool: &'t CompiledTool,
     schema: &Value,
     domains: &[String],
 ) -> Vec<(Vec<RoleSeg>, ArgRole)> {
@@ -321,28 +328,31 @@ fn infer_roles(
         .category
         .clone()
         .or_else(|| tool.name.split_once('.').map(|(ns, _)| ns.to_string()));
-    let mut words: Option<Vec<String>> = None;
-    let in_scope = |rule: &InferRule, words: &mut Option<Vec<String>>| {
-        let scoped = (rule.domains.is_empty() && rule.categories.is_empty())
+    let scoped = |rule: &InferRule| {
+        (rule.domains.is_empty() && rule.categories.is_empty())
             || rule
                 .domains
                 .iter()
                 .any(|d| tool_domains.contains(&d.as_str()))
             || category
                 .as_deref()
-                .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)));
-        scoped
-            && (rule.tool_words.is_empty() || {
-                let w = words.get_or_insert_with(|| words_of(&tool.name, &tool.description));
-                rule.tool_words
-                    .iter()
-                    .any(|t| w.iter().any(|x| x.eq_ignore_ascii_case(t)))
-            })
+                .is_some_and(|c| rule.categories.iter().any(|x| x.eq_ignore_ascii_case(c)))
+    };
+    // `tool_words`, asked only of a rule that names a property of the
+    // schema (the tool's words are split once, when first needed).
+    let words: std::cell::OnceCell<Vec<&'t str>> = std::cell::OnceCell::new();
+    let words_ok = |rule: &InferRule| {
+        rule.tool_words.is_empty() || {
+            let w = words.get_or_init(|| words_of(&tool.name, &tool.description));
+            rule.tool_words
+                .iter()
+                .any(|t| w.iter().any(|x| x.eq_ignore_ascii_case(t)))
+        }
     };
     let rules: Vec<&InferRule> = cfg
         .infer
         .iter()
-        .filter(|rule| !rule.fallback && in_scope(rule, &mut words))
+        .filter(|rule| !rule.fallback && scoped(rule))
         .collect();
     // An open schema (`true`, `{}`, an object without `properties`) names no
     // parameter, so any argument may hold a command, a query or a path: the
@@ -354,7 +364,7 @@ fn infer_roles(
         .all(|f| f.get("properties").is_none());
     if open {
         let mut out: Vec<(Vec<RoleSeg>, ArgRole)> = Vec::new();
-        for r in &rules {
+        for r in rules.iter().filter(|r| words_ok(r)) {
             for n in &r.names {
                 let p = vec![RoleSeg::Key(n.clone())];
                 if out.len() < MAX_ROLES && !out.iter().any(|(q, _)| *q == p) {
@@ -371,6 +381,7 @@ fn infer_roles(
         let mut w = Infer {
             root: schema,
             rules,
+            words_ok: &words_ok,
             out: Vec::new(),
             budget: MAX_INFER_NODES,
         };
@@ -384,7 +395,7 @@ fn infer_roles(
     let fallback: Vec<&InferRule> = cfg
         .infer
         .iter()
-        .filter(|rule| rule.fallback && in_scope(rule, &mut words))
+        .filter(|rule| rule.fallback && scoped(rule))
         .collect();
     walk(fallback)
 }
@@ -392,22 +403,27 @@ fn infer_roles(
 /// The words of a tool's name and description, for `tool_words`: split at
 /// every character that is not a letter or digit, and at a lower-to-upper
 /// case change (`executeSql` is `execute`, `Sql`).
-fn words_of(name: &str, description: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
+fn words_of<'t>(name: &'t str, description: &'t str) -> Vec<&'t str> {
+    let mut out: Vec<&'t str> = Vec::new();
     for text in [name, description] {
-        let mut cur = String::new();
+        // the current word: its start, and whether its last letter was lowercase
+        let mut start: Option<usize> = None;
         let mut prev_lower = false;
-        for c in text.chars() {
-            if (!c.is_alphanumeric() || (prev_lower && c.is_uppercase())) && !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
+        for (i, c) in text.char_indices() {
+            let alnum = c.is_alphanumeric();
+            if let Some(s) = start
+                && (!alnum || (prev_lower && c.is_uppercase()))
+            {
+                out.push(&text[s..i]);
+                start = None;
             }
-            if c.is_alphanumeric() {
-                cur.push(c);
+            if alnum && start.is_none() {
+                start = Some(i);
             }
             prev_lower = c.is_lowercase();
         }
-        if !cur.is_empty() {
-            out.push(cur);
+        if let Some(s) = start {
+            out.push(&text[s..]);
         }
     }
     out
@@ -624,6 +640,6 @@ mod tests {
         );
         assert_eq!(words_of("query_docs", ""), ["query", "docs"]);
         // A word inside another is not a match: `mysqlx` is not `mysql`.
-        assert!(!words_of("mysqlx", "").contains(&"mysql".to_string()));
+        assert!(!words_of("mysqlx", "").contains(&"mysql"));
     }
 }
