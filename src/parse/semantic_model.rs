@@ -170,10 +170,14 @@ impl SemanticModel {
             if text.trim().is_empty() || weight == 0.0 {
                 return;
             }
-            let text = text
-                .char_indices()
-                .nth(MAX_EMBED_CHARS)
-                .map_or(text, |(i, _)| &text[..i]);
+            // (a text of at most MAX_EMBED_CHARS bytes has no more characters)
+            let text = if text.len() <= MAX_EMBED_CHARS {
+                text
+            } else {
+                text.char_indices()
+                    .nth(MAX_EMBED_CHARS)
+                    .map_or(text, |(i, _)| &text[..i])
+            };
             let v = self.inner.encode_single(text);
             for (o, x) in out.iter_mut().zip(v) {
                 if x.is_finite() {

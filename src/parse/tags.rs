@@ -880,7 +880,12 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
 /// written with other escapes; the tool is then reported without a
 /// location).
 fn locate_name(text: &str, from: usize, name: &str) -> Option<Range<usize>> {
-    let needle = serde_json::to_string(name).ok()?;
+    // as serde_json writes it; most names need no escape
+    let needle = if name.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        format!("\"{name}\"")
+    } else {
+        serde_json::to_string(name).ok()?
+    };
     let mut start = from;
     while let Some(i) = text.get(start..)?.find(&needle) {
         let at = start + i;
