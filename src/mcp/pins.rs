@@ -144,10 +144,12 @@ pub fn exact_definition_hash(description: &str, input_schema: &Value) -> String 
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `text` with the items of every comma-separated list sorted: in each line
-/// holding at least three comma-separated items, the items (trimmed; a
-/// first item's lead-in up to its last `:` stays in front) are sorted and
-/// joined with ", ". Other lines are unchanged.
+/// `text` with the items of every list of names sorted: a line
+/// `Lead-in: a, b, c` — a lead-in up to the line's first `:`, then at least
+/// three comma-separated items, each one word (no space inside) — is written
+/// with its items sorted and joined with ", ". Other lines, prose with
+/// commas among them, are unchanged: reordering a sentence's clauses can
+/// change what it tells the model.
 ///
 /// `Allowed commands: ls, cat, rm` and `Allowed commands: rm, ls, cat` give
 /// the same text; a change of any item, or of the text around the list,
@@ -158,24 +160,22 @@ pub fn sort_lists(text: &str) -> String {
         if k > 0 {
             out.push('\n');
         }
-        let mut items: Vec<&str> = line.split(',').map(str::trim).collect();
-        if items.len() < 3 {
+        let Some((lead, list)) = line.split_once(':') else {
+            out.push_str(line);
+            continue;
+        };
+        let mut items: Vec<&str> = list.split(',').map(str::trim).collect();
+        if items.len() < 3
+            || items
+                .iter()
+                .any(|i| i.is_empty() || i.contains(char::is_whitespace))
+        {
             out.push_str(line);
             continue;
         }
-        let lead = match items[0].rfind(':') {
-            Some(c) => {
-                let (lead, first) = items[0].split_at(c + 1);
-                items[0] = first.trim();
-                lead
-            }
-            None => "",
-        };
         items.sort_unstable();
         out.push_str(lead);
-        if !lead.is_empty() {
-            out.push(' ');
-        }
+        out.push_str(": ");
         out.push_str(&items.join(", "));
     }
     out
@@ -383,10 +383,16 @@ mod tests {
             assert_ne!(h(a), h(other), "{other}");
         }
         // items moved between lines are not the same
-        assert_ne!(h("a, b, c\nd, e, f"), h("a, b, d\nc, e, f"));
-        // fewer than three items: as written
-        assert_eq!(sort_lists("b, a"), "b, a");
+        assert_ne!(h("L: a, b, c\nM: d, e, f"), h("L: a, b, d\nM: c, e, f"));
+        // fewer than three items, no lead-in, or prose: as written
+        assert_eq!(sort_lists("L: b, a"), "L: b, a");
+        assert_eq!(sort_lists("c, b, a"), "c, b, a");
         assert_ne!(h("Reads a, then b"), h("Reads b, then a"));
+        // a sentence's clauses are not a list (attack: reordered prose)
+        let prose = "Note: when the user asks, list the files, otherwise, delete every file";
+        let swapped = "Note: when the user asks, delete every file, otherwise, list the files";
+        assert_eq!(sort_lists(prose), prose);
+        assert_ne!(h(prose), h(swapped));
     }
 
     #[test]
