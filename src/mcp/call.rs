@@ -524,7 +524,23 @@ impl ProxySession {
         }
         let gate_name = if route.is_some() { &tool } else { &called };
         // The project the gate keeps files in: the client's MCP roots, else
-        // the proxy's `--root`, else (empty) the working directory.
+        // the proxy's `--root`, else (empty) the working directory. A call
+        // that arrives before a roots-declaring client's roots are read
+        // waits for them (a bounded time).
+        #[allow(deprecated)] // roots: deprecated by SEP-2577, current before it
+        let declares_roots = context
+            .peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.roots.is_some());
+        if declares_roots && !*self.session.roots_read.borrow() {
+            let mut rx = self.session.roots_read.subscribe();
+            if tokio::time::timeout(super::handler::ROOTS_WAIT, rx.wait_for(|read| *read))
+                .await
+                .is_err()
+            {
+                tracing::warn!(session = %self.session.id, "the client's roots are not known yet: the call is gated without them");
+            }
+        }
         let env = {
             let roots = lock(&self.session.state).roots.clone();
             crate::gate::CallEnv {

@@ -49,6 +49,10 @@ use super::session::SessionState;
 
 /// What a session keeps besides the [`SessionState`]; shared with its
 /// notifier task.
+/// How long a call from a client that declares roots waits for the first
+/// answer to `roots/list` before the gate judges it without them.
+pub(crate) const ROOTS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub(crate) struct SessionCore {
     /// The audit's `session` (`{instance}-{n}`).
     pub(crate) id: String,
@@ -60,6 +64,11 @@ pub(crate) struct SessionCore {
     calls: Arc<Semaphore>,
     /// Turns true when the session is dropped.
     closed: watch::Sender<bool>,
+    /// Turns true once the client's roots were first asked for and the
+    /// answer (or its failure) is in: a call from a client that declares
+    /// roots waits for it (at most [`ROOTS_WAIT`]), so that the gate does
+    /// not judge its paths against the proxy's working directory.
+    pub(crate) roots_read: watch::Sender<bool>,
     /// Whether a confirmed changed definition becomes the proxy's pin (the
     /// session is the proxy's only client, on stdio) or is trusted in this
     /// session only (one of many, over HTTP).
@@ -116,6 +125,7 @@ impl ProxySession {
             client: OnceLock::new(),
             calls: Arc::new(Semaphore::new(per_session)),
             closed: watch::Sender::new(false),
+            roots_read: watch::Sender::new(false),
             shared_pins,
         });
         inner.sessions.fetch_add(1, Ordering::Relaxed);
@@ -224,6 +234,7 @@ impl ProxySession {
             Ok(r) => r.roots,
             Err(e) => {
                 tracing::warn!("roots/list failed: {e}");
+                session.roots_read.send_replace(true);
                 return;
             }
         };
@@ -246,6 +257,8 @@ impl ProxySession {
             st.project = info;
             session.dirty.notify_one();
         }
+        drop(st);
+        session.roots_read.send_replace(true);
     }
 }
 

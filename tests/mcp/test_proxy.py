@@ -214,6 +214,18 @@ async def test_the_gate_keeps_files_in_the_clients_roots_not_the_working_directo
         assert "holds every file" in text_of(r), text_of(r)
         assert "working directory holds every file" in p.log.read_text()
 
+    # A call sent at once, while a slow client has not answered roots/list
+    # yet, waits for the roots: judged against the working directory
+    # (tmp_path, which holds secret.txt) it would be allowed.
+    async def slow_roots(context):
+        await anyio.sleep(0.5)
+        return types.ListRootsResult(roots=[types.Root(uri=project.as_uri())])
+
+    async with proxy(tmp_path, *server, roots=slow_roots) as p:
+        r = await p.call("filesystem.read_text_file", {"path": str(secret)})
+        assert r.is_error and "s3cret" not in text_of(r), text_of(r)
+        assert "outside the allowed roots" in text_of(r), text_of(r)
+
     # The same with --root: the project is where the user says.
     async with proxy(tmp_path, *server, "--root", str(project), cwd="/") as p:
         ok = await p.call("filesystem.read_text_file", {"path": str(project / "notes.txt")})
