@@ -312,10 +312,20 @@ pub fn search(
                 "their definition changed since it was first seen; calling one asks the user to confirm the new definition"
             }
         };
-        append_text(
-            &mut result,
-            &format!("Also matching, but withheld: {names}: {what}."),
-        );
+        if matches.is_empty() {
+            // Nothing offered matches, but withheld tools do: that, not a
+            // poor query, is why nothing was added.
+            let q = crate::diag::clip_chars(query, 300);
+            let text = format!(
+                "No tool that is offered now matches \"{q}\"; the tools that match are withheld: {names}: {what}. No tool was added."
+            );
+            result.content = vec![ContentBlock::text(text)];
+        } else {
+            append_text(
+                &mut result,
+                &format!("Also matching, but withheld: {names}: {what}."),
+            );
+        }
     }
     (result, matches)
 }

@@ -255,7 +255,19 @@ impl Downstream {
     }
 
     fn store_listing(&self, listing: Listing) {
-        *lock(&self.invalid) = listing.invalid;
+        {
+            // Warned once per withheld tool, not at every re-listing.
+            let mut invalid = lock(&self.invalid);
+            for bad in listing.invalid.iter().filter(|b| !invalid.contains(b)) {
+                tracing::warn!(
+                    server = %self.spec.name,
+                    tool = bad.name.as_deref().unwrap_or("(no name)"),
+                    "tool withheld: {}; the server's other tools are served",
+                    bad.reason
+                );
+            }
+            *invalid = listing.invalid;
+        }
         let mut l = self.listing.lock().unwrap_or_else(|p| p.into_inner());
         let v = l.1 + 1;
         *l = (Arc::new(listing.tools), v);
@@ -342,7 +354,7 @@ impl ClientHandler for DownstreamClient {
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        tracing::info!(server = %self.server.spec.name, "downstream tools/list_changed");
+        tracing::debug!(server = %self.server.spec.name, "downstream tools/list_changed");
         self.server.relisting.store(true, Ordering::Release);
         let _ = self.relist.send(());
     }
@@ -479,14 +491,11 @@ async fn list_page(peer: &Peer<RoleClient>, cursor: Option<String>) -> Result<Pa
 
 /// Lists every page of the server's tools (following `nextCursor`), within
 /// `timeout` for the whole listing. Tools that do not decode are withheld
-/// with a warning naming the server, the tool and the cause; the others are
-/// served. Errors: the request failed, a page is not a tools/list result, or
-/// no complete answer came within `timeout`.
-async fn list_tools(
-    server: &str,
-    peer: &Peer<RoleClient>,
-    timeout: Duration,
-) -> Result<Listing, String> {
+/// (`Listing::invalid`; storing the listing warns of each, naming the
+/// server, the tool and the cause); the others are served. Errors: the
+/// request failed, a page is not a tools/list result, or no complete answer
+/// came within `timeout`.
+async fn list_tools(peer: &Peer<RoleClient>, timeout: Duration) -> Result<Listing, String> {
     let all = async {
         let mut listing = Listing::default();
         let mut cursor = None;
@@ -505,14 +514,6 @@ async fn list_tools(
         Ok(r) => r?,
         Err(_) => return Err(format!("tools/list gave no answer within {timeout:?}")),
     };
-    for bad in &listing.invalid {
-        tracing::warn!(
-            server = %server,
-            tool = bad.name.as_deref().unwrap_or("(no name)"),
-            "tool withheld: {}; the server's other tools are served",
-            bad.reason
-        );
-    }
     Ok(listing)
 }
 
@@ -539,7 +540,7 @@ pub(crate) async fn supervise(
             Ok((running, pid)) => {
                 let peer = running.peer().clone();
                 *lock(&ds.caps) = peer.peer_info().map(|i| i.capabilities.clone());
-                match list_tools(&name, &peer, timing.start_timeout).await {
+                match list_tools(&peer, timing.start_timeout).await {
                     Ok(listing) => {
                         tracing::info!(server = %name, tools = listing.tools.len(), withheld = listing.invalid.len(), ?pid, "server up");
                         ds.store_listing(listing);
@@ -583,7 +584,7 @@ pub(crate) async fn supervise(
                                     // coalesce a burst of notifications
                                     while relist_rx.try_recv().is_ok() {}
                                     last_relist = Some(Instant::now());
-                                    match list_tools(&name, &peer, timing.start_timeout).await {
+                                    match list_tools(&peer, timing.start_timeout).await {
                                         Ok(listing) => {
                                             tracing::info!(server = %name, tools = listing.tools.len(), withheld = listing.invalid.len(), "re-listed");
                                             ds.store_listing(listing);

@@ -340,7 +340,8 @@ async def test_find_tools_names_withheld_matches_and_servers_that_are_down(tmp_p
                      "--pins", str(pins)) as p:
         r = await p.call("toolgate__find_tools", {"query": "what is the current time"})
         t = text_of(r)
-        assert "Also matching, but withheld: `time__get_current_time`" in t, t
+        assert "the tools that match are withheld: `time__get_current_time`" in t, t
+        assert "Rephrase" not in t and "best score" not in t, t
         assert "asks the user to confirm" in t, t
         assert "server `wh`" in t and "may be missing" in t, t
         names = [x["name"] for x in (r.structured_content or {}).get("tools", [])]
