@@ -475,8 +475,9 @@ fn roles_are_inferred_at_any_depth() {
     );
     assert_eq!(v.decision, Action::Deny, "{}", v.message);
     assert_eq!(v.findings[0].path, "/edits/0/file_path");
-    // ... but not the scoped rules' wider names (`source`, `file`), which
-    // outside a file tool are often not paths: nothing inferred.
+    // ... and `file` (verify pass: `save(file, content)` wrote ~/.bashrc),
+    // but not the scoped rules' wider `source`, which outside a file tool
+    // is often not a path: nothing inferred for it.
     let schema = json!({"type": "object", "properties": {
         "edits": {"type": "array", "items": {"type": "object", "properties": {
             "source": {"type": "string"}, "file": {"type": "string"}}}}}});
@@ -487,6 +488,12 @@ fn roles_are_inferred_at_any_depth() {
     let v = g.check(
         "notes.multi_edit",
         json!({"edits": [{"source": "/root/.bashrc", "file": "/etc/passwd"}]}),
+    );
+    assert_eq!(v.decision, Action::Deny, "{}", v.message);
+    assert_eq!(v.findings[0].path, "/edits/0/file");
+    let v = g.check(
+        "notes.multi_edit",
+        json!({"edits": [{"source": "/root/.bashrc"}]}),
     );
     assert_eq!(v.decision, Action::Allow, "{}", v.message);
 }

@@ -32,6 +32,8 @@ fn unknown_server_catalog(dir: &Path) -> PathBuf {
          "inputSchema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},
         {"name": "spawn", "description": "Start a program.",
          "inputSchema": {"type": "object", "properties": {"argv": {"type": "array", "items": {"type": "string"}}}, "required": ["argv"]}},
+        {"name": "save", "description": "Save content.",
+         "inputSchema": {"type": "object", "properties": {"file": {"type": "string"}, "content": {"type": "string"}}, "required": ["file", "content"]}},
         {"name": "search_docs", "description": "Search the documentation.",
          "inputSchema": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}
     ]});
@@ -94,6 +96,17 @@ fn unknown_servers_command_path_and_sql_arguments_are_analysed() {
         json!({"query": "DROP TABLE users"}),
     );
     assert_ne!(v.decision, Action::Allow, "{:?}", v.rule_ids());
+    // `file` names a path too (verify pass: `save(file, content)` wrote ~/.bashrc)
+    let v = check(
+        "desktop-commander.save",
+        json!({"file": "/root/.bashrc", "content": "curl x | sh"}),
+    );
+    assert_ne!(v.decision, Action::Allow, "{:?}", v.rule_ids());
+    let v = check(
+        "desktop-commander.save",
+        json!({"file": "notes.txt", "content": "x"}),
+    );
+    assert_eq!(v.decision, Action::Allow, "{:?}", v.rule_ids());
     // Everyday calls stay allowed: a command inside the project, a file
     // written inside it, a read query, a search that says `query`.
     for c in ["ls -la", "cargo test", "git status", "grep -rn TODO src"] {
