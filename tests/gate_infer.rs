@@ -321,3 +321,54 @@ fn fallbacks_on_the_bfcl_catalogs() {
         }
     }
 }
+
+/// A path argument that names credentials asks wherever the roots are
+/// (verify pass: with a client root `/etc`, `/etc/shadow` was read; in a
+/// project holding `.ssh/id_rsa`, so was that), and everyday files of the
+/// project stay allowed.
+#[test]
+fn credentials_paths_ask_inside_the_roots_too() {
+    use toolgate::gate::{CallEnv, check_call_in};
+    let plan = load_plan(&Sources::default()).unwrap();
+    let dir = tmp();
+    let project = dir.path().canonicalize().unwrap();
+    let env = CallEnv {
+        roots: vec![project.clone()],
+    };
+    let read = |p: &str, env: &CallEnv| {
+        check_call_in(
+            &plan,
+            "filesystem.read_text_file",
+            json!({ "path": p }),
+            env,
+        )
+    };
+    for p in [".ssh/id_rsa", ".aws/credentials", ".git-credentials"] {
+        let v = read(p, &env);
+        assert_eq!(v.decision, Action::Ask, "{p}: {:?}", v.rule_ids());
+        assert!(
+            v.rule_ids().contains(&"path.sensitive"),
+            "{p}: {:?}",
+            v.rule_ids()
+        );
+    }
+    for p in ["README.md", "src/main.rs", "docs/ssh.md"] {
+        let v = read(p, &env);
+        assert_eq!(v.decision, Action::Allow, "{p}: {:?}", v.rule_ids());
+    }
+    let etc = CallEnv {
+        roots: vec!["/etc".into()],
+    };
+    let v = read("/etc/shadow", &etc);
+    assert_eq!(v.decision, Action::Ask, "{:?}", v.rule_ids());
+    let v = read("/etc/hostname", &etc);
+    assert_eq!(v.decision, Action::Allow, "{:?}", v.rule_ids());
+    // a write too: ~/.ssh/authorized_keys inside a project rooted at $HOME-like dir
+    let v = check_call_in(
+        &plan,
+        "filesystem.write_file",
+        json!({"path": ".ssh/authorized_keys", "content": "ssh-rsa AAA attacker"}),
+        &env,
+    );
+    assert_eq!(v.decision, Action::Ask, "{:?}", v.rule_ids());
+}

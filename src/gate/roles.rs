@@ -153,6 +153,23 @@ impl Walk<'_> {
         let (g, gt) = (self.g, self.gt);
         self.out
             .extend(path::analyze_path(self.paths, ptr, s, !gt.read_only));
+        // Credentials, inside the roots or not (`[gate.shell]
+        // sensitive_reads`, matched on the path as written and made
+        // absolute against the first root).
+        let sensitive = &g.config.shell.sensitive_reads;
+        let abs = path::roots(self.paths)
+            .lexical
+            .first()
+            .map(|r| path::normalize(&r.join(s)).to_string_lossy().into_owned());
+        if sensitive.is_match(s) || abs.as_deref().is_some_and(|a| sensitive.is_match(a)) {
+            let d = format!("`{}`", abs.as_deref().unwrap_or(s));
+            self.out.push(
+                self.paths
+                    .checks
+                    .sensitive
+                    .finding(super::FindingKind::Path, ptr, &d),
+            );
+        }
         self.out
             .extend(g.patterns.scan_as(PatternScope::Path, ptr, s));
         self.effects.push(path_effect(gt, s));

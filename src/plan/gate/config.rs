@@ -458,6 +458,7 @@ pub(crate) mod d {
         paths_checks_symlink_escape: Check = paths.checks.symlink_escape;
         paths_checks_unresolvable: Check = paths.checks.unresolvable;
         paths_checks_broad_root: Check = paths.checks.broad_root;
+        paths_checks_sensitive: Check = paths.checks.sensitive;
         paths_checks_hard_link_write: Check = paths.checks.hard_link_write;
     }
 }

@@ -65,6 +65,12 @@ pub struct PathChecks {
     /// there; the shipped policy asks.
     #[serde(default = "crate::plan::gate::config::d::paths_checks_broad_root")]
     pub broad_root: Check,
+    /// A path argument that names credentials or secrets (`[gate.shell]
+    /// sensitive_reads`: `~/.ssh`, `~/.aws`, `/etc/shadow`, ...), read or
+    /// written, inside the roots or not: a project that holds such a file
+    /// does not make reading it safe. The shipped policy asks.
+    #[serde(default = "crate::plan::gate::config::d::paths_checks_sensitive")]
+    pub sensitive: Check,
     /// Too many symlinks to resolve (a loop).
     #[serde(default = "crate::plan::gate::config::d::paths_checks_unresolvable")]
     pub unresolvable: Check,
