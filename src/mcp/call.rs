@@ -527,12 +527,7 @@ impl ProxySession {
         // the proxy's `--root`, else (empty) the working directory. A call
         // that arrives before a roots-declaring client's roots are read
         // waits for them (a bounded time).
-        #[allow(deprecated)] // roots: deprecated by SEP-2577, current before it
-        let declares_roots = context
-            .peer
-            .peer_info()
-            .is_some_and(|i| i.capabilities.roots.is_some());
-        if declares_roots && !*self.session.roots_read.borrow() {
+        if super::handler::declares_roots(&context.peer) && !*self.session.roots_read.borrow() {
             let mut rx = self.session.roots_read.subscribe();
             if tokio::time::timeout(super::handler::ROOTS_WAIT, rx.wait_for(|read| *read))
                 .await

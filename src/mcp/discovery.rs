@@ -315,7 +315,7 @@ pub fn search(
         if matches.is_empty() {
             // Nothing offered matches, but withheld tools do: that, not a
             // poor query, is why nothing was added.
-            let q = crate::diag::clip_chars(query, 300);
+            let q = crate::diag::clip_chars(query, MAX_QUOTED_QUERY_CHARS);
             let text = format!(
                 "No tool that is offered now matches \"{q}\"; the tools that match are withheld: {names}: {what}. No tool was added."
             );

@@ -49,6 +49,13 @@ use super::session::SessionState;
 
 /// What a session keeps besides the [`SessionState`]; shared with its
 /// notifier task.
+/// Whether the client declared the `roots` capability in `initialize`.
+#[allow(deprecated)] // roots: deprecated by SEP-2577, current before it
+pub(crate) fn declares_roots(peer: &Peer<RoleServer>) -> bool {
+    peer.peer_info()
+        .is_some_and(|i| i.capabilities.roots.is_some())
+}
+
 /// How long a call from a client that declares roots waits for the first
 /// answer to `roots/list` before the gate judges it without them.
 pub(crate) const ROOTS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -397,10 +404,7 @@ impl ServerHandler for ProxySession {
         self.inner
             .surfaces
             .register_client(&self.session.id, peer.clone());
-        let roots = peer
-            .peer_info()
-            .is_some_and(|i| i.capabilities.roots.is_some());
-        if roots {
+        if declares_roots(&peer) {
             tokio::spawn(Self::refresh_roots(self.session.clone(), peer));
         }
     }
