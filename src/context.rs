@@ -115,4 +115,11 @@ impl Session {
         }
         self.context.recent_tool_calls = self.recent.iter().cloned().collect();
     }
+
+    /// Replaces the recent calls (`recent`, oldest first), as a host that
+    /// saved a session restores it; `context.recent_tool_calls` follows.
+    pub fn restore_recent(&mut self, recent: Vec<String>) {
+        self.recent = recent.into_iter().collect();
+        self.context.recent_tool_calls = self.recent.iter().cloned().collect();
+    }
 }

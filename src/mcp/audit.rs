@@ -50,6 +50,13 @@ pub enum Outcome {
     DefinitionChanged,
     /// Not a call: the user confirmed a changed definition (it is the new pin).
     DefinitionAccepted,
+    /// Not forwarded yet: a modern client was answered with an
+    /// `InputRequiredResult` (a confirmation, SEP-2322) and may retry.
+    InputRequired,
+    /// Not forwarded: a modern client's retry carried a `requestState` or
+    /// session handle that failed verification (changed, signed by another
+    /// key, expired, used already, or issued for other arguments).
+    StateRefused,
 }
 
 /// One audited call.

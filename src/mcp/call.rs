@@ -24,6 +24,7 @@ use super::catalog::Catalog;
 use super::downstream::{Downstream, Status};
 use super::gate::Decision;
 use super::handler::ProxySession;
+use super::mrtr::{self, Retry};
 use super::proxy::{
     CALL_CONSISTENCY_WAIT, DEFAULT_TIMEOUT_SECONDS, lock, metas, tool_error, unix_now,
 };
@@ -55,6 +56,13 @@ pub fn allow_inactive_calls(plan: &Plan) -> bool {
         .as_ref()
         .map(|g| g.config.allow_inactive_calls)
         .unwrap_or(true)
+}
+
+/// What a retry of a downstream server's `InputRequiredResult` sends back
+/// to it (SEP-2322): the client's answers and the server's own state.
+pub(crate) struct DownstreamRetry {
+    pub(crate) input_responses: Option<rmcp::model::InputResponses>,
+    pub(crate) request_state: Option<String>,
 }
 
 pub(crate) struct CallEnd {
@@ -198,6 +206,39 @@ impl ProxySession {
         }
     }
 
+    /// The first round of a modern confirmation: an `InputRequiredResult`
+    /// (audited as `input_required`; see [`super::mrtr`]).
+    #[allow(clippy::too_many_arguments)]
+    fn ask_by_mrtr(
+        &self,
+        kind: &str,
+        tool: &str,
+        args: &Value,
+        message: String,
+        title: String,
+        reason: &str,
+        hash: Option<String>,
+    ) -> CallEnd {
+        match mrtr::ask(
+            &self.inner.stateless,
+            kind,
+            tool,
+            args,
+            message,
+            title,
+            reason,
+            hash,
+        ) {
+            Ok(ir) => CallEnd {
+                response: Ok(CallToolResponse::InputRequired(ir)),
+                outcome: Outcome::InputRequired,
+                attempts: 0,
+                detail: Some(format!("asked the user ({kind}): {reason}")),
+            },
+            Err(e) => CallEnd::refused(Outcome::ConfirmationRequired, e),
+        }
+    }
+
     async fn confirm(
         &self,
         peer: &Peer<RoleServer>,
@@ -225,6 +266,7 @@ impl ProxySession {
         limits: (Duration, u32),
         progress: Option<ProgressToken>,
         context: &RequestContext<RoleServer>,
+        retry: Option<DownstreamRetry>,
     ) -> CallEnd {
         let (timeout, retries) = limits;
         let args: JsonObject = match args {
@@ -257,7 +299,12 @@ impl ProxySession {
                 }
             };
             attempts += 1;
-            let params = CallToolRequestParams::new(bare.to_string()).with_arguments(args.clone());
+            let mut params =
+                CallToolRequestParams::new(bare.to_string()).with_arguments(args.clone());
+            if let Some(r) = &retry {
+                params.input_responses = r.input_responses.clone();
+                params.request_state = r.request_state.clone();
+            }
             let call = async {
                 match &progress {
                     // the client asked for progress: relay the server's to it
@@ -404,6 +451,23 @@ impl ProxySession {
         }
         let tool = facts.tool.clone();
         let shown = facts.name.clone().unwrap_or_else(|| called.clone());
+        // A modern client's retry (SEP-2322): its requestState must open
+        // for this tool and these arguments, unexpired and unused.
+        let modern = super::stateless::is_modern(context);
+        let retry = if modern {
+            mrtr::verify(&inner.stateless, &request, &tool, &args)
+        } else {
+            Retry::First
+        };
+        if let Retry::Refused(e) = &retry {
+            facts.decision = "deny";
+            let msg = format!("`{shown}`: {}", super::stateless::refusal(e, "confirm"));
+            return (CallEnd::refused(Outcome::StateRefused, msg), facts);
+        }
+        let pending = match &retry {
+            Retry::Valid(p) => Some(p.clone()),
+            _ => None,
+        };
         // A server whose tools are not known (never listed, down): say so
         // rather than "unknown tool".
         if route.is_none()
@@ -462,10 +526,18 @@ impl ProxySession {
                 return (CallEnd::refused(Outcome::Denied, msg), facts);
             }
             let peer = &context.peer;
-            if !peer
-                .supported_elicitation_modes()
-                .contains(&ElicitationMode::Form)
-            {
+            let can_ask = if modern {
+                super::stateless::modern_elicits_form(context)
+            } else {
+                peer.supported_elicitation_modes()
+                    .contains(&ElicitationMode::Form)
+            };
+            // the answer of a modern retry to this very question
+            let answered = pending
+                .as_ref()
+                .filter(|p| p.kind == "definition" && p.hash.as_ref() == Some(&cat.hashes[i]))
+                .and_then(|_| mrtr::answer(&request));
+            if !can_ask && answered.is_none() {
                 let msg = format!(
                     "`{shown}` is withheld: {reason}. The user must confirm the new definition, and this client cannot ask (no elicitation capability); the call was not made"
                 );
@@ -476,15 +548,27 @@ impl ProxySession {
                 "toolgate: the MCP server changed the tool `{shown}` since it was first seen.\n\nDescription now:\n{now_desc}\n\nInput schema now:\n{}\n\nTrust the new definition and let the call go on?",
                 serde_json::to_string_pretty(&*cat.tools[i].input_schema).unwrap_or_default()
             );
-            let ok = self
-                .elicit_confirm(
-                    peer,
-                    message,
-                    format!("Trust the new {shown}?"),
-                    &reason,
-                    context,
-                )
-                .await;
+            let title = format!("Trust the new {shown}?");
+            let ok = if modern {
+                match answered {
+                    Some(a) => Ok(a),
+                    None => {
+                        let end = self.ask_by_mrtr(
+                            "definition",
+                            &tool,
+                            &args,
+                            message,
+                            title,
+                            &reason,
+                            Some(cat.hashes[i].clone()),
+                        );
+                        return (end, facts);
+                    }
+                }
+            } else {
+                self.elicit_confirm(peer, message, title, &reason, context)
+                    .await
+            };
             if ok != Ok(true) {
                 facts.confirmed = Some(false);
                 let msg = format!(
@@ -554,6 +638,47 @@ impl ProxySession {
                 return (CallEnd::refused(Outcome::Denied, msg), facts);
             }
             Decision::Allow(a) => (a, None),
+            // a downstream round of a call the user confirmed already
+            Decision::Ask { .. } if pending.as_ref().is_some_and(|p| p.confirmed) => {
+                (args, Some(true))
+            }
+            Decision::Ask { reason } if modern => {
+                let reason = to_exposed(&cat, &reason);
+                let answered = pending
+                    .as_ref()
+                    .filter(|p| p.kind == "ask")
+                    .and_then(|_| mrtr::answer(&request));
+                match answered {
+                    Some(true) => (args, Some(true)),
+                    Some(false) => {
+                        facts.confirmed = Some(false);
+                        let msg = format!(
+                            "the user declined the call of `{shown}` ({reason}); it was not made"
+                        );
+                        return (CallEnd::refused(Outcome::Declined, msg), facts);
+                    }
+                    None if !super::stateless::modern_elicits_form(context) => {
+                        let msg = format!(
+                            "`{shown}` needs the user's confirmation ({reason}), and this client cannot ask for it (no elicitation capability in its clientCapabilities); the call was not made"
+                        );
+                        return (CallEnd::refused(Outcome::ConfirmationRequired, msg), facts);
+                    }
+                    None => {
+                        let message = confirm_message(&shown, &args, &reason);
+                        let short = crate::diag::clip_chars(&reason, MAX_CONFIRM_REASON_CHARS);
+                        let end = self.ask_by_mrtr(
+                            "ask",
+                            &tool,
+                            &args,
+                            message,
+                            format!("Run {shown}?"),
+                            &short,
+                            None,
+                        );
+                        return (end, facts);
+                    }
+                }
+            }
             Decision::Ask { reason } => {
                 let reason = to_exposed(&cat, &reason);
                 let peer = &context.peer;
@@ -612,9 +737,47 @@ impl ProxySession {
                 .analyzer
                 .extract(&super::session::argument_text(&args))
         });
-        let end = self
-            .forward(&ds, &shown, &route.name, args, limits, progress, context)
+        // a retry of a downstream server's own InputRequiredResult goes back
+        // to it with its answers and its own requestState
+        let down_retry = pending
+            .as_ref()
+            .filter(|p| p.kind == "downstream")
+            .map(|p| DownstreamRetry {
+                input_responses: request.input_responses.clone(),
+                request_state: p.inner.clone(),
+            });
+        let digest_args = args.clone();
+        let mut end = self
+            .forward(
+                &ds,
+                &shown,
+                &route.name,
+                args,
+                limits,
+                progress,
+                context,
+                down_retry,
+            )
             .await;
+        if let Ok(CallToolResponse::InputRequired(ir)) = &end.response {
+            end.outcome = Outcome::InputRequired;
+            end.response = if modern {
+                let confirmed = facts.confirmed == Some(true);
+                Ok(CallToolResponse::InputRequired(mrtr::wrap_downstream(
+                    &inner.stateless,
+                    &tool,
+                    &digest_args,
+                    ir.clone(),
+                    confirmed,
+                )))
+            } else {
+                let msg = format!(
+                    "`{shown}` asks for more input (an InputRequiredResult of MCP 2026-07-28), which this client's protocol version cannot carry; connect with protocol version 2026-07-28 to answer it; the call did not complete"
+                );
+                end.detail = Some(msg.clone());
+                Ok(tool_error(msg))
+            };
+        }
         if end.attempts > 0 {
             let mut st = lock(&self.session.state);
             let now = st.now();

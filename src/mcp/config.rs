@@ -16,6 +16,9 @@
 //! restart_max_ms = 30000              # ... doubling up to this
 //! name_format = "{server}__{tool}"    # client-safe names (see mcp::names)
 //! name_max_length = 64
+//! state_key_env = "TOOLGATE_STATE_KEY" # signs modern-era session handles and confirmations
+//!                                     # (>= 32 bytes; replicas share it; default: random per start)
+//! confirm_ttl_ms = 300000             # a modern client's confirmation expires after this
 //!
 //! [find_tools]                        # the search tool: enabled, name, description
 //! enabled = true
@@ -28,6 +31,7 @@
 //! name = "time"
 //! command = "mcp-server-time"
 //! args = ["--local-timezone", "UTC"]
+//! era = "auto"                        # "auto" (server/discover, else initialize), "modern", "legacy"
 //!
 //! [[server]]
 //! name = "memory"
@@ -90,6 +94,36 @@ pub struct ServerSpec {
     /// where the template may name environment variables (`${VAR}`,
     /// [`resolve_env_template`]). The values are secrets: never displayed.
     pub headers: Vec<(String, String)>,
+    /// Which MCP era the proxy speaks to this server (`era`).
+    pub era: ServerEra,
+}
+
+/// How the proxy opens a downstream server (`[[server]] era`): the MCP
+/// revision 2026-07-28 "Versioning and Compatibility" page's eras.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ServerEra {
+    /// Probe with `server/discover` and fall back to `initialize` when the
+    /// server is legacy (rmcp's `ClientLifecycleMode::Auto`; the default).
+    #[default]
+    Auto,
+    /// `server/discover` and per-request metadata only (2026-07-28).
+    Modern,
+    /// The `initialize` handshake only (2025-11-25 and earlier).
+    Legacy,
+}
+
+impl ServerEra {
+    /// Parses `auto`, `modern` or `legacy`.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(ServerEra::Auto),
+            "modern" => Ok(ServerEra::Modern),
+            "legacy" => Ok(ServerEra::Legacy),
+            other => Err(format!(
+                "era must be \"auto\", \"modern\" or \"legacy\", not {other:?}"
+            )),
+        }
+    }
 }
 
 impl std::fmt::Debug for ServerSpec {
@@ -193,6 +227,7 @@ impl ServerSpec {
                 cwd: None,
                 url: Some(trimmed.to_string()),
                 headers: Vec::new(),
+                era: ServerEra::default(),
             });
         }
         let mut words = split_command(cmd)?;
@@ -208,6 +243,7 @@ impl ServerSpec {
             cwd: None,
             url: None,
             headers: Vec::new(),
+            era: ServerEra::default(),
         })
     }
 
@@ -386,6 +422,16 @@ pub struct ProxyConfig {
     pub call_queue_timeout: Duration,
     /// Serving clients over Streamable HTTP (`--listen`).
     pub http: HttpConfig,
+    /// Name of the environment variable holding the key (at least 32
+    /// bytes) that signs the modern era's session handles and confirmation
+    /// states (`state_key_env`, `--state-key-env`; see
+    /// [`super::stateless`]). `None`: a random key drawn at start, so a
+    /// handle is good on this process only. Replicas behind one load
+    /// balancer must name the same key.
+    pub state_key_env: Option<String>,
+    /// How long a modern client has to answer a confirmation
+    /// (`confirm_ttl_ms`; the `requestState`'s expiry, SEP-2322).
+    pub confirm_ttl: Duration,
 }
 
 /// The Streamable HTTP endpoint toward clients (`[http]`, `--listen`).
@@ -464,6 +510,8 @@ impl Default for ProxyConfig {
             max_concurrent_calls_per_session: 16,
             call_queue_timeout: Duration::from_secs(10),
             http: HttpConfig::default(),
+            state_key_env: None,
+            confirm_ttl: Duration::from_secs(300),
         }
     }
 }
@@ -515,6 +563,8 @@ struct RawConfig {
     max_concurrent_calls_per_session: Option<usize>,
     call_queue_ms: Option<u64>,
     http: Option<RawHttp>,
+    state_key_env: Option<String>,
+    confirm_ttl_ms: Option<u64>,
     #[serde(default)]
     server: Vec<RawServer>,
 }
@@ -544,6 +594,7 @@ struct RawServer {
     #[serde(default)]
     headers: std::collections::BTreeMap<String, String>,
     cwd: Option<PathBuf>,
+    era: Option<String>,
 }
 
 /// Parses a `--listen` / `[http] listen` address (`127.0.0.1:8765`,
@@ -609,6 +660,10 @@ impl ProxyConfig {
                     s.name
                 ));
             }
+            let era = match s.era.as_deref() {
+                None => ServerEra::default(),
+                Some(e) => ServerEra::parse(e).map_err(|e| format!("server `{}`: {e}", s.name))?,
+            };
             servers.push(ServerSpec {
                 name: s.name,
                 command,
@@ -617,6 +672,7 @@ impl ProxyConfig {
                 cwd: s.cwd.map(abs),
                 url: s.url,
                 headers: s.headers.into_iter().collect(),
+                era,
             });
         }
         let dh = HttpConfig::default();
@@ -668,6 +724,8 @@ impl ProxyConfig {
                 .unwrap_or(d.max_concurrent_calls_per_session),
             call_queue_timeout: ms(raw.call_queue_ms, d.call_queue_timeout),
             http,
+            state_key_env: raw.state_key_env,
+            confirm_ttl: ms(raw.confirm_ttl_ms, d.confirm_ttl),
         };
         cfg.check()?;
         Ok(cfg)
@@ -704,6 +762,12 @@ impl ProxyConfig {
                     ));
                 }
             }
+        }
+        if let Some(v) = &self.state_key_env {
+            super::stateless::Stateless::from_config(Some(v), self.confirm_ttl)?;
+        }
+        if self.confirm_ttl.is_zero() {
+            return Err("confirm_ttl_ms must be > 0".into());
         }
         if self.http.session_idle_timeout.is_zero() {
             return Err("[http] session_idle_timeout_ms must be > 0".into());

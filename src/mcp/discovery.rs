@@ -113,6 +113,36 @@ pub fn meta_tools(config: &ProxyConfig) -> Vec<Tool> {
     out
 }
 
+/// The proxy's own tools as a modern (2026-07-28) client sees them: as
+/// [`meta_tools`], each with an optional `session` argument (the session
+/// handle, see [`super::stateless`]) and `session` in `find_tools`'
+/// structured output.
+pub fn modern_meta_tools(config: &ProxyConfig) -> Vec<Tool> {
+    let mut tools = meta_tools(config);
+    let prop = json!({
+        "type": "string",
+        "description": "The `session` string of the last toolgate__find_tools answer (or of a result's _meta[\"toolgate/session\"]): what this session found and called. Leave it out to start a new session."
+    });
+    for t in &mut tools {
+        let mut schema = (*t.input_schema).clone();
+        if let Some(Value::Object(p)) = schema.get_mut("properties") {
+            p.insert(super::stateless::SESSION_ARGUMENT.into(), prop.clone());
+        }
+        t.input_schema = Arc::new(schema);
+        if let Some(out) = &t.output_schema {
+            let mut out = (**out).clone();
+            if let Some(Value::Object(p)) = out.get_mut("properties") {
+                p.insert(
+                    super::stateless::SESSION_ARGUMENT.into(),
+                    json!({"type": "string"}),
+                );
+            }
+            t.output_schema = Some(Arc::new(out));
+        }
+    }
+    tools
+}
+
 /// A sentence for the server's `instructions` about the enabled meta-tools.
 pub fn instructions(config: &ProxyConfig) -> String {
     let mut s = String::new();
@@ -459,6 +489,7 @@ impl ProxySession {
         }
         if announce
             && inner.config.list_changed
+            && !self.session.ephemeral
             && let Err(e) = context.peer.notify_tool_list_changed().await
         {
             tracing::warn!("cannot send tools/list_changed: {e}");
@@ -523,6 +554,9 @@ impl ProxySession {
         };
         let mut inner = CallToolRequestParams::new(name.clone()).with_arguments(arguments);
         inner.meta = request.meta.clone();
+        // a modern retry (SEP-2322) answers the inner call
+        inner.input_responses = request.input_responses.clone();
+        inner.request_state = request.request_state.clone();
         self.call_and_audit(inner, context, Some(&via)).await
     }
 }

@@ -19,8 +19,9 @@ use rmcp::model::{
     ProgressNotificationParam, ProgressToken, RequestId, ResourceUpdatedNotificationParam,
     ServerCapabilities, ServerResult, Tool,
 };
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
 use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RoleClient, RoleServer, ServiceError, ServiceExt,
+    NotificationContext, Peer, PeerRequestOptions, RoleClient, RoleServer, ServiceError,
 };
 use tokio::sync::{mpsc, watch};
 
@@ -644,6 +645,24 @@ pub(crate) async fn supervise(
 
 type Running = rmcp::service::RunningService<RoleClient, DownstreamClient>;
 
+/// How the proxy opens a server of `era` (MCP 2026-07-28, "Versioning and
+/// Compatibility"): `auto` probes with `server/discover` and falls back to
+/// `initialize` on a legacy server (rmcp waits at most 10 s for an answer);
+/// `modern` speaks 2026-07-28 only; `legacy` sends `initialize` only.
+fn lifecycle(era: super::config::ServerEra) -> ClientLifecycleMode {
+    use super::config::ServerEra;
+    match era {
+        ServerEra::Legacy => ClientLifecycleMode::Initialize,
+        ServerEra::Modern => ClientLifecycleMode::Discover {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        },
+        ServerEra::Auto => ClientLifecycleMode::Auto {
+            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            legacy_version: None,
+        },
+    }
+}
+
 async fn start(
     ds: &Arc<Downstream>,
     relist: mpsc::UnboundedSender<()>,
@@ -673,7 +692,8 @@ async fn start(
         server: ds.clone(),
         relist,
     };
-    match tokio::time::timeout(timeout, client.serve(transport)).await {
+    let mode = lifecycle(spec.era);
+    match tokio::time::timeout(timeout, client.serve_with_lifecycle(transport, mode)).await {
         Ok(Ok(running)) => Ok((running, pid)),
         Ok(Err(e)) => Err(format!("MCP initialization failed: {e}")),
         Err(_) => Err(format!("no MCP initialization within {timeout:?}")),
@@ -726,7 +746,8 @@ async fn start_http(
         .reinit_on_expired_session(true);
     let transport = StreamableHttpClientTransport::with_client(http, config);
     let shown = super::config::display_url(url);
-    match tokio::time::timeout(timeout, client.serve(transport)).await {
+    let mode = lifecycle(client.server.spec.era);
+    match tokio::time::timeout(timeout, client.serve_with_lifecycle(transport, mode)).await {
         Ok(Ok(running)) => Ok((running, None)),
         Ok(Err(e)) => Err(format!("MCP initialization with {shown} failed: {e}")),
         Err(_) => Err(format!(

@@ -25,17 +25,17 @@ use std::time::{Duration, Instant};
 
 #[allow(deprecated)] // logging/setLevel: see set_level
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CustomRequest,
-    CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+    CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
     ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    UnsubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
-use serde_json::{Map, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::plan::Plan;
@@ -46,6 +46,7 @@ use super::proxy::{
     Inner, LIST_CONSISTENCY_WAIT, PROXY_META_KEY, lock, metas, tool_error, unix_now,
 };
 use super::session::SessionState;
+use super::stateless::{self, SessionHandle};
 
 /// What a session keeps besides the [`SessionState`]; shared with its
 /// notifier task.
@@ -80,6 +81,9 @@ pub(crate) struct SessionCore {
     /// session is the proxy's only client, on stdio) or is trusted in this
     /// session only (one of many, over HTTP).
     pub(crate) shared_pins: bool,
+    /// A session made for one modern request from its session handle
+    /// ([`super::stateless`]): no notifier, not counted, nothing to close.
+    pub(crate) ephemeral: bool,
 }
 
 /// One client session: an rmcp [`ServerHandler`]. Dropping it (the client
@@ -92,6 +96,9 @@ pub struct ProxySession {
 impl Drop for ProxySession {
     fn drop(&mut self) {
         self.session.closed.send_replace(true);
+        if self.session.ephemeral {
+            return;
+        }
         self.inner.sessions.fetch_sub(1, Ordering::Relaxed);
         // leave the client list and the subscriptions (unsubscribing
         // downstream what no session subscribes to any more)
@@ -134,12 +141,37 @@ impl ProxySession {
             closed: watch::Sender::new(false),
             roots_read: watch::Sender::new(false),
             shared_pins,
+            ephemeral: false,
         });
         inner.sessions.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(session = %session.id, "session opened");
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(notifier(inner.clone(), session.clone()));
         }
+        ProxySession { inner, session }
+    }
+
+    /// A session for one modern request, in the state `state` (restored
+    /// from the request's session handle), audited as `id`; shares the
+    /// proxy's pins only when `shared_pins` (stdio).
+    pub(crate) fn ephemeral(
+        inner: Arc<Inner>,
+        id: String,
+        state: SessionState,
+        shared_pins: bool,
+    ) -> Self {
+        let per_session = inner.config.max_concurrent_calls_per_session.max(1);
+        let session = Arc::new(SessionCore {
+            id,
+            state: Mutex::new(state),
+            dirty: Notify::new(),
+            client: OnceLock::new(),
+            calls: Arc::new(Semaphore::new(per_session)),
+            closed: watch::Sender::new(false),
+            roots_read: watch::Sender::new(true),
+            shared_pins,
+            ephemeral: true,
+        });
         ProxySession { inner, session }
     }
 
@@ -378,11 +410,10 @@ impl ServerHandler for ProxySession {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        // Versions with an `initialize` handshake, where the proxy may send
-        // requests (roots/list, elicitation) to the client.
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        // Both eras: the handshake versions, where the proxy sends requests
+        // (roots/list, elicitation) to the client, and 2026-07-28, where it
+        // asks by MRTR and keeps no session (super::stateless).
+        Cow::Borrowed(super::stateless::supported_versions())
     }
 
     async fn initialize(
@@ -433,23 +464,34 @@ impl ServerHandler for ProxySession {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let inner = &self.inner;
-        inner.wait_ready().await;
-        let cat = inner.catalog_for(None, LIST_CONSISTENCY_WAIT).await?;
-        let pmeta = request
-            .as_ref()
-            .and_then(|r| r.meta.as_ref())
-            .map(|m| &m.0.0);
-        self.apply_meta(&metas(&context, pmeta), &cat.plan)?;
-        let mut st = lock(&self.session.state);
-        let listed = inner.listed(&mut st, &cat);
-        if st.announced.is_none() {
-            st.announced = Some(inner.listed_names(&cat, &listed));
+        if stateless::is_modern(&context) {
+            let pmeta = request
+                .as_ref()
+                .and_then(|r| r.meta.as_ref())
+                .map(|m| &m.0.0);
+            let all = metas(&context, pmeta);
+            let handle =
+                stateless::handle_in(None, &all).map_err(|e| McpError::invalid_params(e, None))?;
+            let personal = handle.is_some()
+                || all
+                    .iter()
+                    .any(|m| m.contains_key(super::context::CONTEXT_META_KEY));
+            let (eph, _) = self
+                .modern_session(handle.as_deref())
+                .map_err(|e| McpError::invalid_params(stateless::refusal(&e, "session"), None))?;
+            let mut r = eph.list_tools_here(request, &context, true).await?;
+            // SEP-2549: a list that depends on the request's own context or
+            // handle is the caller's alone; a bare one is the same for all.
+            if personal {
+                r.ttl_ms = Some(0);
+                r.cache_scope = Some(CacheScope::Private);
+            } else {
+                r.ttl_ms = Some(BARE_LIST_TTL_MS);
+                r.cache_scope = Some(CacheScope::Public);
+            }
+            return Ok(r);
         }
-        drop(st);
-        let mut tools = inner.meta_tools();
-        tools.extend(listed.iter().map(|&i| cat.tools[i].clone()));
-        Ok(ListToolsResult::with_all_items(tools))
+        self.list_tools_here(request, &context, false).await
     }
 
     async fn on_custom_request(
@@ -565,6 +607,211 @@ impl ServerHandler for ProxySession {
     }
 
     async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if stateless::is_modern(&context) {
+            return self.modern_call_tool(request, context).await;
+        }
+        self.call_tool_here(request, context).await
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // tools/list_changed only (when enabled); resources and prompts are
+        // relayed to legacy sessions (surfaces), not yet to listen streams.
+        let mut f = SubscriptionFilter::default();
+        if self.inner.config.list_changed && requested.tools_list_changed == Some(true) {
+            f.tools_list_changed = Some(true);
+        }
+        Some(f)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        // The modern era's change notifications (subscriptions/listen): a
+        // new catalog or withheld set may change every caller's list.
+        let wants = context.accepted().tools_list_changed == Some(true);
+        let mut catalog = self.inner.catalog_tx.subscribe();
+        let mut shutdown = self.inner.shutdown.subscribe();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                _ = async { let _ = shutdown.wait_for(|c| *c).await; } => return Ok(()),
+                r = catalog.changed() => {
+                    if r.is_err() {
+                        return Ok(());
+                    }
+                    tokio::time::sleep(self.inner.config.debounce).await;
+                    let note = rmcp::model::ServerNotification::ToolListChangedNotification(
+                        rmcp::model::ToolListChangedNotification::default(),
+                    );
+                    if wants && let Err(e) = context.sink().send(note).await {
+                        tracing::debug!("listen stream closed: {e}");
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `ttlMs` of a modern `tools/list` without context or handle (the same
+/// list for every caller until the catalog changes, which a
+/// `subscriptions/listen` stream announces).
+const BARE_LIST_TTL_MS: u64 = 5_000;
+
+impl ProxySession {
+    /// The session of one modern request: restored from its handle, or new
+    /// (audit id `{instance}-m{n}`). Errors: the handle does not open.
+    pub(crate) fn modern_session(
+        &self,
+        handle: Option<&str>,
+    ) -> Result<(ProxySession, SessionHandle), stateless::StateError> {
+        let now = unix_now();
+        let base = match handle {
+            Some(h) => self.inner.stateless.open_handle(h)?,
+            None => {
+                let n = self.inner.session_seq.fetch_add(1, Ordering::Relaxed) + 1;
+                SessionHandle::new(format!("{}-m{n}", self.inner.instance_id), now)
+            }
+        };
+        let st = base.to_state(now);
+        let eph = ProxySession::ephemeral(
+            self.inner.clone(),
+            base.sid.clone(),
+            st,
+            self.session.shared_pins,
+        );
+        Ok((eph, base))
+    }
+
+    /// The handle of an ephemeral session after its request, sealed.
+    pub(crate) fn sealed_handle(&self, base: &SessionHandle) -> String {
+        let st = lock(&self.session.state);
+        self.inner.stateless.seal_handle(&base.updated(&st))
+    }
+
+    /// A modern `tools/call`: the session comes from the request's handle
+    /// (the `session` argument of the proxy's tools, or
+    /// `_meta["toolgate/session"]`), the call goes down the one path, and
+    /// the result carries the updated handle.
+    async fn modern_call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let cfg = &self.inner.config;
+        let own = (cfg.find_tools.enabled && request.name == cfg.find_tools.name)
+            || (cfg.call_tool.enabled && request.name == cfg.call_tool.name);
+        let pmeta = request.meta.as_ref().map(|m| &m.0.0);
+        let all = metas(&context, pmeta);
+        let handle = match stateless::handle_in(
+            if own {
+                request.arguments.as_ref()
+            } else {
+                None
+            },
+            &all,
+        ) {
+            Ok(h) => h,
+            Err(e) => return Ok(tool_error(e)),
+        };
+        let (eph, base) = match self.modern_session(handle.as_deref()) {
+            Ok(x) => x,
+            Err(e) => {
+                self.record(AuditRecord {
+                    time: unix_now(),
+                    session: "-".into(),
+                    tool: request.name.to_string(),
+                    name: None,
+                    server: None,
+                    via: None,
+                    decision: "deny",
+                    confirmed: None,
+                    latency_ms: 0.0,
+                    outcome: Outcome::StateRefused,
+                    attempts: 0,
+                    detail: Some(stateless::refusal(&e, "session")),
+                });
+                return Ok(tool_error(stateless::refusal(&e, "session")));
+            }
+        };
+        let is_find = cfg.find_tools.enabled && request.name == cfg.find_tools.name;
+        let mut request = request;
+        if own && let Some(a) = request.arguments.as_mut() {
+            a.remove(stateless::SESSION_ARGUMENT);
+        }
+        let resp = eph.call_tool_here(request, context).await?;
+        let sealed = eph.sealed_handle(&base);
+        Ok(match resp {
+            CallToolResponse::Complete(mut r) => {
+                if is_find && r.is_error != Some(true) {
+                    if let Some(Value::Object(o)) = r.structured_content.as_mut() {
+                        o.insert(
+                            stateless::SESSION_ARGUMENT.into(),
+                            Value::String(sealed.clone()),
+                        );
+                    }
+                    super::discovery::append_text(
+                        &mut r,
+                        &format!(
+                            "To call these tools by name, or to search again with what this search learnt, pass `\"{}\": \"{sealed}\"` to {} / {} (or in the request's _meta[\"{}\"]).",
+                            stateless::SESSION_ARGUMENT,
+                            cfg.find_tools.name,
+                            cfg.call_tool.name,
+                            stateless::SESSION_META_KEY
+                        ),
+                    );
+                }
+                let meta = r.meta.get_or_insert_with(MetaObject::default);
+                meta.0
+                    .insert(stateless::SESSION_META_KEY.into(), Value::String(sealed));
+                // a legacy server's result has no resultType; every modern
+                // result must (SEP-2322)
+                r.result_type
+                    .get_or_insert(rmcp::model::ResultType::COMPLETE);
+                CallToolResponse::Complete(r)
+            }
+            other => other,
+        })
+    }
+
+    /// `tools/list` from this session's state (`modern`: the proxy's tools
+    /// take the `session` argument).
+    async fn list_tools_here(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: &RequestContext<RoleServer>,
+        modern: bool,
+    ) -> Result<ListToolsResult, McpError> {
+        let inner = &self.inner;
+        inner.wait_ready().await;
+        let cat = inner.catalog_for(None, LIST_CONSISTENCY_WAIT).await?;
+        let pmeta = request
+            .as_ref()
+            .and_then(|r| r.meta.as_ref())
+            .map(|m| &m.0.0);
+        self.apply_meta(&metas(context, pmeta), &cat.plan)?;
+        let mut st = lock(&self.session.state);
+        let listed = inner.listed(&mut st, &cat);
+        if st.announced.is_none() {
+            st.announced = Some(inner.listed_names(&cat, &listed));
+        }
+        drop(st);
+        let mut tools = if modern {
+            super::discovery::modern_meta_tools(&inner.config)
+        } else {
+            inner.meta_tools()
+        };
+        tools.extend(listed.iter().map(|&i| cat.tools[i].clone()));
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    /// `tools/call` in this session: the proxy's tools, or a downstream call.
+    async fn call_tool_here(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,

@@ -46,11 +46,13 @@ pub mod gate;
 pub mod handler;
 #[cfg(feature = "mcp-http")]
 pub mod http;
+mod mrtr;
 pub mod names;
 pub mod pins;
 pub mod proxy;
 mod session;
 pub mod source;
+pub mod stateless;
 pub mod stdio;
 mod surfaces;
 
@@ -59,7 +61,7 @@ use std::sync::Arc;
 pub use audit::{AuditRecord, AuditSink, JsonlAudit, NoAudit, Outcome};
 pub use call::allow_inactive_calls;
 pub use catalog::{Catalog, CatalogCompiler, Naming, build_catalog};
-pub use config::{HttpConfig, MetaToolConfig, ProxyConfig, ServerSpec};
+pub use config::{HttpConfig, MetaToolConfig, ProxyConfig, ServerEra, ServerSpec};
 pub use context::{CONTEXT_META_KEY, ContextUpdate};
 pub use gate::{CallGate, Decision, PolicyGate, TagGate};
 pub use handler::ProxySession;

@@ -35,6 +35,7 @@ use super::handler::ProxySession;
 use super::pins::{Observation, PinStore};
 use super::session::SessionState;
 use super::source::PlanSource;
+use super::stateless::Stateless;
 use super::surfaces::Surfaces;
 
 /// The `_meta` key of the proxy's `initialize` result: `{"gate", "servers", "context_key", "session"}`.
@@ -51,6 +52,8 @@ pub(crate) const CALL_CONSISTENCY_WAIT: Duration = Duration::from_secs(10);
 
 pub(crate) struct Inner {
     pub(crate) config: ProxyConfig,
+    /// The modern era's signing key and redeemed confirmations.
+    pub(crate) stateless: Stateless,
     source: Arc<dyn PlanSource>,
     pub(crate) gate: Arc<dyn CallGate>,
     audit: Arc<dyn AuditSink>,
@@ -73,7 +76,7 @@ pub(crate) struct Inner {
     pub(crate) shutdown: watch::Sender<bool>,
     /// The proxy instance's id; sessions are `{instance_id}-{n}`.
     pub(crate) instance_id: String,
-    session_seq: AtomicU64,
+    pub(crate) session_seq: AtomicU64,
     /// Sessions open now.
     pub(crate) sessions: AtomicUsize,
     /// Global limit on concurrent `tools/call`s (`max_concurrent_calls`).
@@ -154,7 +157,14 @@ impl Proxy {
             .map(|d| d.as_nanos())
             .unwrap_or(0);
         let max_calls = config.max_concurrent_calls.max(1);
+        let stateless = Stateless::from_config(config.state_key_env.as_deref(), config.confirm_ttl)
+            .or_else(|e| {
+                tracing::error!("{e}; modern-era handles are signed with a random key");
+                Stateless::from_config(None, config.confirm_ttl)
+            })
+            .expect("a random state key");
         let inner = Arc::new(Inner {
+            stateless,
             config,
             source,
             gate,
