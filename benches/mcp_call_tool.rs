@@ -10,7 +10,10 @@
 //! `proxy_call_tool − proxy_tools_call` is what the call-through tool adds
 //! (it takes the same path as a direct call); `proxy_tools_call − direct` is
 //! the proxy's own overhead (gate, audit, one more stdio hop).
-//! Also `find_tools`, the search round trip as a client sees it.
+//! Also `find_tools`, the search round trip as a client sees it, and the
+//! same two requests from a modern (2026-07-28) client
+//! (`modern_proxy_tools_call`, `modern_proxy_find_tools`): no session, a
+//! session handle opened and sealed per request.
 //!
 //! Run: `cargo bench --bench mcp_call_tool` (skipped, with a message, when
 //! `.venv/bin/mcp-server-time` is missing).
@@ -19,7 +22,8 @@ use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt as _};
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
@@ -61,6 +65,28 @@ fn bench(c: &mut Criterion) {
         proxied.list_all_tools().await.unwrap();
         (direct, proxied)
     });
+    // the same proxy, spoken to in the modern era (2026-07-28: no
+    // initialize, per-request _meta, a session handle in each result)
+    let modern = rt.block_on(async {
+        let mut p = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
+        p.args([
+            "mcp-proxy",
+            "--server",
+            &format!("time={} --local-timezone UTC", server.display()),
+        ])
+        .env("RUST_LOG", "error");
+        let m = ()
+            .serve_with_lifecycle(
+                TokioChildProcess::new(p).unwrap(),
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
+            .await
+            .unwrap();
+        m.list_all_tools().await.unwrap();
+        m
+    });
     let tz = json!({"timezone": "UTC"});
     let plain =
         |name: &str| CallToolRequestParams::new(name.to_string()).with_arguments(args(tz.clone()));
@@ -73,6 +99,7 @@ fn bench(c: &mut Criterion) {
         (&direct, plain("get_current_time")),
         (&proxied, plain("time__get_current_time")),
         (&proxied, through.clone()),
+        (&modern, plain("time__get_current_time")),
     ] {
         let r = rt.block_on(svc.call_tool_once(p)).unwrap();
         assert!(format!("{r:?}").contains("UTC"), "{r:?}");
@@ -100,10 +127,20 @@ fn bench(c: &mut Criterion) {
     g.bench_function("proxy_find_tools", |b| {
         b.iter(|| rt.block_on(proxied.call_tool_once(find.clone())).unwrap())
     });
+    g.bench_function("modern_proxy_tools_call", |b| {
+        b.iter(|| {
+            rt.block_on(modern.call_tool_once(plain("time__get_current_time")))
+                .unwrap()
+        })
+    });
+    g.bench_function("modern_proxy_find_tools", |b| {
+        b.iter(|| rt.block_on(modern.call_tool_once(find.clone())).unwrap())
+    });
     g.finish();
     rt.block_on(async {
         let _ = direct.cancel().await;
         let _ = proxied.cancel().await;
+        let _ = modern.cancel().await;
     });
 }
 

@@ -25,6 +25,7 @@ use rmcp::model::{CallToolRequestParams, ListToolsResult, Tool};
 use toolgate::mcp::catalog::{Naming, ServerTools, build_catalog};
 use toolgate::mcp::discovery::{default_limit, search};
 use toolgate::mcp::source::PlanInputs;
+use toolgate::mcp::stateless::{SessionHandle, Stateless};
 use toolgate::{SessionContext, UsageStats};
 
 // The shared vocabulary and LCG of the synthetic catalogs (benches/common).
@@ -122,9 +123,28 @@ fn bench(c: &mut Criterion) {
     );
     assert!(!matches.is_empty());
 
+    // The modern era (2026-07-28): the same search, plus opening the
+    // request's session handle and sealing the new one (HMAC-SHA256).
+    let stateless = Stateless::from_config(None, std::time::Duration::from_secs(300)).unwrap();
+    let mut first = SessionHandle::new("bench-m1".into(), 1.0e9);
+    first.recent = vec!["s0.t0".into(), "s1.t1".into()];
+    let sealed = stateless.seal_handle(&first);
+    let modern_round_trip = || {
+        let h = stateless.open_handle(&sealed).unwrap();
+        let (out, matches) = round_trip();
+        let mut next = h.clone();
+        next.found = matches
+            .iter()
+            .map(|m| (cat.catalog_name(m.tool).to_string(), 10.0, 0))
+            .collect();
+        (out, stateless.seal_handle(&next))
+    };
     let mut g = c.benchmark_group("mcp_discovery_1000_tools");
     g.bench_function("find_tools_round_trip", |b| {
         b.iter(|| black_box(round_trip()))
+    });
+    g.bench_function("modern_find_tools_round_trip", |b| {
+        b.iter(|| black_box(modern_round_trip()))
     });
     let found: Vec<usize> = matches.iter().map(|m| m.tool).collect();
     g.bench_function("tools_list_after_find", |b| {

@@ -66,6 +66,12 @@ pub struct McpProxyArgs {
     /// where the token is the value of the environment variable VAR.
     #[arg(long, value_name = "VAR")]
     pub bearer_token_env: Option<String>,
+    /// Sign modern (MCP 2026-07-28) session handles and confirmation states
+    /// with the key in the environment variable VAR (at least 32 bytes).
+    /// Replicas behind one load balancer must share it; without it each
+    /// process draws its own random key.
+    #[arg(long, value_name = "VAR")]
+    pub state_key_env: Option<String>,
 }
 
 /// Why the proxy stopped with an error.
@@ -126,6 +132,9 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     }
     if args.bearer_token_env.is_some() {
         c.http.bearer_token_env = args.bearer_token_env.clone();
+    }
+    if args.state_key_env.is_some() {
+        c.state_key_env = args.state_key_env.clone();
     }
     if c.servers.is_empty() {
         return Err(

@@ -313,7 +313,15 @@ impl ProxySession {
                             .call_relaying_progress(&peer, params, context.peer.clone(), t.clone())
                             .await
                     }
-                    None => peer.call_tool_once(params).await,
+                    // a modern client's capabilities travel down, so that a
+                    // modern server asks only for what the client can answer
+                    None => match context
+                        .client_capabilities()
+                        .filter(|_| super::stateless::is_modern(context))
+                    {
+                        Some(caps) => server.call_as_client(&peer, params, caps).await,
+                        None => peer.call_tool_once(params).await,
+                    },
                 }
             };
             let r = tokio::select! {
@@ -459,10 +467,19 @@ impl ProxySession {
         } else {
             Retry::First
         };
+        // A state that fails verification is the client's error, not the
+        // model's: a JSON-RPC invalid-params error (-32602), as the
+        // revision's MRTR error handling asks of protocol errors.
         if let Retry::Refused(e) = &retry {
             facts.decision = "deny";
             let msg = format!("`{shown}`: {}", super::stateless::refusal(e, "confirm"));
-            return (CallEnd::refused(Outcome::StateRefused, msg), facts);
+            let end = CallEnd {
+                response: Err(McpError::invalid_params(msg.clone(), None)),
+                outcome: Outcome::StateRefused,
+                attempts: 0,
+                detail: Some(msg),
+            };
+            return (end, facts);
         }
         let pending = match &retry {
             Retry::Valid(p) => Some(p.clone()),

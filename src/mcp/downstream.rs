@@ -209,6 +209,43 @@ impl Downstream {
         }
     }
 
+    /// A `tools/call` (one round, no MRTR driving) whose request `_meta`
+    /// carries `caps` as `io.modelcontextprotocol/clientCapabilities`
+    /// instead of the proxy's own: a modern server then asks (in an
+    /// `InputRequiredResult`) only for what the proxy's client can answer
+    /// (MRTR: "Servers MUST NOT send an inputRequests that the client has not
+    /// declared support for"). Cancelled downstream when dropped.
+    pub async fn call_as_client(
+        &self,
+        peer: &Peer<RoleClient>,
+        params: CallToolRequestParams,
+        caps: rmcp::model::ClientCapabilities,
+    ) -> Result<CallToolResponse, ServiceError> {
+        let mut meta = rmcp::model::RequestMetaObject::default();
+        meta.set_client_capabilities(caps);
+        let handle = peer
+            .send_request_with_option(
+                ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+                PeerRequestOptions::no_options().with_meta(meta),
+            )
+            .await?;
+        let mut cancel = CancelOnDrop {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let result = handle.await_response().await;
+        cancel.id = None;
+        match result? {
+            ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+            ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
+            ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
+            ServerResult::EmptyResult(_) => {
+                Ok(CallToolResponse::Complete(CallToolResult::default()))
+            }
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
+    }
+
     /// A call failed in the transport (not with an MCP error). A remote
     /// server is then reconnected (a new session, after the backoff); a
     /// child process needs nothing: its exit is seen on its own.
@@ -365,6 +402,48 @@ impl ClientHandler for DownstreamClient {
             ClientCapabilities::default(),
             Implementation::new("toolgate-proxy", env!("CARGO_PKG_VERSION")),
         )
+    }
+}
+
+/// Whether `peer` (a downstream server) speaks the modern era (2026-07-28
+/// or later: opened with `server/discover`), where change notifications come
+/// only on a `subscriptions/listen` stream.
+pub(crate) fn is_modern_peer(peer: &Peer<RoleClient>) -> bool {
+    peer.peer_info()
+        .is_some_and(|i| !i.protocol_version.has_initialize())
+}
+
+/// Relays the notifications of a modern server's `subscriptions/listen`
+/// stream to what the legacy-era callbacks of [`DownstreamClient`] do:
+/// `tools/list_changed` re-lists, resource and prompt list changes and
+/// resource updates go to the sessions. Ends with the stream.
+pub(crate) async fn relay_listen(
+    mut sub: rmcp::service::Subscription,
+    ds: Arc<Downstream>,
+    relist: Option<mpsc::UnboundedSender<()>>,
+) {
+    use rmcp::model::ServerNotification as N;
+    loop {
+        match sub.next().await {
+            Ok(Some(N::ToolListChangedNotification(_))) => {
+                tracing::debug!(server = %ds.spec.name, "downstream tools/list_changed (listen)");
+                if let Some(r) = &relist {
+                    ds.relisting.store(true, Ordering::Release);
+                    let _ = r.send(());
+                }
+            }
+            Ok(Some(N::ResourceListChangedNotification(_))) => {
+                ds.surfaces.resource_list_changed().await;
+            }
+            Ok(Some(N::PromptListChangedNotification(_))) => {
+                ds.surfaces.prompt_list_changed().await;
+            }
+            Ok(Some(N::ResourceUpdatedNotification(n))) => {
+                ds.surfaces.resource_updated(ds.index, n.params).await;
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => return,
+        }
     }
 }
 
@@ -536,6 +615,7 @@ pub(crate) async fn supervise(
         attempt += 1;
         ds.set_status(Status::Starting(attempt));
         let (relist_tx, mut relist_rx) = mpsc::unbounded_channel();
+        let relist_tx_keep = relist_tx.clone();
         let started = start(&ds, relist_tx, timing.start_timeout).await;
         let reason = match started {
             Ok((running, pid)) => {
@@ -546,6 +626,37 @@ pub(crate) async fn supervise(
                         tracing::info!(server = %name, tools = listing.tools.len(), withheld = listing.invalid.len(), ?pid, "server up");
                         ds.store_listing(listing);
                         ds.set_status(Status::Up { peer: peer.clone() });
+                        // a modern server announces list changes only on a
+                        // subscriptions/listen stream (SEP-2575)
+                        if is_modern_peer(&peer) {
+                            let caps = ds.capabilities();
+                            let mut f = rmcp::model::SubscriptionFilter::default();
+                            let on = |b: Option<bool>| b.and_then(|b| b.then_some(true));
+                            f.tools_list_changed = caps
+                                .as_ref()
+                                .and_then(|c| c.tools.as_ref())
+                                .and_then(|t| on(t.list_changed));
+                            f.prompts_list_changed = caps
+                                .as_ref()
+                                .and_then(|c| c.prompts.as_ref())
+                                .and_then(|t| on(t.list_changed));
+                            f.resources_list_changed = caps
+                                .as_ref()
+                                .and_then(|c| c.resources.as_ref())
+                                .and_then(|t| on(t.list_changed));
+                            if f != rmcp::model::SubscriptionFilter::default() {
+                                let (p2, ds2, tx) =
+                                    (peer.clone(), ds.clone(), relist_tx_keep.clone());
+                                tokio::spawn(async move {
+                                    match p2.listen(f).await {
+                                        Ok(sub) => relay_listen(sub, ds2, Some(tx)).await,
+                                        Err(e) => {
+                                            tracing::warn!(server = %ds2.spec.name, "subscriptions/listen failed: {e}; its list changes are not seen")
+                                        }
+                                    }
+                                });
+                            }
+                        }
                         // a new connection: its subscriptions are made again
                         tokio::spawn(ds.surfaces.clone().server_up(
                             ds.index,

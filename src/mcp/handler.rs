@@ -30,7 +30,7 @@ use rmcp::model::{
     InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
     SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
@@ -482,13 +482,15 @@ impl ServerHandler for ProxySession {
             let mut r = eph.list_tools_here(request, &context, true).await?;
             // SEP-2549: a list that depends on the request's own context or
             // handle is the caller's alone; a bare one is the same for all.
-            if personal {
-                r.ttl_ms = Some(0);
-                r.cache_scope = Some(CacheScope::Private);
+            // ttlMs 0 either way: a client that caches by method alone (MCP
+            // Inspector does) must not answer a list with a handle from the
+            // bare list before it.
+            r.ttl_ms = Some(0);
+            r.cache_scope = Some(if personal {
+                CacheScope::Private
             } else {
-                r.ttl_ms = Some(BARE_LIST_TTL_MS);
-                r.cache_scope = Some(CacheScope::Public);
-            }
+                CacheScope::Public
+            });
             return Ok(r);
         }
         self.list_tools_here(request, &context, false).await
@@ -497,8 +499,27 @@ impl ServerHandler for ProxySession {
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
+        // Methods the 2026-07-28 revision removed (SEP-2575): unknown to a
+        // modern request, whatever its params.
+        const LEGACY_ONLY: &[&str] = &[
+            "initialize",
+            "ping",
+            "logging/setLevel",
+            "resources/subscribe",
+            "resources/unsubscribe",
+        ];
+        if stateless::is_modern(&context) && LEGACY_ONLY.contains(&request.method.as_str()) {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "method not found: {} (removed in protocol version 2026-07-28)",
+                    request.method
+                ),
+                None,
+            ));
+        }
         // rmcp falls back to a custom request when a standard method's params
         // do not parse: that is an invalid-params error, not an unknown method.
         const STANDARD: &[&str] = &[
@@ -549,9 +570,16 @@ impl ServerHandler for ProxySession {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        self.read_routed(request).await
+        let mut r = self.read_routed(request).await?;
+        // a legacy server's result has no resultType; a modern one must
+        if stateless::is_modern(&context)
+            && let ReadResourceResponse::Complete(c) = &mut r
+        {
+            c.result_type.get_or_insert(ResultType::COMPLETE);
+        }
+        Ok(r)
     }
 
     async fn subscribe(
@@ -581,17 +609,27 @@ impl ServerHandler for ProxySession {
     async fn get_prompt(
         &self,
         request: GetPromptRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        self.get_routed(request).await
+        let mut r = self.get_routed(request).await?;
+        if stateless::is_modern(&context)
+            && let GetPromptResponse::Complete(c) = &mut r
+        {
+            c.result_type.get_or_insert(ResultType::COMPLETE);
+        }
+        Ok(r)
     }
 
     async fn complete(
         &self,
         request: CompleteRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        self.complete_routed(request).await
+        let mut r = self.complete_routed(request).await?;
+        if stateless::is_modern(&context) {
+            r.result_type.get_or_insert(ResultType::COMPLETE);
+        }
+        Ok(r)
     }
 
     // Logging is deprecated by SEP-2577 (protocol 2026-07-28); current in
@@ -600,8 +638,16 @@ impl ServerHandler for ProxySession {
     async fn set_level(
         &self,
         request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        if stateless::is_modern(&context) {
+            // removed by SEP-2575: the level travels in each request's _meta
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "method not found: logging/setLevel (removed in protocol version 2026-07-28; set io.modelcontextprotocol/logLevel in a request's _meta)",
+                None,
+            ));
+        }
         self.set_log_level(request);
         Ok(())
     }
@@ -657,11 +703,6 @@ impl ServerHandler for ProxySession {
         }
     }
 }
-
-/// `ttlMs` of a modern `tools/list` without context or handle (the same
-/// list for every caller until the catalog changes, which a
-/// `subscriptions/listen` stream announces).
-const BARE_LIST_TTL_MS: u64 = 5_000;
 
 impl ProxySession {
     /// The session of one modern request: restored from its handle, or new

@@ -91,6 +91,69 @@ pub(crate) struct Surfaces {
     subscriptions: tokio::sync::Mutex<HashMap<(usize, String), Sessions>>,
     /// The open sessions' clients (session id -> client).
     clients: Mutex<Sessions>,
+    /// (server, URI) -> the task relaying a modern server's
+    /// `subscriptions/listen` stream for that URI (a modern server has no
+    /// `resources/subscribe`, SEP-2575); aborted (the stream cancelled) by the
+    /// last unsubscribe.
+    listens: Mutex<HashMap<(usize, String), tokio::task::AbortHandle>>,
+}
+
+/// Subscribes to `uri` on a server: `resources/subscribe` to a legacy one; to
+/// a modern one a `subscriptions/listen` stream opted in to that URI, whose
+/// `notifications/resources/updated` a task relays until unsubscribed.
+async fn subscribe_down(
+    surfaces: &Arc<Surfaces>,
+    server: usize,
+    peer: &Peer<RoleClient>,
+    uri: &str,
+) -> Result<Result<(), ServiceError>, tokio::time::error::Elapsed> {
+    if !super::downstream::is_modern_peer(peer) {
+        return tokio::time::timeout(
+            SURFACE_TIMEOUT,
+            peer.subscribe(SubscribeRequestParams::new(uri.to_string())),
+        )
+        .await;
+    }
+    let mut f = rmcp::model::SubscriptionFilter::default();
+    f.resource_subscriptions = Some(vec![uri.to_string()]);
+    let sub = match tokio::time::timeout(SURFACE_TIMEOUT, peer.listen(f)).await? {
+        Ok(sub) => sub,
+        Err(e) => return Ok(Err(e)),
+    };
+    let s2 = surfaces.clone();
+    let task = tokio::spawn(async move {
+        let mut sub = sub;
+        while let Ok(Some(n)) = sub.next().await {
+            if let rmcp::model::ServerNotification::ResourceUpdatedNotification(n) = n {
+                s2.resource_updated(server, n.params).await;
+            }
+        }
+    });
+    if let Some(old) =
+        lock(&surfaces.listens).insert((server, uri.to_string()), task.abort_handle())
+    {
+        old.abort();
+    }
+    Ok(Ok(()))
+}
+
+/// Undoes [`subscribe_down`]: `resources/unsubscribe`, or the listen stream
+/// cancelled.
+async fn unsubscribe_down(
+    surfaces: &Surfaces,
+    server: usize,
+    peer: &Peer<RoleClient>,
+    uri: &str,
+) -> Result<Result<(), ServiceError>, tokio::time::error::Elapsed> {
+    if let Some(task) = lock(&surfaces.listens).remove(&(server, uri.to_string())) {
+        task.abort();
+        return Ok(Ok(()));
+    }
+    tokio::time::timeout(
+        SURFACE_TIMEOUT,
+        peer.unsubscribe(UnsubscribeRequestParams::new(uri.to_string())),
+    )
+    .await
 }
 
 impl Surfaces {
@@ -119,11 +182,7 @@ impl Surfaces {
         for (server, uri) in emptied {
             if let Some(peer) = servers.get(server).and_then(|s| s.peer()) {
                 tracing::debug!(%uri, "last subscriber closed its session: unsubscribing downstream");
-                let r = tokio::time::timeout(
-                    SURFACE_TIMEOUT,
-                    peer.unsubscribe(UnsubscribeRequestParams::new(uri)),
-                )
-                .await;
+                let r = unsubscribe_down(&self, server, &peer, &uri).await;
                 if !matches!(r, Ok(Ok(()))) {
                     tracing::debug!("downstream resources/unsubscribe failed");
                 }
@@ -183,7 +242,7 @@ impl Surfaces {
         peer: Peer<RoleClient>,
         caps: Option<ServerCapabilities>,
     ) {
-        self.resubscribe(server, &peer).await;
+        self.clone().resubscribe(server, &peer).await;
         let caps = caps.unwrap_or_default();
         if caps.resources.is_some() {
             self.resource_list_changed().await;
@@ -194,17 +253,13 @@ impl Surfaces {
     }
 
     /// Makes the subscriptions of `server` again on its new connection.
-    async fn resubscribe(&self, server: usize, peer: &Peer<RoleClient>) {
+    async fn resubscribe(self: Arc<Self>, server: usize, peer: &Peer<RoleClient>) {
         let subs = self.subscriptions.lock().await;
         for (s, uri) in subs.keys() {
             if *s != server {
                 continue;
             }
-            let r = tokio::time::timeout(
-                SURFACE_TIMEOUT,
-                peer.subscribe(SubscribeRequestParams::new(uri.clone())),
-            )
-            .await;
+            let r = subscribe_down(&self, server, peer, uri).await;
             if !matches!(r, Ok(Ok(()))) {
                 tracing::warn!(%uri, "cannot renew the subscription on the new connection");
             }
@@ -524,11 +579,7 @@ impl ProxySession {
         let mut subs = self.surfaces().subscriptions.lock().await;
         let key = (i, uri.clone());
         if !subs.contains_key(&key) {
-            let r = tokio::time::timeout(
-                SURFACE_TIMEOUT,
-                peer.subscribe(SubscribeRequestParams::new(uri)),
-            )
-            .await;
+            let r = subscribe_down(&self.inner.surfaces, i, &peer, &uri).await;
             forwarded(&self.inner.servers[i], "resources/subscribe", r)?;
         }
         subs.entry(key)
@@ -555,11 +606,7 @@ impl ProxySession {
             subs.remove(&key);
             let ds = &self.inner.servers[key.0];
             if let Some(peer) = ds.peer() {
-                let r = tokio::time::timeout(
-                    SURFACE_TIMEOUT,
-                    peer.unsubscribe(UnsubscribeRequestParams::new(uri)),
-                )
-                .await;
+                let r = unsubscribe_down(self.surfaces(), key.0, &peer, &uri).await;
                 forwarded(ds, "resources/unsubscribe", r)?;
             }
         }

@@ -253,3 +253,75 @@ def comparable(result: types.CallToolResult) -> dict:
     d.pop("_meta", None)
     d.pop("resultType", None)
     return d
+
+
+# --- the modern era (protocol revision 2026-07-28): shared by test_modern.py
+# and test_replicas.py ---------------------------------------------------
+
+MODERN = "2026-07-28"
+# what the proxy adds to a modern request and a modern result (docs: design of the modern era)
+SESSION_META = "toolgate/session"
+CONFIRM_KEY = "toolgate_confirm"
+
+MODERN_SERVER = Path(__file__).resolve().parent / "modern_server.py"
+
+# risk tags for modern_server.py's tools, so that the gate allows them (the
+# server's own confirmation is what the tests look at)
+MODERN_TAGS = """
+[[tool]]
+name = "modern.lookup_order"
+domains = ["data_analysis"]
+preferred_stages = ["exploration", "implementation", "debugging"]
+trigger_keywords = ["order", "shipping", "status"]
+base_priority = 0.8
+parameter_complexity = 1
+risk_level = "safe"
+requires_confirmation = false
+
+[[tool]]
+name = "modern.refund_order"
+domains = ["data_analysis"]
+preferred_stages = ["exploration", "implementation", "debugging"]
+trigger_keywords = ["order", "refund"]
+base_priority = 0.8
+parameter_complexity = 1
+risk_level = "safe"
+requires_confirmation = false
+"""
+
+
+def modern_server(log: Path | None = None, name: str = "modern") -> str:
+    """`--server` spec of tests/mcp/modern_server.py (SDK 2.x, serves only
+    2026-07-28) over stdio; its requests are logged to `log` (JSON lines)."""
+    env = f"env MODERN_SERVER_LOG={log} " if log is not None else ""
+    return f"{name}={env}{VENV / 'python'} {MODERN_SERVER}"
+
+
+def modern_tags(tmp_path: Path) -> Path:
+    """The shipped tool tags plus MODERN_TAGS."""
+    import shutil
+
+    d = tmp_path / "tags-modern"
+    if not d.exists():
+        shutil.copytree(ROOT / "tool-tags", d)
+        (d / "modern.toml").write_text(MODERN_TAGS)
+    return d
+
+
+def tamper(sealed: str) -> str:
+    """`sealed` with one character changed, in the middle (a letter or digit,
+    so a base64 string stays well-formed)."""
+    assert sealed, "nothing to tamper with"
+    mid = len(sealed) // 2
+    for i in list(range(mid, len(sealed))) + list(range(mid - 1, -1, -1)):
+        c = sealed[i]
+        if c.isalnum():
+            swap = "B" if c == "A" else "A"
+            return sealed[:i] + swap + sealed[i + 1:]
+    raise AssertionError(f"no letter or digit to change in {sealed!r}")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    import json
+
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []

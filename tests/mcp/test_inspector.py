@@ -11,6 +11,21 @@ Flows that need one connection across several requests (a search, then the
 list) use `mcpdo`, the Inspector package's connection CLI ("connect once, run
 many commands"), on a private daemon.
 
+Both protocol eras: the server entry's `"protocolEra"` in mcp.json (an
+Inspector field, next to `command`/`args`: `"legacy"`, its default, the
+initialize handshake; `"modern"`, pinned to 2026-07-28, stateless, per-request
+`_meta`; `"auto"`) picks the one the Inspector speaks. The flows that matter
+run in both: the first `tools/list` is not empty; a `toolgate__find_tools`
+search, then a call of a found tool with the real rows of mcp-server-sqlite;
+`DROP TABLE` refused and the table intact. In the modern era there is no
+session: the search answers with a session handle (`structuredContent.session`,
+the same in `_meta["toolgate/session"]`), which the Inspector passes back as
+request `_meta` (`--metadata toolgate/session=HANDLE`, applied to the
+`tools/list` it makes before a call too) or as the `session` argument of
+`toolgate__call_tool`. Every `--cli` run starts a proxy of its own, as
+replicas behind a load balancer: they share the key that signs handles
+(`--state-key-env`).
+
 Run by tests/mcp_inspector.rs (`cargo test`), which fails when the Inspector
 is missing unless TOOLGATE_SKIP_INSPECTOR=1.
 """
@@ -31,6 +46,17 @@ from conftest import ROOT, VENV1, selection_policy_text, server_bin, sqlite_serv
 
 SAFE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 QUESTION = "which tables are in my sqlite database"
+META = ["toolgate__find_tools", "toolgate__call_tool"]
+ROWS_QUERY = "SELECT name FROM users ORDER BY id"
+
+# The protocol eras of an mcp.json server entry's "protocolEra" (the Inspector
+# speaks 2026-07-28 for "modern"), and what the proxy adds in the modern era.
+ERAS = ["legacy", "modern"]
+SESSION_META = "toolgate/session"
+# the proxies the `--cli` runs start share this key (>= 32 bytes), so that a
+# handle one signed is good at the next
+STATE_KEY_ENV = "TOOLGATE_INSPECTOR_STATE_KEY"
+STATE_KEY = "toolgate-inspector-test-state-key-0123456789"
 INSPECTOR_DIR = Path(os.environ.get("TOOLGATE_INSPECTOR_DIR", ROOT / ".mcp-inspector"))
 BIN = INSPECTOR_DIR / "node_modules/.bin"
 
@@ -42,14 +68,20 @@ def inspector(name: str) -> str:
     return str(p)
 
 
-def config(tmp_path: Path, *proxy_args: str) -> Path:
-    """An MCP client configuration (the `mcpServers` shape) with toolgate as `tg`."""
-    c = tmp_path / "mcp.json"
-    c.write_text(json.dumps({"mcpServers": {"tg": {
+def config(tmp_path: Path, *proxy_args: str, era: str = "legacy") -> Path:
+    """An MCP client configuration (the `mcpServers` shape) with toolgate as
+    `tg`, spoken to in `era` (the entry's `protocolEra`)."""
+    entry: dict = {
         "command": str(toolgate_bin()),
         "args": ["mcp-proxy", *proxy_args],
         "cwd": str(tmp_path),
-    }}}, indent=2))
+        "protocolEra": era,
+    }
+    if era == "modern":
+        entry["args"] += ["--state-key-env", STATE_KEY_ENV]
+        entry["env"] = {STATE_KEY_ENV: STATE_KEY}
+    c = tmp_path / f"mcp-{era}.json"
+    c.write_text(json.dumps({"mcpServers": {"tg": entry}}, indent=2))
     return c
 
 
@@ -60,10 +92,14 @@ def env(tmp_path: Path) -> dict:
             "NO_COLOR": "1"}
 
 
-def cli(tmp_path: Path, cfg: Path, method: str, *args: str) -> dict:
-    """`mcp-inspector --cli --config CFG --server tg --method METHOD ARGS...`, JSON result."""
+def cli(tmp_path: Path, cfg: Path, method: str, *args: str, handle: str | None = None) -> dict:
+    """`mcp-inspector --cli --config CFG --server tg --method METHOD ARGS...`,
+    JSON result; with `handle`, `--metadata toolgate/session=HANDLE` (request
+    `_meta` of every request the run makes)."""
     cmd = [inspector("mcp-inspector"), "--cli", "-q", "--config", str(cfg), "--server", "tg",
            "--method", method, "--format", "json", *args]
+    if handle is not None:
+        cmd += ["--metadata", f"{SESSION_META}={handle}"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env(tmp_path), cwd=tmp_path)
     assert r.stdout.strip(), f"no output from {cmd}: rc={r.returncode} stderr={r.stderr[-2000:]}"
     out = json.loads(r.stdout)
@@ -90,14 +126,23 @@ class Mcpdo:
         assert r.returncode == 0 or r.stdout.strip(), f"mcpdo {args}: rc={r.returncode} {r.stderr[-2000:]}"
         return json.loads(r.stdout) if r.stdout.strip() else {}
 
-    def names(self) -> list[str]:
-        out = self.run("@tg", "tools/list")
+    @staticmethod
+    def _meta(meta: dict | None) -> list[str]:
+        return ["--metadata", *(f"{k}={v}" for k, v in meta.items())] if meta else []
+
+    def names(self, meta: dict | None = None) -> list[str]:
+        out = self.run("@tg", "tools/list", *self._meta(meta))
         return [t["name"] for t in out.get("tools", out.get("result", {}).get("tools", []))]
 
-    def call(self, tool: str, args: dict | None = None) -> dict:
+    def call(self, tool: str, args: dict | None = None, meta: dict | None = None) -> dict:
         pairs = [f"{k}:={json.dumps(v)}" for k, v in (args or {}).items()]
-        out = self.run("@tg", "tools/call", tool, *pairs)
+        out = self.run("@tg", "tools/call", tool, *pairs, *self._meta(meta))
         return out.get("result", out)
+
+    def era(self) -> str:
+        """The protocol era the connection negotiated (`connections/list`)."""
+        conns = self.run("connections/list").get("connections", [])
+        return next(c.get("protocolEra", "") for c in conns if c.get("name") == "tg")
 
     def close(self) -> None:
         subprocess.run([self.bin, "daemon", "stop"], capture_output=True, env=self.env, timeout=60)
@@ -121,49 +166,125 @@ def text(result: dict) -> str:
     return "\n".join(c.get("text", "") for c in result.get("content", []))
 
 
-def test_first_list_find_call_and_drop_table_with_the_inspector_cli(tmp_path, db):
+def session_of(found: dict) -> str:
+    """The session handle of a modern find_tools answer: in
+    `structuredContent.session`, the same in `_meta["toolgate/session"]`, and
+    in the text, for the model to pass back."""
+    handle = (found.get("structuredContent") or {}).get("session")
+    assert isinstance(handle, str) and handle, f"no session handle in the search's answer: {found}"
+    assert (found.get("_meta") or {}).get(SESSION_META) == handle, found.get("_meta")
+    assert handle in text(found), f"the text does not give the model the handle: {text(found)}"
+    return handle
+
+
+def updated(result: dict) -> str:
+    """The updated handle a forwarded call's result carries in `_meta`."""
+    new = (result.get("_meta") or {}).get(SESSION_META)
+    assert isinstance(new, str) and new, f"no updated session handle in the result's _meta: {result}"
+    return new
+
+
+def tampered(handle: str) -> str:
+    """`handle` with one character in its middle changed."""
+    i = len(handle) // 2
+    while not handle[i].isalnum():
+        i += 1
+    return handle[:i] + ("B" if handle[i] == "A" else "A") + handle[i + 1:]
+
+
+def audit_lines(audit: Path) -> list[dict]:
+    return [json.loads(x) for x in audit.read_text().splitlines() if x.strip()] if audit.exists() else []
+
+
+@pytest.mark.parametrize("era", ERAS)
+def test_first_list_find_call_and_drop_table_with_the_inspector_cli(tmp_path, db, era):
     audit = tmp_path / "audit.jsonl"
-    cfg = config(tmp_path, "--server", time_server(), "--server", sqlite_server(db), "--audit", str(audit))
+    cfg = config(tmp_path, "--server", time_server(), "--server", sqlite_server(db), "--audit", str(audit),
+                 era=era)
     # the first tools/list is not empty, and every name is client-safe
     names = [t["name"] for t in cli(tmp_path, cfg, "tools/list")["tools"]]
-    assert names[:2] == ["toolgate__find_tools", "toolgate__call_tool"], names
+    assert names[:2] == META, names
     assert all(SAFE.match(n) for n in names)
     # find_tools names sqlite__list_tables first
     r = cli(tmp_path, cfg, "tools/call", "--tool-name", "toolgate__find_tools", "--tool-arg", f"query={QUESTION}")
-    assert not r.get("isError")
+    assert not r.get("isError"), r
     assert r["structuredContent"]["tools"][0]["name"] == "sqlite__list_tables"
     assert text(r).splitlines()[0].startswith("sqlite__list_tables: ")
-    # A new `--cli` run is a new session, whose list holds the proxy's own
-    # tools only, and the Inspector refuses to call a tool it was not listed
-    # (this is what made the proxy useless in real clients). The call-through
-    # tool reaches it, with the real rows.
-    r = cli(tmp_path, cfg, "tools/call", "--tool-name", "toolgate__call_tool",
-            "--tool-args-json", json.dumps({"name": "sqlite__list_tables"}))
-    assert not r.get("isError") and "users" in text(r), r
-    # call_tool reaches a tool that is not listed, with the real rows
-    r = cli(tmp_path, cfg, "tools/call", "--tool-name", "toolgate__call_tool", "--tool-args-json",
-            json.dumps({"name": "sqlite__read_query", "arguments": {"query": "SELECT name FROM users ORDER BY id"}}))
-    assert not r.get("isError") and "ann" in text(r) and "cho" in text(r), r
+    if era == "legacy":
+        # the handshake era keeps what a search found in the session
+        assert "session" not in r["structuredContent"], r["structuredContent"]
+        # A new `--cli` run is a new session, whose list holds the proxy's own
+        # tools only, and the Inspector refuses to call a tool it was not listed
+        # (this is what made the proxy useless in real clients). The call-through
+        # tool reaches it, with the real rows.
+        r = cli(tmp_path, cfg, "tools/call", "--tool-name", "toolgate__call_tool",
+                "--tool-args-json", json.dumps({"name": "sqlite__list_tables"}))
+        assert not r.get("isError") and "users" in text(r), r
+        # call_tool reaches a tool that is not listed, with the real rows
+        r = cli(tmp_path, cfg, "tools/call", "--tool-name", "toolgate__call_tool", "--tool-args-json",
+                json.dumps({"name": "sqlite__read_query", "arguments": {"query": ROWS_QUERY}}))
+        assert not r.get("isError") and "ann" in text(r) and "cho" in text(r), r
+    else:
+        # no session: the search's answer is a handle, and what it found comes
+        # back with the handle, to another proxy process (the next `--cli` run)
+        handle = session_of(r)
+        names = [t["name"] for t in cli(tmp_path, cfg, "tools/list", handle=handle)["tools"]]
+        assert names[:2] == META and "sqlite__list_tables" in names, names
+        # so the Inspector, which lists before it calls, calls the found tool by
+        # its name, with the real rows, and gets the updated handle back
+        r = cli(tmp_path, cfg, "tools/call", "--tool-name", "sqlite__list_tables", handle=handle)
+        assert not r.get("isError") and "users" in text(r), r
+        handle = updated(r)
+        # the handle as toolgate__call_tool's `session` argument: the real rows
+        r = cli(tmp_path, cfg, "tools/call", "--tool-name", "toolgate__call_tool", "--tool-args-json",
+                json.dumps({"name": "sqlite__read_query", "arguments": {"query": ROWS_QUERY}, "session": handle}))
+        assert not r.get("isError") and "ann" in text(r) and "cho" in text(r), r
+        # a handle changed on the way is refused, nothing runs
+        r = cli(tmp_path, cfg, "tools/call", "--tool-name", "toolgate__call_tool", "--tool-args-json",
+                json.dumps({"name": "sqlite__read_query", "arguments": {"query": ROWS_QUERY},
+                            "session": tampered(handle)}))
+        assert r.get("isError") is True and "session handle is not valid" in text(r), r
+        assert "ann" not in text(r)
     # DROP TABLE through call_tool is refused, and the table is intact
     r = cli(tmp_path, cfg, "tools/call", "--tool-name", "toolgate__call_tool", "--tool-args-json",
             json.dumps({"name": "sqlite__write_query", "arguments": {"query": "DROP TABLE users"}}))
     assert r.get("isError") is True and "DROP" in text(r), r
     assert "users" in tables(db)
-    outcomes = [(x["tool"], x["outcome"]) for x in map(json.loads, audit.read_text().splitlines())]
-    assert ("sqlite.write_query", "denied") in outcomes and ("sqlite.read_query", "ok") in outcomes
+    lines = audit_lines(audit)
+    outcomes = [(x["tool"], x["outcome"]) for x in lines]
+    assert ("sqlite.write_query", "denied") in outcomes and ("sqlite.read_query", "ok") in outcomes, outcomes
+    if era == "modern":
+        # the calls that passed the handle back are audited under the search's session
+        sessions = {x["tool"]: x["session"] for x in lines if x["outcome"] == "ok"}
+        assert sessions.get("sqlite.list_tables") == sessions.get("sqlite.read_query") \
+            == sessions.get("toolgate__find_tools"), lines
 
 
-def test_found_tools_join_the_list_of_one_connection(tmp_path, db, mcpdo_session):
-    cfg = config(tmp_path, "--server", time_server(), "--server", sqlite_server(db))
+@pytest.mark.parametrize("era", ERAS)
+def test_found_tools_join_the_list_of_one_connection(tmp_path, db, mcpdo_session, era):
+    cfg = config(tmp_path, "--server", time_server(), "--server", sqlite_server(db), era=era)
     s = mcpdo_session(tmp_path, cfg)
+    assert s.era() == era
     before = s.names()
-    assert "sqlite__list_tables" not in before
+    assert before[:2] == META and "sqlite__list_tables" not in before, before
     r = s.call("toolgate__find_tools", {"query": QUESTION})
     assert r["structuredContent"]["tools"][0]["name"] == "sqlite__list_tables"
-    after = s.names()
-    assert "sqlite__list_tables" in after and set(before) < set(after)
-    r = s.call("sqlite__list_tables")
-    assert "users" in text(r)
+    # legacy: the connection's session remembers; modern: the handle does, sent
+    # back as request _meta
+    meta = {SESSION_META: session_of(r)} if era == "modern" else None
+    after = s.names(meta)
+    assert "sqlite__list_tables" in after and set(before) < set(after), after
+    r = s.call("sqlite__list_tables", meta=meta)
+    assert not r.get("isError") and "users" in text(r), r
+    if meta:
+        meta = {SESSION_META: updated(r)}
+    # the real rows, and DROP TABLE refused with the table intact
+    r = s.call("toolgate__call_tool", {"name": "sqlite__read_query", "arguments": {"query": ROWS_QUERY}}, meta=meta)
+    assert not r.get("isError") and "ann" in text(r) and "cho" in text(r), r
+    r = s.call("toolgate__call_tool", {"name": "sqlite__write_query", "arguments": {"query": "DROP TABLE users"}},
+               meta=meta)
+    assert r.get("isError") is True and "DROP" in text(r), r
+    assert "users" in tables(db)
 
 
 MUTATING_SERVER = (Path(__file__).parent / "test_discovery.py").read_text().split("MUTATING_SERVER = '''")[1].split("'''")[0]
@@ -190,11 +311,13 @@ def test_a_changed_definition_is_withheld_with_the_inspector(tmp_path, mcpdo_ses
     assert [x["tool"] for x in lines if x["outcome"] == "definition_changed"] == ["mut.report"]
 
 
-def test_a_policy_edit_while_connected_changes_the_list(tmp_path, db, mcpdo_session):
+@pytest.mark.parametrize("era", ERAS)
+def test_a_policy_edit_while_connected_changes_the_list(tmp_path, db, mcpdo_session, era):
     policy = tmp_path / "policy.toml"
     text_ = selection_policy_text()
     policy.write_text(text_)
-    cfg = config(tmp_path, "--server", time_server(), "--server", sqlite_server(db), "--policy", str(policy))
+    cfg = config(tmp_path, "--server", time_server(), "--server", sqlite_server(db), "--policy", str(policy),
+                 era=era)
     s = mcpdo_session(tmp_path, cfg)
     assert "time__get_current_time" not in s.names()
     policy.write_text(text_.replace("pinned = []", 'pinned = ["time.get_current_time"]', 1))
