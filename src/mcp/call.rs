@@ -219,8 +219,7 @@ impl ProxySession {
         reason: &str,
         hash: Option<String>,
     ) -> CallEnd {
-        match mrtr::ask(
-            &self.inner.stateless,
+        let q = mrtr::Question {
             kind,
             tool,
             args,
@@ -228,7 +227,8 @@ impl ProxySession {
             title,
             reason,
             hash,
-        ) {
+        };
+        match mrtr::ask(&self.inner.stateless, q) {
             Ok(ir) => CallEnd {
                 response: Ok(CallToolResponse::InputRequired(ir)),
                 outcome: Outcome::InputRequired,

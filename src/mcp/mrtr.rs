@@ -68,20 +68,37 @@ pub fn answer(request: &CallToolRequestParams) -> Option<bool> {
     Some(accepted)
 }
 
-/// An `InputRequiredResult` asking the user to confirm: a form with one
-/// boolean `confirm` (titled `title`, described by `reason`) under
-/// [`CONFIRM_INPUT_KEY`], and a sealed [`PendingCall`] of `kind` for `tool`
-/// with `args` (and the definition `hash`, for kind `"definition"`).
-pub fn ask(
-    stateless: &Stateless,
-    kind: &str,
-    tool: &str,
-    args: &Value,
-    message: String,
-    title: String,
-    reason: &str,
-    hash: Option<String>,
-) -> Result<InputRequiredResult, String> {
+/// What the user is asked to confirm.
+pub struct Question<'a> {
+    /// [`PendingCall::kind`]: `"ask"` or `"definition"`.
+    pub kind: &'a str,
+    /// Catalog name of the tool.
+    pub tool: &'a str,
+    /// The call's arguments (their digest is sealed).
+    pub args: &'a Value,
+    /// The form's message (the dialog's text).
+    pub message: String,
+    /// The checkbox's title.
+    pub title: String,
+    /// The checkbox's description: why the confirmation is needed.
+    pub reason: &'a str,
+    /// The definition hash to trust (kind `"definition"`).
+    pub hash: Option<String>,
+}
+
+/// An `InputRequiredResult` asking the user to confirm `q`: a form with one
+/// boolean `confirm` under [`CONFIRM_INPUT_KEY`], and a sealed
+/// [`PendingCall`] of `q.kind` for `q.tool` with `q.args`.
+pub fn ask(stateless: &Stateless, q: Question<'_>) -> Result<InputRequiredResult, String> {
+    let Question {
+        kind,
+        tool,
+        args,
+        message,
+        title,
+        reason,
+        hash,
+    } = q;
     let request: InputRequest = serde_json::from_value(json!({
         "method": "elicitation/create",
         "params": {
@@ -172,17 +189,16 @@ mod tests {
     fn a_confirmation_round_trip_accepts_once_and_only_for_the_same_arguments() {
         let s = st();
         let args = json!({"query": "DELETE FROM users"});
-        let ir = ask(
-            &s,
-            "ask",
-            "sqlite.write_query",
-            &args,
-            "m".into(),
-            "t".into(),
-            "r",
-            None,
-        )
-        .unwrap();
+        let q = Question {
+            kind: "ask",
+            tool: "sqlite.write_query",
+            args: &args,
+            message: "m".into(),
+            title: "t".into(),
+            reason: "r",
+            hash: None,
+        };
+        let ir = ask(&s, q).unwrap();
         let v = serde_json::to_value(&ir).unwrap();
         assert_eq!(v["resultType"], "input_required");
         assert_eq!(
