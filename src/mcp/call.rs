@@ -206,6 +206,27 @@ impl ProxySession {
         }
     }
 
+    /// Audits that the user trusted the changed definition of `tool`
+    /// (`scope`: where the trust applies).
+    fn record_accepted(&self, tool: &str, facts: &CallFacts, scope: &str) {
+        self.record(AuditRecord {
+            time: unix_now(),
+            session: self.session.id.clone(),
+            tool: tool.to_string(),
+            name: facts.name.clone(),
+            server: facts.server.clone(),
+            via: None,
+            decision: "ask",
+            confirmed: Some(true),
+            latency_ms: 0.0,
+            outcome: Outcome::DefinitionAccepted,
+            attempts: 0,
+            detail: Some(format!(
+                "the user accepted the new definition of `{tool}` ({scope})"
+            )),
+        });
+    }
+
     /// The first round of a modern confirmation: an `InputRequiredResult`
     /// (audited as `input_required`; see [`super::mrtr`]).
     #[allow(clippy::too_many_arguments)]
@@ -218,6 +239,7 @@ impl ProxySession {
         title: String,
         reason: &str,
         hash: Option<String>,
+        trusted: Option<String>,
     ) -> CallEnd {
         let q = mrtr::Question {
             kind,
@@ -227,6 +249,7 @@ impl ProxySession {
             title,
             reason,
             hash,
+            trusted,
         };
         match mrtr::ask(&self.inner.stateless, q) {
             Ok(ir) => CallEnd {
@@ -485,6 +508,9 @@ impl ProxySession {
             Retry::Valid(p) => Some(p.clone()),
             _ => None,
         };
+        // a changed definition the user trusted in an earlier round of
+        // this call (carried by the state: see PendingCall::trusted)
+        let mut trusted = pending.as_ref().and_then(|p| p.trusted.clone());
         // A server whose tools are not known (never listed, down): say so
         // rather than "unknown tool".
         if route.is_none()
@@ -550,10 +576,14 @@ impl ProxySession {
                     .contains(&ElicitationMode::Form)
             };
             // the answer of a modern retry to this very question
-            let answered = pending
-                .as_ref()
-                .filter(|p| p.kind == "definition" && p.hash.as_ref() == Some(&cat.hashes[i]))
-                .and_then(|_| mrtr::answer(&request));
+            let answered = if trusted.as_ref() == Some(&cat.hashes[i]) {
+                Some(true)
+            } else {
+                pending
+                    .as_ref()
+                    .filter(|p| p.kind == "definition" && p.hash.as_ref() == Some(&cat.hashes[i]))
+                    .and_then(|_| mrtr::answer(&request))
+            };
             if !can_ask && answered.is_none() {
                 let msg = format!(
                     "`{shown}` is withheld: {reason}. The user must confirm the new definition, and this client cannot ask (no elicitation capability); the call was not made"
@@ -578,6 +608,7 @@ impl ProxySession {
                             title,
                             &reason,
                             Some(cat.hashes[i].clone()),
+                            None,
                         );
                         return (end, facts);
                     }
@@ -593,7 +624,12 @@ impl ProxySession {
                 );
                 return (CallEnd::refused(Outcome::Declined, msg), facts);
             }
-            let scope = if self.session.shared_pins {
+            let earlier = trusted.as_ref() == Some(&cat.hashes[i]);
+            trusted = Some(cat.hashes[i].clone());
+            let scope = if earlier {
+                // trusted in an earlier round of this call: audited then
+                "trusted in an earlier round of this call"
+            } else if self.session.shared_pins {
                 // the only client: its user's confirmation is the new pin
                 inner.pins.accept(&tool, &cat.hashes[i], now_desc);
                 inner.refresh_withheld(&cat);
@@ -605,22 +641,9 @@ impl ProxySession {
                     .insert(tool.clone(), cat.hashes[i].clone());
                 "trusted in this session only"
             };
-            self.record(AuditRecord {
-                time: unix_now(),
-                session: self.session.id.clone(),
-                tool: tool.clone(),
-                name: facts.name.clone(),
-                server: facts.server.clone(),
-                via: None,
-                decision: "ask",
-                confirmed: Some(true),
-                latency_ms: 0.0,
-                outcome: Outcome::DefinitionAccepted,
-                attempts: 0,
-                detail: Some(format!(
-                    "the user accepted the new definition of `{tool}` ({scope})"
-                )),
-            });
+            if !earlier {
+                self.record_accepted(&tool, &facts, scope);
+            }
             self.session.dirty.notify_one();
         }
         let gate_name = if route.is_some() { &tool } else { &called };
@@ -691,6 +714,7 @@ impl ProxySession {
                             format!("Run {shown}?"),
                             &short,
                             None,
+                            trusted.clone(),
                         );
                         return (end, facts);
                     }
@@ -786,6 +810,7 @@ impl ProxySession {
                     &digest_args,
                     ir.clone(),
                     confirmed,
+                    trusted.clone(),
                 )))
             } else {
                 let msg = format!(

@@ -84,6 +84,9 @@ pub struct Question<'a> {
     pub reason: &'a str,
     /// The definition hash to trust (kind `"definition"`).
     pub hash: Option<String>,
+    /// A changed definition the user trusted in an earlier round of this
+    /// call ([`PendingCall::trusted`]).
+    pub trusted: Option<String>,
 }
 
 /// An `InputRequiredResult` asking the user to confirm `q`: a form with one
@@ -98,6 +101,7 @@ pub fn ask(stateless: &Stateless, q: Question<'_>) -> Result<InputRequiredResult
         title,
         reason,
         hash,
+        trusted,
     } = q;
     let request: InputRequest = serde_json::from_value(json!({
         "method": "elicitation/create",
@@ -127,6 +131,7 @@ pub fn ask(stateless: &Stateless, q: Question<'_>) -> Result<InputRequiredResult
         confirmed: false,
         inner: None,
         hash,
+        trusted,
     };
     let mut requests = InputRequests::new();
     requests.insert(CONFIRM_INPUT_KEY.to_string(), request);
@@ -146,6 +151,7 @@ pub fn wrap_downstream(
     args: &Value,
     downstream: InputRequiredResult,
     confirmed: bool,
+    trusted: Option<String>,
 ) -> InputRequiredResult {
     let pending = PendingCall {
         kind: "downstream".into(),
@@ -155,6 +161,7 @@ pub fn wrap_downstream(
         confirmed,
         inner: downstream.request_state,
         hash: None,
+        trusted,
     };
     let mut out = InputRequiredResult::new(
         downstream.input_requests,
@@ -197,6 +204,7 @@ mod tests {
             title: "t".into(),
             reason: "r",
             hash: None,
+            trusted: None,
         };
         let ir = ask(&s, q).unwrap();
         let v = serde_json::to_value(&ir).unwrap();

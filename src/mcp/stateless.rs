@@ -419,6 +419,11 @@ pub struct PendingCall {
     /// The definition hash the user is asked to trust (`"definition"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
+    /// A changed definition (its hash) the user trusted in an earlier round
+    /// of this same call: not asked again (a modern session over HTTP keeps
+    /// no confirmation of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trusted: Option<String>,
 }
 
 /// The session handle a request carries: the `session` argument (of the
@@ -500,6 +505,7 @@ mod tests {
             confirmed: false,
             inner: None,
             hash: None,
+            trusted: None,
         };
         let s = a.seal_pending(&p);
         assert_eq!(a.open_handle(&s), Err(StateError::Invalid));
@@ -532,6 +538,7 @@ mod tests {
             confirmed: false,
             inner: None,
             hash: None,
+            trusted: None,
         };
         let s = a.seal_pending(&p);
         std::thread::sleep(Duration::from_millis(1100));

@@ -31,6 +31,7 @@ Run alone: `.venv/bin/python -m pytest tests/mcp/test_modern.py -q -p no:cachepr
 from __future__ import annotations
 
 import itertools
+import shutil
 import os
 import sys
 from contextlib import asynccontextmanager
@@ -48,6 +49,7 @@ from mcp.shared.exceptions import MCPError
 
 from conftest import (
     CONFIRM_KEY,
+    ROOT,
     META,
     MODERN,
     SESSION_META,
@@ -611,3 +613,72 @@ async def test_the_modern_fixture_server_serves_only_2026_07_28(tmp_path):
             async with Client(stdio_client(params, errlog=err), mode="legacy"):
                 pass
     assert any(x.get("method") == "initialize" for x in read_jsonl(log))
+
+
+# --- a changed tool definition, confirmed by MRTR -------------------------------
+
+MUT_TAGS = '''
+[[tool]]
+name = "mut.report"
+description = "Summarise the sales report at a path"
+domains = ["data_analysis"]
+risk_level = "safe"
+requires_confirmation = {confirm}
+base_priority = 0.5
+parameter_complexity = 1
+'''
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("confirm_too", [False, True])
+async def test_a_changed_definition_is_confirmed_by_mrtr_then_called(tmp_path, transport, confirm_too):
+    """A downstream tool whose description changed is withheld; a modern
+    client confirms it through an InputRequiredResult and the retry runs it.
+    When the tool also needs the gate's confirmation, the user is asked twice
+    (the definition, then the call) and the second retry runs it: the trust
+    given in the first round is carried by the requestState (over HTTP no
+    session keeps it), never asked for again in a loop."""
+    from test_discovery import MUTATING_SERVER
+    from conftest import VENV1
+
+    script = tmp_path / "mut_server.py"
+    script.write_text(MUTATING_SERVER)
+    tags = tmp_path / "tags"
+    shutil.copytree(ROOT / "tool-tags", tags)
+    (tags / "mut.toml").write_text(MUT_TAGS.format(confirm="true" if confirm_too else "false"))
+    audit = tmp_path / "audit.jsonl"
+    asked: list[str] = []
+
+    async def user(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    async with modern_proxy(tmp_path, transport, "--server", f"mut={VENV1 / 'python'} {script}",
+                            "--tags", str(tags), "--audit", str(audit), "--debounce-ms", "20",
+                            mode=MODERN, elicitation=user) as p:
+        if confirm_too:
+            first = await p.round1("mut__report", {"path": "q3.csv"})
+            assert isinstance(first, types.InputRequiredResult), first
+        assert text_of(await p.call("mut__report", {"path": "q3.csv"})) == "report: 3 sales"
+        n = len(asked)
+        assert text_of(await p.call("mut__mutate")) == "mutated"
+        # the proxy re-lists on the server's list_changed: wait until it withholds
+        for _ in range(100):
+            r = await p.round1("mut__report", {"path": "q3.csv"})
+            if isinstance(r, types.InputRequiredResult) and "changed" in r.input_requests[CONFIRM_KEY].params.message:
+                break
+            await anyio.sleep(0.05)
+        else:
+            raise AssertionError("the changed definition was never withheld")
+        # the SDK's driver answers every round: the definition, then (when
+        # the tool needs it) the call
+        r = await p.call("mut__report", {"path": "q3.csv"})
+        assert not r.is_error and text_of(r) == "report: 3 sales", text_of(r)
+        rounds = asked[n:]
+        assert "changed" in rounds[0], rounds
+        assert len(rounds) == (2 if confirm_too else 1), rounds
+        if confirm_too:
+            assert "wants to call `mut__report`" in rounds[1], rounds
+    lines = read_jsonl(audit)
+    accepted = [x for x in lines if x["outcome"] == "definition_accepted"]
+    assert len(accepted) == 1, lines
