@@ -72,6 +72,11 @@ pub struct McpProxyArgs {
     /// process draws its own random key.
     #[arg(long, value_name = "VAR")]
     pub state_key_env: Option<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g.
+    /// 127.0.0.1:9464) while the proxy serves its client on stdio; with
+    /// --listen they are at /metrics on the listen address already.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 /// Why the proxy stopped with an error.
@@ -165,6 +170,13 @@ pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
     }
     let listen = cfg.http.listen;
     let path = cfg.http.path.clone();
+    let metrics_addr = match &args.metrics {
+        Some(a) => Some(
+            toolgate::mcp::config::parse_listen(a)
+                .map_err(|e| ProxyFail::Usage(format!("--metrics: {e}")))?,
+        ),
+        None => None,
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -175,6 +187,21 @@ pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
             BuildError::Load(l) => ProxyFail::Load(l),
             BuildError::Other(s) => ProxyFail::Runtime(s),
         })?;
+        if let Some(addr) = metrics_addr {
+            let l = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                ProxyFail::Runtime(format!("--metrics: cannot listen on {addr}: {e}"))
+            })?;
+            let bound = l
+                .local_addr()
+                .map_err(|e| ProxyFail::Runtime(e.to_string()))?;
+            eprintln!("toolgate mcp-proxy: serving metrics at http://{bound}/metrics");
+            let m = proxy.metrics();
+            tokio::spawn(async move {
+                if let Err(e) = toolgate::mcp::http::serve_metrics(m, l).await {
+                    tracing::error!("the metrics server stopped: {e}");
+                }
+            });
+        }
         let Some(addr) = listen else {
             return serve_stdio(proxy)
                 .await

@@ -670,7 +670,9 @@ impl ProxySession {
                 },
             }
         };
+        let t_gate = Instant::now();
         let decision = inner.gate.check_in(&cat.plan, gate_name, &args, &env);
+        inner.metrics.gate_time(t_gate.elapsed().as_secs_f64());
         facts.decision = decision.label();
         let (args, confirmed) = match decision {
             Decision::Deny { message } => {

@@ -495,6 +495,7 @@ impl ProxySession {
             tracing::warn!("cannot send tools/list_changed: {e}");
         }
         let found: Vec<&str> = matches.iter().map(|m| cat.catalog_name(m.tool)).collect();
+        inner.metrics.found(found.len());
         self.record(AuditRecord {
             time: arrived,
             session: self.session.id.clone(),

@@ -848,6 +848,7 @@ impl ProxySession {
             inner.meta_tools()
         };
         tools.extend(listed.iter().map(|&i| cat.tools[i].clone()));
+        inner.metrics.listed(tools.len());
         Ok(ListToolsResult::with_all_items(tools))
     }
 

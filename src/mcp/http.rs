@@ -266,6 +266,37 @@ async fn front(State(front): State<Arc<Front>>, req: Request, next: Next) -> Res
     })
 }
 
+/// The path of the Prometheus metrics ([`super::metrics`]) on the
+/// `--listen` address (behind the same `Origin` and bearer-token checks as
+/// the MCP endpoint) and on a `--metrics` address.
+pub const METRICS_PATH: &str = "/metrics";
+
+fn metrics_response(m: &super::metrics::Metrics) -> Response {
+    let mut r = (StatusCode::OK, m.encode()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(super::metrics::CONTENT_TYPE),
+    );
+    r
+}
+
+/// Serves only `GET /metrics` of `metrics` on `listener` (`mcp-proxy
+/// --metrics ADDR`, for a proxy serving its client on stdio), until the
+/// process ends. Errors: the server fails.
+pub async fn serve_metrics(
+    metrics: std::sync::Arc<super::metrics::Metrics>,
+    listener: tokio::net::TcpListener,
+) -> Result<(), std::io::Error> {
+    let app = axum::Router::new().route(
+        METRICS_PATH,
+        axum::routing::get(move || {
+            let m = metrics.clone();
+            async move { metrics_response(&m) }
+        }),
+    );
+    axum::serve(listener, app).await
+}
+
 /// Serves `proxy` over Streamable HTTP on `listener` until `shutdown`
 /// resolves (e.g. [`shutdown_signal`]), then shuts down gracefully (see
 /// the module docs). Starts the proxy ([`Proxy::start`]). Errors: the
@@ -309,9 +340,20 @@ pub async fn serve_http(
         draining: AtomicBool::new(false),
         posts: watch::Sender::new(0),
     });
-    let app = axum::Router::new().route_service(&cfg.path, service).layer(
-        axum::middleware::from_fn_with_state(front_state.clone(), front),
-    );
+    let metrics = proxy.metrics();
+    let app = axum::Router::new()
+        .route_service(&cfg.path, service)
+        .route(
+            METRICS_PATH,
+            axum::routing::get(move || {
+                let m = metrics.clone();
+                async move { metrics_response(&m) }
+            }),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            front_state.clone(),
+            front,
+        ));
     let stop = ct.clone();
     // TCP_NODELAY on every accepted stream: a response goes out as several
     // small writes (headers, then SSE events), and with Nagle's algorithm each

@@ -46,6 +46,7 @@ pub mod gate;
 pub mod handler;
 #[cfg(feature = "mcp-http")]
 pub mod http;
+pub mod metrics;
 mod mrtr;
 pub mod names;
 pub mod pins;

@@ -32,6 +32,7 @@ use super::config::ProxyConfig;
 use super::downstream::{Downstream, Event, Timing, supervise};
 use super::gate::CallGate;
 use super::handler::ProxySession;
+use super::metrics::Metrics;
 use super::pins::{Observation, PinStore};
 use super::session::SessionState;
 use super::source::PlanSource;
@@ -54,6 +55,8 @@ pub(crate) struct Inner {
     pub(crate) config: ProxyConfig,
     /// The modern era's signing key and redeemed confirmations.
     pub(crate) stateless: Stateless,
+    /// Prometheus metrics (`GET /metrics`).
+    pub(crate) metrics: Arc<Metrics>,
     source: Arc<dyn PlanSource>,
     pub(crate) gate: Arc<dyn CallGate>,
     audit: Arc<dyn AuditSink>,
@@ -165,6 +168,7 @@ impl Proxy {
             .expect("a random state key");
         let inner = Arc::new(Inner {
             stateless,
+            metrics: Arc::new(Metrics::new()),
             config,
             source,
             gate,
@@ -274,6 +278,11 @@ impl Proxy {
         )
     }
 
+    /// The proxy's Prometheus metrics ([`super::metrics`]).
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.inner.metrics.clone()
+    }
+
     /// Sessions open now.
     pub fn open_sessions(&self) -> usize {
         self.inner.sessions.load(Ordering::Relaxed)
@@ -312,7 +321,11 @@ async fn control(inner: Arc<Inner>, mut events: mpsc::UnboundedReceiver<Event>) 
                         inner.ready.send_replace(true);
                     }
                 }
-                Some(Event::Down(_)) => {}
+                Some(Event::Down(i)) => {
+                    if let Some(s) = inner.servers.get(i) {
+                        inner.metrics.restart(&s.spec.name);
+                    }
+                }
                 None => {
                     // every supervisor ended: only policy changes remain
                     if inputs.changed().await.is_err() { return }
@@ -348,6 +361,7 @@ impl Inner {
                 self.observe_definitions(&c);
                 self.catalog.store(Some(Arc::new(c)));
                 *lock(&self.last_error) = None;
+                self.metrics.compiled(true);
             }
             Err(e) => {
                 let msg = e
@@ -358,6 +372,7 @@ impl Inner {
                     .join("; ");
                 tracing::error!("the catalog does not compile; keeping the previous one: {msg}");
                 *lock(&self.last_error) = Some(msg);
+                self.metrics.compiled(false);
             }
         }
         self.catalog_tx.send_modify(|v| *v += 1);
@@ -441,6 +456,7 @@ impl Inner {
             tracing::info!(tools = ?set, "withheld: changed definitions");
         }
         let changed = **self.withheld.load() != set;
+        self.metrics.withheld(set.len());
         self.withheld.store(Arc::new(set));
         if changed {
             // every session's list may move
@@ -539,6 +555,7 @@ impl Inner {
     }
 
     pub(crate) fn record(&self, rec: AuditRecord) {
+        self.metrics.observe(&rec);
         self.audit.record(&rec);
     }
 }
