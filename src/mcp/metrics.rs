@@ -138,7 +138,7 @@ impl Metrics {
             "tools in a tools/list answer",
             listed.clone(),
         );
-        let found = Histogram::new([0.0, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0].into_iter());
+        let found = Histogram::new([0.0, 1.0, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0, 34.0]);
         registry.register(
             "find_tools_results",
             "tools a find_tools search returned",
