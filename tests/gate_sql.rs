@@ -97,6 +97,34 @@ fn risky_changes_ask() {
     );
 }
 
+/// Code written now, run later (attack pass on the 2026-07-28 proxy): a
+/// trigger asks, and a statement the gate refuses is refused inside a
+/// trigger's body too, so an allowed `INSERT` cannot set it off.
+#[test]
+fn triggers_ask_and_their_bodies_are_judged_like_statements() {
+    check(
+        false,
+        "sqlite",
+        &[
+            "CREATE TRIGGER t AFTER INSERT ON users BEGIN INSERT INTO log(x) VALUES (new.id); END",
+            "CREATE TRIGGER t2 BEFORE UPDATE ON users BEGIN UPDATE users SET n = 1 WHERE id = old.id; END",
+        ],
+        |a| a == Action::Ask,
+        "ask",
+    );
+    check(
+        false,
+        "sqlite",
+        &[
+            "CREATE TRIGGER t AFTER INSERT ON users BEGIN DELETE FROM users; END",
+            "CREATE TRIGGER t AFTER INSERT ON users BEGIN UPDATE users SET name = 'x'; END",
+            "create trigger t after insert on users begin select 1; delete from users where 1 = 1; end",
+        ],
+        |a| a == Action::Deny,
+        "deny",
+    );
+}
+
 #[test]
 fn bounded_writes_and_data_are_allowed() {
     check(

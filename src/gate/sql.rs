@@ -171,6 +171,18 @@ impl Analyzer<'_> {
                 }
             }
             Statement::Explain { statement, .. } => self.statement(statement, label, out),
+            // Code written now, run later: a trigger's body runs on every
+            // matching change, so its statements are judged as if sent now
+            // (a `DELETE` without `WHERE` planted in a trigger is denied like
+            // the `DELETE` itself); the trigger itself is the policy's
+            // `CreateTrigger` statement rule.
+            Statement::CreateTrigger(t) => {
+                if let Some(body) = &t.statements {
+                    for s in body.statements() {
+                        self.statement(s, label, out);
+                    }
+                }
+            }
             _ => {}
         }
     }
