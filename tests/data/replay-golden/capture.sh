@@ -6,7 +6,7 @@
 set -e
 BIN=${1:-target/debug/toolgate}
 D=tests/data/replay-golden
-OUT=$D/expected
+OUT=${2:-$D/expected}
 mkdir -p $OUT
 # name|trace|catalog args
 while IFS='|' read -r name trace cat; do
