@@ -101,8 +101,7 @@ fn run_session(
     let mut skipped = Vec::new();
     replay_session(
         plan,
-        s.index,
-        &s.id,
+        (s.index, &s.id),
         &s.lines,
         opts,
         tokens,

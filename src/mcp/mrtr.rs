@@ -72,6 +72,7 @@ pub fn answer(request: &CallToolRequestParams) -> Option<bool> {
 /// boolean `confirm` (titled `title`, described by `reason`) under
 /// [`CONFIRM_INPUT_KEY`], and a sealed [`PendingCall`] of `kind` for `tool`
 /// with `args` (and the definition `hash`, for kind `"definition"`).
+#[allow(clippy::too_many_arguments)] // the sealed call's fields, each named at the call site
 pub fn ask(
     stateless: &Stateless,
     kind: &str,

@@ -281,15 +281,14 @@ pub fn tool_tokens(plan: &Plan) -> Vec<u64> {
 }
 
 /// Replays one session: `lines` are its lines in file order (at least one),
-/// `index` its place in order of first appearance, `tool_tokens` from
+/// `(index, id)` its place in order of first appearance and its id, `tool_tokens` from
 /// [`tool_tokens`]. Lines that name an unknown tool or an undeclared stage are
 /// pushed to `skipped` with [`ReplayOptions::skip_invalid`], else the first is
 /// the error. Returns the session's steps (in order) and its totals; calls
 /// `on_step` with every step as [`replay_with`] does.
 pub fn replay_session<'l, F: FnMut(&Step, &Activation)>(
     plan: &Arc<Plan>,
-    index: usize,
-    id: &str,
+    (index, id): (usize, &str),
     lines: impl IntoIterator<Item = &'l TraceLine>,
     opts: &ReplayOptions,
     tool_tokens: &[u64],
@@ -401,8 +400,7 @@ pub fn replay_with<F: FnMut(&Step, &Activation)>(
     for (index, (id, lines)) in trace.sessions().into_iter().enumerate() {
         let (s, summary) = replay_session(
             plan,
-            index,
-            id,
+            (index, id),
             lines.iter().map(|&li| &trace.lines[li]),
             opts,
             &tool_tokens,

@@ -605,6 +605,24 @@ mod tests {
     }
 
     #[test]
+    fn dist_of_counts_is_dist_of_the_values() {
+        for values in [
+            vec![4u64, 1, 3, 2],
+            vec![7],
+            vec![5, 5, 0, 9, 9, 9, 2],
+            (0..41).map(|x| x * x % 17).collect(),
+        ] {
+            let mut hist = BTreeMap::new();
+            for &v in &values {
+                *hist.entry(v).or_default() += 1;
+            }
+            let f: Vec<f64> = values.iter().map(|&v| v as f64).collect();
+            assert_eq!(Dist::of_counts(&hist), Dist::of(&f), "{values:?}");
+        }
+        assert_eq!(Dist::of_counts(&BTreeMap::new()), Dist::default());
+    }
+
+    #[test]
     fn binomial_by_hand() {
         // n = 5, k = 0: 2 * (1/32) = 0.0625.
         assert!((binomial_two_sided(0, 5) - 0.0625).abs() < 1e-12);
