@@ -2,9 +2,9 @@
 //! is read line by line in two passes (`toolgate::replay::stream`), every
 //! session's steps are printed as soon as it and the sessions that started
 //! before it are done, and the summaries are accumulated without keeping the
-//! steps. The output is the same bytes as the in-memory report
-//! (`print_replay`, `print_compare`); `tests/replay_golden.rs` holds them to
-//! the outputs of the in-memory code.
+//! steps. The output is the same bytes as the in-memory report of commit
+//! 389b7bc (`print_compare` still prints the in-memory `compare --plot`);
+//! `tests/replay_golden.rs` holds them to that binary's outputs.
 
 use std::io::{BufReader, Write};
 use std::path::PathBuf;
