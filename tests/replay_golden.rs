@@ -230,3 +230,33 @@ fn results_do_not_depend_on_the_thread_count() {
     assert_eq!(v["summary"], s);
     assert_eq!(v["steps"].as_array().unwrap().len(), r.steps.len());
 }
+
+/// `--trace -`: stdin is copied to a temporary file and read twice; the
+/// report is the same.
+#[test]
+fn stdin_gives_the_same_report() {
+    use std::io::Write;
+    let mut c = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args([
+            "replay",
+            "--policy",
+            "policies/selection.toml",
+            "--trace",
+            "-",
+            "--format",
+            "json",
+            "--skip-invalid",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = std::fs::read(format!("{D}/sessions-interleaved.jsonl")).unwrap();
+    c.stdin.take().unwrap().write_all(&text).unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        expected("replay-sessions-interleaved-selection.json")
+    );
+}
