@@ -338,13 +338,15 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             max_names,
             format,
         } => {
-            let t = cli::replay::read_trace(&trace, skip_invalid).map_err(fail)?;
             let opts = toolgate::replay::engine::ReplayOptions {
                 skip_invalid,
                 keep_active: false,
             };
-            let r = cli::replay::run_replay(&plan, &t, &trace, &opts).map_err(fail)?;
-            cli::replay::print_replay(o, &r, format, max_names);
+            let plan = cli::replay::replay_plan(&plan).map_err(fail)?;
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            cli::stream::stream_replay(&mut out, &plan, &trace, &opts, format, max_names)
+                .map_err(fail)?;
         }
         Command::Compare {
             policy_a,
@@ -357,7 +359,6 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             plot,
             format,
         } => {
-            let t = cli::replay::read_trace(&trace, skip_invalid).map_err(fail)?;
             let opts = toolgate::replay::engine::ReplayOptions {
                 skip_invalid,
                 keep_active: false,
@@ -368,11 +369,24 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 tools: tools.clone(),
             };
             let (a, b) = match &plot {
-                None => (
-                    cli::replay::run_replay(&args(policy_a), &t, &trace, &opts).map_err(fail)?,
-                    cli::replay::run_replay(&args(policy_b), &t, &trace, &opts).map_err(fail)?,
-                ),
+                None => {
+                    let a = cli::replay::replay_plan(&args(policy_a)).map_err(fail)?;
+                    let b = cli::replay::replay_plan(&args(policy_b)).map_err(fail)?;
+                    let stdout = std::io::stdout();
+                    let mut out = std::io::BufWriter::new(stdout.lock());
+                    return cli::stream::stream_compare(
+                        &mut out,
+                        (&a, &b),
+                        &trace,
+                        &opts,
+                        format,
+                        show,
+                    )
+                    .map_err(fail);
+                }
                 Some(path) => {
+                    // The plot needs every step's scores: the in-memory replay.
+                    let t = cli::replay::read_trace(&trace, skip_invalid).map_err(fail)?;
                     let run = |p: PathBuf| {
                         let plan = cli::replay::replay_plan(&args(p)).map_err(fail)?;
                         toolgate::replay::curve::replay_for_curve(&plan, &t, &opts)

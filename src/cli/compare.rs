@@ -26,18 +26,14 @@ pub fn p_value(p: f64) -> String {
 
 /// The column labels: the policy names, or their files when the names are
 /// the same (a copy of a policy with one weight changed keeps its name).
-pub fn labels(
-    a: &toolgate::replay::engine::Replay,
-    b: &toolgate::replay::engine::Replay,
-) -> (String, String) {
-    let file =
-        |r: &toolgate::replay::engine::Replay| r.plan.sources.first().cloned().unwrap_or_default();
-    if a.plan.policy_name != b.plan.policy_name {
-        (a.plan.policy_name.clone(), b.plan.policy_name.clone())
+pub fn labels(a: &toolgate::Plan, b: &toolgate::Plan) -> (String, String) {
+    let file = |p: &toolgate::Plan| p.sources.first().cloned().unwrap_or_default();
+    if a.policy_name != b.policy_name {
+        (a.policy_name.clone(), b.policy_name.clone())
     } else if file(a) != file(b) {
         (file(a), file(b))
     } else {
-        (a.plan.policy_name.clone(), b.plan.policy_name.clone())
+        (a.policy_name.clone(), b.policy_name.clone())
     }
 }
 
@@ -113,9 +109,31 @@ pub fn print_compare(
     format: Format,
     show: usize,
 ) {
-    let sa = summarize(a);
-    let sb = summarize(b);
     let p = paired(a, b);
+    let total = p.discordant.len();
+    print_summaries(
+        o,
+        trace_name,
+        (&a.plan, &summarize(a)),
+        (&b.plan, &summarize(b)),
+        (&p, total),
+        format,
+        show,
+    );
+}
+
+/// Prints a comparison from its summaries and paired numbers; `discordant`
+/// is the number of discordant calls (`paired.discordant` may hold only the
+/// first `show` of them in the text format).
+pub fn print_summaries(
+    o: &mut String,
+    trace_name: &str,
+    (a, sa): (&toolgate::Plan, &Summary),
+    (b, sb): (&toolgate::Plan, &Summary),
+    (p, discordant): (&Paired, usize),
+    format: Format,
+    show: usize,
+) {
     let (la, lb) = labels(a, b);
     if format == Format::Json {
         w!(
@@ -124,7 +142,7 @@ pub fn print_compare(
             serde_json::json!({
                 "trace": trace_name,
                 "labels": {"a": la, "b": lb},
-                "files": {"a": a.plan.sources.first(), "b": b.plan.sources.first()},
+                "files": {"a": a.sources.first(), "b": b.sources.first()},
                 "a": sa,
                 "b": sb,
                 "paired": p
@@ -132,7 +150,7 @@ pub fn print_compare(
         );
         return;
     }
-    print_text(o, trace_name, (&sa, &la), (&sb, &lb), &p, show);
+    print_text(o, trace_name, (sa, &la), (sb, &lb), (p, discordant), show);
 }
 
 fn print_text(
@@ -140,7 +158,7 @@ fn print_text(
     trace: &str,
     (a, la): (&Summary, &str),
     (b, lb): (&Summary, &str),
-    p: &Paired,
+    (p, discordant): (&Paired, usize),
     show: usize,
 ) {
     w!(
@@ -236,18 +254,18 @@ fn print_text(
         p.size_diff_ci.0,
         p.size_diff_ci.1
     );
-    if !p.discordant.is_empty() && show == 0 {
+    if discordant > 0 && show == 0 {
         w!(
             o,
             "calls where exactly one policy had the tool active: {} (list them with --show N)",
-            p.discordant.len()
+            discordant
         );
-    } else if !p.discordant.is_empty() {
+    } else if discordant > 0 {
         w!(
             o,
             "calls where exactly one policy had the tool active ({}{}):",
-            p.discordant.len(),
-            if p.discordant.len() > show {
+            discordant,
+            if discordant > show {
                 format!(", first {show}")
             } else {
                 String::new()

@@ -11,6 +11,7 @@ pub mod mcp_proxy;
 pub mod plot;
 pub mod replay;
 pub mod report;
+pub mod stream;
 pub mod watch;
 
 use std::io::{IsTerminal, Read};

@@ -6,11 +6,11 @@ use toolgate::Plan;
 use toolgate::compile::compile;
 use toolgate::load::{Sources, load_catalog, load_policy};
 use toolgate::parse::tags::ToolSpec;
-use toolgate::replay::engine::{Replay, ReplayOptions, replay};
-use toolgate::replay::stats::{Summary, summarize};
+use toolgate::replay::engine::Step;
+use toolgate::replay::stats::Summary;
 use toolgate::replay::trace::{Trace, parse_trace};
 
-use super::{Fail, Format, PlanArgs};
+use super::{Fail, PlanArgs};
 
 /// Reads and parses a trace file (`-` = stdin).
 pub fn read_trace(path: &str, skip_invalid: bool) -> Result<Trace, Fail> {
@@ -63,17 +63,6 @@ pub fn replay_plan(args: &PlanArgs) -> Result<Arc<Plan>, Fail> {
     }
 }
 
-/// Replays `trace` against the plan of `args`.
-pub fn run_replay(
-    args: &PlanArgs,
-    trace: &Trace,
-    path: &str,
-    opts: &ReplayOptions,
-) -> Result<Replay, Fail> {
-    let plan = replay_plan(args)?;
-    replay(&plan, trace, opts).map_err(|e| Fail::Input(format!("{path}: {e}")))
-}
-
 fn names(plan: &Plan, idx: &[usize], max: usize) -> String {
     let mut v: Vec<&str> = idx
         .iter()
@@ -112,103 +101,61 @@ pub fn summary_line(s: &Summary) -> String {
     )
 }
 
-/// Prints a replay.
-pub fn print_replay(o: &mut String, r: &Replay, format: Format, max_names: usize) {
-    let plan = &r.plan;
-    let summary = summarize(r);
-    if format == Format::Json {
-        let steps: Vec<serde_json::Value> = r
-            .steps
-            .iter()
-            .map(|s| {
-                serde_json::json!({
-                    "line": s.line,
-                    "session": r.sessions[s.session].id,
-                    "t": s.t,
-                    "tool": s.called.map(|c| plan.tools[c].name.clone()),
-                    "active": s.hit,
-                    "score": s.score,
-                    "rank": s.rank,
-                    "active_count": s.active_count,
-                    "schema_tokens": s.schema_tokens,
-                    "initial": s.initial,
-                    "added": s.added.iter().map(|&i| plan.tools[i].name.as_str()).collect::<Vec<_>>(),
-                    "removed": s.removed.iter().map(|&i| plan.tools[i].name.as_str()).collect::<Vec<_>>(),
-                    "stage": s.stage,
-                })
-            })
-            .collect();
-        let skipped: Vec<serde_json::Value> = r
-            .skipped
-            .iter()
-            .map(|e| serde_json::json!({"line": e.line, "error": e.message}))
-            .collect();
-        w!(
-            o,
-            "{}",
-            serde_json::json!({"summary": summary, "steps": steps, "skipped": skipped})
-        );
-        return;
-    }
-    w!(
-        o,
-        "policy `{}` | {} tools",
-        plan.policy_name,
-        plan.tools.len()
-    );
-    let mut current = usize::MAX;
-    for s in &r.steps {
-        if s.session != current {
-            current = s.session;
-            w!(o, "session {}", r.sessions[s.session].id);
+/// One step of the JSON output (`steps[]`); `session` is its session's id.
+pub fn step_json(plan: &Plan, session: &str, s: &Step) -> serde_json::Value {
+    serde_json::json!({
+        "line": s.line,
+        "session": session,
+        "t": s.t,
+        "tool": s.called.map(|c| plan.tools[c].name.clone()),
+        "active": s.hit,
+        "score": s.score,
+        "rank": s.rank,
+        "active_count": s.active_count,
+        "schema_tokens": s.schema_tokens,
+        "initial": s.initial,
+        "added": s.added.iter().map(|&i| plan.tools[i].name.as_str()).collect::<Vec<_>>(),
+        "removed": s.removed.iter().map(|&i| plan.tools[i].name.as_str()).collect::<Vec<_>>(),
+        "stage": s.stage,
+    })
+}
+
+/// One step of the text output (one line, no newline).
+pub fn step_text(plan: &Plan, s: &Step, max_names: usize) -> String {
+    let what = match s.called {
+        Some(c) => format!(
+            "call {:<32} {} rank {:>3} score {:.3}",
+            plan.tools[c].name,
+            if s.hit { "ACTIVE  " } else { "INACTIVE" },
+            s.rank.unwrap_or(0),
+            s.score.unwrap_or(0.0)
+        ),
+        None => format!("{:<54}", "(turn without a call)"),
+    };
+    let change = if s.initial {
+        format!("initial list of {}", s.active_count)
+    } else if s.added.is_empty() && s.removed.is_empty() {
+        "no change".to_string()
+    } else {
+        let mut parts = Vec::new();
+        if !s.added.is_empty() {
+            parts.push(format!(
+                "+{} [{}]",
+                s.added.len(),
+                names(plan, &s.added, max_names)
+            ));
         }
-        let what = match s.called {
-            Some(c) => format!(
-                "call {:<32} {} rank {:>3} score {:.3}",
-                plan.tools[c].name,
-                if s.hit { "ACTIVE  " } else { "INACTIVE" },
-                s.rank.unwrap_or(0),
-                s.score.unwrap_or(0.0)
-            ),
-            None => format!("{:<54}", "(turn without a call)"),
-        };
-        let change = if s.initial {
-            format!("initial list of {}", s.active_count)
-        } else if s.added.is_empty() && s.removed.is_empty() {
-            "no change".to_string()
-        } else {
-            let mut parts = Vec::new();
-            if !s.added.is_empty() {
-                parts.push(format!(
-                    "+{} [{}]",
-                    s.added.len(),
-                    names(plan, &s.added, max_names)
-                ));
-            }
-            if !s.removed.is_empty() {
-                parts.push(format!(
-                    "-{} [{}]",
-                    s.removed.len(),
-                    names(plan, &s.removed, max_names)
-                ));
-            }
-            parts.join(" ")
-        };
-        w!(
-            o,
-            "  line {:>5} t={:<8} {} | active {:>4} | {}",
-            s.line,
-            s.t,
-            what,
-            s.active_count,
-            change
-        );
-    }
-    for e in &r.skipped {
-        w!(o, "skipped: {e}");
-    }
-    w!(o, "{}", summary_line(&summary));
-    if summary.skipped > 0 {
-        w!(o, "{} invalid line(s) skipped", summary.skipped);
-    }
+        if !s.removed.is_empty() {
+            parts.push(format!(
+                "-{} [{}]",
+                s.removed.len(),
+                names(plan, &s.removed, max_names)
+            ));
+        }
+        parts.join(" ")
+    };
+    format!(
+        "  line {:>5} t={:<8} {} | active {:>4} | {}",
+        s.line, s.t, what, s.active_count, change
+    )
 }

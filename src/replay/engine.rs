@@ -133,7 +133,10 @@ pub fn replay(plan: &Arc<Plan>, trace: &Trace, opts: &ReplayOptions) -> Result<R
     replay_with(plan, trace, opts, |_, _| {})
 }
 
-fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError> {
+/// Checks a line against the plan's catalog and stages: the called tool's
+/// plan index for a call, `None` for other events; an unknown tool or an
+/// undeclared stage is an error naming the line.
+pub fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError> {
     let err = |message: String| TraceError {
         line: l.line,
         message,
@@ -270,6 +273,118 @@ impl SessionRun<'_> {
     }
 }
 
+/// Estimated schema tokens of every tool of `plan` ([`schema_tokens`], plan order).
+pub fn tool_tokens(plan: &Plan) -> Vec<u64> {
+    (0..plan.tools.len())
+        .map(|i| schema_tokens(plan, i))
+        .collect()
+}
+
+/// Replays one session: `lines` are its lines in file order (at least one),
+/// `(index, id)` its place in order of first appearance and its id, `tool_tokens` from
+/// [`tool_tokens`]. Lines that name an unknown tool or an undeclared stage are
+/// pushed to `skipped` with [`ReplayOptions::skip_invalid`], else the first is
+/// the error. Returns the session's steps (in order) and its totals; calls
+/// `on_step` with every step as [`replay_with`] does.
+pub fn replay_session<'l, F: FnMut(&Step, &Activation)>(
+    plan: &Arc<Plan>,
+    (index, id): (usize, &str),
+    lines: impl IntoIterator<Item = &'l TraceLine>,
+    opts: &ReplayOptions,
+    tool_tokens: &[u64],
+    skipped: &mut Vec<TraceError>,
+    mut on_step: F,
+) -> Result<(Vec<Step>, SessionSummary), TraceError> {
+    let window = plan.recent_calls_window;
+    let frequency = plan.features.usage_normalization == UsageNormalization::Frequency;
+    let mut steps = Vec::new();
+    let mut lines = lines.into_iter().peekable();
+    let t0 = lines.peek().map(|l| l.t).unwrap_or(0.0);
+    let mut run = SessionRun {
+        plan,
+        index,
+        state: Session::new(),
+        t0,
+        previous: None,
+        prev_active: vec![false; plan.tools.len()],
+        summary: SessionSummary {
+            id: id.to_string(),
+            calls: 0,
+            hits: 0,
+            steps: 0,
+            changes: 0,
+        },
+    };
+    // The message of the current turn, while no call has answered it: (line, time of the turn's last line).
+    let mut pending: Option<(usize, f64)> = None;
+    for l in lines {
+        let called = match validate(plan, l) {
+            Ok(c) => c,
+            Err(e) if opts.skip_invalid => {
+                skipped.push(e);
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        match &l.event {
+            Event::UserMessage { text } => {
+                if let Some((line, t)) = pending.take() {
+                    steps.push(run.evaluate(line, t, None, opts, tool_tokens, &mut on_step));
+                }
+                let remember = plan.memory.as_ref().map(|m| m.turns).unwrap_or(0);
+                run.state
+                    .user_message(plan.analyzer.extract(text), remember);
+                pending = Some((l.line, l.t));
+            }
+            Event::Context(c) => {
+                let ctx = &mut run.state.context;
+                if let Some(v) = &c.conversation_stage {
+                    ctx.conversation_stage = v.clone();
+                }
+                if let Some(v) = &c.active_language {
+                    ctx.active_language = v.clone();
+                }
+                if let Some(v) = &c.project_type {
+                    ctx.project_type = v.clone();
+                }
+                if let Some(v) = &c.active_files {
+                    ctx.active_files = v.clone();
+                }
+                if let Some(v) = &c.user_intent_entities {
+                    ctx.user_intent_entities = v.clone();
+                }
+                if let Some(p) = &mut pending {
+                    p.1 = l.t;
+                }
+            }
+            Event::ToolCall { .. } => {
+                let Some(c) = called else { continue };
+                pending = None;
+                steps.push(run.evaluate(l.line, l.t, Some(c), opts, tool_tokens, &mut on_step));
+                let name = plan.tools[c].name.clone();
+                run.state.record_call(&name, l.t, window);
+                if frequency {
+                    let total = run.state.usage.total_calls().max(1) as f64;
+                    let counts: Vec<(String, u64)> = run
+                        .state
+                        .usage
+                        .call_counts
+                        .iter()
+                        .map(|(k, v)| (k.clone(), *v))
+                        .collect();
+                    for (k, v) in counts {
+                        run.state.usage.usage_frequency.insert(k, v as f64 / total);
+                    }
+                }
+            }
+        }
+    }
+    if let Some((line, t)) = pending.take() {
+        steps.push(run.evaluate(line, t, None, opts, tool_tokens, &mut on_step));
+    }
+    Ok((steps, run.summary))
+}
+
 /// Replays `trace` against `plan`, calling `on_step` with every step and the
 /// activation it was computed from (for feature analysis).
 pub fn replay_with<F: FnMut(&Step, &Activation)>(
@@ -278,106 +393,22 @@ pub fn replay_with<F: FnMut(&Step, &Activation)>(
     opts: &ReplayOptions,
     mut on_step: F,
 ) -> Result<Replay, TraceError> {
-    let tool_tokens: Vec<u64> = (0..plan.tools.len())
-        .map(|i| schema_tokens(plan, i))
-        .collect();
+    let tool_tokens = tool_tokens(plan);
     let mut steps = Vec::new();
     let mut sessions = Vec::new();
     let mut skipped = trace.skipped.clone();
-    let window = plan.recent_calls_window;
-    let frequency = plan.features.usage_normalization == UsageNormalization::Frequency;
     for (index, (id, lines)) in trace.sessions().into_iter().enumerate() {
-        let mut run = SessionRun {
+        let (s, summary) = replay_session(
             plan,
-            index,
-            state: Session::new(),
-            t0: trace.lines[lines[0]].t,
-            previous: None,
-            prev_active: vec![false; plan.tools.len()],
-            summary: SessionSummary {
-                id: id.to_string(),
-                calls: 0,
-                hits: 0,
-                steps: 0,
-                changes: 0,
-            },
-        };
-        // The message of the current turn, while no call has answered it: (line, time of the turn's last line).
-        let mut pending: Option<(usize, f64)> = None;
-        for &li in &lines {
-            let l = &trace.lines[li];
-            let called = match validate(plan, l) {
-                Ok(c) => c,
-                Err(e) if opts.skip_invalid => {
-                    skipped.push(e);
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            match &l.event {
-                Event::UserMessage { text } => {
-                    if let Some((line, t)) = pending.take() {
-                        steps.push(run.evaluate(line, t, None, opts, &tool_tokens, &mut on_step));
-                    }
-                    let remember = plan.memory.as_ref().map(|m| m.turns).unwrap_or(0);
-                    run.state
-                        .user_message(plan.analyzer.extract(text), remember);
-                    pending = Some((l.line, l.t));
-                }
-                Event::Context(c) => {
-                    let ctx = &mut run.state.context;
-                    if let Some(v) = &c.conversation_stage {
-                        ctx.conversation_stage = v.clone();
-                    }
-                    if let Some(v) = &c.active_language {
-                        ctx.active_language = v.clone();
-                    }
-                    if let Some(v) = &c.project_type {
-                        ctx.project_type = v.clone();
-                    }
-                    if let Some(v) = &c.active_files {
-                        ctx.active_files = v.clone();
-                    }
-                    if let Some(v) = &c.user_intent_entities {
-                        ctx.user_intent_entities = v.clone();
-                    }
-                    if let Some(p) = &mut pending {
-                        p.1 = l.t;
-                    }
-                }
-                Event::ToolCall { .. } => {
-                    let Some(c) = called else { continue };
-                    pending = None;
-                    steps.push(run.evaluate(
-                        l.line,
-                        l.t,
-                        Some(c),
-                        opts,
-                        &tool_tokens,
-                        &mut on_step,
-                    ));
-                    let name = plan.tools[c].name.clone();
-                    run.state.record_call(&name, l.t, window);
-                    if frequency {
-                        let total = run.state.usage.total_calls().max(1) as f64;
-                        let counts: Vec<(String, u64)> = run
-                            .state
-                            .usage
-                            .call_counts
-                            .iter()
-                            .map(|(k, v)| (k.clone(), *v))
-                            .collect();
-                        for (k, v) in counts {
-                            run.state.usage.usage_frequency.insert(k, v as f64 / total);
-                        }
-                    }
-                }
-            }
-        }
-        if let Some((line, t)) = pending.take() {
-            steps.push(run.evaluate(line, t, None, opts, &tool_tokens, &mut on_step));
-        }
-        sessions.push(run.summary);
+            (index, id),
+            lines.iter().map(|&li| &trace.lines[li]),
+            opts,
+            &tool_tokens,
+            &mut skipped,
+            &mut on_step,
+        )?;
+        steps.extend(s);
+        sessions.push(summary);
     }
     skipped.sort_by_key(|e| e.line);
     Ok(Replay {

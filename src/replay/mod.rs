@@ -6,6 +6,8 @@
 //!   engine keeps, and evaluates the active set before every tool call.
 //! * [`stats`]: recall, active-set size, schema tokens, list changes, the
 //!   breakdown by stage, and the paired comparison of two policies.
+//! * [`stream`]: the same replay read line by line in two passes, keeping
+//!   only the open sessions' lines, sessions replayed in parallel batches.
 //! * [`curve`]: recall against active-set size as the threshold sweeps
 //!   (what `compare --plot` draws).
 //! * [`auc`]: ROC AUC and point-biserial correlation.
@@ -43,5 +45,6 @@ pub mod engine;
 pub mod fit;
 pub mod floor;
 pub mod stats;
+pub mod stream;
 pub mod trace;
 pub mod transitions;

@@ -276,6 +276,293 @@ pub fn paired(a: &Replay, b: &Replay) -> Paired {
         }
     }
     let n = diffs.len();
+    let size = Dist::of(&diffs);
+    let sd = if n > 1 {
+        (diffs.iter().map(|d| (d - size.mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    paired_from(
+        [both, a_only, b_only, neither],
+        n,
+        size.mean,
+        sd,
+        discordant,
+    )
+}
+
+impl Dist {
+    /// Summarises non-negative integer values given as a histogram
+    /// (value → count): the same numbers as [`Dist::of`] on the values
+    /// themselves, exactly, while their sum stays below 2^53.
+    pub fn of_counts(hist: &BTreeMap<u64, u64>) -> Dist {
+        let n: u64 = hist.values().sum();
+        if n == 0 {
+            return Dist::default();
+        }
+        let total: u128 = hist.iter().map(|(&v, &c)| v as u128 * c as u128).sum();
+        // The value at 0-based rank `k` of the sorted values.
+        let at = |k: u64| {
+            let mut seen = 0;
+            for (&v, &c) in hist {
+                seen += c;
+                if k < seen {
+                    return v as f64;
+                }
+            }
+            0.0
+        };
+        let median = if n % 2 == 1 {
+            at(n / 2)
+        } else {
+            (at(n / 2 - 1) + at(n / 2)) / 2.0
+        };
+        let rank = ((0.95 * n as f64).ceil() as u64).clamp(1, n);
+        Dist {
+            n: n as usize,
+            mean: total as f64 / n as f64,
+            median,
+            p95: at(rank - 1),
+            max: hist.keys().next_back().copied().unwrap_or(0) as f64,
+        }
+    }
+}
+
+/// The [`Summary`] of a replay, accumulated session by session without
+/// keeping the steps: counts and histograms of integer values (active-set
+/// sizes, schema tokens, changes), so [`SummaryAcc::finish`] gives the same
+/// numbers as [`summarize`], whatever the order in which sessions are added
+/// or accumulators merged. Memory: one histogram entry per distinct value.
+#[derive(Debug, Clone, Default)]
+pub struct SummaryAcc {
+    sessions: usize,
+    calls: usize,
+    hits: usize,
+    ranked: [usize; 4],
+    stages: BTreeMap<String, (usize, usize, f64)>,
+    sizes: BTreeMap<u64, u64>,
+    tokens: BTreeMap<u64, u64>,
+    changes: BTreeMap<u64, u64>,
+    no_call: BTreeMap<u64, u64>,
+}
+
+const RANKS: [usize; 4] = [1, 5, 10, 20];
+
+impl SummaryAcc {
+    /// Adds one session: its steps and its totals.
+    pub fn add_session(
+        &mut self,
+        steps: &[crate::replay::engine::Step],
+        session: &crate::replay::engine::SessionSummary,
+    ) {
+        self.sessions += 1;
+        *self.changes.entry(session.changes as u64).or_default() += 1;
+        for s in steps {
+            if s.called.is_none() {
+                *self.no_call.entry(s.active_count as u64).or_default() += 1;
+                continue;
+            }
+            self.calls += 1;
+            self.hits += s.hit as usize;
+            for (k, n) in RANKS.iter().zip(self.ranked.iter_mut()) {
+                *n += s.rank.is_some_and(|x| x <= *k) as usize;
+            }
+            let e = self
+                .stages
+                .entry(s.stage.clone().unwrap_or_else(|| "(none)".into()))
+                .or_default();
+            e.0 += 1;
+            e.1 += s.hit as usize;
+            e.2 += s.active_count as f64;
+            *self.sizes.entry(s.active_count as u64).or_default() += 1;
+            *self.tokens.entry(s.schema_tokens).or_default() += 1;
+        }
+    }
+
+    /// Adds everything `other` accumulated.
+    pub fn merge(&mut self, other: &SummaryAcc) {
+        self.sessions += other.sessions;
+        self.calls += other.calls;
+        self.hits += other.hits;
+        for (a, b) in self.ranked.iter_mut().zip(other.ranked) {
+            *a += b;
+        }
+        for (k, v) in &other.stages {
+            let e = self.stages.entry(k.clone()).or_default();
+            e.0 += v.0;
+            e.1 += v.1;
+            e.2 += v.2;
+        }
+        for (mine, theirs) in [
+            (&mut self.sizes, &other.sizes),
+            (&mut self.tokens, &other.tokens),
+            (&mut self.changes, &other.changes),
+            (&mut self.no_call, &other.no_call),
+        ] {
+            for (k, v) in theirs {
+                *mine.entry(*k).or_default() += v;
+            }
+        }
+    }
+
+    /// The summary of a replay of `plan` with `skipped` invalid lines.
+    pub fn finish(&self, plan: &crate::plan::Plan, skipped: usize) -> Summary {
+        let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        Summary {
+            policy: plan.policy_name.clone(),
+            tools: plan.tools.len(),
+            sessions: self.sessions,
+            calls: self.calls,
+            hits: self.hits,
+            recall: ratio(self.hits, self.calls),
+            recall_at: RANKS
+                .iter()
+                .zip(self.ranked)
+                .map(|(k, n)| (format!("top{k}"), ratio(n, self.calls)))
+                .collect(),
+            active: Dist::of_counts(&self.sizes),
+            schema_tokens: Dist::of_counts(&self.tokens),
+            changes_per_session: Dist::of_counts(&self.changes),
+            no_call_active: Dist::of_counts(&self.no_call),
+            by_stage: self
+                .stages
+                .iter()
+                .map(|(stage, &(c, h, a))| StageSummary {
+                    stage: stage.clone(),
+                    calls: c,
+                    hits: h,
+                    recall: ratio(h, c),
+                    mean_active: a / c.max(1) as f64,
+                })
+                .collect(),
+            skipped,
+        }
+    }
+}
+
+/// The [`Paired`] comparison accumulated session by session: counts, one
+/// `i32` size difference per paired call (the interval's variance is summed
+/// in trace order, as [`paired`] does, so the numbers are the same bits), and
+/// the first `keep` discordant calls ([`PairedAcc::discordant_total`] counts
+/// them all). Sessions must be added, or accumulators merged, in order of
+/// first appearance.
+#[derive(Debug, Clone, Default)]
+pub struct PairedAcc {
+    both: usize,
+    a_only: usize,
+    b_only: usize,
+    neither: usize,
+    diffs: Vec<i32>,
+    discordant: Vec<Discordant>,
+    /// Discordant calls seen, kept or not.
+    pub discordant_total: usize,
+    keep: usize,
+}
+
+impl PairedAcc {
+    /// An empty accumulator that keeps the first `keep` discordant calls
+    /// (`usize::MAX`: all of them).
+    pub fn new(keep: usize) -> PairedAcc {
+        PairedAcc {
+            keep,
+            ..PairedAcc::default()
+        }
+    }
+
+    /// Adds one session's steps under A and under B (`tools`: the catalog
+    /// names, plan order; `session`: its id).
+    pub fn add_session(
+        &mut self,
+        a: &[crate::replay::engine::Step],
+        b: &[crate::replay::engine::Step],
+        session: &str,
+        tools: &crate::plan::Plan,
+    ) {
+        let b_calls: HashMap<usize, &crate::replay::engine::Step> = b
+            .iter()
+            .filter(|s| s.called.is_some())
+            .map(|s| (s.line, s))
+            .collect();
+        for sa in a.iter().filter(|s| s.called.is_some()) {
+            let Some(sb) = b_calls.get(&sa.line) else {
+                continue;
+            };
+            self.diffs
+                .push(sb.active_count as i32 - sa.active_count as i32);
+            match (sa.hit, sb.hit) {
+                (true, true) => self.both += 1,
+                (false, false) => self.neither += 1,
+                (x, _) => {
+                    if x {
+                        self.a_only += 1;
+                    } else {
+                        self.b_only += 1;
+                    }
+                    self.discordant_total += 1;
+                    if self.discordant.len() < self.keep {
+                        self.discordant.push(Discordant {
+                            line: sa.line,
+                            session: session.to_string(),
+                            tool: tools.tools[sa.called.unwrap_or_default()].name.clone(),
+                            active_in: if x { "a" } else { "b" },
+                            size_a: sa.active_count,
+                            size_b: sb.active_count,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Appends `other`, whose sessions come after this one's.
+    pub fn append(&mut self, other: PairedAcc) {
+        self.both += other.both;
+        self.a_only += other.a_only;
+        self.b_only += other.b_only;
+        self.neither += other.neither;
+        self.diffs.extend(other.diffs);
+        self.discordant_total += other.discordant_total;
+        let room = self.keep.saturating_sub(self.discordant.len());
+        self.discordant
+            .extend(other.discordant.into_iter().take(room));
+    }
+
+    /// The comparison (its `discordant` holds the calls kept).
+    pub fn finish(self) -> Paired {
+        let n = self.diffs.len();
+        let total: i64 = self.diffs.iter().map(|&d| d as i64).sum();
+        let mean = if n == 0 { 0.0 } else { total as f64 / n as f64 };
+        let sd = if n > 1 {
+            (self
+                .diffs
+                .iter()
+                .map(|&d| (d as f64 - mean).powi(2))
+                .sum::<f64>()
+                / (n - 1) as f64)
+                .sqrt()
+        } else {
+            0.0
+        };
+        paired_from(
+            [self.both, self.a_only, self.b_only, self.neither],
+            n,
+            mean,
+            sd,
+            self.discordant,
+        )
+    }
+}
+
+/// The paired numbers from the four counts (both, A only, B only, neither),
+/// the number of paired calls, the size differences' mean and standard
+/// deviation, and the discordant calls.
+fn paired_from(
+    [both, a_only, b_only, neither]: [usize; 4],
+    n: usize,
+    mean: f64,
+    sd: f64,
+    discordant: Vec<Discordant>,
+) -> Paired {
     let nf = n.max(1) as f64;
     let recall_diff = (b_only as f64 - a_only as f64) / nf;
     let disc = (a_only + b_only) as f64;
@@ -283,12 +570,6 @@ pub fn paired(a: &Replay, b: &Replay) -> Paired {
         0.0
     } else {
         ((disc - (b_only as f64 - a_only as f64).powi(2) / nf).max(0.0)).sqrt() / nf
-    };
-    let size = Dist::of(&diffs);
-    let sd = if n > 1 {
-        (diffs.iter().map(|d| (d - size.mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-    } else {
-        0.0
     };
     let half = Z95 * sd / nf.sqrt();
     Paired {
@@ -303,8 +584,8 @@ pub fn paired(a: &Replay, b: &Replay) -> Paired {
             (recall_diff + Z95 * se).min(1.0),
         ),
         mcnemar_p: binomial_two_sided(a_only, a_only + b_only),
-        size_diff: size.mean,
-        size_diff_ci: (size.mean - half, size.mean + half),
+        size_diff: mean,
+        size_diff_ci: (mean - half, mean + half),
         discordant,
     }
 }
@@ -321,6 +602,24 @@ mod tests {
         let v: Vec<f64> = (1..=20).map(|x| x as f64).collect();
         assert_eq!(Dist::of(&v).p95, 19.0);
         assert_eq!(Dist::of(&[]).n, 0);
+    }
+
+    #[test]
+    fn dist_of_counts_is_dist_of_the_values() {
+        for values in [
+            vec![4u64, 1, 3, 2],
+            vec![7],
+            vec![5, 5, 0, 9, 9, 9, 2],
+            (0..41).map(|x| x * x % 17).collect(),
+        ] {
+            let mut hist = BTreeMap::new();
+            for &v in &values {
+                *hist.entry(v).or_default() += 1;
+            }
+            let f: Vec<f64> = values.iter().map(|&v| v as f64).collect();
+            assert_eq!(Dist::of_counts(&hist), Dist::of(&f), "{values:?}");
+        }
+        assert_eq!(Dist::of_counts(&BTreeMap::new()), Dist::default());
     }
 
     #[test]

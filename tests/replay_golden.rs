@@ -1,0 +1,262 @@
+//! The streamed `replay` and `compare` (issue 28) print the same bytes as the
+//! in-memory code did: tests/data/replay-golden/expected/ holds the outputs of
+//! the binary of commit 389b7bc (before streaming), captured by
+//! tests/data/replay-golden/capture.sh on the shipped trace, the BFCL slice,
+//! interleaved copies of both and a trace with invalid lines. And the result
+//! does not depend on the number of threads.
+
+use std::process::Command;
+
+const D: &str = "tests/data/replay-golden";
+
+fn run(args: &[&str], threads: Option<usize>) -> (String, String, Option<i32>) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_toolgate"));
+    c.args(args);
+    if let Some(n) = threads {
+        c.env("RAYON_NUM_THREADS", n.to_string());
+    }
+    let o = c.output().expect("the binary runs");
+    (
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+        o.status.code(),
+    )
+}
+
+fn expected(name: &str) -> String {
+    std::fs::read_to_string(format!("{D}/expected/{name}")).unwrap()
+}
+
+/// (name, trace, catalog arguments), as in capture.sh.
+fn traces() -> Vec<(&'static str, String, Vec<String>)> {
+    let bfcl = |f: &str| format!("{D}/bfcl/{f}");
+    let cat = vec!["--tools".to_string(), bfcl("catalog.json")];
+    let mt = vec!["--tools".to_string(), bfcl("multi_turn_catalog.json")];
+    vec![
+        ("sessions", "examples/sessions.jsonl".into(), vec![]),
+        (
+            "sessions-interleaved",
+            format!("{D}/sessions-interleaved.jsonl"),
+            vec![],
+        ),
+        ("sessions-bad", format!("{D}/sessions-bad.jsonl"), vec![]),
+        ("multiple", bfcl("multiple.jsonl"), cat.clone()),
+        ("live_multiple", bfcl("live_multiple.jsonl"), cat.clone()),
+        ("pooled", bfcl("pooled.jsonl"), cat.clone()),
+        (
+            "pooled-interleaved",
+            format!("{D}/pooled-interleaved.jsonl"),
+            cat.clone(),
+        ),
+        ("irrelevance", bfcl("irrelevance.jsonl"), cat.clone()),
+        ("multi_turn", bfcl("multi_turn.jsonl"), mt.clone()),
+        (
+            "multi_turn-interleaved",
+            format!("{D}/multi_turn-interleaved.jsonl"),
+            mt,
+        ),
+    ]
+}
+
+#[test]
+fn replay_prints_what_the_in_memory_replay_printed() {
+    let mut checked = 0;
+    for (name, trace, cat) in traces() {
+        for pol in ["default", "selection"] {
+            for fmt in ["text", "json"] {
+                let policy = format!("policies/{pol}.toml");
+                let mut args = vec!["replay", "--policy", &policy, "--trace", &trace];
+                args.extend(cat.iter().map(|s| s.as_str()));
+                args.extend(["--format", fmt, "--skip-invalid"]);
+                let (out, err, code) = run(&args, None);
+                assert_eq!(code, Some(0), "{args:?}: {err}");
+                assert_eq!(
+                    out,
+                    expected(&format!("replay-{name}-{pol}.{fmt}")),
+                    "{args:?}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 40);
+}
+
+#[test]
+fn compare_prints_what_the_in_memory_compare_printed() {
+    for (name, trace, cat) in traces() {
+        for (extra, file) in [
+            (vec!["--show", "1000"], format!("compare-{name}.text")),
+            (vec![], format!("compare-{name}-noshow.text")),
+            (vec!["--format", "json"], format!("compare-{name}.json")),
+        ] {
+            let mut args = vec![
+                "compare",
+                "--policy-a",
+                "policies/default.toml",
+                "--policy-b",
+                "policies/selection.toml",
+                "--trace",
+                &trace,
+            ];
+            args.extend(cat.iter().map(|s| s.as_str()));
+            args.push("--skip-invalid");
+            args.extend(extra);
+            let (out, err, code) = run(&args, None);
+            assert_eq!(code, Some(0), "{args:?}: {err}");
+            assert_eq!(out, expected(&file), "{args:?}");
+        }
+    }
+}
+
+/// Without --skip-invalid: the same error (a parse error first in file order;
+/// else the first session's, in order of first appearance) and exit code,
+/// and nothing on stdout.
+#[test]
+fn errors_are_the_in_memory_errors() {
+    for pol in ["default", "selection"] {
+        for (trace, file) in [
+            ("sessions-bad", format!("replay-bad-noskip-{pol}.out")),
+            (
+                "sessions-unknown",
+                format!("replay-unknown-noskip-{pol}.out"),
+            ),
+        ] {
+            let t = format!("{D}/{trace}.jsonl");
+            let policy = format!("policies/{pol}.toml");
+            let (out, err, code) = run(&["replay", "--policy", &policy, "--trace", &t], None);
+            assert_eq!(out, "");
+            assert_eq!(format!("{err}exit {}\n", code.unwrap()), expected(&file));
+        }
+    }
+    let t = format!("{D}/sessions-unknown.jsonl");
+    let (out, err, code) = run(
+        &[
+            "compare",
+            "--policy-a",
+            "policies/default.toml",
+            "--policy-b",
+            "policies/selection.toml",
+            "--trace",
+            &t,
+        ],
+        None,
+    );
+    assert_eq!(out, "");
+    assert_eq!(
+        format!("{err}exit {}\n", code.unwrap()),
+        expected("compare-unknown-noskip.out")
+    );
+}
+
+/// 600 sessions (more than one parallel batch), 5 open at once: the same
+/// bytes with 1 and 2 threads, and the summary the in-memory replay gives.
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    let src = std::fs::read_to_string(format!("{D}/pooled-interleaved.jsonl")).unwrap();
+    let lines: Vec<&str> = src.lines().collect();
+    let mut text = String::new();
+    for copy in 0..12 {
+        for l in &lines {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let id = format!("c{copy}-{}", v["session"].as_str().unwrap());
+            v["session"] = id.into();
+            text.push_str(&v.to_string());
+            text.push('\n');
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("big.jsonl");
+    std::fs::write(&trace, &text).unwrap();
+    let trace = trace.display().to_string();
+    let cat = format!("{D}/bfcl/catalog.json");
+    let replay = |threads| {
+        run(
+            &[
+                "replay",
+                "--policy",
+                "policies/selection.toml",
+                "--trace",
+                &trace,
+                "--tools",
+                &cat,
+                "--format",
+                "json",
+            ],
+            Some(threads),
+        )
+        .0
+    };
+    let compare = |threads| {
+        run(
+            &[
+                "compare",
+                "--policy-a",
+                "policies/default.toml",
+                "--policy-b",
+                "policies/selection.toml",
+                "--trace",
+                &trace,
+                "--tools",
+                &cat,
+                "--show",
+                "50",
+            ],
+            Some(threads),
+        )
+        .0
+    };
+    let one = replay(1);
+    assert_eq!(one, replay(2));
+    assert_eq!(compare(1), compare(2));
+    let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(v["summary"]["sessions"], 600);
+
+    // The in-memory replay of the same trace.
+    let plan = std::sync::Arc::new(
+        toolgate::compile::compile(
+            &toolgate::load::load_policy(Some(std::path::Path::new("policies/selection.toml")))
+                .unwrap(),
+            {
+                let f = toolgate::parse::tags::read_source(std::path::Path::new(&cat)).unwrap();
+                toolgate::parse::tags::import_tools_json(&f.name, &f.text).unwrap()
+            },
+        )
+        .unwrap(),
+    );
+    let t = toolgate::replay::trace::parse_trace(&text, false).unwrap();
+    let r = toolgate::replay::engine::replay(&plan, &t, &Default::default()).unwrap();
+    let s = serde_json::to_value(toolgate::replay::stats::summarize(&r)).unwrap();
+    assert_eq!(v["summary"], s);
+    assert_eq!(v["steps"].as_array().unwrap().len(), r.steps.len());
+}
+
+/// `--trace -`: stdin is copied to a temporary file and read twice; the
+/// report is the same.
+#[test]
+fn stdin_gives_the_same_report() {
+    use std::io::Write;
+    let mut c = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args([
+            "replay",
+            "--policy",
+            "policies/selection.toml",
+            "--trace",
+            "-",
+            "--format",
+            "json",
+            "--skip-invalid",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = std::fs::read(format!("{D}/sessions-interleaved.jsonl")).unwrap();
+    c.stdin.take().unwrap().write_all(&text).unwrap();
+    let o = c.wait_with_output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        expected("replay-sessions-interleaved-selection.json")
+    );
+}
