@@ -6,7 +6,8 @@
 //! `check` found a failing declared property or `--fuzz` violations; 5 `explain` names an unknown tool; 6 and
 //! 7 `guard`'s verdict is ask or deny (0 when allowed).
 //! `mcp-proxy` exits 0 when the client disconnects, 1 when the policy or tags
-//! do not load or the proxy fails, 2 on a bad configuration.
+//! do not load or the proxy fails, 2 on a bad configuration, 3 when the
+//! `--config` file cannot be read. `guard` exits 3 when `--args` is not JSON.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,7 +76,7 @@ enum Command {
     },
     /// Explain, term by term, why one tool is active or not.
     Explain {
-        /// Tool name (or alias).
+        /// Tool name (or alias), or the name MCP clients see through mcp-proxy (`sqlite__read_query`).
         tool: String,
         #[command(flatten)]
         plan: PlanArgs,
@@ -118,10 +119,11 @@ enum Command {
         /// Trace file; `-` reads stdin.
         #[arg(long, value_name = "FILE")]
         trace: String,
-        /// Tool-tags directory (default: the shipped tool-tags/, embedded).
+        /// Tool-tags directory (default: the shipped tool-tags/, embedded, unless --tools is given).
         #[arg(long, value_name = "DIR")]
         tags: Option<PathBuf>,
-        /// Extra tools (MCP tools/list result or OpenAI tools array; repeatable; auto-tagged).
+        /// Tools (MCP tools/list result or OpenAI tools array; repeatable; auto-tagged); with
+        /// --tags, added to the tag files; without --tags, the catalog is these tools alone.
         #[arg(long, value_name = "FILE")]
         tools: Vec<PathBuf>,
         #[arg(long)]
@@ -215,7 +217,7 @@ enum Command {
     Guard {
         #[command(flatten)]
         plan: PlanArgs,
-        /// Tool name (or alias).
+        /// Tool name (or alias), or the name MCP clients see through mcp-proxy (`sqlite__read_query`).
         #[arg(long, value_name = "NAME")]
         tool: String,
         /// Arguments as JSON: inline, `-` for stdin, or `@FILE`.
@@ -443,6 +445,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 ProxyFail::Usage(m) => (ExitCode::from(2), None, Some(m)),
                 ProxyFail::Load(e) => (ExitCode::from(1), Some(e), None),
                 ProxyFail::Runtime(m) => (ExitCode::from(1), None, Some(m)),
+                ProxyFail::Unreadable(m) => (ExitCode::from(3), None, Some(m)),
             })?;
         }
         Command::Guard {

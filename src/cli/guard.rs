@@ -25,7 +25,10 @@ fn read_args(args: &str) -> Result<String, String> {
     }
 }
 
-/// Runs the gate on one call; returns the verdict.
+/// Runs the gate on one call; returns the verdict. `tool` is a catalog
+/// name or alias, or the client-visible name of `toolgate mcp-proxy`
+/// (`sqlite__read_query`), as for `explain`. `--args` that is not
+/// JSON is an input error (exit 3), not a verdict.
 pub fn guard(
     plan: &PlanArgs,
     tool: &str,
@@ -34,7 +37,26 @@ pub fn guard(
     audit: Option<&PathBuf>,
 ) -> Result<Verdict, Fail> {
     let text = read_args(args).map_err(Fail::Input)?;
+    // (Nesting deeper than the parser follows is JSON too: the gate denies it.)
+    if let Err(e) = serde_json::from_str::<serde_json::Value>(&text)
+        && !e.to_string().starts_with("recursion limit exceeded")
+    {
+        return Err(Fail::Input(format!(
+            "--args is not JSON: {e} (give a JSON object such as '{{\"query\": \"select 1\"}}', `-` for stdin or `@FILE`)"
+        )));
+    }
     let p = build(plan, None)?;
+    // The catalog name, or the name MCP clients see through the proxy (as
+    // `explain` accepts it).
+    let tool = match p.tool_index(tool) {
+        Some(_) => tool.to_string(),
+        None => super::report::proxy_names(&p)
+            .iter()
+            .position(|n| n.as_deref() == Some(tool))
+            .map(|i| p.tools[i].name.clone())
+            .unwrap_or_else(|| tool.to_string()),
+    };
+    let tool = tool.as_str();
     let mut gate = Gate::new(Arc::clone(&p));
     if let Some(path) = audit {
         let sink = JsonlSink::open(path).map_err(|e| {
