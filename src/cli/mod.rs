@@ -29,10 +29,11 @@ pub struct PlanArgs {
     /// Policy file (default: the shipped policies/default.toml, embedded).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// Tool-tags directory (default: the shipped tool-tags/, embedded).
+    /// Tool-tags directory (default: the shipped tool-tags/, embedded, unless --tools is given).
     #[arg(long, value_name = "DIR")]
     pub tags: Option<PathBuf>,
-    /// Extra tools from an MCP tools/list result or an OpenAI tools array (repeatable; auto-tagged).
+    /// Tools from an MCP tools/list result or an OpenAI tools array (repeatable; auto-tagged).
+    /// With --tags, added to the tag files; without --tags, the catalog is these tools alone.
     #[arg(long, value_name = "FILE")]
     pub tools: Vec<PathBuf>,
 }

@@ -239,7 +239,13 @@ pub(super) fn build(
         Ok(t) => units.push(t),
         Err(e) => diags.extend(e.diagnostics),
     };
+    // The catalog rule of `load::load_catalog`: tools without tags are the
+    // tools alone; a tags folder without tag files is an error.
     match &snap.tags {
+        None if !snap.tools.is_empty() => {}
+        Some((dir, Listing::Files(files))) if files.is_empty() => {
+            add(Err(crate::parse::tags::no_tag_files(dir)))
+        }
         None => {
             for (name, text) in DEFAULT_TAGS {
                 let content = Content::Bytes(text.as_bytes().to_vec());
