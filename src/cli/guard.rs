@@ -1,6 +1,5 @@
 //! `toolgate guard`: one call through the call gate.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,16 +10,8 @@ use super::{Fail, Format, PlanArgs, build};
 /// Reads the `--args` value: inline JSON, `-` for stdin, `@FILE` for a file.
 fn read_args(args: &str) -> Result<String, String> {
     match args {
-        "-" => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| format!("cannot read stdin: {e}"))?;
-            Ok(s)
-        }
-        a if a.starts_with('@') => {
-            std::fs::read_to_string(&a[1..]).map_err(|e| format!("cannot read {}: {e}", &a[1..]))
-        }
+        "-" => super::read_text("-").map_err(|e| format!("--args {e}")),
+        a if a.starts_with('@') => super::read_text(&a[1..]).map_err(|e| format!("--args {e}")),
         a => Ok(a.to_string()),
     }
 }

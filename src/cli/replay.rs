@@ -17,15 +17,7 @@ use super::{Fail, Format, PlanArgs};
 /// there is nothing to replay. (Sessions without a tool call are valid: they
 /// measure what is listed when nothing is needed.)
 pub fn read_trace(path: &str, skip_invalid: bool) -> Result<Trace, Fail> {
-    let text = if path == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-            .map_err(|e| Fail::Input(format!("cannot read stdin: {e}")))?;
-        s
-    } else {
-        std::fs::read_to_string(path)
-            .map_err(|e| Fail::Input(format!("cannot read {path}: {e}")))?
-    };
+    let text = super::read_text(path).map_err(Fail::Input)?;
     let trace =
         parse_trace(&text, skip_invalid).map_err(|e| Fail::Input(format!("{path}: {e}")))?;
     if trace.lines.is_empty() {

@@ -491,7 +491,8 @@ pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
 
 /// Reads a file into a [`SourceFile`] named by its path: a regular file of at
 /// most [`TEXT_FILE_LIMIT`](crate::datafile::TEXT_FILE_LIMIT) bytes
-/// ([`crate::datafile::read_data_file`]).
+/// ([`crate::datafile::read_data_file`]), UTF-8 with an optional byte-order
+/// mark ([`crate::datafile::decode_text`]).
 pub fn read_source(path: &Path) -> Result<Arc<SourceFile>, LoadError> {
     let bytes =
         crate::datafile::read_data_file(path, crate::datafile::TEXT_FILE_LIMIT).map_err(|e| {
@@ -500,14 +501,10 @@ pub fn read_source(path: &Path) -> Result<Arc<SourceFile>, LoadError> {
                 format!("cannot read {}: {e}", path.display()),
             ))
         })?;
-    let text = String::from_utf8(bytes).map_err(|e| {
+    let text = crate::datafile::decode_text(bytes).map_err(|e| {
         LoadError::single(Diagnostic::bare(
             ErrorKind::Syntax,
-            format!(
-                "{} is not valid UTF-8 (byte {})",
-                path.display(),
-                e.utf8_error().valid_up_to()
-            ),
+            format!("{}: {e}", path.display()),
         ))
     })?;
     Ok(SourceFile::new(path.display().to_string(), text))
