@@ -29,6 +29,22 @@ macro_rules! w {
 
 mod cli;
 
+/// The parser of a file argument kept as text (`-` = stdin): an argument
+/// that is not UTF-8 is refused naming the option and the argument (clap's
+/// own message names neither). Path options that are `PathBuf`s accept any
+/// name the OS allows.
+fn utf8_arg() -> impl clap::builder::TypedValueParser<Value = String> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().try_map(|s| {
+        s.into_string().map_err(|s| {
+            format!(
+                "`{}` is not UTF-8; give this file under a UTF-8 name (or pipe it to stdin with `-`)",
+                s.to_string_lossy()
+            )
+        })
+    })
+}
+
 use cli::report::{print_eval, print_explain};
 use cli::{Fail, Format, PlanArgs, evaluate, render};
 
@@ -69,7 +85,7 @@ enum Command {
         #[command(flatten)]
         plan: PlanArgs,
         /// Input JSON (context, message, usage, tools); `-` reads stdin; absent = empty context.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         input: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
@@ -80,7 +96,7 @@ enum Command {
         tool: String,
         #[command(flatten)]
         plan: PlanArgs,
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         input: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
@@ -91,7 +107,7 @@ enum Command {
     /// (the shipped tags are not mixed in); with neither, the shipped tags.
     Replay {
         /// Trace file; `-` reads stdin.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         trace: String,
         #[command(flatten)]
         plan: PlanArgs,
@@ -117,7 +133,7 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         policy_b: PathBuf,
         /// Trace file; `-` reads stdin.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         trace: String,
         /// Tool-tags directory (default: the shipped tool-tags/, embedded, unless --tools is given).
         #[arg(long, value_name = "DIR")]
@@ -144,7 +160,7 @@ enum Command {
     /// weights of `weight * feature` terms and the threshold replaced.
     Fit {
         /// Trace file; `-` reads stdin.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         trace: String,
         #[command(flatten)]
         plan: PlanArgs,
@@ -193,7 +209,7 @@ enum Command {
         #[command(flatten)]
         plan: PlanArgs,
         /// Input JSON (context, message, usage) evaluated under each new plan; `-` reads stdin.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         input: String,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
@@ -325,6 +341,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                     )
                     .map(|s| format!(" (did you mean `{s}`?)"))
                     .unwrap_or_default();
+                    let tool = toolgate::diag::clip_chars(&tool, toolgate::diag::MAX_ECHOED_CHARS);
                     return Err((
                         ExitCode::from(5),
                         None,

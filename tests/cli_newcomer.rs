@@ -459,3 +459,161 @@ fn a_misspelt_weight_is_reported_at_its_key() {
     // It never suggests writing the misspelling into the formula.
     assert!(!e.contains("did you mean `w_stag`"), "{e}");
 }
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+fn write_bytes(dir: &std::path::Path, name: &str, parts: &[&[u8]]) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, parts.concat()).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted_in_every_input() {
+    let d = tempfile::tempdir().unwrap();
+    let policy = std::fs::read("policies/default.toml").unwrap();
+    let policy = write_bytes(d.path(), "bom.toml", &[BOM, &policy]);
+    let tags = d.path().join("tags");
+    std::fs::create_dir(&tags).unwrap();
+    for f in std::fs::read_dir("tool-tags").unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_some_and(|x| x == "toml") {
+            let text = std::fs::read(&f).unwrap();
+            write_bytes(
+                &tags,
+                f.file_name().unwrap().to_str().unwrap(),
+                &[BOM, &text],
+            );
+        }
+    }
+    let tags = tags.to_str().unwrap();
+    let o = toolgate(&["check", "--policy", &policy, "--tags", tags], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("tools: 71"), "{}", stdout(&o));
+    let tools = write_bytes(
+        d.path(),
+        "tools.json",
+        &[
+            BOM,
+            br#"{"tools": [{"name": "get_forecast", "description": "Weather"}]}"#,
+        ],
+    );
+    let o = toolgate(&["eval", "--tools", &tools], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let input = write_bytes(
+        d.path(),
+        "in.json",
+        &[BOM, br#"{"message": "list tables"}"#],
+    );
+    let o = toolgate(&["eval", "--input", &input], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let trace = write_bytes(
+        d.path(),
+        "t.jsonl",
+        &[
+            BOM,
+            br#"{"session": "s1", "t": 0, "event": "tool_call", "tool": "sqlite.list_tables"}"#,
+        ],
+    );
+    let o = toolgate(&["replay", "--trace", &trace], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let args = write_bytes(d.path(), "args.json", &[BOM, br#"{"query": "select 1"}"#]);
+    let at = format!("@{args}");
+    let o = toolgate(
+        &["guard", "--tool", "sqlite.read_query", "--args", &at],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn invalid_utf8_is_reported_with_its_byte_offset() {
+    let d = tempfile::tempdir().unwrap();
+    let input = write_bytes(
+        d.path(),
+        "in.json",
+        &[b"{\n\"message\": \"a", b"\xFF", b"\"}"],
+    );
+    let o = toolgate(&["eval", "--input", &input], None);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("in.json: not valid UTF-8 at byte 15 (line 2)"),
+        "{}",
+        stderr(&o)
+    );
+    let trace = write_bytes(d.path(), "t.jsonl", &[b"\xC3"]);
+    let o = toolgate(&["replay", "--trace", &trace], None);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("t.jsonl: not valid UTF-8 at byte 0 (line 1)"),
+        "{}",
+        stderr(&o)
+    );
+    let args = write_bytes(d.path(), "a.json", &[b"{\"query\": \"\xFF\"}"]);
+    let at = format!("@{args}");
+    let o = toolgate(
+        &["guard", "--tool", "sqlite.read_query", "--args", &at],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("not valid UTF-8 at byte 11 (line 1)"),
+        "{}",
+        stderr(&o)
+    );
+    let tags = d.path().join("tags");
+    std::fs::create_dir(&tags).unwrap();
+    write_bytes(&tags, "x.toml", &[b"[[tool]]\nname = \"\xFF\"\n"]);
+    let o = toolgate(&["check", "--tags", tags.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("x.toml: not valid UTF-8 at byte 17 (line 2)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+#[cfg(unix)]
+fn a_file_argument_that_is_not_utf8_is_named() {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::OsStr::from_bytes(b"/tmp/in-\xFF.json");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .arg("eval")
+        .arg("--input")
+        .arg(name)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("'--input <FILE>'") && e.contains("is not UTF-8"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_huge_name_is_echoed_clipped() {
+    let huge = "x".repeat(120_000);
+    let d = tempfile::tempdir().unwrap();
+    let audit = d.path().join("audit.jsonl");
+    let o = toolgate(
+        &["guard", "--tool", &huge, "--audit", audit.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(7));
+    let out = stdout(&o);
+    // was 480 KB: the name four times over
+    assert!(out.len() < 4_000, "{} bytes", out.len());
+    assert!(out.contains("… 119800 more characters"), "{out}");
+    let line = std::fs::read_to_string(&audit).unwrap();
+    assert!(line.len() < 2_000, "{} bytes", line.len());
+    let o = toolgate(&["explain", &huge], None);
+    assert_eq!(o.status.code(), Some(5));
+    assert!(stderr(&o).len() < 1_000, "{} bytes", stderr(&o).len());
+    assert!(stderr(&o).contains("… 119800 more characters"));
+    let input = format!(r#"{{"usage": {{"call_counts": {{"{huge}": 1}}}}}}"#);
+    let o = toolgate(&["eval", "--input", "-"], Some(&input));
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).len() < 1_000, "{} bytes", stderr(&o).len());
+}
