@@ -17,8 +17,12 @@ from conftest import VENV, proxy, server_bin, text_of
 
 pytestmark = pytest.mark.anyio
 
+# It crashes after half a second (a slow import), so that each restart spends
+# a while starting: find_tools meets the server both starting and down.
 CRASHING = '''
 import sys
+import time
+time.sleep(0.5)
 print("Traceback (most recent call last):", file=sys.stderr)
 raise ImportError("cannot import name 'FastMCP' from 'mcp.server' (simulated upgrade)")
 '''
@@ -42,7 +46,7 @@ async def test_find_tools_names_a_server_that_crashes_at_start(tmp_path):
     """))
     async with proxy(tmp_path, "--config", str(config)) as p:
         seen_down = seen_restarting = 0
-        deadline = time.monotonic() + 4
+        deadline = time.monotonic() + 5
         answers = []
         while time.monotonic() < deadline:
             r = await p.call("toolgate__find_tools", {"query": "which tables are in my sqlite database"})
