@@ -73,11 +73,21 @@ pub fn read_data_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
 /// are not UTF-8 (the message gives the offset of the first bad byte).
 pub fn read_text_file(path: &Path) -> std::io::Result<String> {
     let bytes = read_data_file(path, TEXT_FILE_LIMIT)?;
+    decode_text(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// The text of a file's bytes: UTF-8, with a leading byte-order mark
+/// (EF BB BF, written by some Windows editors) dropped. Bytes that are not
+/// UTF-8 are an error naming the byte offset of the first bad byte (0-based)
+/// and its line: `not valid UTF-8 at byte 17 (line 2)`.
+pub fn decode_text(mut bytes: Vec<u8>) -> Result<String, String> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        bytes.drain(..3);
+    }
     String::from_utf8(bytes).map_err(|e| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("not valid UTF-8 (byte {})", e.utf8_error().valid_up_to()),
-        )
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+        format!("not valid UTF-8 at byte {at} (line {line})")
     })
 }
 

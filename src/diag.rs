@@ -372,8 +372,17 @@ pub fn did_you_mean<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
     let g = got.to_lowercase();
+    let glen = g.chars().count();
+    // Jaro is at most (m/|a| + m/|b| + 1) / 3 with m <= the shorter length:
+    // at most 0.7 when one string is 10 times the other, and Winkler's
+    // prefix boost applies only above 0.7, so such pairs never reach 0.8.
+    // Skipping them keeps a huge name (a model's 120 KB "tool") cheap.
     candidates
         .into_iter()
+        .filter(|c| {
+            let clen = c.chars().count();
+            glen <= 10 * clen && clen <= 10 * glen
+        })
         .map(|c| (c, strsim::jaro_winkler(&g, &c.to_lowercase())))
         .filter(|(_, s)| *s >= 0.8)
         .max_by(|a, b| a.1.total_cmp(&b.1))
@@ -409,6 +418,11 @@ impl Sink {
         }
     }
 }
+
+/// At most this many characters of a name or value given by a user or a
+/// model (a tool name, a session key) are echoed back in messages, CLI
+/// output and audit lines ([`clip_chars`] marks the cut).
+pub const MAX_ECHOED_CHARS: usize = 200;
 
 /// `text` cut after its first `max` characters (Unicode scalar values),
 /// with " … N more characters" appended when something was cut: bounds what a

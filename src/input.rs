@@ -147,7 +147,8 @@ impl EvalInput {
 
     /// Checks the input against `plan` and turns it into the engine's types:
     /// the context (message keywords appended), usage stats and `now`.
-    /// Errors: an undeclared stage, a usage entry for an unknown tool, a negative
+    /// Errors: an undeclared stage, a recent call or a usage entry naming an
+    /// unknown tool (with a did-you-mean), a negative
     /// or non-finite number.
     pub fn resolve(&self, plan: &Arc<Plan>) -> Result<(SessionContext, UsageStats, f64), String> {
         let mut ctx = self.context.clone();
@@ -178,13 +179,17 @@ impl EvalInput {
             let hint = crate::diag::did_you_mean(name, plan.by_name.keys().map(|s| s.as_str()))
                 .map(|s| format!(" (did you mean `{s}`?)"))
                 .unwrap_or_default();
+            let name = crate::diag::clip_chars(name, crate::diag::MAX_ECHOED_CHARS);
             Err(format!(
-                "usage.{what} names `{name}`, which is not in the catalog{hint}"
+                "{what} names `{name}`, which is not in the catalog{hint}"
             ))
         };
+        for (i, name) in ctx.recent_tool_calls.iter().enumerate() {
+            check_tool(name, &format!("context.recent_tool_calls[{i}]"))?;
+        }
         let mut usage = UsageStats::default();
         for (k, &v) in &self.usage.call_counts {
-            check_tool(k, "call_counts")?;
+            check_tool(k, "usage.call_counts")?;
             if !(v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= u64::MAX as f64) {
                 return Err(format!(
                     "usage.call_counts[`{k}`] must be a whole number >= 0, found {v}"
@@ -193,7 +198,7 @@ impl EvalInput {
             usage.call_counts.insert(k.clone(), v as u64);
         }
         for (k, &v) in &self.usage.seconds_since_last_call {
-            check_tool(k, "seconds_since_last_call")?;
+            check_tool(k, "usage.seconds_since_last_call")?;
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!(
                     "usage.seconds_since_last_call[`{k}`] must be a finite number >= 0, found {v}"
@@ -202,7 +207,7 @@ impl EvalInput {
             usage.last_call_at.insert(k.clone(), self.now - v);
         }
         for (k, &v) in &self.usage.usage_frequency {
-            check_tool(k, "usage_frequency")?;
+            check_tool(k, "usage.usage_frequency")?;
             if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
                 return Err(format!(
                     "usage.usage_frequency[`{k}`] must be within [0, 1], found {v}"

@@ -18,7 +18,8 @@ pub use crate::defaults::{DEFAULT_POLICY, DEFAULT_TAGS, SELECTION_POLICY};
 pub struct Sources {
     /// Policy file; `None` = the embedded default.
     pub policy: Option<PathBuf>,
-    /// Tool-tags directory; `None` = the embedded default tags.
+    /// Tool-tags directory; `None` = the embedded default tags, unless
+    /// `tools` is not empty (then the imported tools alone: [`load_catalog`]).
     pub tags: Option<PathBuf>,
     /// Extra tools from MCP `tools/list` results or OpenAI `tools` arrays (auto-tagged).
     pub tools: Vec<PathBuf>,
@@ -219,7 +220,10 @@ pub fn relocate_data_files(text: &str, from: &Path, out: &Path) -> String {
     out_text
 }
 
-/// Reads the catalog named by `sources`: tag files plus imported tools.
+/// Reads the catalog named by `sources`, by one rule for every command:
+/// `--tags DIR` and/or `--tools FILE`; with both, the tag files plus the
+/// imported tools; with `--tools` and no `--tags`, the imported tools alone
+/// (the shipped tags are not mixed in); with neither, the shipped tags.
 pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
     let mut tools = Vec::new();
     let mut diags = Vec::new();
@@ -228,6 +232,7 @@ pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
             Ok(t) => tools.extend(t),
             Err(e) => diags.extend(e.diagnostics),
         },
+        None if !sources.tools.is_empty() => {}
         None => {
             for (name, text) in DEFAULT_TAGS {
                 match parse_tag_file(embedded_source((name, text))) {

@@ -6,7 +6,8 @@
 //! `check` found a failing declared property or `--fuzz` violations; 5 `explain` names an unknown tool; 6 and
 //! 7 `guard`'s verdict is ask or deny (0 when allowed).
 //! `mcp-proxy` exits 0 when the client disconnects, 1 when the policy or tags
-//! do not load or the proxy fails, 2 on a bad configuration.
+//! do not load or the proxy fails, 2 on a bad configuration, 3 when the
+//! `--config` file cannot be read. `guard` exits 3 when `--args` is not JSON.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +28,22 @@ macro_rules! w {
 }
 
 mod cli;
+
+/// The parser of a file argument kept as text (`-` = stdin): an argument
+/// that is not UTF-8 is refused naming the option and the argument (clap's
+/// own message names neither). Path options that are `PathBuf`s accept any
+/// name the OS allows.
+fn utf8_arg() -> impl clap::builder::TypedValueParser<Value = String> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::OsStringValueParser::new().try_map(|s| {
+        s.into_string().map_err(|s| {
+            format!(
+                "`{}` is not UTF-8; give this file under a UTF-8 name (or pipe it to stdin with `-`)",
+                s.to_string_lossy()
+            )
+        })
+    })
+}
 
 use cli::report::{print_eval, print_explain};
 use cli::{Fail, Format, PlanArgs, evaluate, render};
@@ -68,18 +85,18 @@ enum Command {
         #[command(flatten)]
         plan: PlanArgs,
         /// Input JSON (context, message, usage, tools); `-` reads stdin; absent = empty context.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         input: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
     /// Explain, term by term, why one tool is active or not.
     Explain {
-        /// Tool name (or alias).
+        /// Tool name (or alias), or the name MCP clients see through mcp-proxy (`sqlite__read_query`).
         tool: String,
         #[command(flatten)]
         plan: PlanArgs,
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         input: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
@@ -90,7 +107,7 @@ enum Command {
     /// (the shipped tags are not mixed in); with neither, the shipped tags.
     Replay {
         /// Trace file; `-` reads stdin.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         trace: String,
         #[command(flatten)]
         plan: PlanArgs,
@@ -116,12 +133,13 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         policy_b: PathBuf,
         /// Trace file; `-` reads stdin.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         trace: String,
-        /// Tool-tags directory (default: the shipped tool-tags/, embedded).
+        /// Tool-tags directory (default: the shipped tool-tags/, embedded, unless --tools is given).
         #[arg(long, value_name = "DIR")]
         tags: Option<PathBuf>,
-        /// Extra tools (MCP tools/list result or OpenAI tools array; repeatable; auto-tagged).
+        /// Tools (MCP tools/list result or OpenAI tools array; repeatable; auto-tagged); with
+        /// --tags, added to the tag files; without --tags, the catalog is these tools alone.
         #[arg(long, value_name = "FILE")]
         tools: Vec<PathBuf>,
         #[arg(long)]
@@ -142,7 +160,7 @@ enum Command {
     /// weights of `weight * feature` terms and the threshold replaced.
     Fit {
         /// Trace file; `-` reads stdin.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         trace: String,
         #[command(flatten)]
         plan: PlanArgs,
@@ -191,7 +209,7 @@ enum Command {
         #[command(flatten)]
         plan: PlanArgs,
         /// Input JSON (context, message, usage) evaluated under each new plan; `-` reads stdin.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         input: String,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
@@ -215,7 +233,7 @@ enum Command {
     Guard {
         #[command(flatten)]
         plan: PlanArgs,
-        /// Tool name (or alias).
+        /// Tool name (or alias), or the name MCP clients see through mcp-proxy (`sqlite__read_query`).
         #[arg(long, value_name = "NAME")]
         tool: String,
         /// Arguments as JSON: inline, `-` for stdin, or `@FILE`.
@@ -323,6 +341,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                     )
                     .map(|s| format!(" (did you mean `{s}`?)"))
                     .unwrap_or_default();
+                    let tool = toolgate::diag::clip_chars(&tool, toolgate::diag::MAX_ECHOED_CHARS);
                     return Err((
                         ExitCode::from(5),
                         None,
@@ -457,6 +476,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 ProxyFail::Usage(m) => (ExitCode::from(2), None, Some(m)),
                 ProxyFail::Load(e) => (ExitCode::from(1), Some(e), None),
                 ProxyFail::Runtime(m) => (ExitCode::from(1), None, Some(m)),
+                ProxyFail::Unreadable(m) => (ExitCode::from(3), None, Some(m)),
             })?;
         }
         Command::Guard {

@@ -60,7 +60,7 @@ fn mcp_proxy_end_to_end_with_real_servers() {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join(".venv"))
         .join("bin/python");
-    let status = Command::new(&python)
+    let out = Command::new(&python)
         .args([
             "-m",
             "pytest",
@@ -74,9 +74,33 @@ fn mcp_proxy_end_to_end_with_real_servers() {
         ])
         .current_dir(root)
         .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
-        .status()
+        .output()
         .expect("cannot run pytest");
-    assert!(status.success(), "tests/mcp failed ({status})");
+    report_pytest("tests/mcp", &out);
+}
+
+/// Prints the summary line of a pytest run (`tests/mcp (pytest): 97 passed
+/// in 80.1s`, which scripts/test adds to its totals) straight to stderr,
+/// past cargo's capture; on a failure, the whole output, then fails.
+pub fn report_pytest(what: &str, out: &std::process::Output) {
+    use std::io::Write as _;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output")
+        .trim_matches(|c: char| c == '=' || c.is_whitespace())
+        .to_string();
+    let mut err = std::io::stderr().lock();
+    if out.status.success() {
+        let _ = writeln!(err, "{what} (pytest): {summary}");
+        return;
+    }
+    let _ = err.write_all(&out.stdout);
+    let _ = err.write_all(&out.stderr);
+    let _ = writeln!(err, "{what} (pytest): {summary}");
+    panic!("{what} failed ({}): {summary}", out.status);
 }
 
 /// Without the servers the test's message says what is missing, how to

@@ -286,6 +286,71 @@ fn the_command_table_lists_every_subcommand() {
     );
 }
 
+/// The long options of `toolgate [CMD] --help` (without `--help`).
+fn options(args: &[&str]) -> Vec<String> {
+    let o = Command::new(env!("CARGO_BIN_EXE_toolgate"))
+        .args(args)
+        .arg("--help")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l.strip_prefix("-h, ").unwrap_or(l);
+            l.starts_with("--").then(|| {
+                l.split(|c: char| c.is_whitespace() || c == '=')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+        })
+        .filter(|o| o != "--help" && o != "--version")
+        .collect()
+}
+
+/// The `mcp-proxy` row of the command table names every option of
+/// `mcp-proxy --help` (`--root`, `--pins`, `--bearer-token-env`, ...) and
+/// says where the limits are set.
+#[test]
+fn the_mcp_proxy_row_lists_every_option() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let row = readme
+        .lines()
+        .find(|l| l.starts_with("| `toolgate mcp-proxy"))
+        .expect("the mcp-proxy row");
+    let opts = options(&["mcp-proxy"]);
+    assert!(opts.len() >= 15, "{opts:?}");
+    let missing: Vec<&String> = opts
+        .iter()
+        .filter(|o| !row.contains(&format!("[{o}")) && !row.contains(&format!("{o} ")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the mcp-proxy row lacks {missing:?}:\n{row}"
+    );
+    assert!(row.contains("max_concurrent_calls"), "{row}");
+}
+
+/// The Quick start says what the first build costs, and the client
+/// configuration that runs servers with `uvx` says to install it.
+#[test]
+fn the_readme_warns_about_the_first_build_and_uvx() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(
+        readme.contains("about 40 minutes and 6 GB"),
+        "first-build note"
+    );
+    let first_uvx = readme.find("uvx ").expect("a uvx example");
+    let install = readme.find("install [uv]").expect("the uv install note");
+    assert!(
+        install < first_uvx,
+        "the install note comes before the first uvx"
+    );
+}
+
 #[test]
 fn the_matcher_honours_ellipses() {
     let a = ["one", "two  ", "three", "four"];

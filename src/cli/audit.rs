@@ -6,12 +6,24 @@ use toolgate::gate::audit::{AuditSummary, summarize};
 
 use super::Format;
 
-/// Reads and summarizes the log at `path`.
+/// Reads and summarizes the log at `path`. A file with lines of which none
+/// is an audit record is an error naming the first such line and the two
+/// formats expected.
 pub fn summary(path: &Path) -> Result<AuditSummary, String> {
     let f =
         std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    summarize(std::io::BufReader::new(f))
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+    let s = summarize(std::io::BufReader::new(f))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if s.records == 0
+        && let Some((line, why)) = &s.first_skipped
+    {
+        return Err(format!(
+            "{}: none of its {} line(s) is an audit record (line {line}: {why}); expected the JSON Lines written by `toolgate guard --audit FILE` or `toolgate mcp-proxy --audit FILE`",
+            path.display(),
+            s.skipped_lines
+        ));
+    }
+    Ok(s)
 }
 
 /// Milliseconds for people: `0.046 ms`, `12.3 ms`, `2.50 s`.
@@ -43,6 +55,35 @@ pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
         duration(s.latency_p50_ms),
         duration(s.latency_p95_ms)
     );
+    let counts = |m: &std::collections::BTreeMap<String, usize>| {
+        m.iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !s.decisions.is_empty() {
+        w!(o, "decisions: {}", counts(&s.decisions));
+    }
+    let c = &s.confirmations;
+    if c.asked > 0 {
+        w!(
+            o,
+            "confirmations: {} asked, {} confirmed, {} declined, {} unanswered",
+            c.asked,
+            c.confirmed,
+            c.declined,
+            c.unanswered
+        );
+    }
+    if let Some(d) = &s.downstream {
+        w!(
+            o,
+            "downstream latency: p50 {}, p95 {} ({} forwarded call(s))",
+            duration(d.p50_ms),
+            duration(d.p95_ms),
+            d.calls
+        );
+    }
     if s.error_breakdown.is_empty() {
         w!(o, "errors: none");
     } else {
@@ -50,6 +91,9 @@ pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
         for (k, n) in &s.error_breakdown {
             w!(o, "  {k}: {n}");
         }
+    }
+    if !s.events.is_empty() {
+        w!(o, "other events: {}", counts(&s.events));
     }
     if s.skipped_lines > 0 {
         w!(

@@ -1,6 +1,5 @@
 //! `toolgate guard`: one call through the call gate.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,21 +10,16 @@ use super::{Fail, Format, PlanArgs, build};
 /// Reads the `--args` value: inline JSON, `-` for stdin, `@FILE` for a file.
 fn read_args(args: &str) -> Result<String, String> {
     match args {
-        "-" => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| format!("cannot read stdin: {e}"))?;
-            Ok(s)
-        }
-        a if a.starts_with('@') => {
-            std::fs::read_to_string(&a[1..]).map_err(|e| format!("cannot read {}: {e}", &a[1..]))
-        }
+        "-" => super::read_text("-").map_err(|e| format!("--args {e}")),
+        a if a.starts_with('@') => super::read_text(&a[1..]).map_err(|e| format!("--args {e}")),
         a => Ok(a.to_string()),
     }
 }
 
-/// Runs the gate on one call; returns the verdict.
+/// Runs the gate on one call; returns the verdict. `tool` is a catalog
+/// name or alias, or the client-visible name of `toolgate mcp-proxy`
+/// (`sqlite__read_query`), as for `explain`. `--args` that is not
+/// JSON is an input error (exit 3), not a verdict.
 pub fn guard(
     plan: &PlanArgs,
     tool: &str,
@@ -34,7 +28,26 @@ pub fn guard(
     audit: Option<&PathBuf>,
 ) -> Result<Verdict, Fail> {
     let text = read_args(args).map_err(Fail::Input)?;
+    // (Nesting deeper than the parser follows is JSON too: the gate denies it.)
+    if let Err(e) = serde_json::from_str::<serde_json::Value>(&text)
+        && !e.to_string().starts_with("recursion limit exceeded")
+    {
+        return Err(Fail::Input(format!(
+            "--args is not JSON: {e} (give a JSON object such as '{{\"query\": \"select 1\"}}', `-` for stdin or `@FILE`)"
+        )));
+    }
     let p = build(plan, None)?;
+    // The catalog name, or the name MCP clients see through the proxy (as
+    // `explain` accepts it).
+    let tool = match p.tool_index(tool) {
+        Some(_) => tool.to_string(),
+        None => super::report::proxy_names(&p)
+            .iter()
+            .position(|n| n.as_deref() == Some(tool))
+            .map(|i| p.tools[i].name.clone())
+            .unwrap_or_else(|| tool.to_string()),
+    };
+    let tool = tool.as_str();
     let mut gate = Gate::new(Arc::clone(&p));
     if let Some(path) = audit {
         let sink = JsonlSink::open(path).map_err(|e| {

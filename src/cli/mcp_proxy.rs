@@ -87,9 +87,29 @@ pub enum ProxyFail {
     Load(toolgate::LoadError),
     /// Runtime failure (exit 1).
     Runtime(String),
+    /// The `--config` file cannot be read (exit 3, as every unreadable file).
+    Unreadable(String),
 }
 
-fn config(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
+fn config(args: &McpProxyArgs) -> Result<ProxyConfig, ProxyFail> {
+    if let Some(p) = &args.config
+        && let Err(e) = std::fs::File::open(p).and_then(|f| {
+            if f.metadata()?.is_dir() {
+                Err(std::io::Error::other("it is a directory, not a file"))
+            } else {
+                Ok(())
+            }
+        })
+    {
+        return Err(ProxyFail::Unreadable(format!(
+            "cannot read the --config file {}: {e}",
+            p.display()
+        )));
+    }
+    config_of(args).map_err(ProxyFail::Usage)
+}
+
+fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     let mut c = match &args.config {
         Some(p) => ProxyConfig::from_toml_file(p)?,
         None => ProxyConfig::default(),
@@ -156,7 +176,7 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
 /// Streamable HTTP until SIGINT or SIGTERM (then it finishes the calls in
 /// flight first).
 pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
-    let cfg = config(args).map_err(ProxyFail::Usage)?;
+    let cfg = config(args)?;
     if cfg.roots.is_empty()
         && let Ok(cwd) = std::env::current_dir()
     {

@@ -30,10 +30,11 @@ pub struct PlanArgs {
     /// Policy file (default: the shipped policies/default.toml, embedded).
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
-    /// Tool-tags directory (default: the shipped tool-tags/, embedded).
+    /// Tool-tags directory (default: the shipped tool-tags/, embedded, unless --tools is given).
     #[arg(long, value_name = "DIR")]
     pub tags: Option<PathBuf>,
-    /// Extra tools from an MCP tools/list result or an OpenAI tools array (repeatable; auto-tagged).
+    /// Tools from an MCP tools/list result or an OpenAI tools array (repeatable; auto-tagged).
+    /// With --tags, added to the tag files; without --tags, the catalog is these tools alone.
     #[arg(long, value_name = "FILE")]
     pub tools: Vec<PathBuf>,
 }
@@ -72,17 +73,25 @@ pub fn render(err: &LoadError) {
     eprintln!("{n} problem{} found", if n == 1 { "" } else { "s" });
 }
 
+/// The text of `path` (`-` = stdin): UTF-8, a leading byte-order mark
+/// dropped; bytes that are not UTF-8 are an error with their byte offset.
+pub fn read_text(path: &str) -> Result<String, String> {
+    let bytes = if path == "-" {
+        let mut b = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut b)
+            .map_err(|e| format!("cannot read stdin: {e}"))?;
+        b
+    } else {
+        std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?
+    };
+    toolgate::datafile::decode_text(bytes).map_err(|e| format!("{path}: {e}"))
+}
+
 pub fn read_input(path: &Option<String>) -> Result<EvalInput, String> {
     let text = match path.as_deref() {
         None => return Ok(EvalInput::default()),
-        Some("-") => {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .map_err(|e| format!("cannot read stdin: {e}"))?;
-            s
-        }
-        Some(p) => std::fs::read_to_string(p).map_err(|e| format!("cannot read {p}: {e}"))?,
+        Some(p) => read_text(p)?,
     };
     EvalInput::parse_file(path.as_deref().unwrap_or("-"), &text)
 }

@@ -12,34 +12,31 @@ use toolgate::replay::trace::{Trace, parse_trace};
 
 use super::{Fail, PlanArgs};
 
-/// Reads and parses a trace file (`-` = stdin).
+/// Reads and parses a trace file (`-` = stdin). A trace with no session (an
+/// empty file, only blank lines, or every line skipped) is an input error:
+/// there is nothing to replay. (Sessions without a tool call are valid: they
+/// measure what is listed when nothing is needed.)
 pub fn read_trace(path: &str, skip_invalid: bool) -> Result<Trace, Fail> {
-    let text = if path == "-" {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-            .map_err(|e| Fail::Input(format!("cannot read stdin: {e}")))?;
-        s
-    } else {
-        std::fs::read_to_string(path)
-            .map_err(|e| Fail::Input(format!("cannot read {path}: {e}")))?
-    };
-    parse_trace(&text, skip_invalid).map_err(|e| Fail::Input(format!("{path}: {e}")))
+    let text = super::read_text(path).map_err(Fail::Input)?;
+    let trace =
+        parse_trace(&text, skip_invalid).map_err(|e| Fail::Input(format!("{path}: {e}")))?;
+    if trace.lines.is_empty() {
+        let what = if trace.skipped.is_empty() {
+            "the file holds no trace line".to_string()
+        } else {
+            format!("all {} lines were skipped as invalid", trace.skipped.len())
+        };
+        return Err(Fail::Input(format!(
+            "{path}: the trace has no sessions ({what}), so there is nothing to replay; a trace is JSON Lines, one event per line, e.g. {{\"session\": \"s1\", \"t\": 4, \"event\": \"tool_call\", \"tool\": \"sqlite.list_tables\"}} (docs/trace-format.md)"
+        )));
+    }
+    Ok(trace)
 }
 
-/// The catalog of a replay: `--tags DIR` and/or `--tools FILE`; with `--tools`
-/// and no `--tags`, the tools alone (the embedded tags are for the default
-/// catalog only); with neither, the embedded tags.
+/// The catalog of a replay: as for every command ([`load_catalog`]):
+/// `--tags DIR` and/or `--tools FILE`; with `--tools` and no `--tags`, the
+/// tools alone; with neither, the embedded tags.
 pub fn replay_catalog(args: &PlanArgs) -> Result<Vec<ToolSpec>, Fail> {
-    if args.tags.is_none() && !args.tools.is_empty() {
-        let mut tools = Vec::new();
-        for p in &args.tools {
-            let f = toolgate::parse::tags::read_source(p).map_err(Fail::Load)?;
-            tools.extend(
-                toolgate::parse::tags::import_tools_json(&f.name, &f.text).map_err(Fail::Load)?,
-            );
-        }
-        return Ok(tools);
-    }
     load_catalog(&Sources {
         policy: None,
         tags: args.tags.clone(),

@@ -54,6 +54,73 @@ fn at(
     Diagnostic::at(kind, &p.file, span, msg)
 }
 
+/// The formula names variables that are neither features nor weights, and
+/// some of them are close to a weight the formula does not use: a misspelt
+/// key in `[score.weights]` (`w_stag` for the formula's `w_stage`). One
+/// problem per unknown variable, each at the misspelt key when there is one
+/// (else at the formula); `None` when no unknown variable has such a key.
+fn misspelt_weights(
+    policy: &PolicySource,
+    weights: &HashMap<&str, f64>,
+) -> Option<Vec<Diagnostic>> {
+    let tree = evalexpr::build_operator_tree(&policy.formula.value).ok()?;
+    let used: Vec<&str> = tree.iter_variable_identifiers().collect();
+    let unused: Vec<&Sp<String>> = policy
+        .weights
+        .iter()
+        .map(|(n, _)| n)
+        .filter(|n| !used.contains(&n.value.as_str()))
+        .collect();
+    let mut unknown: Vec<&str> = used
+        .iter()
+        .copied()
+        .filter(|v| !FEATURES.contains(v) && !weights.contains_key(v))
+        .collect();
+    unknown.dedup();
+    let mut out = Vec::new();
+    let mut any = false;
+    for v in unknown {
+        let close = crate::diag::did_you_mean(v, unused.iter().map(|n| n.value.as_str()))
+            .and_then(|k| unused.iter().find(|n| n.value == k));
+        let d = match close {
+            Some(key) => {
+                any = true;
+                at(
+                    policy,
+                    ErrorKind::UnknownName,
+                    key.span.clone(),
+                    format!(
+                        "weight `{}` is not used by the formula, and the formula's `{v}` has no weight in [score.weights]",
+                        key.value
+                    ),
+                )
+                .with_help(format!(
+                    "rename the key `{}` to `{v}`",
+                    key.value
+                ))
+            }
+            None => {
+                let span =
+                    name_span(policy, &policy.formula, v).unwrap_or(policy.formula.span.clone());
+                let names: Vec<&str> = FEATURES
+                    .iter()
+                    .copied()
+                    .chain(weights.keys().copied())
+                    .collect();
+                at(
+                    policy,
+                    ErrorKind::UnknownName,
+                    span,
+                    format!("the formula names `{v}`, which is neither a feature nor a weight of [score.weights]"),
+                )
+                .with_suggestion(v, names)
+            }
+        };
+        out.push(d);
+    }
+    any.then_some(out)
+}
+
 /// The span of identifier `name` inside a string value, when the value is
 /// written as a plain TOML string (no escapes) so that offsets map one to one.
 fn name_span(p: &PolicySource, value: &Sp<String>, name: &str) -> Option<std::ops::Range<usize>> {
@@ -162,23 +229,34 @@ fn compile_with(
                 }
                 _ => None,
             };
-            let span = name
-                .and_then(|n| name_span(policy, &policy.formula, n))
-                .unwrap_or(policy.formula.span.clone());
-            let mut d = at(policy, kind, span, e.to_string());
-            if let FormulaError::UnknownVariable(v) = &e {
-                let names: Vec<&str> = FEATURES
-                    .iter()
-                    .copied()
-                    .chain(weights.keys().copied())
-                    .collect();
-                d = d.with_suggestion(v, names);
+            let misspelt = match &e {
+                FormulaError::UnknownVariable(_) => misspelt_weights(policy, &weights),
+                _ => None,
+            };
+            if let Some(ds) = misspelt {
+                for d in ds {
+                    sink.push(d);
+                }
+                None
+            } else {
+                let span = name
+                    .and_then(|n| name_span(policy, &policy.formula, n))
+                    .unwrap_or(policy.formula.span.clone());
+                let mut d = at(policy, kind, span, e.to_string());
+                if let FormulaError::UnknownVariable(v) = &e {
+                    let names: Vec<&str> = FEATURES
+                        .iter()
+                        .copied()
+                        .chain(weights.keys().copied())
+                        .collect();
+                    d = d.with_suggestion(v, names);
+                }
+                if let FormulaError::UnknownFunction(v) = &e {
+                    d = d.with_suggestion(v, formula::FUNCTIONS.iter().copied());
+                }
+                sink.push(d);
+                None
             }
-            if let FormulaError::UnknownFunction(v) = &e {
-                d = d.with_suggestion(v, formula::FUNCTIONS.iter().copied());
-            }
-            sink.push(d);
-            None
         }
     };
     if let Some(f) = &formula {

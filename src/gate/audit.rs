@@ -300,12 +300,18 @@ fn ex_kind<T>(ex: &Execution<T>) -> String {
     }
 }
 
-/// Seed 002's `ToolTracer.get_summary`, over an audit log.
+/// Seed 002's `ToolTracer.get_summary`, over an audit log: the gate's
+/// records (`toolgate guard --audit`, [`AuditRecord`]) and the MCP proxy's
+/// (`toolgate mcp-proxy --audit`: one line per call, with `decision`,
+/// `confirmed`, `outcome` and `attempts`), alone or mixed in one file.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditSummary {
-    /// Calls: records grouped by call id (an execution supersedes its verdict).
+    /// Calls: records grouped by call id (an execution supersedes its verdict);
+    /// a proxy record is one call. Proxy records that are not calls
+    /// (`definition_changed`, `definition_accepted`) are counted in `events`.
     pub total_calls: usize,
-    /// Calls that succeeded (executed successfully, or allowed and not executed).
+    /// Calls that succeeded (executed successfully, allowed and not executed,
+    /// or forwarded by the proxy with outcome `ok`).
     pub successes: usize,
     /// `successes / total_calls`, in percent (0 when there is no call).
     pub success_rate: f64,
@@ -313,31 +319,138 @@ pub struct AuditSummary {
     pub latency_p50_ms: f64,
     /// 95th percentile latency (nearest rank), in milliseconds.
     pub latency_p95_ms: f64,
-    /// Failed calls by error kind.
+    /// Failed calls by error kind (the gate's `error_kind`, or the proxy's
+    /// outcome: `denied`, `tool_error`, `input_required`, `state_refused`, ...).
     pub error_breakdown: BTreeMap<String, usize>,
+    /// Calls by the gate's decision: `allow`, `ask`, `deny` (and `none` for a
+    /// proxy call that ended before the gate was asked).
+    pub decisions: BTreeMap<String, usize>,
+    /// Confirmations of the calls the gate asked about.
+    pub confirmations: Confirmations,
+    /// Latency of the calls forwarded to a downstream server (proxy records
+    /// with at least one attempt), milliseconds; `None` without such a call.
+    pub downstream: Option<DownstreamLatency>,
+    /// Proxy records that are not calls, by outcome.
+    pub events: BTreeMap<String, usize>,
     /// Records read.
     pub records: usize,
+    /// Of which written by the gate (`guard --audit`).
+    pub gate_records: usize,
+    /// Of which written by the MCP proxy (`mcp-proxy --audit`).
+    pub proxy_records: usize,
     /// Lines that are not audit records (skipped).
     pub skipped_lines: usize,
+    /// The first line that is not an audit record: its 1-based number and
+    /// what is wrong with it (for the error when no line is a record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_skipped: Option<(usize, String)>,
 }
 
-/// Summarizes an audit log.
+/// What happened to the calls the gate asked about.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Confirmations {
+    /// Calls whose decision was `ask`.
+    pub asked: usize,
+    /// The user confirmed (the call went ahead).
+    pub confirmed: usize,
+    /// The user declined or cancelled.
+    pub declined: usize,
+    /// Not answered: the client could not be asked (`confirmation_required`),
+    /// or a modern client was sent an `InputRequiredResult` (`input_required`).
+    pub unanswered: usize,
+}
+
+/// Percentiles of the downstream latency.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DownstreamLatency {
+    /// Calls forwarded downstream.
+    pub calls: usize,
+    /// Median, milliseconds.
+    pub p50_ms: f64,
+    /// 95th percentile (nearest rank), milliseconds.
+    pub p95_ms: f64,
+}
+
+/// One line of the MCP proxy's audit log, as far as the summary reads it.
+#[derive(Debug, Deserialize)]
+struct ProxyLine {
+    #[allow(dead_code)]
+    time: f64,
+    #[allow(dead_code)]
+    session: String,
+    #[allow(dead_code)]
+    tool: String,
+    decision: String,
+    #[serde(default)]
+    confirmed: Option<bool>,
+    latency_ms: f64,
+    outcome: String,
+    #[serde(default)]
+    attempts: u32,
+}
+
+/// One line of the log, in either format.
+enum Line {
+    Gate(AuditRecord),
+    Proxy(ProxyLine),
+}
+
+fn parse_line(line: &str) -> Result<Line, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
+    // The gate's records carry a `call_id` and an `event`; the proxy's do not.
+    if v.get("call_id").is_some() || v.get("event").is_some() {
+        serde_json::from_value::<AuditRecord>(v)
+            .map(Line::Gate)
+            .map_err(|e| format!("not a gate audit record: {e}"))
+    } else {
+        serde_json::from_value::<ProxyLine>(v)
+            .map(Line::Proxy)
+            .map_err(|e| format!("not an audit record (gate or proxy): {e}"))
+    }
+}
+
+/// Nearest-rank percentile of sorted values (0 when empty).
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Summarizes an audit log (gate records, proxy records, or both).
 pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
     // call id -> (record that decides the call's outcome)
     let mut calls: BTreeMap<String, AuditRecord> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
-    let mut records = 0;
-    let mut skipped = 0;
-    for line in input.lines() {
+    let mut proxy: Vec<ProxyLine> = Vec::new();
+    let mut events = BTreeMap::new();
+    let (mut records, mut gate_records, mut skipped) = (0, 0, 0);
+    let mut first_skipped = None;
+    for (i, line) in input.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
             continue;
         }
-        let Ok(r) = serde_json::from_str::<AuditRecord>(&line) else {
-            skipped += 1;
-            continue;
+        let r = match parse_line(&line) {
+            Ok(Line::Gate(r)) => r,
+            Ok(Line::Proxy(p)) => {
+                records += 1;
+                if p.outcome.starts_with("definition_") {
+                    *events.entry(p.outcome).or_insert(0) += 1;
+                } else {
+                    proxy.push(p);
+                }
+                continue;
+            }
+            Err(why) => {
+                skipped += 1;
+                first_skipped.get_or_insert((i + 1, why));
+                continue;
+            }
         };
         records += 1;
+        gate_records += 1;
         match calls.get(&r.call_id) {
             Some(prev) if prev.event == "execution" && r.event != "execution" => {}
             Some(_) => {
@@ -352,9 +465,16 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
     let mut successes = 0;
     let mut latencies = Vec::new();
     let mut breakdown = BTreeMap::new();
+    let mut decisions = BTreeMap::new();
+    let mut conf = Confirmations::default();
     for id in &order {
         let Some(r) = calls.get(id) else { continue };
         latencies.push(r.latency_ms);
+        *decisions.entry(r.decision.to_string()).or_insert(0) += 1;
+        if r.decision == Action::Ask {
+            conf.asked += 1;
+            conf.unanswered += 1;
+        }
         let ok = match r.event.as_str() {
             "execution" => r.outcome == "success",
             _ => r.decision == Action::Allow,
@@ -366,15 +486,30 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
             *breakdown.entry(kind).or_insert(0) += 1;
         }
     }
-    latencies.sort_by(f64::total_cmp);
-    let pct = |p: f64| -> f64 {
-        if latencies.is_empty() {
-            return 0.0;
+    let mut downstream = Vec::new();
+    for p in &proxy {
+        latencies.push(p.latency_ms);
+        *decisions.entry(p.decision.clone()).or_insert(0) += 1;
+        if p.decision == "ask" {
+            conf.asked += 1;
+            match (p.confirmed, p.outcome.as_str()) {
+                (Some(true), _) => conf.confirmed += 1,
+                (Some(false), _) | (None, "declined" | "cancelled") => conf.declined += 1,
+                _ => conf.unanswered += 1,
+            }
         }
-        let rank = ((p / 100.0) * latencies.len() as f64).ceil() as usize;
-        latencies[rank.clamp(1, latencies.len()) - 1]
-    };
-    let total = order.len();
+        if p.attempts > 0 {
+            downstream.push(p.latency_ms);
+        }
+        if p.outcome == "ok" {
+            successes += 1;
+        } else {
+            *breakdown.entry(p.outcome.clone()).or_insert(0) += 1;
+        }
+    }
+    latencies.sort_by(f64::total_cmp);
+    downstream.sort_by(f64::total_cmp);
+    let total = order.len() + proxy.len();
     Ok(AuditSummary {
         total_calls: total,
         successes,
@@ -383,11 +518,22 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
         } else {
             successes as f64 * 100.0 / total as f64
         },
-        latency_p50_ms: round_ns(pct(50.0)),
-        latency_p95_ms: round_ns(pct(95.0)),
+        latency_p50_ms: round_ns(percentile(&latencies, 50.0)),
+        latency_p95_ms: round_ns(percentile(&latencies, 95.0)),
         error_breakdown: breakdown,
+        decisions,
+        confirmations: conf,
+        downstream: (!downstream.is_empty()).then(|| DownstreamLatency {
+            calls: downstream.len(),
+            p50_ms: round_ns(percentile(&downstream, 50.0)),
+            p95_ms: round_ns(percentile(&downstream, 95.0)),
+        }),
+        events,
         records,
+        gate_records,
+        proxy_records: records - gate_records,
         skipped_lines: skipped,
+        first_skipped,
     })
 }
 

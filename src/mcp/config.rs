@@ -614,8 +614,11 @@ impl ProxyConfig {
     /// Reads a TOML configuration file (see the module docs). Relative paths
     /// (`policy`, `tags`, `audit`, `cwd`) are taken from the file's folder.
     pub fn from_toml_file(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text = std::fs::read(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))
+            .and_then(|b| {
+                crate::datafile::decode_text(b).map_err(|e| format!("{}: {e}", path.display()))
+            })?;
         let base = path.parent().unwrap_or(Path::new("."));
         Self::from_toml_str(&text, base).map_err(|e| format!("{}: {e}", path.display()))
     }

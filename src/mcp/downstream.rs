@@ -44,8 +44,9 @@ pub(crate) enum Event {
 /// A server's state as calls see it.
 #[derive(Clone)]
 pub(crate) enum Status {
-    /// Being started (attempt number).
-    Starting(u32),
+    /// Being started: the attempt number, and why the previous attempt (or
+    /// run) ended, for a server that is restarting.
+    Starting(u32, Option<String>),
     /// Running.
     Up { peer: Peer<RoleClient> },
     /// Not running: why, and when the next start is due.
@@ -136,7 +137,7 @@ impl Downstream {
         Downstream {
             spec,
             index,
-            status: Mutex::new(Status::Starting(0)),
+            status: Mutex::new(Status::Starting(0, None)),
             listing: Mutex::new((Arc::new(Vec::new()), 0)),
             invalid: Mutex::new(Vec::new()),
             listing_version: AtomicU64::new(0),
@@ -317,9 +318,14 @@ impl Downstream {
     pub fn unavailable_message(&self) -> String {
         match self.status() {
             Status::Up { .. } => format!("server `{}` is running", self.spec.name),
-            Status::Starting(n) => format!(
+            Status::Starting(n, None) => format!(
                 "server `{}` is starting (attempt {n}); try again shortly",
                 self.spec.name
+            ),
+            Status::Starting(n, Some(last)) => format!(
+                "server `{}` is restarting (attempt {n}) after it failed: {}; try again shortly",
+                self.spec.name,
+                crate::diag::clip_chars(&last, 500)
             ),
             Status::Down { reason, retry_at } => {
                 let wait = retry_at.saturating_duration_since(Instant::now());
@@ -608,12 +614,13 @@ pub(crate) async fn supervise(
     let mut delay = timing.restart_initial;
     let mut attempt = 0u32;
     let mut first = true;
+    let mut last_error: Option<String> = None;
     loop {
         if *shutdown.borrow() {
             return;
         }
         attempt += 1;
-        ds.set_status(Status::Starting(attempt));
+        ds.set_status(Status::Starting(attempt, last_error.clone()));
         let (relist_tx, mut relist_rx) = mpsc::unbounded_channel();
         let relist_tx_keep = relist_tx.clone();
         let started = start(&ds, relist_tx, timing.start_timeout).await;
@@ -741,6 +748,7 @@ pub(crate) async fn supervise(
             }
         };
         tracing::warn!(server = %name, "server down: {reason}; restarting in {delay:?}");
+        last_error = Some(reason.clone());
         ds.set_status(Status::Down {
             reason,
             retry_at: Instant::now() + delay,

@@ -444,8 +444,20 @@ pub fn parse_tag_file(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError>
     })
 }
 
+/// The error for a tool-tags directory that holds no `*.toml` file.
+pub fn no_tag_files(dir: &Path) -> LoadError {
+    LoadError::single(Diagnostic::bare(
+        ErrorKind::Io,
+        format!(
+            "the tool-tags directory {} holds no tag file (*.toml): --tags names a folder of tag files such as the shipped tool-tags/; to use only the tools of --tools files, leave --tags out",
+            dir.display()
+        ),
+    ))
+}
+
 /// Reads every `*.toml` file of a directory (sorted by file name) as tool tags.
-/// All files are read and all problems reported together.
+/// All files are read and all problems reported together. A directory with
+/// no `*.toml` file (empty, or the wrong folder) is an error.
 pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         LoadError::single(Diagnostic::bare(
@@ -459,6 +471,9 @@ pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
         .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
         .collect();
     paths.sort();
+    if paths.is_empty() {
+        return Err(no_tag_files(dir));
+    }
     let mut tools = Vec::new();
     let mut diags = Vec::new();
     for p in paths {
@@ -476,7 +491,8 @@ pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
 
 /// Reads a file into a [`SourceFile`] named by its path: a regular file of at
 /// most [`TEXT_FILE_LIMIT`](crate::datafile::TEXT_FILE_LIMIT) bytes
-/// ([`crate::datafile::read_data_file`]).
+/// ([`crate::datafile::read_data_file`]), UTF-8 with an optional byte-order
+/// mark ([`crate::datafile::decode_text`]).
 pub fn read_source(path: &Path) -> Result<Arc<SourceFile>, LoadError> {
     let bytes =
         crate::datafile::read_data_file(path, crate::datafile::TEXT_FILE_LIMIT).map_err(|e| {
@@ -485,14 +501,10 @@ pub fn read_source(path: &Path) -> Result<Arc<SourceFile>, LoadError> {
                 format!("cannot read {}: {e}", path.display()),
             ))
         })?;
-    let text = String::from_utf8(bytes).map_err(|e| {
+    let text = crate::datafile::decode_text(bytes).map_err(|e| {
         LoadError::single(Diagnostic::bare(
             ErrorKind::Syntax,
-            format!(
-                "{} is not valid UTF-8 (byte {})",
-                path.display(),
-                e.utf8_error().valid_up_to()
-            ),
+            format!("{}: {e}", path.display()),
         ))
     })?;
     Ok(SourceFile::new(path.display().to_string(), text))

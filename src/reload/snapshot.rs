@@ -155,16 +155,10 @@ pub(super) fn stable_snapshot(
 fn to_source(path: &Path, content: &Content) -> Result<Arc<SourceFile>, LoadError> {
     let bare = |kind, msg: String| Err(LoadError::single(Diagnostic::bare(kind, msg)));
     match content {
-        Content::Bytes(b) => match std::str::from_utf8(b) {
+        // as `parse::tags::read_source`: a byte-order mark is dropped
+        Content::Bytes(b) => match crate::datafile::decode_text(b.clone()) {
             Ok(text) => Ok(SourceFile::new(path.display().to_string(), text)),
-            Err(e) => bare(
-                ErrorKind::Syntax,
-                format!(
-                    "{} is not valid UTF-8 (byte {})",
-                    path.display(),
-                    e.valid_up_to()
-                ),
-            ),
+            Err(e) => bare(ErrorKind::Syntax, format!("{}: {e}", path.display())),
         },
         Content::Missing => bare(
             ErrorKind::Io,
@@ -239,7 +233,13 @@ pub(super) fn build(
         Ok(t) => units.push(t),
         Err(e) => diags.extend(e.diagnostics),
     };
+    // The catalog rule of `load::load_catalog`: tools without tags are the
+    // tools alone; a tags folder without tag files is an error.
     match &snap.tags {
+        None if !snap.tools.is_empty() => {}
+        Some((dir, Listing::Files(files))) if files.is_empty() => {
+            add(Err(crate::parse::tags::no_tag_files(dir)))
+        }
         None => {
             for (name, text) in DEFAULT_TAGS {
                 let content = Content::Bytes(text.as_bytes().to_vec());
