@@ -545,7 +545,7 @@ fn invalid_utf8_is_reported_with_its_byte_offset() {
     let o = toolgate(&["replay", "--trace", &trace], None);
     assert_eq!(o.status.code(), Some(3));
     assert!(
-        stderr(&o).contains("t.jsonl: not valid UTF-8 at byte 0 (line 1)"),
+        stderr(&o).contains("t.jsonl: trace line 1: not valid UTF-8 at byte 0 (line 1)"),
         "{}",
         stderr(&o)
     );

@@ -69,7 +69,25 @@ impl TraceFile {
         skip_invalid: bool,
         plans: &[&Arc<Plan>],
     ) -> Result<TraceIndex, Fail> {
-        index_trace(self.reader(name)?, skip_invalid, plans).map_err(|e| input(name, e))
+        let index =
+            index_trace(self.reader(name)?, skip_invalid, plans).map_err(|e| input(name, e))?;
+        // A trace with no session (an empty file, only blank lines, or every
+        // line skipped) is an input error: there is nothing to replay
+        // (issue 29; sessions without a tool call are valid).
+        if index.sessions() == 0 {
+            let what = if index.parse_skipped.is_empty() {
+                "the file holds no trace line".to_string()
+            } else {
+                format!(
+                    "all {} lines were skipped as invalid",
+                    index.parse_skipped.len()
+                )
+            };
+            return Err(Fail::Input(format!(
+                "{name}: the trace has no sessions ({what}), so there is nothing to replay; a trace is JSON Lines, one event per line, e.g. {{\"session\": \"s1\", \"t\": 4, \"event\": \"tool_call\", \"tool\": \"sqlite.list_tables\"}} (docs/trace-format.md)"
+            )));
+        }
+        Ok(index)
     }
 
     /// The second pass ([`replay_sessions`]).

@@ -62,6 +62,39 @@ fn read_err(line: usize, e: std::io::Error) -> TraceError {
     }
 }
 
+/// The lines of a trace as text, numbered from 1: `\n` or `\r\n` ends a
+/// line, a UTF-8 byte-order mark before the first line is dropped, and bytes
+/// that are not UTF-8 are an error naming their byte offset (0-based, in the
+/// file) and line, as [`crate::datafile::decode_text`] names them for a whole
+/// file.
+fn text_lines(reader: impl BufRead) -> impl Iterator<Item = (usize, Result<String, TraceError>)> {
+    let mut offset = 0usize;
+    reader.split(b'\n').enumerate().map(move |(i, raw)| {
+        let line = i + 1;
+        let mut bytes = match raw {
+            Ok(b) => b,
+            Err(e) => return (line, Err(read_err(line, e))),
+        };
+        let mut start = offset;
+        offset += bytes.len() + 1;
+        if line == 1 && bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            bytes.drain(..3);
+            start += 3;
+        }
+        if bytes.last() == Some(&b'\r') {
+            bytes.pop();
+        }
+        let text = String::from_utf8(bytes).map_err(|e| TraceError {
+            line,
+            message: format!(
+                "not valid UTF-8 at byte {} (line {line})",
+                start + e.utf8_error().valid_up_to()
+            ),
+        });
+        (line, text)
+    })
+}
+
 /// The first pass over a trace (see the module documentation). Without
 /// `skip_invalid`, returns the error the in-memory replay of `plans[0]`, then
 /// of `plans[1]` ..., would report.
@@ -77,9 +110,8 @@ pub fn index_trace(
     let mut last_t: HashMap<String, f64> = HashMap::new();
     // Per plan, without skip_invalid: the first invalid line of the earliest session.
     let mut first_error: Vec<Option<(usize, TraceError)>> = vec![None; plans.len()];
-    for (i, raw) in reader.lines().enumerate() {
-        let line = i + 1;
-        let raw = raw.map_err(|e| read_err(line, e))?;
+    for (line, raw) in text_lines(reader) {
+        let raw = raw?;
         index.lines = line;
         if raw.trim().is_empty() {
             continue;
@@ -194,9 +226,8 @@ pub fn replay_sessions<T: Send>(
             next += 1;
         }
     };
-    for (i, raw) in reader.lines().enumerate() {
-        let line = i + 1;
-        let raw = raw.map_err(|e| read_err(line, e))?;
+    for (line, raw) in text_lines(reader) {
+        let raw = raw?;
         if skip.peek() == Some(&line) {
             skip.next();
             continue;
