@@ -293,11 +293,10 @@ fn fallbacks_on_the_bfcl_catalogs() {
         .status()
         .unwrap();
     assert!(st.success());
-    let empty = dir.path().join("no-tags");
-    std::fs::create_dir(&empty).unwrap();
     for file in ["catalog.json", "multi_turn_catalog.json"] {
+        // --tools without --tags: the tools alone (one rule for every command)
         let sources = Sources {
-            tags: Some(empty.clone()),
+            tags: None,
             tools: vec![out.join(file)],
             ..Sources::default()
         };
