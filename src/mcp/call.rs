@@ -227,36 +227,17 @@ impl ProxySession {
         });
     }
 
-    /// The first round of a modern confirmation: an `InputRequiredResult`
-    /// (audited as `input_required`; see [`super::mrtr`]).
-    #[allow(clippy::too_many_arguments)]
-    fn ask_by_mrtr(
-        &self,
-        kind: &str,
-        tool: &str,
-        args: &Value,
-        message: String,
-        title: String,
-        reason: &str,
-        hash: Option<String>,
-        trusted: Option<String>,
-    ) -> CallEnd {
-        let q = mrtr::Question {
-            kind,
-            tool,
-            args,
-            message,
-            title,
-            reason,
-            hash,
-            trusted,
-        };
+    /// The first round of a modern confirmation of `q`: an
+    /// `InputRequiredResult` (audited as `input_required`; see
+    /// [`super::mrtr`]).
+    fn ask_by_mrtr(&self, q: mrtr::Question<'_>) -> CallEnd {
+        let detail = format!("asked the user ({}): {}", q.kind, q.reason);
         match mrtr::ask(&self.inner.stateless, q) {
             Ok(ir) => CallEnd {
                 response: Ok(CallToolResponse::InputRequired(ir)),
                 outcome: Outcome::InputRequired,
                 attempts: 0,
-                detail: Some(format!("asked the user ({kind}): {reason}")),
+                detail: Some(detail),
             },
             Err(e) => CallEnd::refused(Outcome::ConfirmationRequired, e),
         }
@@ -600,16 +581,16 @@ impl ProxySession {
                 match answered {
                     Some(a) => Ok(a),
                     None => {
-                        let end = self.ask_by_mrtr(
-                            "definition",
-                            &tool,
-                            &args,
+                        let end = self.ask_by_mrtr(mrtr::Question {
+                            kind: "definition",
+                            tool: &tool,
+                            args: &args,
                             message,
                             title,
-                            &reason,
-                            Some(cat.hashes[i].clone()),
-                            None,
-                        );
+                            reason: &reason,
+                            hash: Some(cat.hashes[i].clone()),
+                            trusted: None,
+                        });
                         return (end, facts);
                     }
                 }
@@ -708,16 +689,16 @@ impl ProxySession {
                     None => {
                         let message = confirm_message(&shown, &args, &reason);
                         let short = crate::diag::clip_chars(&reason, MAX_CONFIRM_REASON_CHARS);
-                        let end = self.ask_by_mrtr(
-                            "ask",
-                            &tool,
-                            &args,
+                        let end = self.ask_by_mrtr(mrtr::Question {
+                            kind: "ask",
+                            tool: &tool,
+                            args: &args,
                             message,
-                            format!("Run {shown}?"),
-                            &short,
-                            None,
-                            trusted.clone(),
-                        );
+                            title: format!("Run {shown}?"),
+                            reason: &short,
+                            hash: None,
+                            trusted: trusted.clone(),
+                        });
                         return (end, facts);
                     }
                 }

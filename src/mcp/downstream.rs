@@ -115,6 +115,27 @@ impl Drop for CancelOnDrop {
     }
 }
 
+/// Awaits the answer to a `tools/call` sent as `handle` (cancelled on
+/// `peer` when dropped before it), as a [`CallToolResponse`].
+async fn call_response(
+    peer: &Peer<RoleClient>,
+    handle: rmcp::service::RequestHandle<RoleClient>,
+) -> Result<CallToolResponse, ServiceError> {
+    let mut cancel = CancelOnDrop {
+        peer: peer.clone(),
+        id: Some(handle.id.clone()),
+    };
+    let result = handle.await_response().await;
+    cancel.id = None;
+    match result? {
+        ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
+        ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
+        ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
+        ServerResult::EmptyResult(_) => Ok(CallToolResponse::Complete(CallToolResult::default())),
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
 /// A call's progress relay; unregistered when dropped.
 pub(crate) struct ProgressRelay<'a> {
     server: &'a Downstream,
@@ -193,21 +214,7 @@ impl Downstream {
             server: self,
             token: handle.progress_token.clone(),
         };
-        let mut cancel = CancelOnDrop {
-            peer: peer.clone(),
-            id: Some(handle.id.clone()),
-        };
-        let result = handle.await_response().await;
-        cancel.id = None;
-        match result? {
-            ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
-            ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
-            ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
-            ServerResult::EmptyResult(_) => {
-                Ok(CallToolResponse::Complete(CallToolResult::default()))
-            }
-            _ => Err(ServiceError::UnexpectedResponse),
-        }
+        call_response(peer, handle).await
     }
 
     /// A `tools/call` (one round, no MRTR driving) whose request `_meta`
@@ -230,21 +237,7 @@ impl Downstream {
                 PeerRequestOptions::no_options().with_meta(meta),
             )
             .await?;
-        let mut cancel = CancelOnDrop {
-            peer: peer.clone(),
-            id: Some(handle.id.clone()),
-        };
-        let result = handle.await_response().await;
-        cancel.id = None;
-        match result? {
-            ServerResult::CallToolResult(r) => Ok(CallToolResponse::Complete(r)),
-            ServerResult::InputRequiredResult(r) => Ok(CallToolResponse::InputRequired(r)),
-            ServerResult::CreateTaskResult(r) => Ok(CallToolResponse::Task(r)),
-            ServerResult::EmptyResult(_) => {
-                Ok(CallToolResponse::Complete(CallToolResult::default()))
-            }
-            _ => Err(ServiceError::UnexpectedResponse),
-        }
+        call_response(peer, handle).await
     }
 
     /// A call failed in the transport (not with an MCP error). A remote

@@ -135,11 +135,15 @@ pub fn definition_hash(description: &str, input_schema: &Value) -> String {
 /// The hash of scheme 1 (the description as listed), to recognise pins
 /// written before [`SCHEME`] 2.
 pub fn exact_definition_hash(description: &str, input_schema: &Value) -> String {
+    canonical_sha256(&serde_json::json!({"description": description, "inputSchema": input_schema}))
+}
+
+/// The SHA-256 (hex) of `v`'s canonical JSON ([`canonical`]): the same for
+/// the same value whatever its keys' order (definition pins, and the
+/// arguments a modern confirmation is bound to, `super::stateless`).
+pub(crate) fn canonical_sha256(v: &Value) -> String {
     let mut text = String::new();
-    canonical(
-        &serde_json::json!({"description": description, "inputSchema": input_schema}),
-        &mut text,
-    );
+    canonical(v, &mut text);
     let digest = Sha256::digest(text.as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -38,7 +38,6 @@ use rmcp::model::{JsonObject, ProtocolVersion, RequestStateCodec, RequestStateEr
 use rmcp::service::{RequestContext, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::session::{Found, SessionState};
 
@@ -263,40 +262,9 @@ fn hex(b: &[u8]) -> String {
 
 /// The SHA-256 (hex) of `args` in canonical form: object keys sorted at
 /// every level, so that the same arguments in another key order have the
-/// same digest.
+/// same digest (the definition pins' canonical JSON, [`super::pins`]).
 pub fn args_digest(args: &Value) -> String {
-    fn canon(v: &Value, out: &mut String) {
-        match v {
-            Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                out.push('{');
-                for (i, k) in keys.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&serde_json::to_string(k).unwrap_or_default());
-                    out.push(':');
-                    canon(&m[k.as_str()], out);
-                }
-                out.push('}');
-            }
-            Value::Array(a) => {
-                out.push('[');
-                for (i, x) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    canon(x, out);
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let mut s = String::new();
-    canon(args, &mut s);
-    hex(&Sha256::digest(s.as_bytes()))
+    super::pins::canonical_sha256(args)
 }
 
 /// What a modern session remembers, carried by the client (see the module
