@@ -617,3 +617,27 @@ fn a_huge_name_is_echoed_clipped() {
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).len() < 1_000, "{} bytes", stderr(&o).len());
 }
+
+/// Issue 29 item 6: every problem found is reported at once, also across
+/// stages: a tag file with a syntax error does not hide another file's
+/// undeclared domain.
+#[test]
+fn problems_of_every_tag_file_are_reported_together() {
+    let d = tempfile::tempdir().unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let time = std::fs::read_to_string(format!("{root}/tool-tags/time.toml")).unwrap();
+    let bad = time.replacen("domains = [", "domains = [\"time_travel\", ", 1);
+    assert_ne!(bad, time);
+    write(d.path(), "time.toml", &bad);
+    write(d.path(), "broken.toml", "[[tool]\nname = \"b\"\n");
+    let dir = d.path().to_str().unwrap();
+    let o = toolgate(&["check", "--tags", dir], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(e.contains("broken.toml:1:8: TOML syntax error"), "{e}");
+    assert!(
+        e.contains("domain `time_travel` is not declared in [domains]"),
+        "{e}"
+    );
+    assert!(e.contains("2 problems found"), "{e}");
+}
