@@ -641,3 +641,39 @@ fn problems_of_every_tag_file_are_reported_together() {
     );
     assert!(e.contains("2 problems found"), "{e}");
 }
+
+/// Issue 29 item 5: a huge name or value in an input or a trace is echoed
+/// clipped, with a marker saying how much was cut.
+#[test]
+fn huge_names_in_inputs_and_traces_are_echoed_clipped() {
+    let d = tempfile::tempdir().unwrap();
+    let n = "x".repeat(120_000);
+    let msg = serde_json::json!({"session": "s", "t": 0, "event": "user_message", "text": "hi"});
+    let lines = [
+        serde_json::json!({"session": "s", "t": 1, "event": "tool_call", "tool": n}),
+        serde_json::json!({"session": "s", "t": 1, "event": n}),
+        serde_json::json!({"session": "s", "t": 1, "event": "context", "stage": n}),
+        serde_json::json!({"session": "s", "t": 1, "event": "tool_call", "tool": "time.get_current_time", n.clone(): 1}),
+    ];
+    for (i, l) in lines.iter().enumerate() {
+        let trace = write(d.path(), &format!("t{i}.jsonl"), &format!("{msg}\n{l}\n"));
+        let o = toolgate(&["replay", "--trace", &trace], None);
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.len() < 2_000, "line {i}: {} bytes echoed", e.len());
+        assert!(e.contains("more characters"), "{e}");
+    }
+    let inputs = [
+        serde_json::json!({"message": "hi", "context": {"conversation_stage": n}}),
+        serde_json::json!({"message": "hi", n.clone(): 1}),
+        serde_json::json!({"message": "hi", "usage": {"call_counts": {n.clone(): -1}}}),
+    ];
+    for (i, input) in inputs.iter().enumerate() {
+        let f = write(d.path(), &format!("in{i}.json"), &input.to_string());
+        let o = toolgate(&["eval", "--input", &f], None);
+        assert_ne!(o.status.code(), Some(0), "{}", stdout(&o));
+        let e = stderr(&o);
+        assert!(e.len() < 2_000, "input {i}: {} bytes echoed", e.len());
+        assert!(e.contains("more characters"), "input {i}: {e}");
+    }
+}
