@@ -296,7 +296,11 @@ pub(crate) fn compile_problems_of_good_files<'a>(
 
 /// Loads and compiles a plan: policy and catalog problems are reported together.
 pub fn load_plan(sources: &Sources) -> Result<Plan, LoadError> {
-    load_policy_and_plan(sources).map(|(_, plan)| plan)
+    let result = load_policy_and_plan(sources).map(|(_, plan)| plan);
+    if let Err(e) = &result {
+        tracing::warn!(problems = e.diagnostics.len(), first = %e.diagnostics[0], "load failed")
+    }
+    result
 }
 
 /// [`load_plan`], also returning the parsed policy (`toolgate check` compiles
@@ -338,7 +342,7 @@ pub fn load_policy_and_plan(sources: &Sources) -> Result<(PolicySource, Plan), L
             "loaded plan"
         ),
         Err(e) => {
-            tracing::warn!(problems = e.diagnostics.len(), first = %e.diagnostics[0], "load failed")
+            tracing::debug!(problems = e.diagnostics.len(), first = %e.diagnostics[0], "load failed")
         }
     }
     result
