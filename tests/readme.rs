@@ -250,7 +250,10 @@ fn runnable_examples_run_as_written() {
             // `toolgate watch`, which runs until stopped: the edits the
             // README's prose names are made while it runs, and each printed
             // line is compared with the block's.
-            let cmd = b.body[0].strip_prefix("$ ").unwrap_or(&b.body[0]).to_string();
+            let cmd = b.body[0]
+                .strip_prefix("$ ")
+                .unwrap_or(&b.body[0])
+                .to_string();
             let expected: Vec<&str> = b.body[1..].iter().map(String::as_str).collect();
             let out = r.watch(&cmd, &WATCH_EDITS, expected.len());
             ran += 1;
@@ -439,5 +442,38 @@ fn the_matcher_honours_ellipses() {
             "c # d".into()
         ]),
         vec!["a  b", "c # d"]
+    );
+}
+
+/// Issue 29 item 9: a runnable block that calls `toolgate` works when pasted
+/// into a fresh clone: the install step comes first (blocks before it say
+/// `cargo run --release --`).
+#[test]
+fn blocks_that_say_toolgate_come_after_the_install_step() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let install = blocks(&readme)
+        .into_iter()
+        .find(|b| {
+            b.body
+                .iter()
+                .any(|l| l.trim() == "cargo install --path . --locked")
+        })
+        .expect("README has an install step")
+        .line;
+    let early: Vec<usize> = blocks(&readme)
+        .into_iter()
+        .filter(|b| b.line < install && has(&b.info, "runnable"))
+        .filter(|b| {
+            b.body.iter().any(|l| {
+                let l = l.trim_start().trim_start_matches("$ ");
+                l.starts_with("toolgate ") || l.contains("| toolgate ")
+            })
+        })
+        .map(|b| b.line)
+        .collect();
+    assert!(
+        early.is_empty(),
+        "README.md blocks at lines {early:?} call `toolgate` before the install step (line {install})"
     );
 }
