@@ -424,6 +424,13 @@ impl Sink {
 /// output and audit lines ([`clip_chars`] marks the cut).
 pub const MAX_ECHOED_CHARS: usize = 200;
 
+/// `text` as it may be echoed back: [`clip_chars`] at [`MAX_ECHOED_CHARS`].
+/// For names and values that come from a user, a model or a file (a tool
+/// name, a session id, an unknown key) quoted in an error or a message.
+pub fn echo(text: &str) -> std::borrow::Cow<'_, str> {
+    clip_chars(text, MAX_ECHOED_CHARS)
+}
+
 /// `text` cut after its first `max` characters (Unicode scalar values),
 /// with " … N more characters" appended when something was cut: bounds what a
 /// message quotes of untrusted text (a query, a call's arguments, a token of

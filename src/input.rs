@@ -165,7 +165,8 @@ impl EvalInput {
                 .map(|s| format!(" (did you mean `{s}`?)"))
                 .unwrap_or_default();
             return Err(format!(
-                "conversation stage `{stage}` is not declared by the policy; declared: {}{hint}",
+                "conversation stage `{}` is not declared by the policy; declared: {}{hint}",
+                crate::diag::echo(stage),
                 plan.stages.join(", ")
             ));
         }
@@ -293,7 +294,7 @@ pub fn path_text(path: &serde_path_to_error::Path) -> String {
                     }
                     out.push_str(key);
                 } else {
-                    out.push_str(&format!("[`{key}`]"));
+                    out.push_str(&format!("[`{}`]", crate::diag::echo(key)));
                 }
             }
             Segment::Unknown => out.push_str(".?"),
@@ -373,7 +374,8 @@ fn describe(path: &serde_path_to_error::Path, msg: &str) -> String {
             .map(|s| format!(" (did you mean `{s}`?)"))
             .unwrap_or_default();
         return format!(
-            "unknown key `{key}` {where_}{hint}; known keys here: {}",
+            "unknown key `{}` {where_}{hint}; known keys here: {}",
+            crate::diag::echo(key),
             known.join(", ")
         );
     }
@@ -398,7 +400,8 @@ fn describe(path: &serde_path_to_error::Path, msg: &str) -> String {
             .map(|s| format!(" (did you mean `{s}`?)"))
             .unwrap_or_default();
         return format!(
-            "{at}: unknown value `{got}`{hint}; expected one of: {}",
+            "{at}: unknown value `{}`{hint}; expected one of: {}",
+            crate::diag::echo(got),
             known.join(", ")
         );
     }

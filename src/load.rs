@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
 use crate::parse::policy::{PolicySource, parse_policy};
-use crate::parse::tags::{ToolSpec, import_tools, load_tag_dir, parse_tag_file, read_source};
+use crate::parse::tags::{
+    ToolSpec, import_tools, load_tag_dir_partial, parse_tag_file, read_source,
+};
 use crate::plan::Plan;
 
 pub use crate::defaults::{DEFAULT_POLICY, DEFAULT_TAGS, SELECTION_POLICY};
@@ -225,11 +227,27 @@ pub fn relocate_data_files(text: &str, from: &Path, out: &Path) -> String {
 /// imported tools; with `--tools` and no `--tags`, the imported tools alone
 /// (the shipped tags are not mixed in); with neither, the shipped tags.
 pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
+    let (tools, diags) = load_catalog_partial(sources);
+    if diags.is_empty() {
+        Ok(tools)
+    } else {
+        Err(LoadError { diagnostics: diags })
+    }
+}
+
+/// [`load_catalog`], keeping going past broken files: the tools of every
+/// file that parsed, and the problems of every file that did not, so that
+/// [`load_plan`] can also report the compile problems of the good files at
+/// once (issue 29: every problem found is reported together).
+fn load_catalog_partial(sources: &Sources) -> (Vec<ToolSpec>, Vec<Diagnostic>) {
     let mut tools = Vec::new();
     let mut diags = Vec::new();
     match &sources.tags {
-        Some(dir) => match load_tag_dir(dir) {
-            Ok(t) => tools.extend(t),
+        Some(dir) => match load_tag_dir_partial(dir) {
+            Ok((t, d)) => {
+                tools.extend(t);
+                diags.extend(d);
+            }
             Err(e) => diags.extend(e.diagnostics),
         },
         None if !sources.tools.is_empty() => {}
@@ -249,40 +267,82 @@ pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
             Err(e) => diags.extend(e.diagnostics),
         }
     }
-    if diags.is_empty() {
-        Ok(tools)
-    } else {
-        Err(LoadError { diagnostics: diags })
-    }
+    (tools, diags)
+}
+
+/// The compile problems worth reporting beside a catalog's parse problems:
+/// those located in a tag or tool file that parsed (an unknown domain, a
+/// duplicate name). Problems located elsewhere, such as the policy naming a
+/// tool of a file that failed, may only be consequences of the parse
+/// problems, so they wait for the next load.
+pub(crate) fn compile_problems_of_good_files<'a>(
+    tools: impl IntoIterator<Item = &'a ToolSpec>,
+    compiled: LoadError,
+) -> Vec<Diagnostic> {
+    let good: std::collections::HashSet<&str> = tools
+        .into_iter()
+        .filter_map(|t| t.file.as_ref().map(|f| f.name.as_str()))
+        .collect();
+    compiled
+        .diagnostics
+        .into_iter()
+        .filter(|d| {
+            d.file
+                .as_ref()
+                .is_some_and(|f| good.contains(f.name.as_str()))
+        })
+        .collect()
 }
 
 /// Loads and compiles a plan: policy and catalog problems are reported together.
 pub fn load_plan(sources: &Sources) -> Result<Plan, LoadError> {
+    let result = load_policy_and_plan(sources).map(|(_, plan)| plan);
+    if let Err(e) = &result {
+        tracing::warn!(problems = e.diagnostics.len(), first = %e.diagnostics[0], "load failed")
+    }
+    result
+}
+
+/// [`load_plan`], also returning the parsed policy (`toolgate check` compiles
+/// its witnesses with it). Every problem found is reported at once: the
+/// policy's, every broken tag or tool file's, and the compile problems of the
+/// files that parsed.
+pub fn load_policy_and_plan(sources: &Sources) -> Result<(PolicySource, Plan), LoadError> {
     let _span =
         tracing::info_span!("load", policy = ?sources.policy, tags = ?sources.tags).entered();
     let started = std::time::Instant::now();
     let policy = load_policy(sources.policy.as_deref());
-    let catalog = load_catalog(sources);
+    let (tools, catalog_problems) = load_catalog_partial(sources);
     tracing::debug!(
         micros = started.elapsed().as_micros() as u64,
         "read policy and catalog"
     );
-    let result = match (policy, catalog) {
-        (Ok(p), Ok(c)) => crate::compile::compile(&p, c),
-        (Err(mut a), Err(b)) => {
-            a.diagnostics.extend(b.diagnostics);
+    let result = match policy {
+        Ok(p) if catalog_problems.is_empty() => {
+            crate::compile::compile(&p, tools).map(|plan| (p, plan))
+        }
+        Ok(p) => {
+            // The good files are compiled too, so that their problems are
+            // reported with the broken files' at once.
+            let mut diagnostics = catalog_problems;
+            if let Err(e) = crate::compile::compile(&p, tools.clone()) {
+                diagnostics.extend(compile_problems_of_good_files(&tools, e));
+            }
+            Err(LoadError { diagnostics })
+        }
+        Err(mut a) => {
+            a.diagnostics.extend(catalog_problems);
             Err(a)
         }
-        (Err(a), _) | (_, Err(a)) => Err(a),
     };
     match &result {
-        Ok(plan) => tracing::info!(
+        Ok((_, plan)) => tracing::info!(
             tools = plan.tools.len(),
             micros = started.elapsed().as_micros() as u64,
             "loaded plan"
         ),
         Err(e) => {
-            tracing::warn!(problems = e.diagnostics.len(), first = %e.diagnostics[0], "load failed")
+            tracing::debug!(problems = e.diagnostics.len(), first = %e.diagnostics[0], "load failed")
         }
     }
     result

@@ -617,3 +617,63 @@ fn a_huge_name_is_echoed_clipped() {
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).len() < 1_000, "{} bytes", stderr(&o).len());
 }
+
+/// Issue 29 item 6: every problem found is reported at once, also across
+/// stages: a tag file with a syntax error does not hide another file's
+/// undeclared domain.
+#[test]
+fn problems_of_every_tag_file_are_reported_together() {
+    let d = tempfile::tempdir().unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let time = std::fs::read_to_string(format!("{root}/tool-tags/time.toml")).unwrap();
+    let bad = time.replacen("domains = [", "domains = [\"time_travel\", ", 1);
+    assert_ne!(bad, time);
+    write(d.path(), "time.toml", &bad);
+    write(d.path(), "broken.toml", "[[tool]\nname = \"b\"\n");
+    let dir = d.path().to_str().unwrap();
+    let o = toolgate(&["check", "--tags", dir], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(e.contains("broken.toml:1:8: TOML syntax error"), "{e}");
+    assert!(
+        e.contains("domain `time_travel` is not declared in [domains]"),
+        "{e}"
+    );
+    assert!(e.contains("2 problems found"), "{e}");
+}
+
+/// Issue 29 item 5: a huge name or value in an input or a trace is echoed
+/// clipped, with a marker saying how much was cut.
+#[test]
+fn huge_names_in_inputs_and_traces_are_echoed_clipped() {
+    let d = tempfile::tempdir().unwrap();
+    let n = "x".repeat(120_000);
+    let msg = serde_json::json!({"session": "s", "t": 0, "event": "user_message", "text": "hi"});
+    let lines = [
+        serde_json::json!({"session": "s", "t": 1, "event": "tool_call", "tool": n}),
+        serde_json::json!({"session": "s", "t": 1, "event": n}),
+        serde_json::json!({"session": "s", "t": 1, "event": "context", "stage": n}),
+        serde_json::json!({"session": "s", "t": 1, "event": "tool_call", "tool": "time.get_current_time", n.clone(): 1}),
+    ];
+    for (i, l) in lines.iter().enumerate() {
+        let trace = write(d.path(), &format!("t{i}.jsonl"), &format!("{msg}\n{l}\n"));
+        let o = toolgate(&["replay", "--trace", &trace], None);
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.len() < 2_000, "line {i}: {} bytes echoed", e.len());
+        assert!(e.contains("more characters"), "{e}");
+    }
+    let inputs = [
+        serde_json::json!({"message": "hi", "context": {"conversation_stage": n}}),
+        serde_json::json!({"message": "hi", n.clone(): 1}),
+        serde_json::json!({"message": "hi", "usage": {"call_counts": {n.clone(): -1}}}),
+    ];
+    for (i, input) in inputs.iter().enumerate() {
+        let f = write(d.path(), &format!("in{i}.json"), &input.to_string());
+        let o = toolgate(&["eval", "--input", &f], None);
+        assert_ne!(o.status.code(), Some(0), "{}", stdout(&o));
+        let e = stderr(&o);
+        assert!(e.len() < 2_000, "input {i}: {} bytes echoed", e.len());
+        assert!(e.contains("more characters"), "input {i}: {e}");
+    }
+}

@@ -8,6 +8,9 @@
 //! unless `TOOLGATE_SKIP_INSPECTOR=1` says to skip it on purpose (then it
 //! shows as `ignored`, see build.rs).
 
+mod pytest_summary;
+use pytest_summary::report_pytest;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -36,7 +39,7 @@ fn mcp_proxy_with_mcp_inspector_as_the_client() {
             p.display()
         );
     }
-    let status = Command::new(&python)
+    let out = Command::new(&python)
         .args([
             "-m",
             "pytest",
@@ -48,10 +51,7 @@ fn mcp_proxy_with_mcp_inspector_as_the_client() {
         ])
         .current_dir(root)
         .env("TOOLGATE_BIN", env!("CARGO_BIN_EXE_toolgate"))
-        .status()
+        .output()
         .expect("cannot run pytest");
-    assert!(
-        status.success(),
-        "tests/mcp/test_inspector.py failed ({status})"
-    );
+    report_pytest("tests/mcp/test_inspector.py", &out);
 }

@@ -13,7 +13,11 @@
 //!   line that starts with what comes before; trailing spaces do not count;
 //!   the exit code does not matter (`guard` exits 7 on deny);
 //! * ```` ```text expected-output ````: the output of the last command run,
-//!   compared the same way.
+//!   compared the same way;
+//! * ```` ```console watch ````: one `$ toolgate watch ...` of `my-policy.toml`
+//!   and the lines it prints: started, then the edits the prose names made
+//!   while it runs ([`WATCH_EDITS`]), each line compared as above (the plan
+//!   hashes included).
 //!
 //! The blocks run in README order, in one scratch folder holding copies of
 //! `examples/`, `policies/`, `tool-tags/` and `tests/data/` (what a clone
@@ -145,6 +149,62 @@ impl Runner {
     }
 }
 
+/// The edits README's `watch` example makes while it runs (its prose says
+/// them): `w_stage = 0.10`, then the bad `threshold = 0.4x`.
+const WATCH_EDITS: [(&str, &str); 2] = [
+    ("w_stage = 0.05", "w_stage = 0.10"),
+    ("threshold = 0.4", "threshold = 0.4x"),
+];
+
+impl Runner {
+    /// Starts `cmd` (a `toolgate watch` of `my-policy.toml`), waits for its
+    /// first line, then applies each edit to `my-policy.toml` and waits for
+    /// the next line; returns the `lines` lines it printed.
+    fn watch(&mut self, cmd: &str, edits: &[(&str, &str)], lines: usize) -> String {
+        use std::io::BufRead;
+        let mut child = Command::new("bash")
+            .args(["-c", &format!("exec {cmd}")])
+            .current_dir(&self.dir)
+            .env("PATH", &self.path)
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("bash runs");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(stdout).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let policy = self.dir.join("my-policy.toml");
+        let mut out = Vec::new();
+        let wait = std::time::Duration::from_secs(120);
+        for i in 0..lines {
+            if i > 0 {
+                let (from, to) = edits[(i - 1).min(edits.len() - 1)];
+                let text = std::fs::read_to_string(&policy).unwrap();
+                assert!(text.contains(from), "my-policy.toml has no `{from}`");
+                std::fs::write(&policy, text.replacen(from, to, 1)).unwrap();
+            }
+            match rx.recv_timeout(wait) {
+                Ok(l) => out.push(l),
+                Err(_) => break,
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let out = out.join("\n");
+        self.last = Some((cmd.to_string(), out.clone()));
+        out
+    }
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
@@ -186,6 +246,18 @@ fn runnable_examples_run_as_written() {
                     bad.push(format!("{at}: `{cmd}` failed:\n{out}"));
                 }
             }
+        } else if has(&b.info, "watch") && b.info.starts_with("console") {
+            // `toolgate watch`, which runs until stopped: the edits the
+            // README's prose names are made while it runs, and each printed
+            // line is compared with the block's.
+            let cmd = b.body[0]
+                .strip_prefix("$ ")
+                .unwrap_or(&b.body[0])
+                .to_string();
+            let expected: Vec<&str> = b.body[1..].iter().map(String::as_str).collect();
+            let out = r.watch(&cmd, &WATCH_EDITS, expected.len());
+            ran += 1;
+            check_output(&at, &cmd, &expected, &out, &mut bad);
         } else if has(&b.info, "runnable") && b.info.starts_with("console") {
             // `$ ` commands (continued by a trailing `\`), each followed by its output.
             let mut i = 0;
@@ -370,5 +442,38 @@ fn the_matcher_honours_ellipses() {
             "c # d".into()
         ]),
         vec!["a  b", "c # d"]
+    );
+}
+
+/// Issue 29 item 9: a runnable block that calls `toolgate` works when pasted
+/// into a fresh clone: the install step comes first (blocks before it say
+/// `cargo run --release --`).
+#[test]
+fn blocks_that_say_toolgate_come_after_the_install_step() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let install = blocks(&readme)
+        .into_iter()
+        .find(|b| {
+            b.body
+                .iter()
+                .any(|l| l.trim() == "cargo install --path . --locked")
+        })
+        .expect("README has an install step")
+        .line;
+    let early: Vec<usize> = blocks(&readme)
+        .into_iter()
+        .filter(|b| b.line < install && has(&b.info, "runnable"))
+        .filter(|b| {
+            b.body.iter().any(|l| {
+                let l = l.trim_start().trim_start_matches("$ ");
+                l.starts_with("toolgate ") || l.contains("| toolgate ")
+            })
+        })
+        .map(|b| b.line)
+        .collect();
+    assert!(
+        early.is_empty(),
+        "README.md blocks at lines {early:?} call `toolgate` before the install step (line {install})"
     );
 }

@@ -1050,3 +1050,21 @@ fn a_policy_replaced_by_a_fifo_is_refused_and_the_next_save_applies() {
     atomic_write(&f.policy, &policy_text("0.5"));
     wait_threshold(&r, 0.5);
 }
+
+/// Issue 29: a broken tag file does not hide the compile problems of the
+/// others; the reloader reports both kinds in one load.
+#[test]
+fn a_broken_tag_file_and_a_bad_domain_in_another_are_reported_at_once() {
+    let f = fixture();
+    fs::write(f.tags.join("broken.toml"), "[[tool]\nname = \"b\"\n").unwrap();
+    let time = fs::read_to_string(f.tags.join("time.toml")).unwrap();
+    let bad = time.replacen("domains = [", "domains = [\"time_travel\", ", 1);
+    assert_ne!(bad, time, "the fixture's time tags declare domains");
+    fs::write(f.tags.join("time.toml"), bad).unwrap();
+    let e = Reloader::new(options(&f.policy, &f.tags)).unwrap_err();
+    let msg = e.to_string();
+    assert!(e.has(ErrorKind::Syntax), "{msg}");
+    assert!(e.has(ErrorKind::UndeclaredDomain), "{msg}");
+    assert!(msg.contains("broken.toml:1:"), "{msg}");
+    assert!(msg.contains("time_travel"), "{msg}");
+}

@@ -9,10 +9,9 @@ use std::sync::Arc;
 
 use serde_json::json;
 use toolgate::compile::bounds::num;
-use toolgate::compile::compile;
 use toolgate::compile::witness::{CatalogBounds, ScoreBounds, Witness, score_bounds};
 use toolgate::fuzz::properties::{CheckOptions, PropertyReport, check_properties};
-use toolgate::load::{Sources, load_catalog, load_policy};
+use toolgate::load::{Sources, load_policy_and_plan};
 use toolgate::parse::policy::PolicySource;
 use toolgate::{LoadError, Plan};
 
@@ -25,19 +24,8 @@ pub fn build_with_source(args: &PlanArgs) -> Result<(PolicySource, Arc<Plan>), L
         tags: args.tags.clone(),
         tools: args.tools.clone(),
     };
-    let policy = load_policy(sources.policy.as_deref());
-    let catalog = load_catalog(&sources);
-    match (policy, catalog) {
-        (Ok(p), Ok(c)) => {
-            let plan = compile(&p, c)?;
-            Ok((p, Arc::new(plan)))
-        }
-        (Err(mut a), Err(b)) => {
-            a.diagnostics.extend(b.diagnostics);
-            Err(a)
-        }
-        (Err(a), _) | (_, Err(a)) => Err(a),
-    }
+    let (policy, plan) = load_policy_and_plan(&sources)?;
+    Ok((policy, Arc::new(plan)))
 }
 
 fn bounds_json(b: &ScoreBounds) -> serde_json::Value {

@@ -84,9 +84,11 @@ pub(crate) struct CallFacts {
 }
 
 impl CallFacts {
+    /// Facts of a call of `tool` as called: the name is clipped
+    /// ([`crate::diag::echo`]) so an audit line stays bounded.
     fn new(tool: &str) -> Self {
         CallFacts {
-            tool: tool.to_string(),
+            tool: crate::diag::echo(tool).into_owned(),
             name: None,
             server: None,
             decision: "none",
@@ -462,7 +464,10 @@ impl ProxySession {
             facts.server = Some(inner.servers[r.server].spec.name.clone());
         }
         let tool = facts.tool.clone();
-        let shown = facts.name.clone().unwrap_or_else(|| called.clone());
+        let shown = facts
+            .name
+            .clone()
+            .unwrap_or_else(|| crate::diag::echo(&called).into_owned());
         // A modern client's retry (SEP-2322): its requestState must open
         // for this tool and these arguments, unexpired and unused.
         let modern = super::stateless::is_modern(context);
@@ -737,7 +742,7 @@ impl ProxySession {
         facts.confirmed = confirmed;
         // A gate may allow a name that is not in the catalog; there is nowhere to send it.
         let Some((idx, route)) = route else {
-            let msg = format!("unknown tool `{called}`");
+            let msg = format!("unknown tool `{}`", crate::diag::echo(&called));
             facts.decision = "deny";
             return (CallEnd::refused(Outcome::Denied, msg), facts);
         };

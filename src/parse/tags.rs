@@ -459,6 +459,18 @@ pub fn no_tag_files(dir: &Path) -> LoadError {
 /// All files are read and all problems reported together. A directory with
 /// no `*.toml` file (empty, or the wrong folder) is an error.
 pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
+    let (tools, diags) = load_tag_dir_partial(dir)?;
+    if diags.is_empty() {
+        Ok(tools)
+    } else {
+        Err(LoadError { diagnostics: diags })
+    }
+}
+
+/// [`load_tag_dir`], keeping the tools of the files that parsed beside the
+/// problems of those that did not. Errors only when the directory cannot be
+/// read or holds no `*.toml` file.
+pub fn load_tag_dir_partial(dir: &Path) -> Result<(Vec<ToolSpec>, Vec<Diagnostic>), LoadError> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         LoadError::single(Diagnostic::bare(
             ErrorKind::Io,
@@ -482,11 +494,7 @@ pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
             Err(e) => diags.extend(e.diagnostics),
         }
     }
-    if diags.is_empty() {
-        Ok(tools)
-    } else {
-        Err(LoadError { diagnostics: diags })
-    }
+    Ok((tools, diags))
 }
 
 /// Reads a file into a [`SourceFile`] named by its path: a regular file of at

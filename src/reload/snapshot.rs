@@ -274,7 +274,16 @@ pub(super) fn build(
             let reload = p.reload;
             (plan, reload, Inputs { policy: p, units })
         }),
-        Ok(_) => Err(LoadError { diagnostics: diags }),
+        Ok(p) => {
+            // The files that parsed are compiled too (apart from the live
+            // cache), so that their problems are reported with the broken
+            // files' at once.
+            if let Err(e) = crate::compile::CompileCache::default().compile(&p, &units) {
+                let tools = units.iter().flat_map(|u| u.iter());
+                diags.extend(crate::load::compile_problems_of_good_files(tools, e));
+            }
+            Err(LoadError { diagnostics: diags })
+        }
         Err(mut e) => {
             e.diagnostics.extend(diags);
             Err(e)

@@ -148,7 +148,10 @@ pub fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError>
                 let hint = crate::diag::did_you_mean(tool, plan.by_name.keys().map(|s| s.as_str()))
                     .map(|s| format!(" (did you mean `{s}`?)"))
                     .unwrap_or_default();
-                Err(err(format!("tool `{tool}` is not in the catalog{hint}")))
+                Err(err(format!(
+                    "tool `{}` is not in the catalog{hint}",
+                    crate::diag::echo(tool)
+                )))
             }
         },
         Event::Context(c) => {
@@ -156,7 +159,8 @@ pub fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError>
                 && plan.stage_index(stage).is_none()
             {
                 return Err(err(format!(
-                    "stage `{stage}` is not declared by policy `{}` (declared: {})",
+                    "stage `{}` is not declared by policy `{}` (declared: {})",
+                    crate::diag::echo(stage),
                     plan.policy_name,
                     plan.stages.join(", ")
                 )));

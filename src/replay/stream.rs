@@ -121,7 +121,8 @@ pub fn index_trace(
                 line,
                 message: format!(
                     "time goes back in session `{}`: t = {} after t = {prev}",
-                    l.session, l.t
+                    crate::diag::echo(&l.session),
+                    l.t
                 ),
             }),
             _ => Ok(l),

@@ -135,7 +135,8 @@ fn check_keys(o: &Map<String, Value>, allowed: &[&str], event: &str) -> Result<(
             .map(|s| format!(" (did you mean `{s}`?)"))
             .unwrap_or_default();
         return Err(format!(
-            "unknown key `{k}` in a `{event}` event{hint}; allowed: {}",
+            "unknown key `{}` in a `{event}` event{hint}; allowed: {}",
+            crate::diag::echo(k),
             allowed.join(", ")
         ));
     }
@@ -244,7 +245,8 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
                 .map(|s| format!(" (did you mean `{s}`?)"))
                 .unwrap_or_default();
             return Err(err(format!(
-                "unknown event `{other}`{hint}; events: {}",
+                "unknown event `{}`{hint}; events: {}",
+                crate::diag::echo(other),
                 EVENTS.join(", ")
             )));
         }
@@ -273,7 +275,8 @@ pub fn parse_trace(text: &str, skip_invalid: bool) -> Result<Trace, TraceError> 
                 line,
                 message: format!(
                     "time goes back in session `{}`: t = {} after t = {prev}",
-                    l.session, l.t
+                    crate::diag::echo(&l.session),
+                    l.t
                 ),
             }),
             _ => Ok(l),

@@ -144,3 +144,23 @@ async def test_a_list_changed_flood_is_relisted_at_a_bounded_rate(tmp_path):
     assert 1 <= relisted <= elapsed / 0.25 + 4, (relisted, elapsed, log[-2000:])
     assert log.count("faster than every 250 ms") == 1, log[-2000:]
     assert len(starts.read_text().split()) == 1, starts.read_text()
+
+
+async def test_a_huge_unknown_tool_name_is_echoed_clipped(tmp_path):
+    # Issue 29 item 5: a 120 KB name, called directly and through the
+    # call-through tool, comes back clipped with a marker, and the audit line
+    # that records the call stays bounded.
+    starts = tmp_path / "starts"
+    audit = tmp_path / "audit.jsonl"
+    name = "hostile__" + "x" * 120_000
+    async with proxy(tmp_path, "--audit", str(audit), "--server", stub("numbers", starts)) as p:
+        for r in [
+            await p.call(name, {}),
+            await p.call("toolgate__call_tool", {"name": name, "arguments": {}}),
+        ]:
+            assert r.is_error, text_of(r)
+            assert len(text_of(r)) < 2_000, len(text_of(r))
+            assert "more characters" in text_of(r), text_of(r)
+    lines = [line for line in audit.read_text().splitlines() if line.strip()]
+    assert lines, "the calls are audited"
+    assert all(len(line) < 4_000 for line in lines), [len(line) for line in lines]

@@ -37,6 +37,7 @@ import os
 import re
 import shutil
 import subprocess
+import shlex
 import time
 from pathlib import Path
 
@@ -325,3 +326,53 @@ def test_a_policy_edit_while_connected_changes_the_list(tmp_path, db, mcpdo_sess
     while "time__get_current_time" not in s.names():
         assert time.monotonic() < deadline, "the edit did not reach the list"
         time.sleep(0.2)
+
+
+def readme_inspector_block() -> list[tuple[list[str], list[str]]]:
+    """The README's MCP Inspector example: each `$ npx ...inspector... ARGS`
+    command (continued lines joined) with the lines shown after it."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("$ npx @modelcontextprotocol/inspector@")
+    block = text[start:text.index("```", start)].rstrip("\n").splitlines()
+    runs: list[tuple[list[str], list[str]]] = []
+    i = 0
+    while i < len(block):
+        assert block[i].startswith("$ "), block[i]
+        cmd = block[i][2:]
+        i += 1
+        while cmd.endswith("\\"):
+            cmd = cmd[:-1] + " " + block[i].strip()
+            i += 1
+        shown = []
+        while i < len(block) and not block[i].startswith("$ "):
+            shown.append(block[i])
+            i += 1
+        runs.append((shlex.split(cmd), shown))
+    return runs
+
+
+def test_the_readme_inspector_example_shows_what_the_inspector_prints(tmp_path, db):
+    # Issue 29 item 9: README's Inspector output cannot go stale. Its commands
+    # are run as written (the pinned Inspector of scripts/test for `npx
+    # @modelcontextprotocol/inspector@VERSION`, `mcp.json` holding `tg` with
+    # the sqlite and time servers); README trims the output to names and
+    # first lines, so a shown line must be a prefix of the printed one.
+    runs = readme_inspector_block()
+    assert len(runs) == 2, runs
+    pinned = json.loads((INSPECTOR_DIR / "node_modules/@modelcontextprotocol/inspector/package.json").read_text())
+    cfg = config(tmp_path, "--server", time_server(), "--server", sqlite_server(db))
+    (tmp_path / "mcp.json").write_text(cfg.read_text())
+    for argv, shown in runs:
+        assert argv[:2] == ["npx", f"@modelcontextprotocol/inspector@{pinned['version']}"], argv
+        cmd = [inspector("mcp-inspector"), *argv[2:], "--format", "json"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env(tmp_path), cwd=tmp_path)
+        out = json.loads(r.stdout)
+        out = out.get("result", out)
+        if "tools" in out:
+            printed = [f"{t['name']}  {t['description']}" for t in out["tools"]]
+        else:
+            printed = text(out).splitlines()
+        assert len(shown) == len(printed), (shown, printed)
+        for s, p in zip(shown, printed):
+            s = " ".join(s.removesuffix("...").split())
+            assert " ".join(p.split()).startswith(s), (s, p)
