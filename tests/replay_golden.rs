@@ -3,11 +3,24 @@
 //! the binary of commit 389b7bc (before streaming), captured by
 //! tests/data/replay-golden/capture.sh on the shipped trace, the BFCL slice,
 //! interleaved copies of both and a trace with invalid lines. And the result
-//! does not depend on the number of threads.
+//! does not depend on the number of threads. The selection policy replayed is
+//! the one those outputs were captured with, frozen in
+//! tests/data/replay-golden/selection.toml (policies/selection.toml before
+//! issue 24; its data paths point at policies/).
 
 use std::process::Command;
 
 const D: &str = "tests/data/replay-golden";
+/// The selection policy the expected outputs were captured with.
+const SELECTION: &str = "tests/data/replay-golden/selection.toml";
+
+/// The policy file of `pol` (`default` or `selection`).
+fn policy_path(pol: &str) -> String {
+    match pol {
+        "selection" => SELECTION.to_string(),
+        _ => format!("policies/{pol}.toml"),
+    }
+}
 
 fn run(args: &[&str], threads: Option<usize>) -> (String, String, Option<i32>) {
     let mut c = Command::new(env!("CARGO_BIN_EXE_toolgate"));
@@ -64,7 +77,7 @@ fn replay_prints_what_the_in_memory_replay_printed() {
     for (name, trace, cat) in traces() {
         for pol in ["default", "selection"] {
             for fmt in ["text", "json"] {
-                let policy = format!("policies/{pol}.toml");
+                let policy = policy_path(pol);
                 let mut args = vec!["replay", "--policy", &policy, "--trace", &trace];
                 args.extend(cat.iter().map(|s| s.as_str()));
                 args.extend(["--format", fmt, "--skip-invalid"]);
@@ -95,7 +108,7 @@ fn compare_prints_what_the_in_memory_compare_printed() {
                 "--policy-a",
                 "policies/default.toml",
                 "--policy-b",
-                "policies/selection.toml",
+                SELECTION,
                 "--trace",
                 &trace,
             ];
@@ -104,6 +117,12 @@ fn compare_prints_what_the_in_memory_compare_printed() {
             args.extend(extra);
             let (out, err, code) = run(&args, None);
             assert_eq!(code, Some(0), "{args:?}: {err}");
+            // The JSON names the policy files: the frozen copy's path for
+            // the one the outputs were captured with.
+            let out = out.replace(
+                &format!("\"b\":\"{SELECTION}\""),
+                "\"b\":\"policies/selection.toml\"",
+            );
             assert_eq!(out, expected(&file), "{args:?}");
         }
     }
@@ -123,7 +142,7 @@ fn errors_are_the_in_memory_errors() {
             ),
         ] {
             let t = format!("{D}/{trace}.jsonl");
-            let policy = format!("policies/{pol}.toml");
+            let policy = policy_path(pol);
             let (out, err, code) = run(&["replay", "--policy", &policy, "--trace", &t], None);
             assert_eq!(out, "");
             assert_eq!(format!("{err}exit {}\n", code.unwrap()), expected(&file));
@@ -136,7 +155,7 @@ fn errors_are_the_in_memory_errors() {
             "--policy-a",
             "policies/default.toml",
             "--policy-b",
-            "policies/selection.toml",
+            SELECTION,
             "--trace",
             &t,
         ],
@@ -173,14 +192,7 @@ fn results_do_not_depend_on_the_thread_count() {
     let replay = |threads| {
         run(
             &[
-                "replay",
-                "--policy",
-                "policies/selection.toml",
-                "--trace",
-                &trace,
-                "--tools",
-                &cat,
-                "--format",
+                "replay", "--policy", SELECTION, "--trace", &trace, "--tools", &cat, "--format",
                 "json",
             ],
             Some(threads),
@@ -194,7 +206,7 @@ fn results_do_not_depend_on_the_thread_count() {
                 "--policy-a",
                 "policies/default.toml",
                 "--policy-b",
-                "policies/selection.toml",
+                SELECTION,
                 "--trace",
                 &trace,
                 "--tools",
@@ -215,8 +227,7 @@ fn results_do_not_depend_on_the_thread_count() {
     // The in-memory replay of the same trace.
     let plan = std::sync::Arc::new(
         toolgate::compile::compile(
-            &toolgate::load::load_policy(Some(std::path::Path::new("policies/selection.toml")))
-                .unwrap(),
+            &toolgate::load::load_policy(Some(std::path::Path::new(SELECTION))).unwrap(),
             {
                 let f = toolgate::parse::tags::read_source(std::path::Path::new(&cat)).unwrap();
                 toolgate::parse::tags::import_tools_json(&f.name, &f.text).unwrap()
@@ -240,7 +251,7 @@ fn stdin_gives_the_same_report() {
         .args([
             "replay",
             "--policy",
-            "policies/selection.toml",
+            SELECTION,
             "--trace",
             "-",
             "--format",

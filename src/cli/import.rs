@@ -98,6 +98,14 @@ pub fn run_import_bfcl(
             .unwrap_or(0);
         w!(o, "{name}: {n} sessions, {} lines", text.lines().count());
     }
+    if !res.questions.is_empty() {
+        write("questions.jsonl", &res.questions)?;
+        w!(
+            o,
+            "questions.jsonl: {} questions, each with its own candidate functions",
+            res.questions.lines().count()
+        );
+    }
     if res.summary.unparsed_calls > 0 {
         w!(
             o,

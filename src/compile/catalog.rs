@@ -102,6 +102,7 @@ impl CatalogKey {
             bm25: fp.bm25.as_ref().map(|b| Bm25Params {
                 score_floor: 0.0,
                 relevance: None,
+                query_counting: Default::default(),
                 ..b.clone()
             }),
             gate: policy.gate.as_ref().map(|g| g.value.clone()),

@@ -92,6 +92,8 @@ pub struct Bm25Params {
     pub relevance: Option<RelevanceParams>,
     /// `[features.keyword_match.expansion]`: catalog-derived query expansion, if any.
     pub expansion: Option<ExpansionParams>,
+    /// `query_term_count`: each distinct query term once (default) or every occurrence.
+    pub query_counting: crate::parse::selection::QueryCounting,
 }
 
 /// How CJK text is cut into terms.
@@ -499,6 +501,7 @@ fn read_bm25(t: &Table<'_, '_>) -> Bm25Params {
         score_floor,
         relevance: read_relevance(t),
         expansion: read_expansion(t),
+        query_counting: crate::parse::selection::read_query_counting(t),
     }
 }
 

@@ -82,6 +82,35 @@ pub enum QueryTerms {
     All,
 }
 
+/// `[features.keyword_match] query_term_count`: how often a query term that
+/// occurs several times in one message counts (BM25 only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueryCounting {
+    /// `"distinct"` (default): each distinct term once, whatever its number
+    /// of occurrences: a long request that repeats a word ("... the file ...
+    /// the file ...") does not make the tools holding it outrank those
+    /// holding its rarer words.
+    #[default]
+    Distinct,
+    /// `"occurrences"`: every occurrence counts, textbook BM25 (the query
+    /// term's weight is its count in the message, times the message's
+    /// weight; across remembered messages the largest weight is kept).
+    Occurrences,
+}
+
+/// Reads `query_term_count` of `[features.keyword_match]` (default `"distinct"`).
+pub fn read_query_counting(km: &Table<'_, '_>) -> QueryCounting {
+    crate::parse::policy::choice(
+        km,
+        "query_term_count",
+        &[
+            ("distinct", QueryCounting::Distinct),
+            ("occurrences", QueryCounting::Occurrences),
+        ],
+    )
+    .unwrap_or_default()
+}
+
 /// `[features.keyword_match.expansion]`: catalog-derived query expansion (BM25 only).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExpansionParams {

@@ -26,6 +26,13 @@
 //!   (`cd(folder='document')`), positional arguments named after the
 //!   function's `required` parameters. Their catalog (`multi_turn_catalog.json`)
 //!   is the functions of the API classes the sessions involve.
+//! * **Per question** (`questions.jsonl`, BFCL's own way of judging): one
+//!   line per question of `multiple`, `live_multiple` and `irrelevance`:
+//!   `{"id", "set", "messages", "tools", "expected"}`, `tools` being the
+//!   question's own candidate functions (an OpenAI `tools` array, types
+//!   mapped as above, not merged) and `expected` the names of its correct
+//!   calls (empty for irrelevance). `replay::questions` judges each question
+//!   against its own candidates.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -72,6 +79,9 @@ pub struct BfclOutput {
     pub multi_turn_catalog: Option<Value>,
     /// (file name, JSON Lines text) of each trace.
     pub traces: Vec<(String, String)>,
+    /// `questions.jsonl`: each single-turn question with its own candidates
+    /// (module docs); empty when no single-turn file was given.
+    pub questions: String,
     /// Counts.
     pub summary: BfclSummary,
 }
@@ -634,6 +644,71 @@ fn multi_turn(
     Ok((out, n, Value::Array(tools)))
 }
 
+/// The `questions.jsonl` lines of one single-turn file (module docs):
+/// `answers` is `None` for irrelevance (nothing expected).
+fn question_lines(
+    questions: &str,
+    answers: Option<&str>,
+    set: &str,
+    limit: Option<usize>,
+    out: &mut String,
+) -> Result<(), String> {
+    let ans: HashMap<String, Value> = match answers {
+        Some(a) => jsonl(a, &format!("{set} answers"))?
+            .into_iter()
+            .map(|a| (id_of(&a), a))
+            .collect(),
+        None => HashMap::new(),
+    };
+    for q in jsonl(questions, set)?
+        .iter()
+        .take(limit.unwrap_or(usize::MAX))
+    {
+        let id = id_of(q);
+        let tools: Vec<Value> = q
+            .get("function")
+            .and_then(|f| f.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|f| {
+                let name = f.get("name")?.as_str()?;
+                Some(json!({
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "description": f.get("description").and_then(|d| d.as_str()).unwrap_or_default(),
+                        "parameters": map_schema(f.get("parameters").unwrap_or(&json!({"type": "dict"}))),
+                    }
+                }))
+            })
+            .collect();
+        let mut expected: Vec<String> = Vec::new();
+        if let Some(gt) = ans
+            .get(&id)
+            .and_then(|a| a.get("ground_truth"))
+            .and_then(|g| g.as_array())
+        {
+            for call in gt {
+                if let Some(name) = call.as_object().and_then(|o| o.keys().next())
+                    && !expected.contains(name)
+                {
+                    expected.push(name.clone());
+                }
+            }
+        }
+        let v = json!({
+            "id": id,
+            "set": set,
+            "messages": user_messages(q),
+            "tools": tools,
+            "expected": expected,
+        });
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    Ok(())
+}
+
 /// Converts the given BFCL files; `limit` keeps the first N questions of each
 /// file in the traces (the pooled catalog always holds every candidate).
 pub fn convert(files: &BfclFiles, limit: Option<usize>) -> Result<BfclOutput, String> {
@@ -646,6 +721,7 @@ pub fn convert(files: &BfclFiles, limit: Option<usize>) -> Result<BfclOutput, St
         ("live_multiple", &files.live_multiple),
     ] {
         if let Some((q, a)) = f {
+            question_lines(q, Some(a), what, limit, &mut out.questions)?;
             let (text, n) = single_turn(q, a, what, limit, &mut pool)?;
             pooled.push_str(&text);
             pooled_n += n;
@@ -665,6 +741,7 @@ pub fn convert(files: &BfclFiles, limit: Option<usize>) -> Result<BfclOutput, St
     out.summary.merged_names = merged;
     out.catalog = catalog;
     if let Some(q) = &files.irrelevance {
+        question_lines(q, None, "irrelevance", limit, &mut out.questions)?;
         let mut text = String::new();
         let mut n = 0;
         for x in jsonl(q, "irrelevance")?

@@ -4,6 +4,10 @@
 //!   with line-numbered errors.
 //! * [`engine`]: replays a trace against a plan, keeping the session state the
 //!   engine keeps, and evaluates the active set before every tool call.
+//! * [`questions`]: BFCL's own judging: each question against its own
+//!   candidate functions (needed tools exposed; nothing exposed when nothing fits).
+//! * [`ranks`]: recall at any rank and multi-step completeness (all of a
+//!   request's tools active before its first call), by held-out split.
 //! * [`stats`]: recall, active-set size, schema tokens, list changes, the
 //!   breakdown by stage, and the paired comparison of two policies.
 //! * [`stream`]: the same replay read line by line in two passes, keeping
@@ -44,6 +48,8 @@ pub mod curve;
 pub mod engine;
 pub mod fit;
 pub mod floor;
+pub mod questions;
+pub mod ranks;
 pub mod stats;
 pub mod stream;
 pub mod trace;

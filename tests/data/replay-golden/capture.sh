@@ -3,6 +3,9 @@
 # with a given binary. The files in expected/ were written by the binary of
 # commit 389b7bc (before streaming, issue 28): run from the crate root,
 #   sh tests/data/replay-golden/capture.sh target/debug/toolgate
+# with policies/selection.toml as it was then, now frozen beside this script as
+# selection.toml (issue 24 changed the shipped one; tests/replay_golden.rs
+# replays the frozen copy).
 set -e
 BIN=${1:-target/debug/toolgate}
 D=tests/data/replay-golden

@@ -21,7 +21,9 @@
 //!   `idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avg_len))`,
 //!   `idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`.
 //! * **Query.** The intent keywords go through the same analysis; each distinct
-//!   query term adds its postings. The raw scores are unbounded, so they are
+//!   query term adds its postings once (`query_term_count = "distinct"`, the
+//!   default), or times its number of occurrences in the message
+//!   (`"occurrences"`, textbook BM25). The raw scores are unbounded, so they are
 //!   normalised per evaluation: `keyword_match = raw / max(best raw, score_floor)`,
 //!   which keeps the feature in [0,1] (the best tool gets 1 unless the floor is
 //!   above its score).
@@ -61,12 +63,17 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use rust_stemmers::Stemmer;
 use serde_json::Value;
 
 use crate::parse::policy::Bm25Params;
-use crate::parse::selection::{ExpansionParams, QueryTerms};
-use crate::text::keywords::{Analyzer, is_cjk};
+use crate::parse::selection::{ExpansionParams, QueryCounting, QueryTerms};
+use crate::text::keywords::Analyzer;
+
+mod analyze;
+
+pub use analyze::Bm25Analyzer;
+use analyze::schema_text;
+pub(crate) use analyze::{identifier_pieces, word_runs};
 
 /// The text of one tool, split into the fields BM25 indexes.
 #[derive(Debug, Clone, Default)]
@@ -297,231 +304,6 @@ pub struct Query {
     pub unknown_mass: f64,
 }
 
-/// The term analysis shared by documents and queries.
-pub struct Bm25Analyzer<'a> {
-    params: &'a Bm25Params,
-    analyzer: &'a Analyzer,
-    stemmer: Option<Stemmer>,
-    /// The interning tables, when memoised ([`Bm25Analyzer::memoized`]).
-    memo: Option<std::cell::RefCell<Memo>>,
-}
-
-/// What a memoised analysis remembers: every distinct term (interned, by
-/// id), the term of every identifier piece (`None`: dropped) and the terms
-/// of every word run (a range of `seq`).
-#[derive(Default)]
-struct Memo {
-    ids: rustc_hash::FxHashMap<Arc<str>, u32>,
-    terms: Vec<Arc<str>>,
-    pieces: rustc_hash::FxHashMap<Box<str>, Option<u32>>,
-    runs: rustc_hash::FxHashMap<Box<str>, (u32, u32)>,
-    seq: Vec<u32>,
-}
-
-impl Memo {
-    fn intern(&mut self, term: &str) -> u32 {
-        if let Some(&id) = self.ids.get(term) {
-            return id;
-        }
-        let t: Arc<str> = Arc::from(term);
-        let id = self.terms.len() as u32;
-        self.terms.push(t.clone());
-        self.ids.insert(t, id);
-        id
-    }
-}
-
-impl<'a> Bm25Analyzer<'a> {
-    /// Builds the analysis from the BM25 parameters and the policy's keyword extractor.
-    pub fn new(params: &'a Bm25Params, analyzer: &'a Analyzer) -> Self {
-        Bm25Analyzer {
-            params,
-            analyzer,
-            stemmer: params.stemmer.map(Stemmer::create),
-            memo: None,
-        }
-    }
-
-    /// The same analysis, remembering what it computed (for indexing a
-    /// catalog, whose words repeat: lowercasing, the stop-word test and
-    /// stemming run once per distinct piece, the cutting once per distinct
-    /// word run, and each distinct term is allocated once).
-    pub fn memoized(mut self) -> Self {
-        self.memo = Some(Default::default());
-        self
-    }
-
-    /// Whether documents read the input schema ([`ToolText::input_schema`]):
-    /// the `parameters` or `parameter_descriptions` field has a weight.
-    pub fn reads_parameters(&self) -> bool {
-        let f = &self.params.fields;
-        f.parameters > 0.0 || f.parameter_descriptions > 0.0
-    }
-
-    /// The term of one identifier piece, `None` when it is dropped (too
-    /// short, a stop word).
-    fn term(&self, piece: &str) -> Option<String> {
-        if piece.is_empty() {
-            return None;
-        }
-        // Digits have no case and no suffix to stem.
-        if piece.bytes().all(|b| b.is_ascii_digit()) {
-            return (piece.len() >= self.analyzer.min_length()
-                && !self.analyzer.is_stop_word(piece))
-            .then(|| piece.to_string());
-        }
-        let lower = piece.to_lowercase();
-        if lower.chars().count() < self.analyzer.min_length() || self.analyzer.is_stop_word(&lower)
-        {
-            return None;
-        }
-        Some(match &self.stemmer {
-            Some(s) => s.stem(&lower).into_owned(),
-            None => lower,
-        })
-    }
-
-    /// Appends the terms of `text` to `out` (duplicates kept).
-    pub fn terms(&self, text: &str, out: &mut Vec<String>) {
-        word_runs(text, |run| self.run_terms(run, out));
-    }
-
-    /// The terms of one word run, uncached.
-    fn run_terms(&self, run: &str, out: &mut Vec<String>) {
-        if run.chars().any(is_cjk) {
-            for t in self.analyzer.expand_keyword(run) {
-                if t.chars().any(is_cjk) {
-                    out.push(t);
-                } else {
-                    self.split(&t, &mut |p| out.extend(self.term(p)));
-                }
-            }
-        } else {
-            self.split(run, &mut |p| out.extend(self.term(p)));
-        }
-    }
-
-    /// [`Bm25Analyzer::terms`] as interned term ids of `memo`, each word
-    /// run cut once.
-    fn term_ids(&self, memo: &mut Memo, text: &str, out: &mut Vec<u32>) {
-        word_runs(text, |run| {
-            if let Some(&(start, end)) = memo.runs.get(run) {
-                out.extend_from_slice(&memo.seq[start as usize..end as usize]);
-                return;
-            }
-            let len = out.len();
-            if run.chars().any(is_cjk) {
-                let mut v = Vec::new();
-                self.run_terms(run, &mut v);
-                out.extend(v.iter().map(|t| memo.intern(t)));
-            } else {
-                self.split(run, &mut |p| {
-                    if p.is_empty() {
-                        return;
-                    }
-                    let t = match memo.pieces.get(p) {
-                        Some(t) => *t,
-                        None => {
-                            let t = self.term(p).map(|t| memo.intern(&t));
-                            memo.pieces.insert(p.into(), t);
-                            t
-                        }
-                    };
-                    out.extend(t);
-                });
-            }
-            let start = memo.seq.len() as u32;
-            memo.seq.extend_from_slice(&out[len..]);
-            memo.runs.insert(run.into(), (start, memo.seq.len() as u32));
-        });
-    }
-
-    /// Cuts one word run (no CJK) into identifier pieces when configured
-    /// ([`identifier_pieces`]), else calls `f` with the whole run.
-    fn split(&self, run: &str, f: &mut dyn FnMut(&str)) {
-        if self.params.split_identifiers {
-            identifier_pieces(run, f);
-        } else {
-            f(run);
-        }
-    }
-}
-
-/// Calls `f` with every word run of `text` (letters, digits, `_`).
-pub(crate) fn word_runs(text: &str, mut f: impl FnMut(&str)) {
-    let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        match (is_word(c), start) {
-            (true, None) => start = Some(i),
-            (false, Some(s)) => {
-                f(&text[s..i]);
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        f(&text[s..]);
-    }
-}
-
-/// Cuts one word run (no CJK) into identifier pieces, calling `f` with each
-/// (possibly empty) piece, a slice of `run`: at `_`, at a lower-to-upper
-/// case change, between letters and non-letters, and before the last
-/// capital of a run of capitals (`HTTPServer` → `HTTP`, `Server`).
-pub(crate) fn identifier_pieces(run: &str, f: &mut dyn FnMut(&str)) {
-    let mut start = 0;
-    let mut prev: Option<char> = None;
-    let mut chars = run.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if c == '_' {
-            f(&run[start..i]);
-            start = i + 1;
-            prev = None;
-            continue;
-        }
-        if let Some(p) = prev {
-            let next_lower = chars.peek().is_some_and(|(_, n)| n.is_lowercase());
-            let boundary = (p.is_lowercase() && c.is_uppercase())
-                || (p.is_alphabetic() != c.is_alphabetic())
-                // `HTTPServer`: the last capital starts a new word.
-                || (p.is_uppercase() && c.is_uppercase() && next_lower);
-            if boundary {
-                f(&run[start..i]);
-                start = i;
-            }
-        }
-        prev = Some(c);
-    }
-    f(&run[start..]);
-}
-
-/// Collects parameter names and descriptions of a JSON Schema (nested object
-/// properties and array items included).
-fn schema_text<'v>(
-    schema: &'v Value,
-    names: &mut Vec<&'v str>,
-    descs: &mut Vec<&'v str>,
-    depth: usize,
-) {
-    if depth > 8 {
-        return;
-    }
-    if let Some(props) = schema.get("properties").and_then(|p| p.as_object()) {
-        for (k, v) in props {
-            names.push(k);
-            if let Some(d) = v.get("description").and_then(|d| d.as_str()) {
-                descs.push(d);
-            }
-            schema_text(v, names, descs, depth + 1);
-        }
-    }
-    if let Some(items) = schema.get("items") {
-        schema_text(items, names, descs, depth + 1);
-    }
-}
-
 impl Bm25Index {
     /// Indexes `tools` (in catalog order).
     pub fn build(params: &Bm25Params, analyzer: &Analyzer, tools: &[ToolText<'_>]) -> Self {
@@ -636,7 +418,9 @@ impl Bm25Index {
 
     /// The weighted query of a conversation: `turns` holds each message's
     /// intent keywords with its weight (the latest message 1, earlier ones
-    /// less). Each distinct known term keeps its largest weight; with
+    /// less). Each distinct known term keeps its largest weight (with
+    /// `query_term_count = "occurrences"`, a message's weight times the
+    /// term's count in it); with
     /// expansion, each term's relatives join with `weight · similarity` times
     /// the term's own weight. Terms with weight 0 are dropped. Unknown terms
     /// are dropped too (see [`Bm25Index::query`] for their mass).
@@ -658,9 +442,11 @@ impl Bm25Index {
             .relevance
             .as_ref()
             .is_some_and(|r| r.query_terms == QueryTerms::All);
+        let occurrences = self.params.query_counting == QueryCounting::Occurrences;
         let mut q: Vec<(u32, f64)> = Vec::new();
         let mut unknown: Vec<(String, f64)> = Vec::new();
         let mut out = Vec::new();
+        let mut turn: Vec<(u32, f64)> = Vec::new();
         for (keywords, w) in turns {
             if *w <= 0.0 {
                 continue;
@@ -669,12 +455,29 @@ impl Bm25Index {
             for k in *keywords {
                 a.terms(k, &mut out);
             }
+            turn.clear();
             for t in out.drain(..) {
                 match self.terms.get(&t) {
-                    Some(&id) => q.push((id, *w)),
+                    Some(&id) => turn.push((id, *w)),
                     None if want_unknown => unknown.push((t, *w)),
                     None => {}
                 }
+            }
+            if occurrences {
+                // One entry per term of this message: its weight times its count.
+                turn.sort_unstable_by_key(|x| x.0);
+                let mut k = 0;
+                while k < turn.len() {
+                    let id = turn[k].0;
+                    let mut sum = 0.0;
+                    while k < turn.len() && turn[k].0 == id {
+                        sum += turn[k].1;
+                        k += 1;
+                    }
+                    q.push((id, sum));
+                }
+            } else {
+                q.append(&mut turn);
             }
         }
         dedup_max(&mut q);
@@ -836,317 +639,4 @@ fn related_terms(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::parse::policy::{Bm25Fields, CjkMode, KeywordParams};
-
-    fn analyzer() -> Analyzer {
-        Analyzer::new(&KeywordParams {
-            min_length: 2,
-            max_count: 100,
-            stop_words: vec!["the".into(), "a".into()],
-            letters_only: false,
-            cjk: CjkMode::Bigrams,
-        })
-    }
-
-    fn params(split: bool, stem: bool) -> Bm25Params {
-        Bm25Params {
-            k1: 1.2,
-            b: 0.75,
-            fields: Bm25Fields {
-                name: 1.0,
-                description: 1.0,
-                parameters: 1.0,
-                parameter_descriptions: 0.0,
-                keywords: 0.0,
-            },
-            split_identifiers: split,
-            stemmer: stem.then_some(rust_stemmers::Algorithm::English),
-            score_floor: 0.0,
-            relevance: None,
-            expansion: None,
-        }
-    }
-
-    #[test]
-    fn identifiers_split_and_stem() {
-        let an = analyzer();
-        let p = params(true, true);
-        let a = Bm25Analyzer::new(&p, &an);
-        let mut out = Vec::new();
-        a.terms(
-            "getWeatherForecast HTTPServer user_ids v2 the 数据库",
-            &mut out,
-        );
-        assert_eq!(
-            out,
-            vec![
-                "get", "weather", "forecast", "http", "server", "user", "id", "数据", "据库"
-            ]
-        );
-        let p = params(false, false);
-        let a = Bm25Analyzer::new(&p, &an);
-        let mut out = Vec::new();
-        a.terms("get_weather Running", &mut out);
-        assert_eq!(out, vec!["get_weather", "running"]);
-    }
-
-    #[test]
-    fn memoized_documents_equal_plain_ones() {
-        let an = analyzer();
-        for (split, stem) in [(true, true), (false, false), (true, false)] {
-            let p = params(split, stem);
-            let plain = Bm25Analyzer::new(&p, &an);
-            let memo = Bm25Analyzer::new(&p, &an).memoized();
-            let schema = serde_json::json!({"properties": {
-                "user_id_2024": {"description": "the user's id, 2024"},
-                "数据库": {"items": {"properties": {"getWeather": {}}}}}});
-            let kws = ["Weather".to_string(), "数据库 v2".to_string()];
-            for name in ["get_weather_12", "getWeather 12 a", "x"] {
-                let t = ToolText {
-                    name,
-                    description: "Running the weather reports, 12 of them",
-                    input_schema: Some(&schema),
-                    keywords: &kws,
-                };
-                // Twice through the memo: the second run reads what the first stored.
-                for _ in 0..2 {
-                    assert_eq!(Bm25Doc::of(&memo, &t), Bm25Doc::of(&plain, &t));
-                }
-            }
-        }
-        // Digit runs skip lowercasing and stemming: every stemmer leaves them as they are.
-        for alg in [
-            rust_stemmers::Algorithm::English,
-            rust_stemmers::Algorithm::French,
-            rust_stemmers::Algorithm::German,
-            rust_stemmers::Algorithm::Russian,
-            rust_stemmers::Algorithm::Arabic,
-        ] {
-            assert_eq!(Stemmer::create(alg).stem("2024"), "2024");
-        }
-    }
-
-    #[test]
-    fn owned_documents_index_like_borrowed_ones() {
-        let an = analyzer();
-        for expansion in [
-            None,
-            Some(ExpansionParams {
-                neighbours: 3,
-                weight: 0.5,
-                min_similarity: 0.0,
-                min_shared: 1,
-            }),
-        ] {
-            let p = Bm25Params {
-                expansion,
-                ..params(true, true)
-            };
-            let a = Bm25Analyzer::new(&p, &an).memoized();
-            let docs: Vec<Bm25Doc> = [
-                ("get_weather", "Weather forecast for a city"),
-                ("read_file", "Read a file from the disk"),
-                ("city_map", "A map of the city, with the weather"),
-            ]
-            .iter()
-            .map(|(name, description)| {
-                let t = ToolText {
-                    name,
-                    description,
-                    ..Default::default()
-                };
-                Bm25Doc::of(&a, &t)
-            })
-            .collect();
-            let borrowed = Bm25Index::from_docs(&p, &docs.iter().collect::<Vec<_>>());
-            let owned = Bm25Index::from_doc_iter(&p, docs.into_iter().map(Cow::Owned));
-            assert_eq!(borrowed.terms, owned.terms);
-            assert_eq!(borrowed.postings, owned.postings);
-            assert_eq!(borrowed.doc_len, owned.doc_len);
-            assert_eq!(borrowed.avg_len, owned.avg_len);
-            assert_eq!(borrowed.idf, owned.idf);
-            assert_eq!(borrowed.related, owned.related);
-            assert!(!owned.postings.iter().all(Vec::is_empty));
-            if p.expansion.is_some() {
-                assert!(owned.related.iter().any(|r| !r.is_empty()));
-            }
-        }
-    }
-
-    #[test]
-    fn scores_match_hand_computation() {
-        let an = analyzer();
-        let p = params(false, false);
-        let docs = [
-            ToolText {
-                name: "weather",
-                description: "forecast",
-                ..Default::default()
-            },
-            ToolText {
-                name: "stock",
-                description: "price price",
-                ..Default::default()
-            },
-        ];
-        let idx = Bm25Index::build(&p, &an, &docs);
-        // N = 2, df(weather) = 1: idf = ln(1 + 1.5/1.5) = ln 2; len 2 and 3, avg 2.5.
-        let s = idx.normalized(&an, &["weather".into()]);
-        assert_eq!(s, vec![1.0, 0.0]);
-        let ids = idx.query_ids(&an, &["price".into()]);
-        let mut raw = Vec::new();
-        idx.raw_scores(&ids, &mut raw);
-        let norm = 1.0 - 0.75 + 0.75 * 3.0 / 2.5;
-        let want = 2f64.ln() * 2.0 * 2.2 / (2.0 + 1.2 * norm);
-        assert!((raw[1] - want).abs() < 1e-12, "{} vs {want}", raw[1]);
-        assert_eq!(raw[0], 0.0);
-    }
-
-    #[test]
-    fn weighted_queries_keep_the_largest_weight_and_scale_linearly() {
-        let an = analyzer();
-        let p = params(false, false);
-        let docs = [
-            ToolText {
-                name: "weather",
-                description: "forecast city",
-                ..Default::default()
-            },
-            ToolText {
-                name: "stock",
-                description: "price",
-                ..Default::default()
-            },
-        ];
-        let idx = Bm25Index::build(&p, &an, &docs);
-        let now: Vec<String> = vec!["weather".into()];
-        let before: Vec<String> = vec!["weather".into(), "price".into(), "unknown".into()];
-        let q = idx.weighted_query(&an, &[(&now, 1.0), (&before, 0.25)]);
-        let id = |t: &str| idx.terms[t];
-        assert_eq!(q, {
-            let mut v = vec![(id("weather"), 1.0), (id("price"), 0.25)];
-            v.sort_by_key(|x| x.0);
-            v
-        });
-        let mut full = Scored::default();
-        idx.score(&[(id("price"), 1.0)], &mut full);
-        let mut quarter = Scored::default();
-        idx.score(&[(id("price"), 0.25)], &mut quarter);
-        assert!((quarter.raw[1] - 0.25 * full.raw[1]).abs() < 1e-12);
-        // A weight of 0 drops the turn.
-        assert!(idx.weighted_query(&an, &[(&now, 0.0)]).is_empty());
-    }
-
-    #[test]
-    fn coverage_is_the_idf_weighted_share_of_the_query() {
-        let an = analyzer();
-        let mut p = params(false, false);
-        p.relevance = Some(crate::parse::selection::RelevanceParams {
-            min_score: crate::parse::policy::Sp::new(0.0, 0..0),
-            min_score_idf: crate::parse::policy::Sp::new(0.0, 0..0),
-            min_coverage: crate::parse::policy::Sp::new(0.5, 0..0),
-            min_share: crate::parse::policy::Sp::new(0.0, 0..0),
-            query_terms: QueryTerms::Known,
-        });
-        let docs = [
-            ToolText {
-                name: "weather",
-                description: "forecast",
-                ..Default::default()
-            },
-            ToolText {
-                name: "stock",
-                description: "forecast",
-                ..Default::default()
-            },
-            ToolText {
-                name: "news",
-                ..Default::default()
-            },
-        ];
-        let idx = Bm25Index::build(&p, &an, &docs);
-        let q = idx.weighted_query(&an, &[(&["weather".into(), "forecast".into()], 1.0)]);
-        let mut s = Scored::default();
-        idx.score(&q, &mut s);
-        let (iw, if_) = (
-            idx.idf[idx.terms["weather"] as usize],
-            idx.idf[idx.terms["forecast"] as usize],
-        );
-        assert!((s.coverage(&p, 0) - 1.0).abs() < 1e-12);
-        assert!((s.coverage(&p, 1) - if_ / (iw + if_)).abs() < 1e-12);
-        assert_eq!(s.coverage(&p, 2), 0.0);
-        // `weather` is rarer than `forecast`: the stock tool covers less than half.
-        assert!(!s.passes(&p, 1) && s.passes(&p, 0));
-        assert_eq!(s.normalized(&p, 0), 1.0);
-        assert_eq!(s.normalized(&p, 1), 0.0);
-    }
-
-    #[test]
-    fn unknown_terms_count_with_query_terms_all() {
-        let an = analyzer();
-        let mut p = params(false, false);
-        let relevance = |terms| crate::parse::selection::RelevanceParams {
-            min_score: crate::parse::policy::Sp::new(0.0, 0..0),
-            min_score_idf: crate::parse::policy::Sp::new(0.0, 0..0),
-            min_coverage: crate::parse::policy::Sp::new(0.0, 0..0),
-            min_share: crate::parse::policy::Sp::new(0.0, 0..0),
-            query_terms: terms,
-        };
-        let docs = [
-            ToolText {
-                name: "weather",
-                description: "forecast",
-                ..Default::default()
-            },
-            ToolText {
-                name: "stock",
-                description: "price",
-                ..Default::default()
-            },
-        ];
-        let query: Vec<String> = vec!["weather".into(), "paris".into(), "tomorrow".into()];
-        p.relevance = Some(relevance(QueryTerms::Known));
-        let idx = Bm25Index::build(&p, &an, &docs);
-        let q = idx.query(&an, &[(&query, 1.0)]);
-        assert_eq!(q.unknown_mass, 0.0);
-        let mut s = Scored::default();
-        idx.score_query(&q.terms, q.unknown_mass, &mut s);
-        // Known terms only: `weather` is the whole query.
-        assert!((s.coverage(&p, 0) - 1.0).abs() < 1e-12);
-        let share = s.share(&p, 0);
-        assert!(share > 0.0 && share < 1.0, "{share}");
-        assert!((share - s.raw[0] / (idx.idf[idx.terms["weather"] as usize] * 2.2)).abs() < 1e-12);
-
-        // All terms: the two unknown ones weigh as a term one tool of two has.
-        p.relevance = Some(relevance(QueryTerms::All));
-        let idx = Bm25Index::build(&p, &an, &docs);
-        // repeated and remembered unknown terms count once, with their largest weight
-        let q = idx.query(&an, &[(&query, 1.0), (&["paris".into()], 0.5)]);
-        let idf1 = idx.idf_of_df(1);
-        assert_eq!(idf1, idx.idf[idx.terms["weather"] as usize]);
-        assert!((q.unknown_mass - 2.0 * idf1).abs() < 1e-12);
-        idx.score_query(&q.terms, q.unknown_mass, &mut s);
-        assert!((s.coverage(&p, 0) - 1.0 / 3.0).abs() < 1e-12);
-        assert!((s.share(&p, 0) - share / 3.0).abs() < 1e-12);
-        assert_eq!(s.coverage(&p, 1), 0.0);
-        // An empty query covers nothing.
-        idx.score_query(&[], 0.0, &mut s);
-        assert_eq!((s.coverage(&p, 0), s.share(&p, 0)), (0.0, 0.0));
-    }
-
-    #[test]
-    fn floor_caps_weak_matches() {
-        let an = analyzer();
-        let mut p = params(false, false);
-        p.score_floor = 100.0;
-        let docs = [ToolText {
-            name: "weather",
-            ..Default::default()
-        }];
-        let idx = Bm25Index::build(&p, &an, &docs);
-        let s = idx.normalized(&an, &["weather".into()]);
-        assert!(s[0] > 0.0 && s[0] < 0.1);
-    }
-}
+mod tests;
