@@ -655,6 +655,10 @@ impl ProxySession {
         let decision = inner.gate.check_in(&cat.plan, gate_name, &args, &env);
         inner.metrics.gate_time(t_gate.elapsed().as_secs_f64());
         facts.decision = decision.label();
+        if let Some(shadow) = inner.shadow.get() {
+            let (st, id) = (&self.session.state, &self.session.id);
+            shadow.call(st, id, &*inner.gate, gate_name, &args, &env, facts.decision);
+        }
         let (args, confirmed) = match decision {
             Decision::Deny { message } => {
                 let msg = to_exposed(&cat, &message);
@@ -808,6 +812,11 @@ impl ProxySession {
             let now = st.now();
             let window = cat.plan.recent_calls_window;
             st.record_call(&tool, now, window);
+            if let Some(shadow) = inner.shadow.get() {
+                let outcome = serde_json::to_value(end.outcome).unwrap_or_default();
+                let outcome = outcome.as_str().unwrap_or_default();
+                shadow.called(&mut st, &self.session.id, &tool, outcome);
+            }
             if let Some(k) = learn {
                 st.call_keywords = k;
             }

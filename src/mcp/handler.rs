@@ -838,6 +838,9 @@ impl ProxySession {
         self.apply_meta(&metas(context, pmeta), &cat.plan)?;
         let mut st = lock(&self.session.state);
         let listed = inner.listed(&mut st, &cat);
+        if let Some(shadow) = inner.shadow.get() {
+            shadow.list(&mut st, &self.session.id, &cat);
+        }
         if st.announced.is_none() {
             st.announced = Some(inner.listed_names(&cat, &listed));
         }

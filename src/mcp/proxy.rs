@@ -35,6 +35,7 @@ use super::handler::ProxySession;
 use super::metrics::Metrics;
 use super::pins::{Observation, PinStore};
 use super::session::SessionState;
+use super::shadow::Shadow;
 use super::source::PlanSource;
 use super::stateless::Stateless;
 use super::surfaces::Surfaces;
@@ -57,6 +58,8 @@ pub(crate) struct Inner {
     pub(crate) stateless: Stateless,
     /// Prometheus metrics (`GET /metrics`).
     pub(crate) metrics: Arc<Metrics>,
+    /// The shadow policy, if any ([`super::shadow`]).
+    pub(crate) shadow: std::sync::OnceLock<Arc<Shadow>>,
     source: Arc<dyn PlanSource>,
     pub(crate) gate: Arc<dyn CallGate>,
     audit: Arc<dyn AuditSink>,
@@ -169,6 +172,7 @@ impl Proxy {
         let inner = Arc::new(Inner {
             stateless,
             metrics: Arc::new(Metrics::new()),
+            shadow: std::sync::OnceLock::new(),
             config,
             source,
             gate,
@@ -193,6 +197,19 @@ impl Proxy {
         });
         inner.rebuild();
         Proxy { inner }
+    }
+
+    /// Makes every decision also under `shadow`, never enforced
+    /// ([`super::shadow`]). Call before [`Proxy::start`]; a second shadow is
+    /// refused.
+    pub fn set_shadow(&self, shadow: Arc<Shadow>) -> Result<(), String> {
+        let inner = &self.inner;
+        let servers: Vec<ServerTools> = inner.servers.iter().map(|s| s.tools()).collect();
+        shadow.rebuild(&servers, &inner.naming());
+        inner
+            .shadow
+            .set(shadow)
+            .map_err(|_| "the proxy has a shadow policy already".to_string())
     }
 
     /// Starts the downstream servers, the catalog builder, the change
@@ -311,8 +328,15 @@ async fn control(inner: Arc<Inner>, mut events: mpsc::UnboundedReceiver<Event>) 
         inner.ready.send_replace(true);
     }
     let mut inputs = inner.source.subscribe();
+    let mut shadow = inner.shadow.get().map(|s| s.subscribe());
     loop {
         tokio::select! {
+            Some(()) = async {
+                match shadow.as_mut() {
+                    Some(rx) => rx.changed().await.ok(),
+                    None => std::future::pending().await,
+                }
+            } => inner.rebuild_shadow(),
             ev = events.recv() => match ev {
                 Some(Event::Listed(_)) => inner.rebuild(),
                 Some(Event::FirstAttemptDone(i)) => {
@@ -376,6 +400,16 @@ impl Inner {
             }
         }
         self.catalog_tx.send_modify(|v| *v += 1);
+        self.rebuild_shadow();
+    }
+
+    /// Recompiles the shadow catalog (if there is a shadow policy) with the
+    /// servers' tools now.
+    fn rebuild_shadow(&self) {
+        if let Some(s) = self.shadow.get() {
+            let servers: Vec<ServerTools> = self.servers.iter().map(|s| s.tools()).collect();
+            s.rebuild(&servers, &self.naming());
+        }
     }
 
     /// The names of the proxy's own tools that are enabled.

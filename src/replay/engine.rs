@@ -163,7 +163,7 @@ pub fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError>
             }
             Ok(None)
         }
-        Event::UserMessage { .. } => Ok(None),
+        Event::UserMessage { .. } | Event::Shadow { .. } => Ok(None),
     }
 }
 
@@ -357,6 +357,7 @@ pub fn replay_session<'l, F: FnMut(&Step, &Activation)>(
                     p.1 = l.t;
                 }
             }
+            Event::Shadow { .. } => {}
             Event::ToolCall { .. } => {
                 let Some(c) = called else { continue };
                 pending = None;
