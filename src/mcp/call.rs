@@ -224,6 +224,7 @@ impl ProxySession {
             detail: Some(format!(
                 "the user accepted the new definition of `{tool}` ({scope})"
             )),
+            trace_id: None,
         });
     }
 
@@ -309,6 +310,7 @@ impl ProxySession {
                 params.input_responses = r.input_responses.clone();
                 params.request_state = r.request_state.clone();
             }
+            super::trace::inject(&mut params.meta);
             let call = async {
                 match &progress {
                     // the client asked for progress: relay the server's to it
@@ -652,9 +654,13 @@ impl ProxySession {
             }
         };
         let t_gate = Instant::now();
+        let span = super::trace::child(inner.tel(), "toolgate.gate".into(), false);
         let decision = inner.gate.check_in(&cat.plan, gate_name, &args, &env);
         inner.metrics.gate_time(t_gate.elapsed().as_secs_f64());
         facts.decision = decision.label();
+        span.set("toolgate.decision", facts.decision);
+        span.set("gen_ai.tool.name", gate_name);
+        drop(span);
         if let Some(shadow) = inner.shadow.get() {
             let (st, id) = (&self.session.state, &self.session.id);
             shadow.call(st, id, &*inner.gate, gate_name, &args, &env, facts.decision);
@@ -775,18 +781,24 @@ impl ProxySession {
                 request_state: p.inner.clone(),
             });
         let digest_args = args.clone();
-        let mut end = self
-            .forward(
-                &ds,
-                &shown,
-                &route.name,
-                args,
-                limits,
-                progress,
-                context,
-                down_retry,
-            )
-            .await;
+        let span = super::trace::child(inner.tel(), format!("tools/call {}", route.name), true);
+        span.set("toolgate.server", ds.spec.name.clone());
+        span.set("gen_ai.tool.name", route.name.clone());
+        let forwarded = self.forward(
+            &ds,
+            &shown,
+            &route.name,
+            args,
+            limits,
+            progress,
+            context,
+            down_retry,
+        );
+        let mut end = super::trace::within(span.context(), forwarded).await;
+        if !matches!(end.outcome, Outcome::Ok) {
+            span.error(format!("{:?}", end.outcome));
+        }
+        drop(span);
         if let Ok(CallToolResponse::InputRequired(ir)) = &end.response {
             end.outcome = Outcome::InputRequired;
             end.response = if modern {
@@ -850,6 +862,7 @@ impl ProxySession {
             outcome: end.outcome,
             attempts: end.attempts,
             detail: end.detail,
+            trace_id: None,
         });
         end.response
     }

@@ -337,6 +337,7 @@ mod tests {
             outcome,
             attempts: 1,
             detail: None,
+            trace_id: None,
         }
     }
 

@@ -57,6 +57,7 @@ pub mod source;
 pub mod stateless;
 pub mod stdio;
 mod surfaces;
+pub mod trace;
 
 use std::sync::Arc;
 
@@ -140,7 +141,11 @@ pub fn build_proxy(config: ProxyConfig) -> Result<Proxy, BuildError> {
             config.shadow_log.clone(),
         )
     });
+    let telemetry = trace::Telemetry::from_env().map_err(BuildError::Other)?;
     let proxy = Proxy::with_pins(config, source, Arc::new(PolicyGate), audit, pins);
+    if let Some(t) = telemetry {
+        proxy.set_telemetry(t).map_err(BuildError::Other)?;
+    }
     if let Some((policy, tags, poll, log)) = shadow_files {
         let to_build = |e| match e {
             shadow::ShadowError::Load(l) => BuildError::Load(l),

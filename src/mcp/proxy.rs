@@ -60,6 +60,8 @@ pub(crate) struct Inner {
     pub(crate) metrics: Arc<Metrics>,
     /// The shadow policy, if any ([`super::shadow`]).
     pub(crate) shadow: std::sync::OnceLock<Arc<Shadow>>,
+    /// The span exporter, when traces are on ([`super::trace`]).
+    pub(crate) telemetry: std::sync::OnceLock<super::trace::Telemetry>,
     source: Arc<dyn PlanSource>,
     pub(crate) gate: Arc<dyn CallGate>,
     audit: Arc<dyn AuditSink>,
@@ -173,6 +175,7 @@ impl Proxy {
             stateless,
             metrics: Arc::new(Metrics::new()),
             shadow: std::sync::OnceLock::new(),
+            telemetry: std::sync::OnceLock::new(),
             config,
             source,
             gate,
@@ -212,6 +215,16 @@ impl Proxy {
             .map_err(|_| "the proxy has a shadow policy already".to_string())
     }
 
+    /// Exports a span tree of every request through `telemetry`
+    /// ([`super::trace`]). Call before [`Proxy::start`]; a second one is
+    /// refused.
+    pub fn set_telemetry(&self, telemetry: super::trace::Telemetry) -> Result<(), String> {
+        self.inner
+            .telemetry
+            .set(telemetry)
+            .map_err(|_| "the proxy exports traces already".to_string())
+    }
+
     /// Starts the downstream servers, the catalog builder, the change
     /// notifier and the startup timer. Call once, inside a tokio runtime.
     pub fn start(&self) {
@@ -248,6 +261,9 @@ impl Proxy {
     /// Stops the servers (their processes are killed) and the proxy's tasks.
     pub async fn shutdown(&self) {
         self.inner.shutdown.send_replace(true);
+        if let Some(t) = self.inner.telemetry.get() {
+            t.shutdown().await;
+        }
         let tasks: Vec<_> = std::mem::take(&mut *lock(&self.inner.tasks));
         for t in tasks {
             t.abort();
@@ -475,6 +491,7 @@ impl Inner {
                 outcome: Outcome::DefinitionChanged,
                 attempts: 0,
                 detail: Some(detail),
+                trace_id: None,
             });
         }
         self.refresh_withheld(c);
@@ -588,7 +605,15 @@ impl Inner {
             .collect()
     }
 
-    pub(crate) fn record(&self, rec: AuditRecord) {
+    /// The span exporter, when traces are on.
+    pub(crate) fn tel(&self) -> Option<&super::trace::Telemetry> {
+        self.telemetry.get()
+    }
+
+    pub(crate) fn record(&self, mut rec: AuditRecord) {
+        if rec.trace_id.is_none() {
+            rec.trace_id = super::trace::current_trace_id();
+        }
         self.metrics.observe(&rec);
         self.audit.record(&rec);
     }
