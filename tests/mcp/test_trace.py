@@ -190,3 +190,23 @@ async def test_without_an_endpoint_no_span_is_sent_and_the_traceparent_is_passed
     recs = [x for x in read_jsonl(audit) if x["tool"] == "trace.echo_meta"]
     assert recs[0].get("trace_id") == trace_id and "trace_id" not in recs[1], recs
     assert receiver.requests == 0
+
+
+async def test_over_http_the_traceparent_header_is_continued(tmp_path, receiver):
+    from test_http import http_client, http_proxy
+
+    trace_id, client_span = secrets.token_hex(16), secrets.token_hex(8)
+    audit = tmp_path / "audit.jsonl"
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    async with http_proxy(tmp_path, "--server", trace_server(tmp_path), "--audit", str(audit), env=env) as hp:
+        async with http_client(hp.url, headers={"traceparent": f"00-{trace_id}-{client_span}-01"}) as p:
+            r = await p.call("trace__echo_meta", {})
+            assert not r.is_error, r
+            got = json.loads(text_of(r))
+            spans = await spans_of(receiver, trace_id, 3)
+    req = [s for s in spans if s.name == "tools/call trace__echo_meta"][0]
+    down = [s for s in spans if s.name == "tools/call echo_meta"][0]
+    assert req.parent_span_id.hex() == client_span
+    assert got["traceparent"] == f"00-{trace_id}-{down.span_id.hex()}-01", got
+    recs = [x for x in read_jsonl(audit) if x["tool"] == "trace.echo_meta"]
+    assert recs and recs[0].get("trace_id") == trace_id, recs
