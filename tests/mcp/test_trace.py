@@ -210,3 +210,16 @@ async def test_over_http_the_traceparent_header_is_continued(tmp_path, receiver)
     assert got["traceparent"] == f"00-{trace_id}-{down.span_id.hex()}-01", got
     recs = [x for x in read_jsonl(audit) if x["tool"] == "trace.echo_meta"]
     assert recs and recs[0].get("trace_id") == trace_id, recs
+
+
+def test_a_bad_endpoint_stops_the_proxy_with_a_clear_error(tmp_path):
+    import os
+    import subprocess
+
+    from conftest import toolgate_bin
+
+    out = subprocess.run([str(toolgate_bin()), "mcp-proxy", "--server", trace_server(tmp_path)],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                         env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "::not a url"})
+    assert out.returncode == 1, out
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" in out.stderr and "panicked" not in out.stderr, out.stderr
