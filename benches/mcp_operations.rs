@@ -12,7 +12,14 @@
 //!   shadow log: the verdict made twice, the session and the differences
 //!   written to the log.
 //!
-//! `traced − plain` and `shadow − plain` are the per-call costs.
+//! `traced − plain` and `shadow − plain` are the per-call costs; as they
+//! drown in a loaded machine's drift, the `in_process` group measures the
+//! added work itself: `spans_per_call` the three spans of one call (the
+//! request under a client `traceparent`, the gate, the downstream call),
+//! the downstream `traceparent` injected into a `_meta` map, handed to the
+//! same batch OTLP/HTTP exporter as the proxy's; `shadow_per_call` what the
+//! shadow adds to one call and one `tools/list`: a call-gate verdict and an
+//! evaluation of the session under the shadow plan.
 //!
 //! Run: `cargo bench --bench mcp_operations` (skipped, with a message, when
 //! `.venv/bin/mcp-server-time` is missing).
@@ -123,5 +130,90 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+fn in_process(c: &mut Criterion) {
+    use opentelemetry::propagation::TextMapPropagator;
+    use opentelemetry::trace::{SpanKind, TraceContextExt, Tracer, TracerProvider};
+    use opentelemetry::{Context, KeyValue};
+    use opentelemetry_otlp::WithExportConfig;
+    use toolgate::mcp::gate::{CallGate, PolicyGate};
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let _guard = rt.enter();
+    let sink = rt.block_on(otlp_sink());
+    toolgate::mcp::http::install_crypto_provider();
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_endpoint(format!("{sink}/v1/traces"))
+        .build()
+        .unwrap();
+    let batch =
+        opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
+            exporter,
+            opentelemetry_sdk::runtime::Tokio,
+        )
+        .build();
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_span_processor(batch)
+        .build();
+    let tracer = provider.tracer("toolgate");
+    let prop = opentelemetry_sdk::propagation::TraceContextPropagator::new();
+    let mut incoming = std::collections::HashMap::new();
+    incoming.insert(
+        "traceparent".to_string(),
+        "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_string(),
+    );
+    let mut g = c.benchmark_group("mcp_operations_in_process");
+    g.bench_function("spans_per_call", |b| {
+        b.iter(|| {
+            let parent = prop.extract(&incoming);
+            let req = tracer
+                .span_builder("tools/call time__get_current_time")
+                .with_kind(SpanKind::Server)
+                .with_attributes([KeyValue::new("mcp.method.name", "tools/call")])
+                .start_with_context(&tracer, &parent);
+            let cx = parent.with_span(req);
+            let gate = tracer.start_with_context("toolgate.gate", &cx);
+            drop(Context::current_with_span(gate));
+            let down = tracer
+                .span_builder("tools/call get_current_time")
+                .with_kind(SpanKind::Client)
+                .start_with_context(&tracer, &cx);
+            let dcx = cx.with_span(down);
+            let mut meta = serde_json::Map::new();
+            let mut carrier = std::collections::HashMap::new();
+            prop.inject_context(&dcx, &mut carrier);
+            for (k, v) in carrier {
+                meta.insert(k, serde_json::Value::String(v));
+            }
+            dcx.span().end();
+            cx.span().end();
+            std::hint::black_box(meta)
+        })
+    });
+    let plan = std::sync::Arc::new(
+        toolgate::load::load_plan(&toolgate::load::Sources::default()).unwrap(),
+    );
+    let args = json!({"timezone": "UTC"});
+    let ctx = toolgate::SessionContext {
+        conversation_stage: Some("exploration".into()),
+        user_intent_keywords: plan.analyzer.extract("what time is it in Tokyo"),
+        ..Default::default()
+    };
+    let usage = toolgate::UsageStats::default();
+    g.bench_function("shadow_per_call", |b| {
+        b.iter(|| {
+            let d = PolicyGate.check(&plan, "time.get_current_time", &args);
+            let a = plan.evaluate_with_previous(&ctx, &usage, 10.0, None);
+            std::hint::black_box((d, a.tools.len()))
+        })
+    });
+    g.finish();
+    let _ = provider.shutdown();
+}
+
+criterion_group!(benches, bench, in_process);
 criterion_main!(benches);
