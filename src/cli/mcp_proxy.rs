@@ -77,6 +77,15 @@ pub struct McpProxyArgs {
     /// --listen they are at /metrics on the listen address already.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Make every decision also under this policy, never enforced: the
+    /// differences (another active set, another verdict) are counted in the
+    /// metrics and logged; reloaded like --policy (docs/operations.md).
+    #[arg(long, value_name = "FILE")]
+    pub shadow_policy: Option<PathBuf>,
+    /// With a shadow policy: write the sessions and the differences to FILE
+    /// in the trace format, for `toolgate compare`.
+    #[arg(long, value_name = "FILE")]
+    pub shadow_log: Option<PathBuf>,
 }
 
 /// Why the proxy stopped with an error.
@@ -133,6 +142,17 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     }
     if args.pins.is_some() {
         c.pins = args.pins.clone();
+    }
+    if args.shadow_policy.is_some() {
+        c.shadow_policy = args.shadow_policy.clone();
+    }
+    if args.shadow_log.is_some() {
+        c.shadow_log = args.shadow_log.clone();
+    }
+    if c.shadow_log.is_some() && c.shadow_policy.is_none() {
+        return Err(
+            "--shadow-log (shadow_log) needs a shadow policy: give --shadow-policy FILE".into(),
+        );
     }
     if let Some(ms) = args.poll_ms {
         c.poll_interval = Some(Duration::from_millis(ms));

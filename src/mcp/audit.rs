@@ -91,6 +91,11 @@ pub struct AuditRecord {
     pub attempts: u32,
     /// The gate's reason or message, or the error.
     pub detail: Option<String>,
+    /// The OpenTelemetry trace id of the request (32 hex digits): the
+    /// client's `traceparent`'s, or the proxy's own span's
+    /// ([`super::trace`]); left out when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 /// Where audit records go. `record` is called on the request path, after the
@@ -166,6 +171,7 @@ mod tests {
             outcome: Outcome::Ok,
             attempts: 1,
             detail: None,
+            trace_id: None,
         };
         a.record(&r);
         a.record(&AuditRecord {

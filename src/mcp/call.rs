@@ -226,6 +226,7 @@ impl ProxySession {
             detail: Some(format!(
                 "the user accepted the new definition of `{tool}` ({scope})"
             )),
+            trace_id: None,
         });
     }
 
@@ -311,6 +312,7 @@ impl ProxySession {
                 params.input_responses = r.input_responses.clone();
                 params.request_state = r.request_state.clone();
             }
+            super::trace::inject(&mut params.meta);
             let call = async {
                 match &progress {
                     // the client asked for progress: relay the server's to it
@@ -657,9 +659,17 @@ impl ProxySession {
             }
         };
         let t_gate = Instant::now();
+        let span = super::trace::child(inner.tel(), "toolgate.gate".into(), false);
         let decision = inner.gate.check_in(&cat.plan, gate_name, &args, &env);
         inner.metrics.gate_time(t_gate.elapsed().as_secs_f64());
         facts.decision = decision.label();
+        span.set("toolgate.decision", facts.decision);
+        span.set("gen_ai.tool.name", gate_name);
+        drop(span);
+        if let Some(shadow) = inner.shadow.get() {
+            let (st, id) = (&self.session.state, &self.session.id);
+            shadow.call(st, id, &*inner.gate, gate_name, &args, &env, facts.decision);
+        }
         let (args, confirmed) = match decision {
             Decision::Deny { message } => {
                 let msg = to_exposed(&cat, &message);
@@ -776,18 +786,24 @@ impl ProxySession {
                 request_state: p.inner.clone(),
             });
         let digest_args = args.clone();
-        let mut end = self
-            .forward(
-                &ds,
-                &shown,
-                &route.name,
-                args,
-                limits,
-                progress,
-                context,
-                down_retry,
-            )
-            .await;
+        let span = super::trace::child(inner.tel(), format!("tools/call {}", route.name), true);
+        span.set("toolgate.server", ds.spec.name.clone());
+        span.set("gen_ai.tool.name", route.name.clone());
+        let forwarded = self.forward(
+            &ds,
+            &shown,
+            &route.name,
+            args,
+            limits,
+            progress,
+            context,
+            down_retry,
+        );
+        let mut end = super::trace::within(span.context(), forwarded).await;
+        if !matches!(end.outcome, Outcome::Ok) {
+            span.error(format!("{:?}", end.outcome));
+        }
+        drop(span);
         if let Ok(CallToolResponse::InputRequired(ir)) = &end.response {
             end.outcome = Outcome::InputRequired;
             end.response = if modern {
@@ -813,6 +829,11 @@ impl ProxySession {
             let now = st.now();
             let window = cat.plan.recent_calls_window;
             st.record_call(&tool, now, window);
+            if let Some(shadow) = inner.shadow.get() {
+                let outcome = serde_json::to_value(end.outcome).unwrap_or_default();
+                let outcome = outcome.as_str().unwrap_or_default();
+                shadow.called(&mut st, &self.session.id, &tool, outcome);
+            }
             if let Some(k) = learn {
                 st.call_keywords = k;
             }
@@ -846,6 +867,7 @@ impl ProxySession {
             outcome: end.outcome,
             attempts: end.attempts,
             detail: end.detail,
+            trace_id: None,
         });
         end.response
     }

@@ -432,6 +432,14 @@ pub struct ProxyConfig {
     /// How long a modern client has to answer a confirmation
     /// (`confirm_ttl_ms`; the `requestState`'s expiry, SEP-2322).
     pub confirm_ttl: Duration,
+    /// A shadow policy (`shadow_policy`, `--shadow-policy`): every decision
+    /// is also made under it, never enforced, and the differences are
+    /// counted and logged ([`super::shadow`]). Reloaded like the policy.
+    pub shadow_policy: Option<PathBuf>,
+    /// Where the shadow log goes (`shadow_log`, `--shadow-log`): the
+    /// sessions in the trace format, with the differences as `shadow`
+    /// events (`None`: counted in the metrics and logged only).
+    pub shadow_log: Option<PathBuf>,
 }
 
 /// The Streamable HTTP endpoint toward clients (`[http]`, `--listen`).
@@ -512,6 +520,8 @@ impl Default for ProxyConfig {
             http: HttpConfig::default(),
             state_key_env: None,
             confirm_ttl: Duration::from_secs(300),
+            shadow_policy: None,
+            shadow_log: None,
         }
     }
 }
@@ -549,6 +559,8 @@ struct RawConfig {
     tags: Option<PathBuf>,
     audit: Option<PathBuf>,
     pins: Option<PathBuf>,
+    shadow_policy: Option<PathBuf>,
+    shadow_log: Option<PathBuf>,
     poll_ms: Option<u64>,
     debounce_ms: Option<u64>,
     list_changed: Option<bool>,
@@ -729,6 +741,8 @@ impl ProxyConfig {
             http,
             state_key_env: raw.state_key_env,
             confirm_ttl: ms(raw.confirm_ttl_ms, d.confirm_ttl),
+            shadow_policy: raw.shadow_policy.map(abs),
+            shadow_log: raw.shadow_log.map(abs),
         };
         cfg.check()?;
         Ok(cfg)

@@ -509,6 +509,7 @@ impl ProxySession {
             outcome: Outcome::Ok,
             attempts: 0,
             detail: Some(format!("found {}: {}", found.len(), found.join(", "))),
+            trace_id: None,
         });
         Ok(CallToolResponse::Complete(result))
     }

@@ -223,6 +223,7 @@ impl ProxySession {
                 outcome: Outcome::Limited,
                 attempts: 0,
                 detail: Some(text.clone()),
+                trace_id: None,
             });
             tool_error(text)
         };
@@ -464,36 +465,51 @@ impl ServerHandler for ProxySession {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        if stateless::is_modern(&context) {
-            let pmeta = request
-                .as_ref()
-                .and_then(|r| r.meta.as_ref())
-                .map(|m| &m.0.0);
-            let all = metas(&context, pmeta);
-            let handle =
-                stateless::handle_in(None, &all).map_err(|e| McpError::invalid_params(e, None))?;
-            let personal = handle.is_some()
-                || all
-                    .iter()
-                    .any(|m| m.contains_key(super::context::CONTEXT_META_KEY));
-            let (eph, _) = self
-                .modern_session(handle.as_deref())
-                .map_err(|e| McpError::invalid_params(stateless::refusal(&e, "session"), None))?;
-            let mut r = eph.list_tools_here(request, &context, true).await?;
-            // SEP-2549: a list that depends on the request's own context or
-            // handle is the caller's alone; a bare one is the same for all.
-            // ttlMs 0 either way: a client that caches by method alone (MCP
-            // Inspector does) must not answer a list with a handle from the
-            // bare list before it.
-            r.ttl_ms = Some(0);
-            r.cache_scope = Some(if personal {
-                CacheScope::Private
-            } else {
-                CacheScope::Public
-            });
-            return Ok(r);
-        }
-        self.list_tools_here(request, &context, false).await
+        let pmeta = request
+            .as_ref()
+            .and_then(|r| r.meta.as_ref())
+            .map(|m| &m.0.0);
+        let cx = super::trace::request(
+            self.inner.tel(),
+            &context,
+            &metas(&context, pmeta),
+            "tools/list",
+            "",
+            &self.session.id,
+        );
+        super::trace::run(cx, async move {
+            if stateless::is_modern(&context) {
+                let pmeta = request
+                    .as_ref()
+                    .and_then(|r| r.meta.as_ref())
+                    .map(|m| &m.0.0);
+                let all = metas(&context, pmeta);
+                let handle = stateless::handle_in(None, &all)
+                    .map_err(|e| McpError::invalid_params(e, None))?;
+                let personal = handle.is_some()
+                    || all
+                        .iter()
+                        .any(|m| m.contains_key(super::context::CONTEXT_META_KEY));
+                let (eph, _) = self.modern_session(handle.as_deref()).map_err(|e| {
+                    McpError::invalid_params(stateless::refusal(&e, "session"), None)
+                })?;
+                let mut r = eph.list_tools_here(request, &context, true).await?;
+                // SEP-2549: a list that depends on the request's own context or
+                // handle is the caller's alone; a bare one is the same for all.
+                // ttlMs 0 either way: a client that caches by method alone (MCP
+                // Inspector does) must not answer a list with a handle from the
+                // bare list before it.
+                r.ttl_ms = Some(0);
+                r.cache_scope = Some(if personal {
+                    CacheScope::Private
+                } else {
+                    CacheScope::Public
+                });
+                return Ok(r);
+            }
+            self.list_tools_here(request, &context, false).await
+        })
+        .await
     }
 
     async fn on_custom_request(
@@ -657,10 +673,22 @@ impl ServerHandler for ProxySession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if stateless::is_modern(&context) {
-            return self.modern_call_tool(request, context).await;
-        }
-        self.call_tool_here(request, context).await
+        let pmeta = request.meta.as_ref().map(|m| &m.0.0);
+        let cx = super::trace::request(
+            self.inner.tel(),
+            &context,
+            &metas(&context, pmeta),
+            "tools/call",
+            &request.name,
+            &self.session.id,
+        );
+        super::trace::run(cx, async move {
+            if stateless::is_modern(&context) {
+                return self.modern_call_tool(request, context).await;
+            }
+            self.call_tool_here(request, context).await
+        })
+        .await
     }
 
     fn accepted_subscription_filter(
@@ -776,6 +804,7 @@ impl ProxySession {
                     outcome: Outcome::StateRefused,
                     attempts: 0,
                     detail: Some(stateless::refusal(&e, "session")),
+                    trace_id: None,
                 });
                 return Ok(tool_error(stateless::refusal(&e, "session")));
             }
@@ -838,6 +867,9 @@ impl ProxySession {
         self.apply_meta(&metas(context, pmeta), &cat.plan)?;
         let mut st = lock(&self.session.state);
         let listed = inner.listed(&mut st, &cat);
+        if let Some(shadow) = inner.shadow.get() {
+            shadow.list(&mut st, &self.session.id, &cat);
+        }
         if st.announced.is_none() {
             st.announced = Some(inner.listed_names(&cat, &listed));
         }

@@ -21,6 +21,9 @@
 //! | `toolgate_find_tools_results` | histogram | | tools a `toolgate__find_tools` search returned |
 //! | `toolgate_catalog_compiles_total` | counter | `outcome` | catalog (re)compiles: `ok`, or `error` (the previous catalog keeps serving) |
 //! | `toolgate_withheld_tools` | gauge | | tools withheld because their definition changed (pins) |
+//! | `toolgate_shadow_decisions_total` | counter | `kind` | decisions also made under the shadow policy: `list` (a `tools/list` answer's active set), `call` (a call's verdict) |
+//! | `toolgate_shadow_diffs_total` | counter | `kind` | ... that differ from the live decision |
+//! | `toolgate_shadow_loads_total` | counter | `outcome` | shadow policy loads: `ok`, or `error` (the last good shadow plan stays) |
 
 use std::sync::Mutex;
 
@@ -55,6 +58,11 @@ struct ErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
     outcome: String,
 }
@@ -72,6 +80,9 @@ pub struct Metrics {
     found: Histogram,
     compiles: Family<OutcomeLabel, Counter>,
     withheld: Gauge,
+    shadow_decisions: Family<KindLabel, Counter>,
+    shadow_diffs: Family<KindLabel, Counter>,
+    shadow_loads: Family<OutcomeLabel, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -156,7 +167,28 @@ impl Metrics {
             "tools withheld because their definition changed since it was pinned",
             withheld.clone(),
         );
+        let shadow_decisions = Family::<KindLabel, Counter>::default();
+        registry.register(
+            "shadow_decisions",
+            "decisions also made under the shadow policy (list: an active set, call: a verdict)",
+            shadow_decisions.clone(),
+        );
+        let shadow_diffs = Family::<KindLabel, Counter>::default();
+        registry.register(
+            "shadow_diffs",
+            "shadow decisions that differ from the live ones (list: another active set, call: another verdict)",
+            shadow_diffs.clone(),
+        );
+        let shadow_loads = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "shadow_loads",
+            "shadow policy loads, by outcome (error: the last good shadow plan stays)",
+            shadow_loads.clone(),
+        );
         Metrics {
+            shadow_decisions,
+            shadow_diffs,
+            shadow_loads,
             registry: Mutex::new(registry),
             calls,
             call_seconds,
@@ -244,6 +276,29 @@ impl Metrics {
         self.withheld.set(n as i64);
     }
 
+    /// A decision of `kind` (`list` or `call`) was also made under the shadow policy.
+    pub fn shadow_decision(&self, kind: &str) {
+        self.shadow_decisions
+            .get_or_create(&KindLabel { kind: kind.into() })
+            .inc();
+    }
+
+    /// A shadow decision of `kind` differed from the live one.
+    pub fn shadow_diff(&self, kind: &str) {
+        self.shadow_diffs
+            .get_or_create(&KindLabel { kind: kind.into() })
+            .inc();
+    }
+
+    /// The shadow policy loaded (`ok`) or was rejected.
+    pub fn shadow_loaded(&self, ok: bool) {
+        self.shadow_loads
+            .get_or_create(&OutcomeLabel {
+                outcome: if ok { "ok" } else { "error" }.into(),
+            })
+            .inc();
+    }
+
     /// The OpenMetrics text of every metric (`GET /metrics`).
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -282,6 +337,7 @@ mod tests {
             outcome,
             attempts: 1,
             detail: None,
+            trace_id: None,
         }
     }
 

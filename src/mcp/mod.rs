@@ -52,10 +52,12 @@ pub mod names;
 pub mod pins;
 pub mod proxy;
 mod session;
+pub mod shadow;
 pub mod source;
 pub mod stateless;
 pub mod stdio;
 mod surfaces;
+pub mod trace;
 
 use std::sync::Arc;
 
@@ -131,13 +133,36 @@ pub fn build_proxy(config: ProxyConfig) -> Result<Proxy, BuildError> {
         })?),
         None => Arc::new(NoAudit),
     };
-    Ok(Proxy::with_pins(
-        config,
-        source,
-        Arc::new(PolicyGate),
-        audit,
-        pins,
-    ))
+    let shadow_files = config.shadow_policy.clone().map(|p| {
+        (
+            p,
+            config.tags.clone(),
+            config.poll_interval,
+            config.shadow_log.clone(),
+        )
+    });
+    let telemetry = trace::Telemetry::from_env().map_err(BuildError::Other)?;
+    let proxy = Proxy::with_pins(config, source, Arc::new(PolicyGate), audit, pins);
+    if let Some(t) = telemetry {
+        proxy.set_telemetry(t).map_err(BuildError::Other)?;
+    }
+    if let Some((policy, tags, poll, log)) = shadow_files {
+        let to_build = |e| match e {
+            shadow::ShadowError::Load(l) => BuildError::Load(l),
+            other => BuildError::Other(other.to_string()),
+        };
+        let s = shadow::Shadow::open(
+            &policy,
+            tags.as_deref(),
+            poll,
+            log.as_deref(),
+            proxy.metrics(),
+        )
+        .map_err(to_build)?;
+        s.watch().map_err(to_build)?;
+        proxy.set_shadow(s).map_err(BuildError::Other)?;
+    }
+    Ok(proxy)
 }
 
 /// Starts `proxy` and serves it on the process's stdin/stdout until the

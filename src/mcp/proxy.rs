@@ -35,6 +35,7 @@ use super::handler::ProxySession;
 use super::metrics::Metrics;
 use super::pins::{Observation, PinStore};
 use super::session::SessionState;
+use super::shadow::Shadow;
 use super::source::PlanSource;
 use super::stateless::Stateless;
 use super::surfaces::Surfaces;
@@ -57,6 +58,10 @@ pub(crate) struct Inner {
     pub(crate) stateless: Stateless,
     /// Prometheus metrics (`GET /metrics`).
     pub(crate) metrics: Arc<Metrics>,
+    /// The shadow policy, if any ([`super::shadow`]).
+    pub(crate) shadow: std::sync::OnceLock<Arc<Shadow>>,
+    /// The span exporter, when traces are on ([`super::trace`]).
+    pub(crate) telemetry: std::sync::OnceLock<super::trace::Telemetry>,
     source: Arc<dyn PlanSource>,
     pub(crate) gate: Arc<dyn CallGate>,
     audit: Arc<dyn AuditSink>,
@@ -169,6 +174,8 @@ impl Proxy {
         let inner = Arc::new(Inner {
             stateless,
             metrics: Arc::new(Metrics::new()),
+            shadow: std::sync::OnceLock::new(),
+            telemetry: std::sync::OnceLock::new(),
             config,
             source,
             gate,
@@ -193,6 +200,29 @@ impl Proxy {
         });
         inner.rebuild();
         Proxy { inner }
+    }
+
+    /// Makes every decision also under `shadow`, never enforced
+    /// ([`super::shadow`]). Call before [`Proxy::start`]; a second shadow is
+    /// refused.
+    pub fn set_shadow(&self, shadow: Arc<Shadow>) -> Result<(), String> {
+        let inner = &self.inner;
+        let servers: Vec<ServerTools> = inner.servers.iter().map(|s| s.tools()).collect();
+        shadow.rebuild(&servers, &inner.naming());
+        inner
+            .shadow
+            .set(shadow)
+            .map_err(|_| "the proxy has a shadow policy already".to_string())
+    }
+
+    /// Exports a span tree of every request through `telemetry`
+    /// ([`super::trace`]). Call before [`Proxy::start`]; a second one is
+    /// refused.
+    pub fn set_telemetry(&self, telemetry: super::trace::Telemetry) -> Result<(), String> {
+        self.inner
+            .telemetry
+            .set(telemetry)
+            .map_err(|_| "the proxy exports traces already".to_string())
     }
 
     /// Starts the downstream servers, the catalog builder, the change
@@ -231,6 +261,9 @@ impl Proxy {
     /// Stops the servers (their processes are killed) and the proxy's tasks.
     pub async fn shutdown(&self) {
         self.inner.shutdown.send_replace(true);
+        if let Some(t) = self.inner.telemetry.get() {
+            t.shutdown().await;
+        }
         let tasks: Vec<_> = std::mem::take(&mut *lock(&self.inner.tasks));
         for t in tasks {
             t.abort();
@@ -311,8 +344,15 @@ async fn control(inner: Arc<Inner>, mut events: mpsc::UnboundedReceiver<Event>) 
         inner.ready.send_replace(true);
     }
     let mut inputs = inner.source.subscribe();
+    let mut shadow = inner.shadow.get().map(|s| s.subscribe());
     loop {
         tokio::select! {
+            Some(()) = async {
+                match shadow.as_mut() {
+                    Some(rx) => rx.changed().await.ok(),
+                    None => std::future::pending().await,
+                }
+            } => inner.rebuild_shadow(),
             ev = events.recv() => match ev {
                 Some(Event::Listed(_)) => inner.rebuild(),
                 Some(Event::FirstAttemptDone(i)) => {
@@ -376,6 +416,16 @@ impl Inner {
             }
         }
         self.catalog_tx.send_modify(|v| *v += 1);
+        self.rebuild_shadow();
+    }
+
+    /// Recompiles the shadow catalog (if there is a shadow policy) with the
+    /// servers' tools now.
+    fn rebuild_shadow(&self) {
+        if let Some(s) = self.shadow.get() {
+            let servers: Vec<ServerTools> = self.servers.iter().map(|s| s.tools()).collect();
+            s.rebuild(&servers, &self.naming());
+        }
     }
 
     /// The names of the proxy's own tools that are enabled.
@@ -441,6 +491,7 @@ impl Inner {
                 outcome: Outcome::DefinitionChanged,
                 attempts: 0,
                 detail: Some(detail),
+                trace_id: None,
             });
         }
         self.refresh_withheld(c);
@@ -554,7 +605,15 @@ impl Inner {
             .collect()
     }
 
-    pub(crate) fn record(&self, rec: AuditRecord) {
+    /// The span exporter, when traces are on.
+    pub(crate) fn tel(&self) -> Option<&super::trace::Telemetry> {
+        self.telemetry.get()
+    }
+
+    pub(crate) fn record(&self, mut rec: AuditRecord) {
+        if rec.trace_id.is_none() {
+            rec.trace_id = super::trace::current_trace_id();
+        }
         self.metrics.observe(&rec);
         self.audit.record(&rec);
     }

@@ -167,7 +167,7 @@ pub fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError>
             }
             Ok(None)
         }
-        Event::UserMessage { .. } => Ok(None),
+        Event::UserMessage { .. } | Event::Shadow { .. } => Ok(None),
     }
 }
 
@@ -361,6 +361,7 @@ pub fn replay_session<'l, F: FnMut(&Step, &Activation)>(
                     p.1 = l.t;
                 }
             }
+            Event::Shadow { .. } => {}
             Event::ToolCall { .. } => {
                 let Some(c) = called else { continue };
                 pending = None;

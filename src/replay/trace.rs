@@ -64,6 +64,16 @@ pub enum Event {
         /// Optional outcome (`"ok"`, `"error"` or any JSON; not scored).
         outcome: Option<Value>,
     },
+    /// A note of `mcp-proxy`'s shadow log: a decision the shadow policy
+    /// made differently (`kind`: `list` or `call`). Kept, not replayed: it
+    /// changes no state and is no step.
+    Shadow {
+        /// `list` (another active set) or `call` (another verdict).
+        kind: String,
+        /// The line's other keys (`tool`, `live`, `shadow`, `live_only`,
+        /// `shadow_only`, `detail`).
+        note: Map<String, Value>,
+    },
 }
 
 /// One parsed trace line.
@@ -114,7 +124,16 @@ impl Trace {
 }
 
 const COMMON_KEYS: [&str; 3] = ["session", "t", "event"];
-const EVENTS: [&str; 3] = ["user_message", "context", "tool_call"];
+const EVENTS: [&str; 4] = ["user_message", "context", "tool_call", "shadow"];
+const SHADOW_KEYS: [&str; 7] = [
+    "kind",
+    "tool",
+    "live",
+    "shadow",
+    "live_only",
+    "shadow_only",
+    "detail",
+];
 const CONTEXT_KEYS: [&str; 8] = [
     "stage",
     "conversation_stage",
@@ -240,6 +259,19 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
                 outcome: o.get("outcome").cloned(),
             }
         }
+        "shadow" => {
+            check_keys(&o, &SHADOW_KEYS, kind).map_err(err)?;
+            let kind = match o.get("kind") {
+                Some(Value::String(s)) if !s.is_empty() => s.clone(),
+                _ => return Err(err("a `shadow` event needs `kind` (a string)".into())),
+            };
+            let note = o
+                .iter()
+                .filter(|(k, _)| SHADOW_KEYS[1..].contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            Event::Shadow { kind, note }
+        }
         other => {
             let hint = crate::diag::did_you_mean(other, EVENTS)
                 .map(|s| format!(" (did you mean `{s}`?)"))
@@ -296,6 +328,36 @@ pub fn parse_trace(text: &str, skip_invalid: bool) -> Result<Trace, TraceError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shadow_event_is_kept_and_checked() {
+        let t = parse_trace(
+            r#"{"session":"a","t":1,"event":"shadow","kind":"call","tool":"x","live":"allow","shadow":"deny","detail":"no"}"#,
+            false,
+        )
+        .unwrap();
+        match &t.lines[0].event {
+            Event::Shadow { kind, note } => {
+                assert_eq!(kind, "call");
+                assert_eq!(note["shadow"], "deny");
+                assert!(!note.contains_key("kind"));
+            }
+            e => panic!("{e:?}"),
+        }
+        assert_eq!(t.calls(), 0, "a shadow note is not a call");
+        let e = parse_trace(
+            r#"{"session":"a","t":1,"event":"shadow","live":"allow"}"#,
+            false,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("needs `kind`"), "{e}");
+        let e = parse_trace(
+            r#"{"session":"a","t":1,"event":"shadow","kind":"list","shadw":1}"#,
+            false,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("did you mean `shadow`"), "{e}");
+    }
 
     #[test]
     fn parses_the_three_events() {
