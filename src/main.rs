@@ -239,9 +239,18 @@ enum Command {
         /// Arguments as JSON: inline, `-` for stdin, or `@FILE`.
         #[arg(long, value_name = "JSON", default_value = "{}")]
         args: String,
-        /// Session id recorded in the audit log.
+        /// Session id recorded in the audit log. The session's data-flow history
+        /// (`[gate.flow]`) is kept in a state file between calls: --state, else
+        /// $TOOLGATE_STATE_DIR/ID.json, else $XDG_STATE_HOME (~/.local/state)/toolgate/sessions/ID.json.
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// The session's state file (JSON; created when missing). Needs --session.
+        #[arg(long, value_name = "FILE", requires = "session")]
+        state: Option<std::path::PathBuf>,
+        /// The user confirmed this call: an `ask` verdict is recorded in the
+        /// session's history as a call that ran. Needs --session.
+        #[arg(long, requires = "session")]
+        confirmed: bool,
         /// Append the verdict to this JSON Lines audit log.
         #[arg(long, value_name = "FILE")]
         audit: Option<std::path::PathBuf>,
@@ -484,11 +493,22 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             tool,
             args,
             session,
+            state,
+            confirmed,
             audit,
             format,
         } => {
-            let v = cli::guard::guard(&plan, &tool, &args, session.as_deref(), audit.as_ref())
+            let flow = cli::guard_session::SessionState::locate(session.as_deref(), state)
                 .map_err(fail)?;
+            let v = cli::guard::guard(
+                &plan,
+                &tool,
+                &args,
+                session.as_deref(),
+                audit.as_ref(),
+                flow.as_ref().map(|s| (s, confirmed)),
+            )
+            .map_err(fail)?;
             cli::guard::print_verdict(o, &v, format);
             let code = cli::guard::exit_code(&v);
             if code != 0 {

@@ -6,6 +6,7 @@ pub mod check;
 pub mod compare;
 pub mod fit;
 pub mod guard;
+pub mod guard_session;
 pub mod import;
 pub mod mcp_proxy;
 pub mod plot;
