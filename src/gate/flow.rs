@@ -168,6 +168,11 @@ impl FlowHistory {
         }
     }
 
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.calls == 0 && self.last.is_empty()
+    }
+
     /// Bytes this history holds on the heap (its entries and their strings).
     pub fn heap_bytes(&self) -> usize {
         self.last.capacity() * std::mem::size_of::<Armed>()
@@ -431,6 +436,15 @@ pub fn apply(verdict: &mut Verdict, flow: &CompiledFlow, matches: Vec<FlowMatch>
         verdict.message = rebuilt.message;
         verdict.decision = decision;
     }
+}
+
+/// The verdict of a call of `tool` that the gate gave `decision` (with no
+/// finding of its own), raised by `matches` ([`apply`]): for callers that
+/// keep the gate's decision apart from its verdict (the MCP proxy).
+pub fn raised(flow: &CompiledFlow, tool: &str, decision: Action, matches: Vec<FlowMatch>) -> Verdict {
+    let mut v = super::finish(tool, Value::Null, Vec::new(), decision, None);
+    apply(&mut v, flow, matches);
+    v
 }
 
 /// Judges `verdict` by the flow rules of `plan` after `history`, at `now`

@@ -652,7 +652,17 @@ impl ProxySession {
             }
         };
         let t_gate = Instant::now();
-        let decision = inner.gate.check_in(&cat.plan, gate_name, &args, &env);
+        let (decision, labels) = inner
+            .gate
+            .check_labelled(&cat.plan, gate_name, &args, &env);
+        let decision = super::flow::judge(
+            &cat.plan,
+            &lock(&self.session.state).flow,
+            gate_name,
+            decision,
+            &labels,
+            super::proxy::unix_now(),
+        );
         inner.metrics.gate_time(t_gate.elapsed().as_secs_f64());
         facts.decision = decision.label();
         let (args, confirmed) = match decision {
@@ -808,6 +818,7 @@ impl ProxySession {
             let now = st.now();
             let window = cat.plan.recent_calls_window;
             st.record_call(&tool, now, window);
+            super::flow::record(&cat.plan, &mut st.flow, &tool, &labels);
             if let Some(k) = learn {
                 st.call_keywords = k;
             }

@@ -41,6 +41,7 @@ mod child;
 pub mod config;
 pub mod context;
 pub mod discovery;
+mod flow;
 mod downstream;
 pub mod gate;
 pub mod handler;

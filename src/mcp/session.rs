@@ -65,6 +65,8 @@ pub(crate) struct SessionState {
     /// The level the client set with `logging/setLevel` (`None`: not set).
     #[allow(deprecated)] // logging: deprecated by SEP-2577, current before it
     pub log_level: Option<rmcp::model::LoggingLevel>,
+    /// What the `[gate.flow]` rules remember of this session's calls.
+    pub flow: crate::gate::flow::FlowHistory,
 }
 
 impl Default for SessionState {
@@ -81,6 +83,7 @@ impl Default for SessionState {
             accepted: Default::default(),
             announced: None,
             log_level: None,
+            flow: Default::default(),
         }
     }
 }
