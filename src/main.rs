@@ -117,6 +117,10 @@ enum Command {
         /// At most this many tool names per added/removed list in the text output.
         #[arg(long, value_name = "N", default_value_t = 8)]
         max_names: usize,
+        /// Report instead which tool calls the policy's data-flow rules ([gate.flow]) would
+        /// have stopped, with the earlier calls that armed each rule (docs/gate.md, "Data flow").
+        #[arg(long)]
+        flow: bool,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -364,8 +368,16 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             plan,
             skip_invalid,
             max_names,
+            flow,
             format,
         } => {
+            if flow {
+                let plan = cli::replay::replay_plan(&plan).map_err(fail)?;
+                let t = cli::replay::read_trace(&trace, skip_invalid).map_err(fail)?;
+                let r = toolgate::replay::flow::flow_report(&plan, &t);
+                cli::replay_flow::print(o, &r, format);
+                return Ok(());
+            }
             let opts = toolgate::replay::engine::ReplayOptions {
                 skip_invalid,
                 keep_active: false,

@@ -11,6 +11,7 @@ pub mod import;
 pub mod mcp_proxy;
 pub mod plot;
 pub mod replay;
+pub mod replay_flow;
 pub mod report;
 pub mod stream;
 pub mod watch;

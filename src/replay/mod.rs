@@ -17,6 +17,8 @@
 //!   with its effect on turns without a call, on a held-out split.
 //! * [`transitions`]: counts of which tool follows which, learned from a
 //!   trace and written as the data file of `[features.transition_match]`.
+//! * `flow` (feature `gate`): which calls the `[gate.flow]` rules would
+//!   have stopped (`toolgate replay --flow`).
 //! * [`bfcl`]: conversion of the Berkeley Function Calling Leaderboard data to
 //!   a catalog and traces.
 //!
@@ -44,6 +46,8 @@ pub mod curve;
 pub mod engine;
 pub mod fit;
 pub mod floor;
+#[cfg(feature = "gate")]
+pub mod flow;
 pub mod stats;
 pub mod stream;
 pub mod trace;
