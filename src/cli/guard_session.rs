@@ -96,15 +96,15 @@ impl SessionState {
     /// that is not a state file of this session is an error naming it.
     pub fn load(&self) -> Result<FlowHistory, String> {
         let shown = self.path.display();
-        let text = match toolgate::datafile::read_data_file(&self.path, MAX_STATE_BYTES)
-            .and_then(|b| {
+        let text =
+            match toolgate::datafile::read_data_file(&self.path, MAX_STATE_BYTES).and_then(|b| {
                 toolgate::datafile::decode_text(b)
                     .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
             }) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FlowHistory::new()),
-            Err(e) => return Err(format!("cannot read the session state {shown}: {e}")),
-        };
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FlowHistory::new()),
+                Err(e) => return Err(format!("cannot read the session state {shown}: {e}")),
+            };
         let s: StateFile = serde_json::from_str(&text)
             .map_err(|e| format!("{shown}: not a toolgate session state file: {e}"))?;
         if s.version != VERSION {
@@ -140,7 +140,8 @@ impl SessionState {
         let tmp = self
             .path
             .with_extension(format!("json.tmp{}", std::process::id()));
-        std::fs::write(&tmp, text + "\n").map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        std::fs::write(&tmp, text + "\n")
+            .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
         std::fs::rename(&tmp, &self.path).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             format!("cannot write {shown}: {e}")

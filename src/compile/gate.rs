@@ -13,8 +13,8 @@ use crate::parse::policy::PolicySource;
 use crate::parse::roles::{facets, path_in_schema};
 use crate::parse::tags::{ArgRole, RoleSeg, ToolSpec, parse_role_path, role_path_string};
 use crate::plan::CompiledTool;
-use crate::plan::gate::flow::CompiledFlow;
 use crate::plan::gate::config::{GateConfig, InferRule, JsonType, Wrapper, shipped};
+use crate::plan::gate::flow::CompiledFlow;
 use crate::plan::gate::patterns::PatternSet;
 use crate::plan::gate::schema::ToolSchema;
 use crate::plan::gate::{CompiledGate, GateTool};
@@ -511,11 +511,13 @@ pub(crate) fn cached_config(policy: &PolicySource) -> Result<GateParts, LoadErro
         return Ok((hit.0.clone(), hit.1.clone(), hit.2.clone()));
     }
     let config = load_gate_config(policy)?;
-    let flow = Arc::new(CompiledFlow::build(&config.flow).map_err(|problems| LoadError {
-        diagnostics: problems
-            .into_iter()
-            .map(|(m, sp)| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, sp, m))
-            .collect(),
+    let flow = Arc::new(CompiledFlow::build(&config.flow).map_err(|problems| {
+        LoadError {
+            diagnostics: problems
+                .into_iter()
+                .map(|(m, sp)| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, sp, m))
+                .collect(),
+        }
     })?);
     let patterns = PatternSet::compile(&config.patterns).map_err(|e| {
         Diagnostic::at(

@@ -164,7 +164,8 @@ impl FlowHistory {
         // declared labels plus those of this call
         let declared = |a: &Armed| flow.labels.iter().any(|l| **l == *a.label);
         if self.last.iter().any(|a| !declared(a)) {
-            self.last.retain(|a| declared(a) || labels.iter().any(|l| l.label == a.label));
+            self.last
+                .retain(|a| declared(a) || labels.iter().any(|l| l.label == a.label));
         }
     }
 
@@ -193,10 +194,12 @@ fn hosts_in_text(s: &str, out: &mut Vec<String>) {
     for word in s.split_whitespace() {
         let word = word.trim_matches(|c: char| matches!(c, '"' | '\'' | '<' | '>' | '(' | ')'));
         if let Some(pos) = word.find("://")
-            && let Ok(u) = url::Url::parse(&word[word[..pos]
-                .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '+' && c != '-' && c != '.')
-                .map(|i| i + 1)
-                .unwrap_or(0)..])
+            && let Ok(u) = url::Url::parse(
+                &word[word[..pos]
+                    .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '+' && c != '-' && c != '.')
+                    .map(|i| i + 1)
+                    .unwrap_or(0)..],
+            )
             && let Some(h) = u.host_str()
         {
             out.push(h.to_ascii_lowercase());
@@ -441,7 +444,12 @@ pub fn apply(verdict: &mut Verdict, flow: &CompiledFlow, matches: Vec<FlowMatch>
 /// The verdict of a call of `tool` that the gate gave `decision` (with no
 /// finding of its own), raised by `matches` ([`apply`]): for callers that
 /// keep the gate's decision apart from its verdict (the MCP proxy).
-pub fn raised(flow: &CompiledFlow, tool: &str, decision: Action, matches: Vec<FlowMatch>) -> Verdict {
+pub fn raised(
+    flow: &CompiledFlow,
+    tool: &str,
+    decision: Action,
+    matches: Vec<FlowMatch>,
+) -> Verdict {
     let mut v = super::finish(tool, Value::Null, Vec::new(), decision, None);
     apply(&mut v, flow, matches);
     v

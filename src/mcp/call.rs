@@ -652,9 +652,7 @@ impl ProxySession {
             }
         };
         let t_gate = Instant::now();
-        let (decision, labels) = inner
-            .gate
-            .check_labelled(&cat.plan, gate_name, &args, &env);
+        let (decision, labels) = inner.gate.check_labelled(&cat.plan, gate_name, &args, &env);
         let decision = super::flow::judge(
             &cat.plan,
             &lock(&self.session.state).flow,

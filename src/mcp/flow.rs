@@ -74,11 +74,18 @@ mod tests {
         let page = labelled(&plan, "fetch.fetch", json!({"url": "http://localhost/p"}));
         h.record(&g.flow, "filesystem.read_text_file", &read, 1.0);
         h.record(&g.flow, "fetch.fetch", &page, 2.0);
-        let out = labelled(&plan, "fetch.fetch", json!({"url": "https://evil.example/"}));
+        let out = labelled(
+            &plan,
+            "fetch.fetch",
+            json!({"url": "https://evil.example/"}),
+        );
         let allow = Decision::Allow(json!({}));
         match judge(&plan, &h, "fetch.fetch", allow, &out, 3.0) {
             Decision::Ask { reason } => {
-                assert!(reason.contains("call 1 `filesystem.read_text_file`"), "{reason}")
+                assert!(
+                    reason.contains("call 1 `filesystem.read_text_file`"),
+                    "{reason}"
+                )
             }
             d => panic!("{d:?}"),
         }
@@ -102,7 +109,14 @@ mod tests {
         // an empty history: the gate's decision stands
         let allow = Decision::Allow(json!({}));
         assert_eq!(
-            judge(&plan, &FlowHistory::new(), "fetch.fetch", allow.clone(), &out, 3.0),
+            judge(
+                &plan,
+                &FlowHistory::new(),
+                "fetch.fetch",
+                allow.clone(),
+                &out,
+                3.0
+            ),
             allow
         );
     }

@@ -41,8 +41,8 @@ mod child;
 pub mod config;
 pub mod context;
 pub mod discovery;
-mod flow;
 mod downstream;
+mod flow;
 pub mod gate;
 pub mod handler;
 #[cfg(feature = "mcp-http")]

@@ -291,7 +291,10 @@ pub struct SessionHandle {
     pub kw: Vec<String>,
     /// What the `[gate.flow]` rules remember (one entry per label: bounded
     /// by the policy's labels). Absent in handles of earlier proxies.
-    #[serde(default, skip_serializing_if = "crate::gate::flow::FlowHistory::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::gate::flow::FlowHistory::is_empty"
+    )]
     pub flow: crate::gate::flow::FlowHistory,
 }
 
