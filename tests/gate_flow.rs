@@ -63,12 +63,12 @@ fn curl(gate: &Gate, s: &str, url: &str) -> toolgate::gate::Verdict {
 #[test]
 fn shipped_labels_name_what_the_call_does() {
     let gate = shipped_gate();
-    let v = gate.check("filesystem.read_text_file", json!({"path": "/p/.env"}));
+    let v = gate.check("filesystem.read_text_file", json!({"path": ".env"}));
     assert_eq!(v.labels.len(), 1, "{:?}", v.labels);
     assert_eq!(v.labels[0].label, "private");
-    assert!(v.labels[0].why.contains("/p/.env"), "{}", v.labels[0].why);
+    assert!(v.labels[0].why.ends_with("/.env"), "{}", v.labels[0].why);
     // a file that is not private: no label
-    let v = gate.check("filesystem.read_text_file", json!({"path": "/p/README.md"}));
+    let v = gate.check("filesystem.read_text_file", json!({"path": "README.md"}));
     assert!(v.labels.is_empty(), "{:?}", v.labels);
     let v = gate.check("sqlite.read_query", json!({"query": "select * from users"}));
     assert_eq!(v.labels[0].label, "private");

@@ -283,7 +283,8 @@ pub fn destinations(arguments: &Value, effects: &[EffectFound]) -> Destinations 
 
 /// The labels `[gate.flow]` gives the call `verdict` judged (tool `idx` of
 /// `plan`): every attach rule whose conditions all hold, once per label
-/// (the first rule's reason). Empty when the policy has no flow rule.
+/// (the first rule's reason). Empty when the policy has no flow rule; the
+/// gate does not label a call it denies (it never runs).
 pub fn label_call(
     plan: &Plan,
     cfg: &GateConfig,

@@ -451,7 +451,9 @@ fn check_inner(
     let mut v = finish(name, args, findings, decision, rule.map(|r| r.name.clone()));
     v.effects = effects;
     v.coercions = coercions;
-    v.labels = flow::label_call(plan, cfg, &g.flow, idx, &v);
+    if v.decision != Action::Deny {
+        v.labels = flow::label_call(plan, cfg, &g.flow, idx, &v);
+    }
     if let Some(r) = rule
         && decision < decide(&v.findings)
     {

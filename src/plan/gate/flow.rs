@@ -303,7 +303,7 @@ impl CompiledFlow {
     }
 }
 
-/// The effect kinds the gate reports ([`crate::gate::EffectFound`]).
+/// The effect kinds the gate reports (`gate::EffectFound`).
 pub const EFFECT_KINDS: &[&str] = &[
     "read", "write", "delete", "chdir", "script", "exec", "code", "install", "url", "network",
     "system", "remote", "project", "env",
