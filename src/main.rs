@@ -117,6 +117,10 @@ enum Command {
         /// At most this many tool names per added/removed list in the text output.
         #[arg(long, value_name = "N", default_value_t = 8)]
         max_names: usize,
+        /// Report instead which tool calls the policy's data-flow rules ([gate.flow]) would
+        /// have stopped, with the earlier calls that armed each rule (docs/gate.md, "Data flow").
+        #[arg(long)]
+        flow: bool,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -239,9 +243,18 @@ enum Command {
         /// Arguments as JSON: inline, `-` for stdin, or `@FILE`.
         #[arg(long, value_name = "JSON", default_value = "{}")]
         args: String,
-        /// Session id recorded in the audit log.
+        /// Session id recorded in the audit log. The session's data-flow history
+        /// (`[gate.flow]`) is kept in a state file between calls: --state, else
+        /// $TOOLGATE_STATE_DIR/ID.json, else $XDG_STATE_HOME (~/.local/state)/toolgate/sessions/ID.json.
         #[arg(long, value_name = "ID")]
         session: Option<String>,
+        /// The session's state file (JSON; created when missing). Needs --session.
+        #[arg(long, value_name = "FILE", requires = "session")]
+        state: Option<std::path::PathBuf>,
+        /// The user confirmed this call: an `ask` verdict is recorded in the
+        /// session's history as a call that ran. Needs --session.
+        #[arg(long, requires = "session")]
+        confirmed: bool,
         /// Append the verdict to this JSON Lines audit log.
         #[arg(long, value_name = "FILE")]
         audit: Option<std::path::PathBuf>,
@@ -355,8 +368,16 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             plan,
             skip_invalid,
             max_names,
+            flow,
             format,
         } => {
+            if flow {
+                let plan = cli::replay::replay_plan(&plan).map_err(fail)?;
+                let t = cli::replay::read_trace(&trace, skip_invalid).map_err(fail)?;
+                let r = toolgate::replay::flow::flow_report(&plan, &t);
+                cli::replay_flow::print(o, &r, format);
+                return Ok(());
+            }
             let opts = toolgate::replay::engine::ReplayOptions {
                 skip_invalid,
                 keep_active: false,
@@ -484,11 +505,22 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             tool,
             args,
             session,
+            state,
+            confirmed,
             audit,
             format,
         } => {
-            let v = cli::guard::guard(&plan, &tool, &args, session.as_deref(), audit.as_ref())
+            let flow = cli::guard_session::SessionState::locate(session.as_deref(), state)
                 .map_err(fail)?;
+            let v = cli::guard::guard(
+                &plan,
+                &tool,
+                &args,
+                session.as_deref(),
+                audit.as_ref(),
+                flow.as_ref().map(|s| (s, confirmed)),
+            )
+            .map_err(fail)?;
             cli::guard::print_verdict(o, &v, format);
             let code = cli::guard::exit_code(&v);
             if code != 0 {

@@ -26,6 +26,7 @@ fn missing(root: &Path) -> Option<String> {
     let mut need = vec![
         dir("TOOLGATE_MCP_VENV", ".venv").join("bin/python"),
         dir("TOOLGATE_MCP_VENV", ".venv").join("bin/mcp-server-time"),
+        dir("TOOLGATE_MCP_VENV", ".venv").join("bin/mcp-server-fetch"),
         dir("TOOLGATE_MCP1_VENV", ".venv-mcp1").join("bin/mcp-server-sqlite"),
     ];
     if std::env::var_os("TOOLGATE_SKIP_MCP_NODE").is_none_or(|v| v != "1") {

@@ -26,6 +26,7 @@ pub fn guard(
     args: &str,
     session: Option<&str>,
     audit: Option<&PathBuf>,
+    state: Option<(&super::guard_session::SessionState, bool)>,
 ) -> Result<Verdict, Fail> {
     let text = read_args(args).map_err(Fail::Input)?;
     // (Nesting deeper than the parser follows is JSON too: the gate denies it.)
@@ -55,7 +56,18 @@ pub fn guard(
         })?;
         gate = gate.with_audit(Arc::new(sink));
     }
-    Ok(gate.check_json(session, tool, &text))
+    let (Some(id), Some((state, confirmed))) = (session, state) else {
+        return Ok(gate.check_json(session, tool, &text));
+    };
+    gate.set_flow_history(id, state.load().map_err(Fail::Input)?);
+    let v = gate.check_json(session, tool, &text);
+    if confirmed && v.decision == Action::Ask {
+        gate.confirm_in(id, &v);
+    }
+    if let Some(h) = gate.flow_history(id) {
+        state.save(&h).map_err(Fail::Input)?;
+    }
+    Ok(v)
 }
 
 /// Prints a verdict.
@@ -86,6 +98,26 @@ pub fn print_verdict(o: &mut String, v: &Verdict, format: Format) {
                 f.severity.as_str(),
                 f.rule_id,
                 f.message
+            );
+        }
+    }
+    if !v.labels.is_empty() {
+        w!(o, "labels:");
+        for l in &v.labels {
+            w!(o, "  {}: {}", l.label, l.why);
+        }
+    }
+    for m in &v.flow {
+        w!(o, "flow rule {} ({}), armed by:", m.rule, m.action);
+        for a in &m.armed_by {
+            w!(
+                o,
+                "  call {} {} at {:.3}: {}: {}",
+                a.call,
+                a.tool,
+                a.at,
+                a.label,
+                a.why
             );
         }
     }

@@ -14,6 +14,7 @@ use crate::parse::roles::{facets, path_in_schema};
 use crate::parse::tags::{ArgRole, RoleSeg, ToolSpec, parse_role_path, role_path_string};
 use crate::plan::CompiledTool;
 use crate::plan::gate::config::{GateConfig, InferRule, JsonType, Wrapper, shipped};
+use crate::plan::gate::flow::CompiledFlow;
 use crate::plan::gate::patterns::PatternSet;
 use crate::plan::gate::schema::ToolSchema;
 use crate::plan::gate::{CompiledGate, GateTool};
@@ -499,17 +500,25 @@ pub(crate) fn check_role_paths_in(spec: &ToolSpec, schema: &Value, sink: &mut Si
 /// only, so reloads and repeated compiles of one policy (any of its other
 /// sections edited) reuse it. Problems are not cached: a bad section is read
 /// again, and reported at its place in the text.
-pub(crate) fn cached_config(policy: &PolicySource) -> Result<(GateConfig, PatternSet), LoadError> {
-    type Entry = (Option<Value>, Arc<(GateConfig, PatternSet)>);
+pub(crate) fn cached_config(policy: &PolicySource) -> Result<GateParts, LoadError> {
+    type Entry = (Option<Value>, Arc<GateParts>);
     static CACHE: std::sync::Mutex<Vec<Entry>> = std::sync::Mutex::new(Vec::new());
     const KEEP: usize = 8;
     let section = policy.gate.as_ref().map(|g| &g.value);
     if let Ok(cache) = CACHE.lock()
         && let Some((_, hit)) = cache.iter().find(|(t, _)| t.as_ref() == section)
     {
-        return Ok((hit.0.clone(), hit.1.clone()));
+        return Ok((hit.0.clone(), hit.1.clone(), hit.2.clone()));
     }
     let config = load_gate_config(policy)?;
+    let flow = Arc::new(CompiledFlow::build(&config.flow).map_err(|problems| {
+        LoadError {
+            diagnostics: problems
+                .into_iter()
+                .map(|(m, sp)| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, sp, m))
+                .collect(),
+        }
+    })?);
     let patterns = PatternSet::compile(&config.patterns).map_err(|e| {
         Diagnostic::at(
             ErrorKind::InvalidValue,
@@ -524,11 +533,15 @@ pub(crate) fn cached_config(policy: &PolicySource) -> Result<(GateConfig, Patter
         }
         cache.push((
             section.cloned(),
-            Arc::new((config.clone(), patterns.clone())),
+            Arc::new((config.clone(), patterns.clone(), flow.clone())),
         ));
     }
-    Ok((config, patterns))
+    Ok((config, patterns, flow))
 }
+
+/// What [`cached_config`] gives: `[gate]` read, its patterns and its
+/// compiled `[gate.flow]`.
+pub(crate) type GateParts = (GateConfig, PatternSet, Arc<CompiledFlow>);
 
 /// A tool's argument roles for the call gate (paths and roles), and whether
 /// some were inferred ([`tool_roles`]).
@@ -606,11 +619,11 @@ pub(crate) fn gate_tools(
 /// The gate of a plan: `[gate]` read (problems go to `sink`) with its
 /// patterns, and the per-tool data of the compiled catalog.
 pub(crate) fn build_gate(
-    config: Result<(GateConfig, PatternSet), LoadError>,
+    config: Result<GateParts, LoadError>,
     tools: Option<Arc<Vec<GateTool>>>,
     sink: &mut Sink,
 ) -> Option<Arc<CompiledGate>> {
-    let (config, patterns) = match config {
+    let (config, patterns, flow) = match config {
         Ok(c) => c,
         Err(e) => {
             for d in e.diagnostics {
@@ -623,6 +636,7 @@ pub(crate) fn build_gate(
         config,
         patterns,
         tools: tools?,
+        flow,
     }))
 }
 

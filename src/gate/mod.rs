@@ -45,6 +45,7 @@ pub mod audit;
 pub mod code;
 pub mod coerce;
 pub mod exec;
+pub mod flow;
 pub mod numbers;
 pub mod path;
 pub mod patterns;
@@ -94,6 +95,13 @@ pub struct Verdict {
     /// and deleted where they land, code run, network, system changes;
     /// path arguments: read or written), in order.
     pub effects: Vec<EffectFound>,
+    /// The data-flow labels `[gate.flow]` gives the call (see [`flow`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<flow::CallLabel>,
+    /// The flow rules the call completes in its session, with the earlier
+    /// calls that armed each (empty outside a session).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flow: Vec<flow::FlowMatch>,
     /// The tool's canonical name (the name as called when it is unknown).
     #[serde(skip)]
     pub tool: String,
@@ -249,6 +257,10 @@ fn gate_of(plan: &Plan) -> Arc<CompiledGate> {
             patterns: PatternSet::compile(&config::shipped().patterns)
                 .unwrap_or_else(|_| PatternSet::empty()),
             tools: Default::default(),
+            flow: Arc::new(
+                crate::plan::gate::flow::CompiledFlow::build(&config::shipped().flow)
+                    .unwrap_or_default(),
+            ),
         }),
     }
 }
@@ -439,6 +451,9 @@ fn check_inner(
     let mut v = finish(name, args, findings, decision, rule.map(|r| r.name.clone()));
     v.effects = effects;
     v.coercions = coercions;
+    if v.decision != Action::Deny {
+        v.labels = flow::label_call(plan, cfg, &g.flow, idx, &v);
+    }
     if let Some(r) = rule
         && decision < decide(&v.findings)
     {
@@ -547,6 +562,8 @@ fn finish(
         coercions: Vec::new(),
         message: message.trim_end().to_string(),
         effects: Vec::new(),
+        labels: Vec::new(),
+        flow: Vec::new(),
         tool: tool.to_string(),
         risk_rule,
         latency: Duration::ZERO,
@@ -574,6 +591,8 @@ fn reasons(findings: &[Finding], at_least: Action) -> String {
 pub struct Gate {
     plan: Arc<Plan>,
     sink: Option<Arc<dyn AuditSink>>,
+    /// Per session id, what the `[gate.flow]` rules remember (see [`flow`]).
+    flows: Arc<std::sync::Mutex<std::collections::HashMap<String, flow::FlowHistory>>>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -588,7 +607,11 @@ impl std::fmt::Debug for Gate {
 impl Gate {
     /// A gate over `plan`, without audit sink.
     pub fn new(plan: Arc<Plan>) -> Gate {
-        Gate { plan, sink: None }
+        Gate {
+            plan,
+            sink: None,
+            flows: Default::default(),
+        }
     }
 
     /// Adds an audit sink: every verdict and execution writes one record.
@@ -612,18 +635,66 @@ impl Gate {
         self.check_in(None, tool, arguments)
     }
 
-    /// Checks a call made in `session`.
+    /// Checks a call made in `session`. With a session, the `[gate.flow]`
+    /// rules judge the call after the session's earlier calls, and an
+    /// allowed call is recorded in its history (an `ask` is recorded when
+    /// [`Gate::confirm_in`] says the user confirmed it).
     pub fn check_in(&self, session: Option<&str>, tool: &str, arguments: Value) -> Verdict {
-        let v = check_call(&self.plan, tool, arguments);
+        let mut v = check_call(&self.plan, tool, arguments);
+        self.session_flow(session, &mut v);
         self.record_verdict(session, &v);
         v
     }
 
-    /// Checks a call whose arguments are JSON text.
+    /// Checks a call whose arguments are JSON text (in `session`, as
+    /// [`Gate::check_in`]).
     pub fn check_json(&self, session: Option<&str>, tool: &str, arguments: &str) -> Verdict {
-        let v = check_call_json(&self.plan, tool, arguments);
+        let mut v = check_call_json(&self.plan, tool, arguments);
+        self.session_flow(session, &mut v);
         self.record_verdict(session, &v);
         v
+    }
+
+    fn session_flow(&self, session: Option<&str>, v: &mut Verdict) {
+        let Some(id) = session else { return };
+        let now = flow::now_seconds();
+        let Ok(mut flows) = self.flows.lock() else {
+            return;
+        };
+        let h = flows.entry(id.to_string()).or_default();
+        flow::judge(&self.plan, h, v, now);
+        if v.decision == Action::Allow {
+            flow::record(&self.plan, h, v, now);
+        }
+    }
+
+    /// Records in `session`'s history a call the user confirmed (a verdict
+    /// `ask` that then ran), so later flow rules see its labels.
+    pub fn confirm_in(&self, session: &str, verdict: &Verdict) {
+        if let Ok(mut flows) = self.flows.lock() {
+            let h = flows.entry(session.to_string()).or_default();
+            flow::record(&self.plan, h, verdict, flow::now_seconds());
+        }
+    }
+
+    /// A copy of `session`'s flow history (`None` for a session never seen).
+    pub fn flow_history(&self, session: &str) -> Option<flow::FlowHistory> {
+        self.flows.lock().ok()?.get(session).cloned()
+    }
+
+    /// Sets `session`'s flow history (one kept elsewhere between processes:
+    /// `toolgate guard --session`'s state file).
+    pub fn set_flow_history(&self, session: &str, history: flow::FlowHistory) {
+        if let Ok(mut flows) = self.flows.lock() {
+            flows.insert(session.to_string(), history);
+        }
+    }
+
+    /// Forgets `session`'s flow history (the session ended).
+    pub fn end_session(&self, session: &str) {
+        if let Ok(mut flows) = self.flows.lock() {
+            flows.remove(session);
+        }
     }
 
     fn record_verdict(&self, session: Option<&str>, v: &Verdict) {

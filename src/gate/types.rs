@@ -28,6 +28,8 @@ pub enum FindingKind {
     Parse,
     /// The tool itself (its risk level or confirmation flag), from `[gate.risk]`.
     Risk,
+    /// A data-flow rule over the session's history, from `[gate.flow]`.
+    Flow,
 }
 
 /// One effect the gate found a call has (`toolgate guard` lists them):

@@ -660,7 +660,15 @@ impl ProxySession {
         };
         let t_gate = Instant::now();
         let span = super::trace::child(inner.tel(), "toolgate.gate".into(), false);
-        let decision = inner.gate.check_in(&cat.plan, gate_name, &args, &env);
+        let (decision, labels) = inner.gate.check_labelled(&cat.plan, gate_name, &args, &env);
+        let decision = super::flow::judge(
+            &cat.plan,
+            &lock(&self.session.state).flow,
+            gate_name,
+            decision,
+            &labels,
+            super::proxy::unix_now(),
+        );
         inner.metrics.gate_time(t_gate.elapsed().as_secs_f64());
         facts.decision = decision.label();
         span.set("toolgate.decision", facts.decision);
@@ -834,6 +842,7 @@ impl ProxySession {
                 let outcome = outcome.as_str().unwrap_or_default();
                 shadow.called(&mut st, &self.session.id, &tool, outcome);
             }
+            super::flow::record(&cat.plan, &mut st.flow, &tool, &labels);
             if let Some(k) = learn {
                 st.call_keywords = k;
             }

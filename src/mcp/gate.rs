@@ -63,6 +63,19 @@ pub trait CallGate: Send + Sync {
         self.check(plan, tool, args)
     }
 
+    /// [`CallGate::check_in`] with the call's `[gate.flow]` labels, which the
+    /// proxy judges against the session's history (see
+    /// [`crate::gate::flow`]). The default labels nothing.
+    fn check_labelled(
+        &self,
+        plan: &Plan,
+        tool: &str,
+        args: &Value,
+        env: &crate::gate::CallEnv,
+    ) -> (Decision, Vec<crate::gate::flow::CallLabel>) {
+        (self.check_in(plan, tool, args, env), Vec::new())
+    }
+
     /// A short name for logs and the proxy's `initialize` `_meta`
     /// (`toolgate/proxy.gate`), so tests can tell which gate is plugged in.
     fn name(&self) -> &str {
@@ -94,12 +107,23 @@ impl CallGate for PolicyGate {
         args: &Value,
         env: &crate::gate::CallEnv,
     ) -> Decision {
+        self.check_labelled(plan, tool, args, env).0
+    }
+
+    fn check_labelled(
+        &self,
+        plan: &Plan,
+        tool: &str,
+        args: &Value,
+        env: &crate::gate::CallEnv,
+    ) -> (Decision, Vec<crate::gate::flow::CallLabel>) {
         let v = crate::gate::check_call_in(plan, tool, args.clone(), env);
-        match v.decision {
+        let d = match v.decision {
             crate::gate::Action::Allow => Decision::Allow(v.arguments),
             crate::gate::Action::Ask => Decision::Ask { reason: v.message },
             crate::gate::Action::Deny => Decision::Deny { message: v.message },
-        }
+        };
+        (d, v.labels)
     }
 
     fn name(&self) -> &str {

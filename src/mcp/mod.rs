@@ -42,6 +42,7 @@ pub mod config;
 pub mod context;
 pub mod discovery;
 mod downstream;
+mod flow;
 pub mod gate;
 pub mod handler;
 #[cfg(feature = "mcp-http")]

@@ -67,6 +67,8 @@ pub(crate) struct SessionState {
     pub log_level: Option<rmcp::model::LoggingLevel>,
     /// What the shadow policy keeps of this session ([`super::shadow`]).
     pub shadow: super::shadow::SessionShadow,
+    /// What the `[gate.flow]` rules remember of this session's calls.
+    pub flow: crate::gate::flow::FlowHistory,
 }
 
 impl Default for SessionState {
@@ -84,6 +86,7 @@ impl Default for SessionState {
             announced: None,
             log_level: None,
             shadow: Default::default(),
+            flow: Default::default(),
         }
     }
 }

@@ -289,6 +289,13 @@ pub struct SessionHandle {
     pub recent: Vec<String>,
     /// Keywords of the last forwarded call's arguments.
     pub kw: Vec<String>,
+    /// What the `[gate.flow]` rules remember (one entry per label: bounded
+    /// by the policy's labels). Absent in handles of earlier proxies.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::gate::flow::FlowHistory::is_empty"
+    )]
+    pub flow: crate::gate::flow::FlowHistory,
 }
 
 impl SessionHandle {
@@ -322,6 +329,7 @@ impl SessionHandle {
         st.session.usage.last_call_at = self.last.clone().into_iter().collect();
         st.session.restore_recent(self.recent.clone());
         st.call_keywords = self.kw.clone();
+        st.flow = self.flow.clone();
         st
     }
 
@@ -358,6 +366,7 @@ impl SessionHandle {
                 .take(MAX_HANDLE_KEYWORDS)
                 .cloned()
                 .collect(),
+            flow: st.flow.clone(),
         }
     }
 }

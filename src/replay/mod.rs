@@ -21,6 +21,8 @@
 //!   with its effect on turns without a call, on a held-out split.
 //! * [`transitions`]: counts of which tool follows which, learned from a
 //!   trace and written as the data file of `[features.transition_match]`.
+//! * `flow` (feature `gate`): which calls the `[gate.flow]` rules would
+//!   have stopped (`toolgate replay --flow`).
 //! * [`bfcl`]: conversion of the Berkeley Function Calling Leaderboard data to
 //!   a catalog and traces.
 //!
@@ -50,6 +52,8 @@ pub mod fit;
 pub mod floor;
 pub mod questions;
 pub mod ranks;
+#[cfg(feature = "gate")]
+pub mod flow;
 pub mod stats;
 pub mod stream;
 pub mod trace;

@@ -4,7 +4,7 @@ through `toolgate mcp-proxy` by a client built on the official `mcp` SDK.
 Where things are (each can be overridden by an environment variable):
 
 - TOOLGATE_BIN: the toolgate binary (default: target/debug/toolgate, then target/release/toolgate)
-- TOOLGATE_MCP_VENV: virtualenv with `mcp` (2.x), mcp-server-time, mcp-server-git (default: .venv)
+- TOOLGATE_MCP_VENV: virtualenv with `mcp` (2.x), mcp-server-time, mcp-server-git, mcp-server-fetch (default: .venv)
 - TOOLGATE_MCP1_VENV: virtualenv with `mcp<2`, mcp-server-sqlite, mcp-shell-server (default: .venv-mcp1)
 - TOOLGATE_NODE_DIR: npm prefix with @modelcontextprotocol/server-filesystem (default: .mcp-node)
 

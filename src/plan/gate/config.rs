@@ -67,6 +67,9 @@ pub struct GateConfig {
     /// Read by the MCP proxy.
     #[serde(default = "allow_inactive_calls_default")]
     pub allow_inactive_calls: bool,
+    /// `[gate.flow]`: data-flow labels and rules over a session's history.
+    #[serde(default = "d::flow")]
+    pub flow: super::flow::FlowConfig,
 }
 
 fn allow_inactive_calls_default() -> bool {
@@ -339,6 +342,7 @@ pub(crate) mod d {
         sql: SqlConfig = sql;
         paths: PathConfig = paths;
         patterns: Vec<PatternRule> = patterns;
+        flow: super::super::flow::FlowConfig = flow;
         limits_max_argument_bytes: usize = limits.max_argument_bytes;
         limits_max_depth: usize = limits.max_depth;
         limits_max_values: usize = limits.max_values;

@@ -13,6 +13,7 @@
 pub mod code;
 pub mod config;
 pub mod effect;
+pub mod flow;
 pub mod path;
 pub mod patterns;
 pub mod schema;
@@ -77,4 +78,6 @@ pub struct CompiledGate {
     /// Per tool, in the order of [`Plan::tools`](super::Plan::tools)
     /// (shared by the plans of one compiled catalog).
     pub tools: std::sync::Arc<Vec<GateTool>>,
+    /// `[gate.flow]`, compiled (labels and rules by index).
+    pub flow: std::sync::Arc<flow::CompiledFlow>,
 }
