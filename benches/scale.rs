@@ -23,9 +23,7 @@ use std::time::Instant;
 #[allow(dead_code)]
 mod gen_trace;
 
-#[path = "common/catalog.rs"]
-#[allow(dead_code)]
-mod catalog;
+use gen_trace::catalog;
 
 /// Runs `args` of the toolgate binary with stdout to `out`: wall seconds
 /// and max RSS in MB (`None` without `/usr/bin/time`).
@@ -75,7 +73,7 @@ fn main() {
         .unwrap_or(1_000_000);
     let tools: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/scale-bench");
-    std::fs::create_dir_all(dir.join("empty-tags")).expect("target/scale-bench is writable");
+    std::fs::create_dir_all(&dir).expect("target/scale-bench is writable");
     let tools_file = dir.join(format!("tools-{tools}.json"));
     let trace = dir.join(format!("trace-{calls}-{tools}.jsonl"));
     if !tools_file.exists() {
@@ -92,13 +90,9 @@ fn main() {
             t.elapsed().as_secs_f64()
         );
     }
-    let (tr, tf, tags) = (
-        trace.to_str().unwrap(),
-        tools_file.to_str().unwrap(),
-        dir.join("empty-tags"),
-    );
-    let tags = tags.to_str().unwrap();
-    let cat = ["--tags", tags, "--tools", tf, "--trace", tr];
+    let (tr, tf) = (trace.to_str().unwrap(), tools_file.to_str().unwrap());
+    // --tools without --tags: the catalog is the tools file alone.
+    let cat = ["--tools", tf, "--trace", tr];
     let runs: [(&str, Vec<&str>); 3] = [
         (
             "replay",

@@ -23,7 +23,7 @@ use std::io::Write;
 
 #[path = "../benches/common/catalog.rs"]
 #[allow(dead_code)]
-mod catalog;
+pub mod catalog;
 use catalog::{Rng, WORDS};
 
 /// The tool names of an OpenAI tools array or an MCP `tools/list` result.
