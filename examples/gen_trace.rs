@@ -23,10 +23,11 @@ use std::io::Write;
 
 #[path = "../benches/common/catalog.rs"]
 #[allow(dead_code)]
-mod catalog;
+pub mod catalog;
 use catalog::{Rng, WORDS};
 
-fn tool_names(text: &str) -> Vec<String> {
+/// The tool names of an OpenAI tools array or an MCP `tools/list` result.
+pub fn tool_names(text: &str) -> Vec<String> {
     let v: serde_json::Value = serde_json::from_str(text).expect("TOOLS.json is JSON");
     let list = v
         .get("tools")
@@ -60,6 +61,21 @@ fn main() {
     assert!(!tools.is_empty(), "no tools in {}", args[1]);
     let seed = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(7);
     let width: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(8).max(1);
+    let (written, sessions) = write_trace(n, &tools, std::path::Path::new(&args[2]), seed, width);
+    eprintln!("{written} calls in {sessions} sessions ({width} open at once)");
+}
+
+/// Writes the trace of `n` calls over the tool names `tools` to `path`
+/// (see the file's documentation; `width` sessions open at once). Returns
+/// the calls and sessions written. Also used by `benches/scale.rs`.
+pub fn write_trace(
+    n: usize,
+    tools: &[String],
+    path: &std::path::Path,
+    seed: u64,
+    width: usize,
+) -> (usize, usize) {
+    let width = width.max(1);
     let stages = [
         "exploration",
         "implementation",
@@ -67,7 +83,7 @@ fn main() {
         "documentation",
     ];
     let mut r = Rng(seed);
-    let mut out = std::io::BufWriter::new(std::fs::File::create(&args[2]).expect("OUT opens"));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("OUT opens"));
     let mut open: Vec<Open> = Vec::new();
     let (mut written, mut next_id) = (0usize, 0usize);
     while written < n || !open.is_empty() {
@@ -132,5 +148,5 @@ fn main() {
         }
     }
     out.flush().unwrap();
-    eprintln!("{written} calls in {next_id} sessions ({width} open at once)");
+    (written, next_id)
 }

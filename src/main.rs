@@ -186,6 +186,13 @@ enum Command {
         /// Keep at most N not-called tools per call (all by default).
         #[arg(long, value_name = "N")]
         negatives: Option<usize>,
+        /// Fit the weights on about N (call, tool) rows at most: a larger trace's rows are
+        /// sampled, the called tool's and the others' each at a fixed rate (reported).
+        #[arg(long, value_name = "N", default_value_t = toolgate::replay::fit::DEFAULT_MAX_ROWS)]
+        max_rows: usize,
+        /// Seed of the row sampling (with --max-rows).
+        #[arg(long, value_name = "S", default_value_t = 0)]
+        seed: u64,
         /// Remove the policy's [[examples]] and [[properties]] that fail under the fitted
         /// weights from the written policy (without it, such a fit is reported and nothing is
         /// written).
@@ -408,41 +415,20 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 tags: tags.clone(),
                 tools: tools.clone(),
             };
-            let (a, b) = match &plot {
-                None => {
-                    let a = cli::replay::replay_plan(&args(policy_a)).map_err(fail)?;
-                    let b = cli::replay::replay_plan(&args(policy_b)).map_err(fail)?;
-                    let stdout = std::io::stdout();
-                    let mut out = std::io::BufWriter::new(stdout.lock());
-                    return cli::stream::stream_compare(
-                        &mut out,
-                        (&a, &b),
-                        &trace,
-                        &opts,
-                        format,
-                        show,
-                    )
-                    .map_err(fail);
-                }
-                Some(path) => {
-                    // The plot needs every step's scores: the in-memory replay.
-                    let t = cli::replay::read_trace(&trace, skip_invalid).map_err(fail)?;
-                    let run = |p: PathBuf| {
-                        let plan = cli::replay::replay_plan(&args(p)).map_err(fail)?;
-                        toolgate::replay::curve::replay_for_curve(&plan, &t, &opts)
-                            .map_err(|e| fail(cli::Fail::Input(format!("{trace}: {e}"))))
-                    };
-                    let (a, ca) = run(policy_a)?;
-                    let (b, cb) = run(policy_b)?;
-                    cli::compare::plot_compare(path, &trace, (&a, &ca), (&b, &cb))
-                        .map_err(|m| (ExitCode::from(3), None, Some(m)))?;
-                    (a, b)
-                }
-            };
-            cli::compare::print_compare(o, &trace, &a, &b, format, show);
-            if let (Some(p), Format::Text) = (&plot, format) {
-                w!(o, "wrote {}", p.display());
-            }
+            // Both with and without --plot the trace is read line by line.
+            let a = cli::replay::replay_plan(&args(policy_a)).map_err(fail)?;
+            let b = cli::replay::replay_plan(&args(policy_b)).map_err(fail)?;
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            return cli::stream::stream_compare(
+                &mut out,
+                (&a, &b),
+                &trace,
+                &opts,
+                (format, show),
+                plot.as_deref(),
+            )
+            .map_err(fail);
         }
         Command::Fit {
             trace,
@@ -453,6 +439,8 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             l2,
             max_iterations,
             negatives,
+            max_rows,
+            seed,
             drop_failing_examples,
             fit,
             floor,
@@ -460,6 +448,13 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             skip_invalid,
             format,
         } => {
+            if max_rows < 100 {
+                return Err((
+                    ExitCode::from(2),
+                    None,
+                    Some(format!("--max-rows must be at least 100 (got {max_rows})")),
+                ));
+            }
             if !(0.0..=1.0).contains(&target_recall) || !(0.0..1.0).contains(&holdout) {
                 return Err((
                     ExitCode::from(2),
@@ -482,6 +477,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 what: fit,
                 floor,
                 transitions_out: transitions_out.as_ref(),
+                sampling: toolgate::replay::fit::Sampling { max_rows, seed },
             };
             cli::fit::run_fit(o, &plan, &trace, &opts, out.as_ref(), &what, format)
                 .map_err(fail)?;

@@ -271,3 +271,138 @@ fn stdin_gives_the_same_report() {
         expected("replay-sessions-interleaved-selection.json")
     );
 }
+
+/// (name, trace, policy, catalog arguments), as in capture-fit.sh.
+fn fit_cases() -> Vec<(&'static str, String, &'static str, Vec<String>)> {
+    let bfcl = |f: &str| format!("{D}/bfcl/{f}");
+    let cat = vec!["--tools".to_string(), bfcl("catalog.json")];
+    let mt = vec!["--tools".to_string(), bfcl("multi_turn_catalog.json")];
+    vec![
+        (
+            "sessions",
+            "examples/sessions.jsonl".into(),
+            "default",
+            vec![],
+        ),
+        (
+            "sessions",
+            "examples/sessions.jsonl".into(),
+            "selection",
+            vec![],
+        ),
+        (
+            "sessions-interleaved",
+            format!("{D}/sessions-interleaved.jsonl"),
+            "default",
+            vec![],
+        ),
+        ("multiple", bfcl("multiple.jsonl"), "selection", cat.clone()),
+        ("pooled", bfcl("pooled.jsonl"), "default", cat.clone()),
+        ("pooled", bfcl("pooled.jsonl"), "selection", cat),
+        (
+            "multi_turn",
+            bfcl("multi_turn.jsonl"),
+            "default",
+            mt.clone(),
+        ),
+        ("multi_turn", bfcl("multi_turn.jsonl"), "selection", mt),
+    ]
+}
+
+/// The streamed fit (issue 28, second round) prints what the whole-matrix
+/// fit of commit d8fa7cf printed: these traces have fewer rows than
+/// `--max-rows`, so nothing is sampled and the report is the same bytes
+/// (weights, AUCs, threshold, both splits' quality, failing examples and
+/// exit code).
+#[test]
+fn fit_prints_what_the_whole_matrix_fit_printed() {
+    let mut checked = 0;
+    for (name, trace, pol, cat) in fit_cases() {
+        for fmt in ["text", "json"] {
+            let policy = format!("policies/{pol}.toml");
+            let mut args = vec!["fit", "--policy", &policy, "--trace", &trace];
+            args.extend(cat.iter().map(|s| s.as_str()));
+            args.extend(["--skip-invalid", "--format", fmt]);
+            let (out, err, code) = run(&args, None);
+            let mut got = out + &err;
+            if code != Some(0) {
+                got.push_str(&format!("exit {}\n", code.unwrap_or(-1)));
+            }
+            assert_eq!(
+                got,
+                expected(&format!("fit-{name}-{pol}.{fmt}")),
+                "{args:?}"
+            );
+            checked += 1;
+        }
+    }
+    let bfcl = format!("{D}/bfcl");
+    let (trace, cat) = (
+        format!("{bfcl}/pooled.jsonl"),
+        format!("{bfcl}/catalog.json"),
+    );
+    let args = [
+        "fit",
+        "--policy",
+        "policies/selection.toml",
+        "--trace",
+        &trace,
+        "--tools",
+        &cat,
+        "--negatives",
+        "50",
+        "--holdout",
+        "0.3",
+        "--target-recall",
+        "0.9",
+    ];
+    let (out, err, code) = run(&args, None);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, expected("fit-pooled-negatives.text"));
+    assert_eq!(checked, 16);
+}
+
+/// `compare --plot` streams: the same report and the same SVG bytes as the
+/// in-memory plot of commit d8fa7cf.
+#[test]
+fn the_streamed_plot_is_the_in_memory_plot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bfcl = |f: &str| format!("{D}/bfcl/{f}");
+    for (name, trace, cat) in [
+        ("sessions", "examples/sessions.jsonl".to_string(), vec![]),
+        (
+            "pooled",
+            bfcl("pooled.jsonl"),
+            vec!["--tools".to_string(), bfcl("catalog.json")],
+        ),
+        (
+            "multi_turn",
+            bfcl("multi_turn.jsonl"),
+            vec!["--tools".to_string(), bfcl("multi_turn_catalog.json")],
+        ),
+    ] {
+        let svg = tmp.path().join(format!("plot-{name}.svg"));
+        let svg_s = svg.to_str().unwrap().to_string();
+        let mut args = vec![
+            "compare",
+            "--policy-a",
+            "policies/default.toml",
+            "--policy-b",
+            "policies/selection.toml",
+            "--trace",
+            &trace,
+        ];
+        args.extend(cat.iter().map(|s| s.as_str()));
+        args.extend(["--skip-invalid", "--plot", &svg_s]);
+        let (out, err, code) = run(&args, Some(2));
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        let want = expected(&format!("plot-{name}.text"))
+            .replace(&format!("{D}/expected/plot-{name}.svg"), &svg_s);
+        assert_eq!(out, want, "{args:?}");
+        assert_eq!(
+            std::fs::read(&svg).unwrap(),
+            std::fs::read(format!("{D}/expected/plot-{name}.svg")).unwrap(),
+            "{name}"
+        );
+    }
+}

@@ -1,8 +1,7 @@
 //! `toolgate compare`: replay one trace under two policies, side by side.
 
-use toolgate::replay::curve::CurveData;
-use toolgate::replay::engine::Replay;
-use toolgate::replay::stats::{Paired, Summary, paired, summarize};
+use toolgate::replay::curve::CurvePoint;
+use toolgate::replay::stats::{Paired, Summary};
 
 use super::Format;
 
@@ -65,28 +64,27 @@ impl Table {
 }
 
 /// Thresholds swept for the plot (`CURVE_STEPS + 1` points over [0, 1]).
-const CURVE_STEPS: usize = 200;
+pub const CURVE_STEPS: usize = 200;
 
-/// Draws `compare --plot`: both policies' recall / active-set curves.
-pub fn plot_compare(
+/// Draws `compare --plot`: both policies' recall / active-set curves, each
+/// with its plan, its summary (the operating point) and its points.
+pub fn plot_curves(
     path: &std::path::Path,
     trace_name: &str,
-    a: (&Replay, &CurveData),
-    b: (&Replay, &CurveData),
+    a: (&toolgate::Plan, &Summary, &[CurvePoint]),
+    b: (&toolgate::Plan, &Summary, &[CurvePoint]),
 ) -> Result<(), String> {
-    let (sa, sb) = (summarize(a.0), summarize(b.0));
-    let (ca, cb) = (a.1.curve(CURVE_STEPS), b.1.curve(CURVE_STEPS));
-    let file = |r: &Replay| r.plan.sources.first().cloned().unwrap_or_default();
+    let file = |p: &toolgate::Plan| p.sources.first().cloned().unwrap_or_default();
     let series = [
         super::plot::Series {
-            label: format!("A: {} ({})", sa.policy, file(a.0)),
-            curve: &ca,
-            summary: &sa,
+            label: format!("A: {} ({})", a.1.policy, file(a.0)),
+            curve: a.2,
+            summary: a.1,
         },
         super::plot::Series {
-            label: format!("B: {} ({})", sb.policy, file(b.0)),
-            curve: &cb,
-            summary: &sb,
+            label: format!("B: {} ({})", b.1.policy, file(b.0)),
+            curve: b.2,
+            summary: b.1,
         },
     ];
     let name = std::path::Path::new(trace_name)
@@ -95,31 +93,9 @@ pub fn plot_compare(
         .unwrap_or_else(|| trace_name.to_string());
     super::plot::draw(
         path,
-        &format!("{name}: {} calls, {} tools", sa.calls, sa.tools),
+        &format!("{name}: {} calls, {} tools", a.1.calls, a.1.tools),
         &series,
     )
-}
-
-/// Prints the comparison of two replays of the same trace.
-pub fn print_compare(
-    o: &mut String,
-    trace_name: &str,
-    a: &toolgate::replay::engine::Replay,
-    b: &toolgate::replay::engine::Replay,
-    format: Format,
-    show: usize,
-) {
-    let p = paired(a, b);
-    let total = p.discordant.len();
-    print_summaries(
-        o,
-        trace_name,
-        (&a.plan, &summarize(a)),
-        (&b.plan, &summarize(b)),
-        (&p, total),
-        format,
-        show,
-    );
 }
 
 /// Prints a comparison from its summaries and paired numbers; `discordant`

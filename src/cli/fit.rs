@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use toolgate::diag::{Diagnostic, ErrorKind};
 use toolgate::load::load_policy;
 use toolgate::replay::engine::ReplayOptions;
-use toolgate::replay::fit::{ExampleFailure, FitOptions, FitReport, fit};
+use toolgate::replay::fit::{ExampleFailure, FitOptions, FitReport, Sampling, fit_stream};
 use toolgate::replay::floor::{FloorKey, FloorReport, fit_floor};
 use toolgate::replay::transitions::learn_transitions;
 
@@ -72,6 +72,8 @@ pub struct FitRequest<'a> {
     pub floor: FloorWhich,
     /// Where to write the learned transitions, if asked.
     pub transitions_out: Option<&'a PathBuf>,
+    /// How the weight fit samples rows of a large trace.
+    pub sampling: Sampling,
 }
 
 /// Runs the fit and prints (and writes) its result.
@@ -84,60 +86,106 @@ pub fn run_fit(
     req: &FitRequest<'_>,
     format: Format,
 ) -> Result<(), Fail> {
+    if req.what == FitWhat::Weights {
+        // The weight fit reads the trace line by line (bounded memory); the
+        // transitions and the floor fit read it whole.
+        let policy = load_policy(args.policy.as_deref()).map_err(Fail::Load)?;
+        let catalog = replay_catalog(args)?;
+        if let Some(path) = req.transitions_out {
+            let trace = read_trace(trace_path, opts.skip_invalid)?;
+            write_transitions(o, &trace, trace_path, opts, path, format)?;
+        }
+        let plan = toolgate::compile::compile(&policy, catalog.clone())
+            .map(std::sync::Arc::new)
+            .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
+        let file = super::stream::TraceFile::open(trace_path)?;
+        let index = file.index(trace_path, opts.skip_invalid, &[&plan])?;
+        let report = fit_stream(
+            (&policy, &plan, &catalog),
+            &index,
+            || file.open_reader(),
+            opts,
+            &req.sampling,
+        )
+        .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
+        return report_fit(o, args, report, trace_path, opts, out, format);
+    }
     let trace = read_trace(trace_path, opts.skip_invalid)?;
     let policy = load_policy(args.policy.as_deref()).map_err(Fail::Load)?;
     let catalog = replay_catalog(args)?;
     if let Some(path) = req.transitions_out {
-        let counts = learn_transitions(&trace, opts.holdout);
-        let source = format!(
-            "From {trace_path}: the training sessions ({:.0}% held out by a hash of the session id).",
-            100.0 * opts.holdout
-        );
-        std::fs::write(path, counts.to_toml(&source))
+        write_transitions(o, &trace, trace_path, opts, path, format)?;
+    }
+    // --fit floor
+    let ropts = ReplayOptions {
+        skip_invalid: opts.skip_invalid,
+        keep_active: false,
+    };
+    let report = fit_floor(
+        &policy,
+        &catalog,
+        &trace,
+        req.floor.into(),
+        opts.target_recall,
+        opts.holdout,
+        &ropts,
+    )
+    .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
+    if let Some(path) = out {
+        let text = relocated(&report.policy_text, args, path);
+        std::fs::write(path, text)
             .map_err(|e| Fail::Input(format!("cannot write {}: {e}", path.display())))?;
-        if format == Format::Text {
-            w!(
-                o,
-                "wrote {}: {} transitions from {} training sessions",
-                path.display(),
-                counts.pairs,
-                counts.sessions
-            );
-        }
     }
-    if req.what == FitWhat::Floor {
-        let ropts = ReplayOptions {
-            skip_invalid: opts.skip_invalid,
-            keep_active: false,
-        };
-        let report = fit_floor(
-            &policy,
-            &catalog,
-            &trace,
-            req.floor.into(),
-            opts.target_recall,
-            opts.holdout,
-            &ropts,
-        )
-        .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
-        if let Some(path) = out {
-            let text = relocated(&report.policy_text, args, path);
-            std::fs::write(path, text)
-                .map_err(|e| Fail::Input(format!("cannot write {}: {e}", path.display())))?;
+    if format == Format::Json {
+        let mut v = serde_json::to_value(&report).unwrap_or_default();
+        if let Some(m) = v.as_object_mut() {
+            m.insert("written".into(), serde_json::json!(out));
         }
-        if format == Format::Json {
-            let mut v = serde_json::to_value(&report).unwrap_or_default();
-            if let Some(m) = v.as_object_mut() {
-                m.insert("written".into(), serde_json::json!(out));
-            }
-            w!(o, "{v}");
-        } else {
-            print_floor(o, &report, trace_path, opts, out);
-        }
-        return Ok(());
+        w!(o, "{v}");
+    } else {
+        print_floor(o, &report, trace_path, opts, out);
     }
-    let report = fit(&policy, &catalog, &trace, opts)
-        .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
+    Ok(())
+}
+
+/// Writes the transitions of the training sessions of `trace` to `path`.
+fn write_transitions(
+    o: &mut String,
+    trace: &toolgate::replay::trace::Trace,
+    trace_path: &str,
+    opts: &FitOptions,
+    path: &std::path::Path,
+    format: Format,
+) -> Result<(), Fail> {
+    let counts = learn_transitions(trace, opts.holdout);
+    let source = format!(
+        "From {trace_path}: the training sessions ({:.0}% held out by a hash of the session id).",
+        100.0 * opts.holdout
+    );
+    std::fs::write(path, counts.to_toml(&source))
+        .map_err(|e| Fail::Input(format!("cannot write {}: {e}", path.display())))?;
+    if format == Format::Text {
+        w!(
+            o,
+            "wrote {}: {} transitions from {} training sessions",
+            path.display(),
+            counts.pairs,
+            counts.sessions
+        );
+    }
+    Ok(())
+}
+
+/// Prints the weight fit's report and writes the fitted policy when it loads.
+fn report_fit(
+    o: &mut String,
+    args: &PlanArgs,
+    report: FitReport,
+    trace_path: &str,
+    opts: &FitOptions,
+    out: Option<&PathBuf>,
+    format: Format,
+) -> Result<(), Fail> {
     // A fitted policy that does not load, or whose declared properties fail,
     // is never written.
     let properties_fail = !report.failing_properties.is_empty() && !report.examples_dropped;
@@ -237,6 +285,18 @@ fn print_text(
         r.test_rows,
         100.0 * opts.holdout
     );
+    if let Some(s) = &r.sample {
+        w!(
+            o,
+            "  sampled {} rows ({} held out) for the regression, the AUCs and r: the called tool's row at rate {:.4}, the others' at rate {:.6} (seed {}, --max-rows {})",
+            s.sampled_rows,
+            s.sampled_test_rows,
+            s.positive_rate,
+            s.negative_rate,
+            s.seed,
+            s.max_rows
+        );
+    }
     w!(o);
     w!(
         o,

@@ -3,7 +3,7 @@
 //! session's steps are printed as soon as it and the sessions that started
 //! before it are done, and the summaries are accumulated without keeping the
 //! steps. The output is the same bytes as the in-memory report of commit
-//! 389b7bc (`print_compare` still prints the in-memory `compare --plot`);
+//! 389b7bc (`compare --plot` streams too, its curves accumulated call by call);
 //! `tests/replay_golden.rs` holds them to that binary's outputs.
 
 use std::io::{BufReader, Write};
@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use toolgate::Plan;
-use toolgate::replay::engine::{ReplayOptions, replay_session, tool_tokens};
+use toolgate::eval::Activation;
+use toolgate::replay::curve::CurveAcc;
+use toolgate::replay::engine::{ReplayOptions, Step, replay_session, tool_tokens};
 use toolgate::replay::stats::{PairedAcc, SummaryAcc};
 use toolgate::replay::stream::{ClosedSession, TraceIndex, index_trace, replay_sessions};
 use toolgate::replay::trace::TraceError;
@@ -62,6 +64,17 @@ impl TraceFile {
             .map_err(|e| Fail::Input(format!("cannot read {name}: {e}")))
     }
 
+    /// The trace opened again, for a further pass of the library's streamed
+    /// code (`fit_stream`): a read error is a [`TraceError`] at line 0.
+    pub fn open_reader(&self) -> Result<BufReader<std::fs::File>, TraceError> {
+        std::fs::File::open(&self.path)
+            .map(|f| BufReader::with_capacity(1 << 16, f))
+            .map_err(|e| TraceError {
+                line: 0,
+                message: format!("cannot read the trace again: {e}"),
+            })
+    }
+
     /// The first pass ([`index_trace`]) against `plans`.
     pub fn index(
         &self,
@@ -106,16 +119,15 @@ fn input(name: &str, e: TraceError) -> Fail {
     Fail::Input(format!("{name}: {e}"))
 }
 
-/// Replays one closed session (the first pass checked its lines: no error).
+/// Replays one closed session (the first pass checked its lines: no error),
+/// calling `on_step` with every step.
 fn run_session(
     plan: &Arc<Plan>,
     tokens: &[u64],
     s: &ClosedSession,
     opts: &ReplayOptions,
-) -> (
-    Vec<toolgate::replay::engine::Step>,
-    toolgate::replay::engine::SessionSummary,
-) {
+    on_step: impl FnMut(&Step, &Activation),
+) -> (Vec<Step>, toolgate::replay::engine::SessionSummary) {
     let mut skipped = Vec::new();
     replay_session(
         plan,
@@ -124,9 +136,16 @@ fn run_session(
         opts,
         tokens,
         &mut skipped,
-        |_, _| {},
+        on_step,
     )
     .expect("the first pass checked every line")
+}
+
+/// [`CurveAcc::add`] for a step that is a call.
+fn add_call(acc: &mut Option<CurveAcc>, step: &Step, act: &Activation) {
+    if let (Some(acc), Some(c), Some(rank)) = (acc.as_mut(), step.called, step.rank) {
+        acc.add(act, c, rank);
+    }
 }
 
 /// `toolgate replay`, streamed to `out`.
@@ -165,7 +184,7 @@ pub fn stream_replay(
         path,
         &index,
         |s| {
-            let (steps, summary) = run_session(plan, &tokens, &s, opts);
+            let (steps, summary) = run_session(plan, &tokens, &s, opts, |_, _| {});
             let mut text = String::new();
             for (k, st) in steps.iter().enumerate() {
                 if json {
@@ -222,13 +241,17 @@ pub fn stream_replay(
 /// discordant calls; the JSON report lists them all (its size grows with
 /// the number of discordant calls, 4 bytes per paired call are kept for the
 /// size interval either way).
+///
+/// With `plot`, also draws `compare --plot` there: the recall / set-size
+/// curves are accumulated call by call ([`CurveAcc`]), so the plot needs no
+/// more memory than the report.
 pub fn stream_compare(
     out: &mut dyn Write,
     (a, b): (&Arc<Plan>, &Arc<Plan>),
     path: &str,
     opts: &ReplayOptions,
-    format: Format,
-    show: usize,
+    (format, show): (Format, usize),
+    plot: Option<&std::path::Path>,
 ) -> Result<(), Fail> {
     let file = TraceFile::open(path)?;
     let index = file.index(path, opts.skip_invalid, &[a, b])?;
@@ -240,31 +263,51 @@ pub fn stream_compare(
     };
     let (mut acc_a, mut acc_b) = (SummaryAcc::default(), SummaryAcc::default());
     let mut pairs = PairedAcc::new(keep);
+    let mut curve_acc = plot.map(|_| {
+        (
+            CurveAcc::new(a, super::compare::CURVE_STEPS),
+            CurveAcc::new(b, super::compare::CURVE_STEPS),
+        )
+    });
     file.sessions(
         path,
         &index,
         |s| {
-            let (sa, ma) = run_session(a, &ta, &s, opts);
-            let (sb, mb) = run_session(b, &tb, &s, opts);
+            let mut ca = plot.map(|_| CurveAcc::new(a, super::compare::CURVE_STEPS));
+            let mut cb = plot.map(|_| CurveAcc::new(b, super::compare::CURVE_STEPS));
+            let (sa, ma) = run_session(a, &ta, &s, opts, |st, act| add_call(&mut ca, st, act));
+            let (sb, mb) = run_session(b, &tb, &s, opts, |st, act| add_call(&mut cb, st, act));
+            let curves = ca.zip(cb);
             let (mut x, mut y) = (SummaryAcc::default(), SummaryAcc::default());
             x.add_session(&sa, &ma);
             y.add_session(&sb, &mb);
             let mut p = PairedAcc::new(keep);
             p.add_session(&sa, &sb, &s.id, a);
-            (x, y, p)
+            (x, y, p, curves)
         },
-        |(x, y, p)| {
+        |(x, y, p, curves)| {
             acc_a.merge(&x);
             acc_b.merge(&y);
             pairs.append(p);
+            if let (Some((ca, cb)), Some((ma, mb))) = (curves, curve_acc.as_mut()) {
+                ma.merge(&ca);
+                mb.merge(&cb);
+            }
         },
     )?;
     let sa = acc_a.finish(a, index.skipped[0].len());
     let sb = acc_b.finish(b, index.skipped[1].len());
     let total = pairs.discordant_total;
     let p = pairs.finish();
+    if let (Some(file), Some((ca, cb))) = (plot, &curve_acc) {
+        super::compare::plot_curves(file, path, (a, &sa, &ca.curve()), (b, &sb, &cb.curve()))
+            .map_err(Fail::Input)?;
+    }
     let mut o = String::new();
     super::compare::print_summaries(&mut o, path, (a, &sa), (b, &sb), (&p, total), format, show);
+    if let (Some(file), Format::Text) = (plot, format) {
+        o.push_str(&format!("wrote {}\n", file.display()));
+    }
     let _ = out.write_all(o.as_bytes());
     let _ = out.flush();
     Ok(())

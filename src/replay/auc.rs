@@ -59,6 +59,34 @@ pub fn point_biserial(x: &[f64], labels: &[bool]) -> Option<f64> {
     Some(sxy / (sxx * syy).sqrt())
 }
 
+/// [`point_biserial`] with weighted rows: a row labelled `true` weighs
+/// `weights.0`, one labelled `false` `weights.1` (the inverse sampling
+/// rates of a per-class sample, so the correlation estimates the whole
+/// population's). `None` when either is constant or a weight is not
+/// positive.
+pub fn point_biserial_weighted(x: &[f64], labels: &[bool], weights: (f64, f64)) -> Option<f64> {
+    let n = x.len();
+    if n == 0 || n != labels.len() || !(weights.0 > 0.0 && weights.1 > 0.0) {
+        return None;
+    }
+    let w = |l: bool| if l { weights.0 } else { weights.1 };
+    let sw: f64 = labels.iter().map(|&l| w(l)).sum();
+    let mx = x.iter().zip(labels).map(|(a, &l)| w(l) * a).sum::<f64>() / sw;
+    let my = labels.iter().filter(|l| **l).count() as f64 * weights.0 / sw;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, &l) in x.iter().zip(labels) {
+        let dx = a - mx;
+        let dy = if l { 1.0 } else { 0.0 } - my;
+        sxy += w(l) * dx * dy;
+        sxx += w(l) * dx * dx;
+        syy += w(l) * dy * dy;
+    }
+    if sxx <= 0.0 || syy <= 0.0 {
+        return None;
+    }
+    Some(sxy / (sxx * syy).sqrt())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +110,19 @@ mod tests {
         let r = point_biserial(&[0.0, 1.0, 0.0, 1.0], &[true, false, false, true]).unwrap();
         assert!(r.abs() < 1e-12);
         assert_eq!(point_biserial(&[1.0, 1.0], &[true, false]), None);
+    }
+
+    #[test]
+    fn weighted_correlation_is_the_repeated_rows() {
+        // Weight 3 on the negatives = each negative row three times.
+        let x = [0.9, 0.2, 0.4, 0.1];
+        let l = [true, false, true, false];
+        let rep_x = [0.9, 0.2, 0.2, 0.2, 0.4, 0.1, 0.1, 0.1];
+        let rep_l = [true, false, false, false, true, false, false, false];
+        let a = point_biserial_weighted(&x, &l, (1.0, 3.0)).unwrap();
+        let b = point_biserial(&rep_x, &rep_l).unwrap();
+        assert!((a - b).abs() < 1e-12, "{a} {b}");
+        assert_ne!(a, point_biserial(&x, &l).unwrap());
+        assert_eq!(point_biserial_weighted(&x, &l, (0.0, 1.0)), None);
     }
 }

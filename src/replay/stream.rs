@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use crate::plan::Plan;
 use crate::replay::engine::validate;
-use crate::replay::trace::{TraceError, TraceLine, parse_line};
+use crate::replay::trace::{Event, TraceError, TraceLine, parse_line};
 
 /// Sessions replayed per batch (the unit of parallel work).
 pub const BATCH: usize = 256;
@@ -46,6 +46,9 @@ pub struct TraceIndex {
     pub skipped: Vec<Vec<TraceError>>,
     /// Trace lines read.
     pub lines: usize,
+    /// `tool_call` lines that parse and keep time order (some may still
+    /// name a tool a plan does not know).
+    pub tool_calls: usize,
 }
 
 impl TraceIndex {
@@ -135,6 +138,9 @@ pub fn index_trace(
             }
             Err(e) => return Err(e),
         };
+        if matches!(l.event, Event::ToolCall { .. }) {
+            index.tool_calls += 1;
+        }
         match last_t.get_mut(&l.session) {
             Some(t) => *t = l.t,
             None => {
