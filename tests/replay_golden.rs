@@ -23,8 +23,46 @@ fn policy_path(pol: &str) -> String {
 }
 
 fn run(args: &[&str], threads: Option<usize>) -> (String, String, Option<i32>) {
+    run_in(None, args, threads)
+}
+
+/// A folder that looks like the repository to the binary, with
+/// `policies/selection.toml` the frozen copy under its original name and
+/// with its original data paths, and `policies/default.toml` as of commit
+/// d8fa7cf (tests/data/replay-golden/default.toml): the fit and plot outputs name the policy
+/// file (and wrap and size around that name), so they are run from here.
+fn frozen_root() -> tempfile::TempDir {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let d = tempfile::tempdir().unwrap();
+    let link = |from: &std::path::Path, to: &str| {
+        std::os::unix::fs::symlink(from, d.path().join(to)).unwrap()
+    };
+    for top in ["examples", "tests"] {
+        link(&root.join(top), top);
+    }
+    std::fs::create_dir(d.path().join("policies")).unwrap();
+    for p in ["models", "transitions"] {
+        link(&root.join("policies").join(p), &format!("policies/{p}"));
+    }
+    // fit reports the line of a failing property: default.toml frozen too
+    link(&root.join(D).join("default.toml"), "policies/default.toml");
+    let frozen = std::fs::read_to_string(root.join(SELECTION))
+        .unwrap()
+        .replace("\"../../../policies/", "\"");
+    std::fs::write(d.path().join("policies/selection.toml"), frozen).unwrap();
+    d
+}
+
+fn run_in(
+    dir: Option<&std::path::Path>,
+    args: &[&str],
+    threads: Option<usize>,
+) -> (String, String, Option<i32>) {
     let mut c = Command::new(env!("CARGO_BIN_EXE_toolgate"));
     c.args(args);
+    if let Some(d) = dir {
+        c.current_dir(d);
+    }
     if let Some(n) = threads {
         c.env("RAYON_NUM_THREADS", n.to_string());
     }
@@ -316,6 +354,7 @@ fn fit_cases() -> Vec<(&'static str, String, &'static str, Vec<String>)> {
 /// exit code).
 #[test]
 fn fit_prints_what_the_whole_matrix_fit_printed() {
+    let frozen = frozen_root();
     let mut checked = 0;
     for (name, trace, pol, cat) in fit_cases() {
         for fmt in ["text", "json"] {
@@ -323,7 +362,7 @@ fn fit_prints_what_the_whole_matrix_fit_printed() {
             let mut args = vec!["fit", "--policy", &policy, "--trace", &trace];
             args.extend(cat.iter().map(|s| s.as_str()));
             args.extend(["--skip-invalid", "--format", fmt]);
-            let (out, err, code) = run(&args, None);
+            let (out, err, code) = run_in(Some(frozen.path()), &args, None);
             let mut got = out + &err;
             if code != Some(0) {
                 got.push_str(&format!("exit {}\n", code.unwrap_or(-1)));
@@ -356,7 +395,7 @@ fn fit_prints_what_the_whole_matrix_fit_printed() {
         "--target-recall",
         "0.9",
     ];
-    let (out, err, code) = run(&args, None);
+    let (out, err, code) = run_in(Some(frozen.path()), &args, None);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(out, expected("fit-pooled-negatives.text"));
     assert_eq!(checked, 16);
@@ -367,6 +406,7 @@ fn fit_prints_what_the_whole_matrix_fit_printed() {
 #[test]
 fn the_streamed_plot_is_the_in_memory_plot() {
     let tmp = tempfile::tempdir().unwrap();
+    let frozen = frozen_root();
     let bfcl = |f: &str| format!("{D}/bfcl/{f}");
     for (name, trace, cat) in [
         ("sessions", "examples/sessions.jsonl".to_string(), vec![]),
@@ -394,7 +434,7 @@ fn the_streamed_plot_is_the_in_memory_plot() {
         ];
         args.extend(cat.iter().map(|s| s.as_str()));
         args.extend(["--skip-invalid", "--plot", &svg_s]);
-        let (out, err, code) = run(&args, Some(2));
+        let (out, err, code) = run_in(Some(frozen.path()), &args, Some(2));
         assert_eq!(code, Some(0), "{args:?}: {err}");
         let want = expected(&format!("plot-{name}.text"))
             .replace(&format!("{D}/expected/plot-{name}.svg"), &svg_s);

@@ -50,10 +50,10 @@ pub mod curve;
 pub mod engine;
 pub mod fit;
 pub mod floor;
-pub mod questions;
-pub mod ranks;
 #[cfg(feature = "gate")]
 pub mod flow;
+pub mod questions;
+pub mod ranks;
 pub mod stats;
 pub mod stream;
 pub mod trace;
