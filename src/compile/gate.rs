@@ -190,6 +190,30 @@ fn validate_shell(
             configs.push(n.clone());
         }
     }
+    // A rule's `option_values` must be options its commands take a value
+    // for, or the rule could never see a value.
+    for r in &sh.rules {
+        for o in &r.option_values {
+            let takes = !r.commands.is_empty()
+                && r.commands.iter().all(|c| {
+                    cfg.shell.command(c).is_some_and(|e| {
+                        e.value_flags.iter().any(|v| v == o) || e.options.contains_key(o)
+                    })
+                });
+            if !takes {
+                let sp = find_in_lines(text, "option_values", &format!("\"{o}\""), 0)
+                    .unwrap_or_else(|| gate_span.clone());
+                out.push((
+                    format!(
+                        "`gate.shell.rules` `{}`: option `{o}` of `option_values` takes no value in the `[[gate.shell.commands]]` entry of {}; list it in that entry's `value_flags`",
+                        r.id,
+                        r.commands.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                    sp,
+                ));
+            }
+        }
+    }
     configs.sort();
     configs.dedup();
     for n in configs {

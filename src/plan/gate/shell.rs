@@ -808,6 +808,20 @@ pub struct ShellRule {
     /// Which operands are looked at.
     #[serde(default)]
     pub operand_position: OperandPosition,
+    /// Subcommands the rule applies to (`"push"`, `"stash drop"`): when
+    /// listed, the command's first operands must spell one of them, and
+    /// `operand` and `operand_position` look at the operands after it.
+    #[serde(default)]
+    pub subcommands: Vec<String>,
+    /// Canonical flags none of which may be present (`git restore
+    /// --staged` only unstages).
+    #[serde(default)]
+    pub flags_none: Vec<String>,
+    /// Options whose values `operand` is matched against instead of the
+    /// operands (`docker run -v SRC:DST`); each must take a value in the
+    /// command's entry (`value_flags` or `options`).
+    #[serde(default)]
+    pub option_values: Vec<String>,
     /// Severity reported in findings.
     pub severity: Severity,
     /// Action reported in findings.
