@@ -43,6 +43,7 @@
 
 mod commands;
 mod effects;
+mod globs;
 mod links;
 mod model;
 mod normalize;

@@ -332,7 +332,8 @@ impl Walker<'_> {
                         }
                         i += 1;
                     } else {
-                        let off: usize = 1 + chars[..=k].iter().map(|c| c.len_utf8()).sum::<usize>();
+                        let off: usize =
+                            1 + chars[..=k].iter().map(|c| c.len_utf8()).sum::<usize>();
                         p.values.push((
                             canon.clone(),
                             Arg {

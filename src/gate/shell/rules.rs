@@ -46,11 +46,7 @@ impl Walker<'_> {
             // The operands after the rule's subcommand, if it names one.
             let mut ops: &[Arg] = &parsed.operands;
             if !rule.subcommands.is_empty() {
-                match rule
-                    .subcommands
-                    .iter()
-                    .find_map(|s| subcommand_len(s, ops))
-                {
+                match rule.subcommands.iter().find_map(|s| subcommand_len(s, ops)) {
                     Some(k) => ops = &ops[k..],
                     None => continue,
                 }

@@ -23,7 +23,9 @@ pub(crate) struct Pragma<'a> {
 
 fn ident_len(s: &str) -> usize {
     let b = s.as_bytes();
-    if b.first().is_none_or(|c| !(c.is_ascii_alphabetic() || *c == b'_')) {
+    if b.first()
+        .is_none_or(|c| !(c.is_ascii_alphabetic() || *c == b'_'))
+    {
         return 0;
     }
     b.iter()
@@ -126,12 +128,18 @@ mod tests {
     #[test]
     fn reads_the_three_forms() {
         let p = parse_pragma("PRAGMA table_info(users)").unwrap();
-        assert_eq!((p.name, p.value, p.assigns), ("table_info", Some("users"), false));
+        assert_eq!(
+            (p.name, p.value, p.assigns),
+            ("table_info", Some("users"), false)
+        );
         let p = parse_pragma("pragma main.index_list( 'users' ) ;").unwrap();
         assert_eq!(p.schema, Some("main"));
         assert_eq!((p.name, p.value), ("index_list", Some("'users'")));
         let p = parse_pragma("PRAGMA journal_mode = WAL").unwrap();
-        assert_eq!((p.name, p.value, p.assigns), ("journal_mode", Some("WAL"), true));
+        assert_eq!(
+            (p.name, p.value, p.assigns),
+            ("journal_mode", Some("WAL"), true)
+        );
         let p = parse_pragma("PRAGMA cache_size = -2000").unwrap();
         assert_eq!(p.value, Some("-2000"));
         let p = parse_pragma("PRAGMA writable_schema").unwrap();

@@ -190,8 +190,11 @@ impl ShellConfig {
             for (i, c) in self.commands.iter().enumerate() {
                 for n in &c.names {
                     if is_command_pattern(n) {
-                        ix.command_patterns
-                            .push((n.split(' ').map(str::to_owned).collect(), false, i));
+                        ix.command_patterns.push((
+                            n.split(' ').map(str::to_owned).collect(),
+                            false,
+                            i,
+                        ));
                     } else {
                         ix.commands.entry(n.clone()).or_insert((false, i));
                     }
@@ -267,7 +270,10 @@ impl ShellConfig {
             .iter()
             .find(|(words, _, _)| {
                 let mut n = name.split(' ');
-                words.iter().all(|w| n.next().is_some_and(|x| word_glob(w, x))) && n.next().is_none()
+                words
+                    .iter()
+                    .all(|w| n.next().is_some_and(|x| word_glob(w, x)))
+                    && n.next().is_none()
             })
             .map(|(_, extra, i)| (pick(*extra, *i), true))
     }
@@ -930,7 +936,8 @@ mod tests {
 /// Whether a `[[gate.shell.commands]]` name is a pattern: a `*` in a word
 /// after the first (`aws * describe-*`; the program itself is literal).
 pub(crate) fn is_command_pattern(name: &str) -> bool {
-    name.split_once(' ').is_some_and(|(_, rest)| rest.contains('*'))
+    name.split_once(' ')
+        .is_some_and(|(_, rest)| rest.contains('*'))
 }
 
 /// Whether `word` matches `pat`, where each `*` stands for any run of
