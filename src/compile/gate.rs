@@ -191,6 +191,30 @@ fn validate_shell(
             configs.push(n.clone());
         }
     }
+    // A rule's `option_values` must be options its commands take a value
+    // for, or the rule could never see a value.
+    for r in &sh.rules {
+        for o in &r.option_values {
+            let takes = !r.commands.is_empty()
+                && r.commands.iter().all(|c| {
+                    cfg.shell.command(c).is_some_and(|e| {
+                        e.value_flags.iter().any(|v| v == o) || e.options.contains_key(o)
+                    })
+                });
+            if !takes {
+                let sp = find_in_lines(text, "option_values", &format!("\"{o}\""), 0)
+                    .unwrap_or_else(|| gate_span.clone());
+                out.push((
+                    format!(
+                        "`gate.shell.rules` `{}`: option `{o}` of `option_values` takes no value in the `[[gate.shell.commands]]` entry of {}; list it in that entry's `value_flags`",
+                        r.id,
+                        r.commands.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                    sp,
+                ));
+            }
+        }
+    }
     configs.sort();
     configs.dedup();
     for n in configs {
@@ -242,6 +266,31 @@ struct Infer<'a> {
 }
 
 impl<'a> Infer<'a> {
+    /// An array item or map value that is an object without declared
+    /// properties (`edits: {type: array, items: {type: object}}`) may hold
+    /// a path under any name (issue 30, item 6): the names of the `path`
+    /// rules for strings get their role below it (`/edits/*/path`).
+    fn open_object(&mut self, schema: &'a Value, path: &mut Vec<RoleSeg>) {
+        let fs = facets(self.root, schema);
+        let object = fs
+            .iter()
+            .any(|f| f.get("type").and_then(Value::as_str) == Some("object"));
+        if !object || fs.iter().any(|f| f.get("properties").is_some()) {
+            return;
+        }
+        for r in self.rules.iter().filter(|r| {
+            r.role == ArgRole::Path && r.json_type == JsonType::String && (self.words_ok)(r)
+        }) {
+            for n in &r.names {
+                path.push(RoleSeg::Key(n.clone()));
+                if self.out.len() < MAX_ROLES && !self.out.iter().any(|(p, _)| p == path) {
+                    self.out.push((path.clone(), r.role));
+                }
+                path.pop();
+            }
+        }
+    }
+
     fn walk(&mut self, schema: &'a Value, path: &mut Vec<RoleSeg>) {
         if path.len() >= MAX_SCHEMA_PATH_DEPTH || self.budget == 0 || self.out.len() >= MAX_ROLES {
             return;
@@ -301,6 +350,7 @@ impl<'a> Infer<'a> {
             }
             for (seg, s) in children {
                 path.push(seg);
+                self.open_object(s, path);
                 self.walk(s, path);
                 path.pop();
             }
@@ -312,12 +362,24 @@ impl<'a> Infer<'a> {
 /// property, at any depth of the input schema, whose name and declared type
 /// a rule in scope lists. The outermost match wins (nothing is inferred
 /// below a property that got a role). `fallback` rules are tried only when
-/// the others give no role, and only on a schema that declares properties.
-fn infer_roles<'t>(
+/// the others give no role (on an open schema, their names at the top
+/// level).
+fn infer_roles(
+    cfg: &GateConfig,
+    tool: &CompiledTool,
+    schema: &Value,
+    domains: &[String],
+) -> Vec<(Vec<RoleSeg>, ArgRole)> {
+    infer_roles_with(cfg, tool, schema, domains, true)
+}
+
+/// [`infer_roles`], with the `fallback` rules or without them.
+fn infer_roles_with<'t>(
     cfg: &GateConfig,
     tool: &'t CompiledTool,
     schema: &Value,
     domains: &[String],
+    with_fallback: bool,
 ) -> Vec<(Vec<RoleSeg>, ArgRole)> {
     let tool_domains: Vec<&str> = tool
         .domains
@@ -364,16 +426,31 @@ fn infer_roles<'t>(
         .iter()
         .all(|f| f.get("properties").is_none());
     if open {
-        let mut out: Vec<(Vec<RoleSeg>, ArgRole)> = Vec::new();
-        for r in rules.iter().filter(|r| words_ok(r)) {
-            for n in &r.names {
-                let p = vec![RoleSeg::Key(n.clone())];
-                if out.len() < MAX_ROLES && !out.iter().any(|(q, _)| *q == p) {
-                    out.push((p, r.role));
+        let top = |rules: &[&InferRule]| {
+            let mut out: Vec<(Vec<RoleSeg>, ArgRole)> = Vec::new();
+            for r in rules.iter().filter(|r| words_ok(r)) {
+                for n in &r.names {
+                    let p = vec![RoleSeg::Key(n.clone())];
+                    if out.len() < MAX_ROLES && !out.iter().any(|(q, _)| *q == p) {
+                        out.push((p, r.role));
+                    }
                 }
             }
+            out
+        };
+        let out = top(&rules);
+        if !out.is_empty() || !with_fallback {
+            return out;
         }
-        return out;
+        // A tool the scoped rules say nothing of, with an open schema
+        // (issue 30, item 5): the fallback names get their roles at the
+        // top level too, so a `command` or `path` it is sent is analysed.
+        let fallback: Vec<&InferRule> = cfg
+            .infer
+            .iter()
+            .filter(|rule| rule.fallback && scoped(rule))
+            .collect();
+        return top(&fallback);
     }
     let walk = |rules: Vec<&InferRule>| {
         if rules.is_empty() {
@@ -390,7 +467,7 @@ fn infer_roles<'t>(
         w.out
     };
     let out = walk(rules);
-    if !out.is_empty() {
+    if !out.is_empty() || !with_fallback {
         return out;
     }
     let fallback: Vec<&InferRule> = cfg
@@ -399,6 +476,23 @@ fn infer_roles<'t>(
         .filter(|rule| rule.fallback && scoped(rule))
         .collect();
     walk(fallback)
+}
+
+/// Whether `schema` is open and the roles [`infer_roles`] gives the tool
+/// come from the `fallback` rules only (no scoped rule names it).
+fn open_schema_fallback(
+    cfg: &GateConfig,
+    tool: &CompiledTool,
+    schema: &Value,
+    domains: &[String],
+) -> bool {
+    let open = facets(schema, schema)
+        .iter()
+        .all(|f| f.get("properties").is_none());
+    if !open {
+        return false;
+    }
+    infer_roles_with(cfg, tool, schema, domains, false).is_empty()
 }
 
 /// The words of a tool's name and description, for `tool_words`: split at
@@ -602,11 +696,19 @@ pub(crate) fn gate_tools(
             .iter()
             .map(|(p, r)| (role_path_string(p), *r))
             .collect();
+        // An open schema whose roles only the fallback rules gave: its
+        // other arguments stay accepted, as the schema says.
+        let open_fallback = inferred
+            && !role_paths.is_empty()
+            && schema.declared_params().is_empty()
+            && t.gate.arguments.is_empty()
+            && open_schema_fallback(config, t, &t.input_schema.value(), domains);
         out.push(GateTool {
             schema,
             roles,
             role_paths,
             roles_inferred: inferred,
+            open_fallback,
             risk_level: t.gate.risk_level.unwrap_or(config.risk.default_risk_level),
             requires_confirmation: t.gate.requires_confirmation,
             read_only: t.gate.read_only,

@@ -483,7 +483,7 @@ pub(crate) use crate::diag::json_kind as kind_name;
 /// An argument the schema does not declare, on a tool whose arguments are
 /// analysed by role: the finding, naming the declared ones.
 fn undeclared(check: &Check, gt: &GateTool, args: &Value) -> Option<Finding> {
-    if gt.roles.is_empty() {
+    if gt.roles.is_empty() || gt.open_fallback {
         return None;
     }
     let Value::Object(map) = args else {

@@ -21,6 +21,8 @@ use sqlparser::tokenizer::{Token, Tokenizer, Whitespace};
 
 use super::types::{Action, Check, Finding, FindingKind, fill};
 
+mod pragma;
+
 pub use crate::plan::gate::sql::{FunctionRule, ReadOnlySpec, SqlChecks, SqlConfig};
 
 /// Analyzes SQL text, the argument at JSON pointer `path`, parsed in
@@ -54,6 +56,10 @@ pub fn analyze_sql(
             cfg.max_input_bytes
         );
         out.push(checks.parse_error.finding(FindingKind::Parse, path, &d));
+        return out;
+    }
+    if let Some(p) = pragma::parse_pragma(sql) {
+        pragma_findings(cfg, path, &p, read_only, &mut out);
         return out;
     }
     let statements = match Parser::new(dialect.as_ref())
@@ -125,6 +131,51 @@ pub fn analyze_sql(
         out.push(checks.stacked.finding(FindingKind::Sql, path, &d));
     }
     out
+}
+
+/// A single `PRAGMA` statement: a read when `[gate.sql.read_only]
+/// pragmas` lists its name and it sets nothing (no `=`); otherwise the
+/// `Pragma` rule of `[gate.sql.statements]`, and on a read-only tool
+/// `not_read_only`.
+fn pragma_findings(
+    cfg: &SqlConfig,
+    path: &str,
+    p: &pragma::Pragma<'_>,
+    read_only: bool,
+    out: &mut Vec<Finding>,
+) {
+    let listed = cfg
+        .read_only
+        .pragmas
+        .iter()
+        .any(|n| n.eq_ignore_ascii_case(p.name));
+    if listed && !p.assigns {
+        return;
+    }
+    let mut text = String::from("PRAGMA ");
+    if let Some(s) = p.schema {
+        text.push_str(s);
+        text.push('.');
+    }
+    text.push_str(p.name);
+    match (p.value, p.assigns) {
+        (Some(v), true) => {
+            let _ = write!(text, " = {v}");
+        }
+        (Some(v), false) => {
+            let _ = write!(text, "({v})");
+        }
+        (None, _) => {}
+    }
+    let label = format!("`{}`", excerpt(&text));
+    let a = Analyzer { cfg, path };
+    if let Some(rule) = cfg.statements.get("Pragma") {
+        a.rule(rule, &label, out);
+    }
+    if read_only {
+        let d = format!("{label} is not a read statement");
+        out.push(cfg.checks.not_read_only.finding(FindingKind::Sql, path, &d));
+    }
 }
 
 struct Analyzer<'c> {

@@ -826,7 +826,7 @@ impl Walker<'_> {
         let mut ctx = ctx.clone();
         let mut depth = 0;
         loop {
-            let Some(entry) = cfg.command(&full) else {
+            let Some((entry, by_pattern)) = cfg.command_match(&full) else {
                 if cfg.trusted(&full) {
                     return;
                 }
@@ -872,6 +872,11 @@ impl Walker<'_> {
                 self.effect_of_run(e, &full, args, &ctx);
             }
             let Some(sub) = reading.subcommand else {
+                // A group named by a pattern (`gcloud * *`) says nothing of
+                // what its own run does: only a named verb below it is known.
+                if by_pattern && entry.subcommands {
+                    self.unknown(&format!("`{full}`"));
+                }
                 return;
             };
             depth += 1;

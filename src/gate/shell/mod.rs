@@ -43,6 +43,7 @@
 
 mod commands;
 mod effects;
+mod globs;
 mod links;
 mod model;
 mod normalize;
@@ -338,6 +339,9 @@ struct Parsed {
     operands: Vec<Arg>,
     /// An argument from an expansion could hold options.
     unknown_flags: bool,
+    /// The values of options that take one: (canonical option, value), in
+    /// argument order (for a rule's `option_values`).
+    values: Vec<(String, Arg)>,
 }
 
 impl Walker<'_> {

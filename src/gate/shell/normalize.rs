@@ -279,6 +279,7 @@ impl Walker<'_> {
             flags: BTreeSet::new(),
             operands: Vec::new(),
             unknown_flags: false,
+            values: Vec::new(),
         };
         let mut i = 0;
         let mut only_operands = false;
@@ -298,11 +299,22 @@ impl Walker<'_> {
             }
             if let Some(long) = a.text.strip_prefix("--") {
                 let (fname, attached) = match long.split_once('=') {
-                    Some((n, _)) => (format!("--{n}"), true),
-                    None => (a.text.clone(), false),
+                    Some((n, v)) => (format!("--{n}"), Some(v)),
+                    None => (a.text.clone(), None),
                 };
                 let canon = alias(&fname);
-                if !attached && takes_value(&fname, &canon) {
+                if let Some(v) = attached {
+                    p.values.push((
+                        canon.clone(),
+                        Arg {
+                            text: v.to_owned(),
+                            ..a.clone()
+                        },
+                    ));
+                } else if takes_value(&fname, &canon) {
+                    if let Some(v) = rest.get(i) {
+                        p.values.push((canon.clone(), v.clone()));
+                    }
                     i += 1;
                 }
                 p.flags.insert(canon);
@@ -313,13 +325,27 @@ impl Walker<'_> {
                 let f = format!("-{c}");
                 let canon = alias(&f);
                 let needs = takes_value(&f, &canon);
-                p.flags.insert(canon);
                 if needs {
                     if k + 1 == chars.len() {
+                        if let Some(v) = rest.get(i) {
+                            p.values.push((canon.clone(), v.clone()));
+                        }
                         i += 1;
+                    } else {
+                        let off: usize =
+                            1 + chars[..=k].iter().map(|c| c.len_utf8()).sum::<usize>();
+                        p.values.push((
+                            canon.clone(),
+                            Arg {
+                                text: a.text[off..].to_owned(),
+                                ..a.clone()
+                            },
+                        ));
                     }
+                    p.flags.insert(canon);
                     break;
                 }
+                p.flags.insert(canon);
             }
         }
         p

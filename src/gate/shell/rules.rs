@@ -43,29 +43,51 @@ impl Walker<'_> {
             if !named {
                 continue;
             }
+            // The operands after the rule's subcommand, if it names one.
+            let mut ops: &[Arg] = &parsed.operands;
+            if !rule.subcommands.is_empty() {
+                match rule.subcommands.iter().find_map(|s| subcommand_len(s, ops)) {
+                    Some(k) => ops = &ops[k..],
+                    None => continue,
+                }
+            }
+            if rule.flags_none.iter().any(|f| parsed.flags.contains(f)) {
+                continue;
+            }
             let flags_present = rule.flags_all.iter().all(|f| parsed.flags.contains(f))
                 && (rule.flags_any.is_empty()
                     || rule.flags_any.iter().any(|f| parsed.flags.contains(f)));
-            let n = parsed.operands.len();
-            let selected: Vec<&Arg> = parsed
-                .operands
-                .iter()
-                .enumerate()
-                .filter(|(k, _)| match rule.operand_position {
-                    OperandPosition::Any => true,
-                    OperandPosition::First => *k == 0,
-                    OperandPosition::Last => *k + 1 == n,
-                    OperandPosition::NotLast => *k + 1 < n,
-                })
-                .map(|(_, a)| a)
-                .collect();
-            let needs_operand = rule.operand.is_some() || rule.operand_dynamic;
+            let n = ops.len();
+            let selected: Vec<&Arg> = if rule.option_values.is_empty() {
+                ops.iter()
+                    .enumerate()
+                    .filter(|(k, _)| match rule.operand_position {
+                        OperandPosition::Any => true,
+                        OperandPosition::First => *k == 0,
+                        OperandPosition::Last => *k + 1 == n,
+                        OperandPosition::NotLast => *k + 1 < n,
+                    })
+                    .map(|(_, a)| a)
+                    .collect()
+            } else {
+                parsed
+                    .values
+                    .iter()
+                    .filter(|(f, _)| rule.option_values.contains(f))
+                    .map(|(_, a)| a)
+                    .collect()
+            };
+            let needs_operand =
+                rule.operand.is_some() || rule.operand_dynamic || !rule.option_values.is_empty();
             let operand_hit = |a: &&Arg| {
                 (!rule.operand_dynamic || a.dynamic)
-                    && rule
-                        .operand
-                        .as_ref()
-                        .is_none_or(|r| r.is_match(&normalize_operand(&a.text)))
+                    && rule.operand.as_ref().is_none_or(|r| {
+                        if rule.option_values.is_empty() {
+                            r.is_match(&normalize_operand(&a.text))
+                        } else {
+                            r.is_match(&a.text)
+                        }
+                    })
             };
             let matched = if needs_operand {
                 let hit = selected.iter().any(operand_hit);
@@ -86,13 +108,34 @@ impl Walker<'_> {
                     action: rule.action,
                     message: fill(
                         &rule.message,
-                        &format!("`{}`", display_normalized(name, parsed, args)),
+                        &format!(
+                            "`{}`",
+                            if rule.option_values.is_empty() {
+                                display_normalized(name, parsed, args)
+                            } else {
+                                display(args)
+                            }
+                        ),
                     ),
                 });
             }
         }
         self.findings.extend(hits);
     }
+}
+
+/// How many operands `sub` (`"stash drop"`: words separated by blanks)
+/// spans at the start of `ops`, if they spell it.
+fn subcommand_len(sub: &str, ops: &[Arg]) -> Option<usize> {
+    let mut k = 0;
+    for w in sub.split_whitespace() {
+        let a = ops.get(k)?;
+        if a.dynamic || a.text != w {
+            return None;
+        }
+        k += 1;
+    }
+    Some(k)
 }
 
 pub(super) fn display(args: &[Arg]) -> String {

@@ -350,7 +350,12 @@ impl Walker<'_> {
                     }
                     if matches!(effect, Effect::Read)
                         && (self.cfg.sensitive_reads.is_match(&shown)
-                            || self.cfg.sensitive_reads.is_match(text))
+                            || self.cfg.sensitive_reads.is_match(text)
+                            || (super::globs::has_glob(text)
+                                && super::globs::glob_reads_sensitive(
+                                    &self.cfg.sensitive_reads.0,
+                                    &shown,
+                                )))
                     {
                         let d = format!("`{shown}`");
                         self.effect_check(|c| &c.read_sensitive, &d);

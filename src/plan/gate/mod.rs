@@ -42,6 +42,10 @@ pub struct GateTool {
     /// some besides the declared ones, when a declared role names nothing
     /// the schema describes).
     pub roles_inferred: bool,
+    /// An open schema (no declared property) whose roles come from the
+    /// `fallback` rules only: arguments no role covers are accepted (as the
+    /// schema says), not refused as undeclared.
+    pub open_fallback: bool,
     /// Risk level (the policy's default when the tags say nothing).
     pub risk_level: RiskLevel,
     /// The user must confirm every call.

@@ -118,6 +118,10 @@ pub(crate) struct ShellIndex {
     /// Name (`git`, `git log`) → entry: `(true, i)` in `extra_commands`,
     /// `(false, i)` in `commands`.
     pub(crate) commands: FxHashMap<String, (bool, usize)>,
+    /// Subcommand names with `*` in a word after the first (`aws *
+    /// describe-*`), split into words: tried in order (`extra_commands`
+    /// first) when no name matches exactly.
+    pub(crate) command_patterns: Vec<(Vec<String>, bool, usize)>,
     /// Trusted command names (`cargo build`, `make`).
     pub(crate) trusted: FxHashSet<String>,
     /// Environment variable names (exact) → entry; prefixes (`GIT_CONFIG_`)
@@ -177,13 +181,27 @@ impl ShellConfig {
             for (i, w) in self.interpreters.iter().enumerate() {
                 first(&mut ix.interpreters, &w.names, i);
             }
+            for (i, c) in self.extra_commands.iter().enumerate() {
+                for n in c.names.iter().filter(|n| is_command_pattern(n)) {
+                    ix.command_patterns
+                        .push((n.split(' ').map(str::to_owned).collect(), true, i));
+                }
+            }
             for (i, c) in self.commands.iter().enumerate() {
                 for n in &c.names {
-                    ix.commands.entry(n.clone()).or_insert((false, i));
+                    if is_command_pattern(n) {
+                        ix.command_patterns.push((
+                            n.split(' ').map(str::to_owned).collect(),
+                            false,
+                            i,
+                        ));
+                    } else {
+                        ix.commands.entry(n.clone()).or_insert((false, i));
+                    }
                 }
             }
             for (i, c) in self.extra_commands.iter().enumerate() {
-                for n in &c.names {
+                for n in c.names.iter().filter(|n| !is_command_pattern(n)) {
                     ix.commands.insert(n.clone(), (true, i));
                 }
             }
@@ -225,13 +243,39 @@ impl ShellConfig {
 
     /// The entry describing command `name` (`git` or `git log`).
     pub fn command(&self, name: &str) -> Option<&CommandSpec> {
-        self.index().commands.get(name).map(|(extra, i)| {
-            if *extra {
-                &self.extra_commands[*i]
+        self.command_match(name).map(|(c, _)| c)
+    }
+
+    /// The entry describing command `name`, and whether it was found by a
+    /// pattern name (`gcloud * list`) rather than by its own name. A name
+    /// matches a pattern of as many words whose every word matches (`*`
+    /// stands for any run of characters within the word); exact names win,
+    /// then the patterns in the order written (`extra_commands` first).
+    pub fn command_match(&self, name: &str) -> Option<(&CommandSpec, bool)> {
+        let ix = self.index();
+        let pick = |extra: bool, i: usize| {
+            if extra {
+                &self.extra_commands[i]
             } else {
-                &self.commands[*i]
+                &self.commands[i]
             }
-        })
+        };
+        if let Some((extra, i)) = ix.commands.get(name) {
+            return Some((pick(*extra, *i), false));
+        }
+        if ix.command_patterns.is_empty() || !name.contains(' ') {
+            return None;
+        }
+        ix.command_patterns
+            .iter()
+            .find(|(words, _, _)| {
+                let mut n = name.split(' ');
+                words
+                    .iter()
+                    .all(|w| n.next().is_some_and(|x| word_glob(w, x)))
+                    && n.next().is_none()
+            })
+            .map(|(_, extra, i)| (pick(*extra, *i), true))
     }
 
     /// Whether `name` (`cargo build`) or a prefix of it (`yarn`) is a
@@ -808,6 +852,20 @@ pub struct ShellRule {
     /// Which operands are looked at.
     #[serde(default)]
     pub operand_position: OperandPosition,
+    /// Subcommands the rule applies to (`"push"`, `"stash drop"`): when
+    /// listed, the command's first operands must spell one of them, and
+    /// `operand` and `operand_position` look at the operands after it.
+    #[serde(default)]
+    pub subcommands: Vec<String>,
+    /// Canonical flags none of which may be present (`git restore
+    /// --staged` only unstages).
+    #[serde(default)]
+    pub flags_none: Vec<String>,
+    /// Options whose values `operand` is matched against instead of the
+    /// operands (`docker run -v SRC:DST`); each must take a value in the
+    /// command's entry (`value_flags` or `options`).
+    #[serde(default)]
+    pub option_values: Vec<String>,
     /// Severity reported in findings.
     pub severity: Severity,
     /// Action reported in findings.
@@ -872,5 +930,51 @@ mod tests {
                 "{p}"
             );
         }
+    }
+}
+
+/// Whether a `[[gate.shell.commands]]` name is a pattern: a `*` in a word
+/// after the first (`aws * describe-*`; the program itself is literal).
+pub(crate) fn is_command_pattern(name: &str) -> bool {
+    name.split_once(' ')
+        .is_some_and(|(_, rest)| rest.contains('*'))
+}
+
+/// Whether `word` matches `pat`, where each `*` stands for any run of
+/// characters (no other wildcard).
+fn word_glob(pat: &str, word: &str) -> bool {
+    let mut parts = pat.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = word.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for p in middle {
+        match rest.find(p) {
+            Some(k) => rest = &rest[k + p.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+#[cfg(test)]
+mod pattern_tests {
+    use super::word_glob;
+
+    #[test]
+    fn word_glob_matches_stars_within_a_word() {
+        assert!(word_glob("*", "ec2"));
+        assert!(word_glob("describe-*", "describe-instances"));
+        assert!(!word_glob("describe-*", "delete-instances"));
+        assert!(word_glob("*-list", "node-list"));
+        assert!(word_glob("a*b*c", "aXbYc"));
+        assert!(!word_glob("a*b*c", "aXcYb"));
+        assert!(!word_glob("list", "lists"));
+        assert!(word_glob("list", "list"));
+        assert!(!word_glob("ab*ba", "aba"));
     }
 }

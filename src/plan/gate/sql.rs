@@ -95,6 +95,13 @@ pub struct ReadOnlySpec {
     /// function not flagged by `[[gate.sql.functions]]`.
     #[serde(default)]
     pub functions: Vec<String>,
+    /// SQLite pragmas that only read (`table_info`, `index_list`): a
+    /// single `PRAGMA name`, or `PRAGMA name(arg)` with a table or index
+    /// name, of these is a read statement on any tool; with `=`, or any
+    /// other pragma, it is a `Pragma` statement (and not a read).
+    /// Case-insensitive. Empty: every pragma is a `Pragma` statement.
+    #[serde(default)]
+    pub pragmas: Vec<String>,
 }
 
 /// A rule on function calls (`[[gate.sql.functions]]`).
