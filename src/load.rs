@@ -258,6 +258,13 @@ pub fn load_catalog(sources: &Sources) -> Result<Vec<ToolSpec>, LoadError> {
 
 /// Loads and compiles a plan: policy and catalog problems are reported together.
 pub fn load_plan(sources: &Sources) -> Result<Plan, LoadError> {
+    load_policy_and_plan(sources).map(|(_, plan)| plan)
+}
+
+/// [`load_plan`], keeping the parsed policy too (to compile it again with
+/// another catalog, as an input's inline `tools` ask: the Python package's
+/// `Engine.select(tools=...)`).
+pub fn load_policy_and_plan(sources: &Sources) -> Result<(PolicySource, Plan), LoadError> {
     let _span =
         tracing::info_span!("load", policy = ?sources.policy, tags = ?sources.tags).entered();
     let started = std::time::Instant::now();
@@ -268,7 +275,7 @@ pub fn load_plan(sources: &Sources) -> Result<Plan, LoadError> {
         "read policy and catalog"
     );
     let result = match (policy, catalog) {
-        (Ok(p), Ok(c)) => crate::compile::compile(&p, c),
+        (Ok(p), Ok(c)) => crate::compile::compile(&p, c).map(|plan| (p, plan)),
         (Err(mut a), Err(b)) => {
             a.diagnostics.extend(b.diagnostics);
             Err(a)
@@ -276,7 +283,7 @@ pub fn load_plan(sources: &Sources) -> Result<Plan, LoadError> {
         (Err(a), _) | (_, Err(a)) => Err(a),
     };
     match &result {
-        Ok(plan) => tracing::info!(
+        Ok((_, plan)) => tracing::info!(
             tools = plan.tools.len(),
             micros = started.elapsed().as_micros() as u64,
             "loaded plan"
