@@ -641,6 +641,17 @@ impl Engine {
         }
     }
 
+    /// The load attempts of a watched engine as they come, until `timeout`
+    /// seconds pass without one (`None`: until the engine is closed).
+    #[pyo3(signature = (timeout=None))]
+    fn events(slf: Py<Self>, py: Python<'_>, timeout: Option<f64>) -> PyResult<Events> {
+        slf.get().watch_state(py)?;
+        Ok(Events {
+            engine: slf,
+            timeout,
+        })
+    }
+
     /// Stops watching (a watched engine keeps serving its last plan); no-op
     /// for a loaded engine.
     fn close(&self, py: Python<'_>) {
@@ -686,6 +697,24 @@ impl Engine {
             },
             audit: audit_sink(py, audit)?,
         })
+    }
+}
+
+/// The iterator of `Engine.events`.
+#[pyclass(module = "toolgate._toolgate")]
+struct Events {
+    engine: Py<Engine>,
+    timeout: Option<f64>,
+}
+
+#[pymethods]
+impl Events {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<WatchEvent>> {
+        self.engine.get().next_event(py, self.timeout)
     }
 }
 
@@ -1079,6 +1108,7 @@ fn _toolgate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Verdict>()?;
     m.add_class::<Finding>()?;
     m.add_class::<WatchEvent>()?;
+    m.add_class::<Events>()?;
     m.add_class::<Diagnostic>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
