@@ -3,19 +3,16 @@ bind for the latest messages, and a tool gated inside a LangGraph ToolNode."""
 
 from __future__ import annotations
 
-import pytest
 
-pytest.importorskip("langchain_core", reason="langchain-core is installed by scripts/test into .venv-py")
-pytest.importorskip("langgraph", reason="langgraph is installed by scripts/test into .venv-py")
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
-from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
-from langgraph.prebuilt import ToolNode  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
 
-from conftest import REPO  # noqa: E402
-from toolgate import Engine  # noqa: E402
-from toolgate.adapters.langchain import engine_for_tools, gate_tool, select_input, select_tools  # noqa: E402
+from conftest import REPO
+from toolgate import Engine
+from toolgate.adapters.langchain import engine_for_tools, gate_tool, select_input, select_tools
 
 ran: list[str] = []
 

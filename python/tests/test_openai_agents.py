@@ -9,17 +9,15 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
 
-pytest.importorskip("agents", reason="openai-agents is installed by scripts/test into .venv-py")
 
-from agents import Agent, RunContextWrapper  # noqa: E402
-from agents.mcp import MCPServerStdio  # noqa: E402
-from agents.tool_context import ToolContext  # noqa: E402
-from agents.tool_guardrails import ToolInputGuardrailData  # noqa: E402
+from agents import Agent, RunContextWrapper
+from agents.mcp import MCPServerStdio
+from agents.tool_context import ToolContext
+from agents.tool_guardrails import ToolInputGuardrailData
 
-from toolgate import Engine  # noqa: E402
-from toolgate.adapters.openai_agents import tool_filter, tool_guardrail  # noqa: E402
+from toolgate import Engine
+from toolgate.adapters.openai_agents import tool_filter, tool_guardrail
 
 SERVER = Path(__file__).parent / "fixtures" / "sqlite_like_server.py"
 SQL = {"message": "which tables does the database have? describe the users table",
