@@ -24,7 +24,10 @@ fn missing(root: &Path) -> Option<String> {
         format!("{} is missing", python.display())
     } else {
         let out = Command::new(&python)
-            .args(["-c", "import toolgate._toolgate, pytest, agents, langchain_core, langgraph"])
+            .args([
+                "-c",
+                "import toolgate._toolgate, pytest, agents, langchain_core, langgraph",
+            ])
             .output();
         match out {
             Ok(o) if o.status.success() => return None,
@@ -102,7 +105,11 @@ fn a_missing_package_is_a_failure_that_names_the_opt_out() {
     }
     let empty = tempfile::tempdir().unwrap();
     let msg = missing(empty.path()).expect("an empty folder has no virtualenv");
-    for needle in [".venv-py/bin/python", "scripts/test", "TOOLGATE_SKIP_PYTHON=1"] {
+    for needle in [
+        ".venv-py/bin/python",
+        "scripts/test",
+        "TOOLGATE_SKIP_PYTHON=1",
+    ] {
         assert!(msg.contains(needle), "{needle}: {msg}");
     }
 }

@@ -74,7 +74,9 @@ fn guarded<T>(py: Python<'_>, f: impl FnOnce() -> T) -> PyResult<T> {
         raise(
             py,
             "ToolgateError",
-            (format!("internal error in toolgate (a bug; please report it): {what}"),),
+            (format!(
+                "internal error in toolgate (a bug; please report it): {what}"
+            ),),
         )
     })
 }
@@ -101,7 +103,9 @@ struct Diagnostic {
 
 impl From<&toolgate::Diagnostic> for Diagnostic {
     fn from(d: &toolgate::Diagnostic) -> Self {
-        let (line, column) = d.line_col().map_or((None, None), |(l, c)| (Some(l), Some(c)));
+        let (line, column) = d
+            .line_col()
+            .map_or((None, None), |(l, c)| (Some(l), Some(c)));
         Diagnostic {
             kind: d.kind.code().to_string(),
             message: d.message.clone(),
@@ -317,17 +321,22 @@ fn imported(
     specs.map_err(|e| load_error(py, &e))
 }
 
-fn audit_sink(py: Python<'_>, audit: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Arc<JsonlSink>>> {
+fn audit_sink(
+    py: Python<'_>,
+    audit: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Arc<JsonlSink>>> {
     let Some(a) = audit.filter(|a| !a.is_none()) else {
         return Ok(None);
     };
     let path = path_arg(a)?;
-    JsonlSink::open(&path).map(|s| Some(Arc::new(s))).map_err(|e| {
-        input_error(
-            py,
-            format!("cannot open the audit log {}: {e}", path.display()),
-        )
-    })
+    JsonlSink::open(&path)
+        .map(|s| Some(Arc::new(s)))
+        .map_err(|e| {
+            input_error(
+                py,
+                format!("cannot open the audit log {}: {e}", path.display()),
+            )
+        })
 }
 
 #[pymethods]
@@ -369,7 +378,9 @@ impl Engine {
         policy: Option<&Bound<'_, PyAny>>,
         audit: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Engine> {
-        let v = if list_result.is_instance_of::<PyList>() || list_result.is_instance_of::<pyo3::types::PyTuple>() {
+        let v = if list_result.is_instance_of::<PyList>()
+            || list_result.is_instance_of::<pyo3::types::PyTuple>()
+        {
             let list = PyList::empty(py);
             for t in list_result.try_iter()? {
                 list.append(to_py(py, &to_json(py, "tools", &t?)?)?)?;
@@ -430,7 +441,11 @@ impl Engine {
         let reloader = Arc::new(reloader.map_err(|e| load_error(py, &e))?);
         let rx = reloader.subscribe_attempts();
         let guard = guarded(py, || py.detach(|| reloader.watch()))?.map_err(|e| {
-            raise(py, "ToolgateError", (format!("cannot watch the files: {e}"),))
+            raise(
+                py,
+                "ToolgateError",
+                (format!("cannot watch the files: {e}"),),
+            )
         })?;
         let stop = Arc::new(AtomicBool::new(false));
         let (events, callback) = match on_event {
@@ -609,7 +624,10 @@ impl Engine {
         };
         let deadline = match timeout {
             Some(t) if !(t.is_finite() && t >= 0.0) => {
-                return Err(input_error(py, "timeout must be a finite number of seconds >= 0"));
+                return Err(input_error(
+                    py,
+                    "timeout must be a finite number of seconds >= 0",
+                ));
             }
             Some(t) => Some(Instant::now() + Duration::from_secs_f64(t)),
             None => None,
@@ -793,7 +811,11 @@ impl Selection {
     /// Names of the domain rules that applied.
     #[getter]
     fn rules_applied(&self) -> Vec<String> {
-        self.act.rule_names().into_iter().map(String::from).collect()
+        self.act
+            .rule_names()
+            .into_iter()
+            .map(String::from)
+            .collect()
     }
 
     /// Warnings of the evaluation (a formula that gave NaN).
@@ -1032,7 +1054,10 @@ impl Verdict {
             "Verdict({:?}, tool={:?}, rules={:?})",
             self.decision,
             self.tool,
-            self.findings.iter().map(|f| f.rule_id.as_str()).collect::<Vec<_>>()
+            self.findings
+                .iter()
+                .map(|f| f.rule_id.as_str())
+                .collect::<Vec<_>>()
         )
     }
 }
@@ -1092,8 +1117,15 @@ impl From<&LoadAttempt> for WatchEvent {
 impl WatchEvent {
     fn __repr__(&self) -> String {
         match &self.error {
-            Some(e) => format!("WatchEvent(rejected, still serving v{}: {e:?})", self.version),
-            None => format!("WatchEvent(loaded v{}, {} tools)", self.version, self.tool_names.len()),
+            Some(e) => format!(
+                "WatchEvent(rejected, still serving v{}: {e:?})",
+                self.version
+            ),
+            None => format!(
+                "WatchEvent(loaded v{}, {} tools)",
+                self.version,
+                self.tool_names.len()
+            ),
         }
     }
 }

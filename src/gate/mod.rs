@@ -227,13 +227,7 @@ pub fn check_call_json(plan: &Plan, tool: &str, arguments: &str) -> Verdict {
 pub fn check_call_json_in(plan: &Plan, tool: &str, arguments: &str, env: &CallEnv) -> Verdict {
     let started = Instant::now();
     let mut v = match parse_arguments(plan, tool, arguments) {
-        Ok(args) => check_inner(
-            plan,
-            tool,
-            args,
-            &numbers::inexact_integers(arguments),
-            env,
-        ),
+        Ok(args) => check_inner(plan, tool, args, &numbers::inexact_integers(arguments), env),
         Err(v) => *v,
     };
     v.latency = started.elapsed();
