@@ -142,8 +142,56 @@ fn to_json(py: Python<'_>, what: &str, obj: &Bound<'_, PyAny>) -> PyResult<Value
         let dumped = obj.call_method("model_dump", (), Some(&kwargs))?;
         return to_json(py, what, &dumped);
     }
+    if too_deep(obj)? {
+        return Err(input_error(
+            py,
+            format!(
+                "`{what}` is nested more than {MAX_DEPTH} levels deep (as JSON text would be refused)"
+            ),
+        ));
+    }
     pythonize::depythonize::<Value>(obj)
         .map_err(|e| input_error(py, format!("`{what}` cannot be read as JSON: {e}")))
+}
+
+/// The deepest nesting read from Python: serde_json's own limit for JSON
+/// text. The conversion recurses, so deeper values are refused before it.
+const MAX_DEPTH: usize = 128;
+
+/// Whether `obj` nests dicts, lists and tuples more than [`MAX_DEPTH`]
+/// levels deep (an iterative walk: a value built in a loop can be deeper
+/// than any stack).
+fn too_deep(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    use pyo3::types::PyTuple;
+    let container = |o: &Bound<'_, PyAny>| {
+        o.is_instance_of::<PyDict>()
+            || o.is_instance_of::<PyList>()
+            || o.is_instance_of::<PyTuple>()
+    };
+    if !container(obj) {
+        return Ok(false);
+    }
+    let mut stack = vec![(obj.clone(), 1usize)];
+    while let Some((o, depth)) = stack.pop() {
+        if depth > MAX_DEPTH {
+            return Ok(true);
+        }
+        if let Ok(d) = o.cast::<PyDict>() {
+            for (_, v) in d.iter() {
+                if container(&v) {
+                    stack.push((v, depth + 1));
+                }
+            }
+        } else {
+            for v in o.try_iter()? {
+                let v = v?;
+                if container(&v) {
+                    stack.push((v, depth + 1));
+                }
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// A JSON value as Python objects.

@@ -180,6 +180,19 @@ def test_check_coerces_and_explains(engine: Engine) -> None:
     assert v.decision == "deny" and v.findings[0].kind == "input"
 
 
+def test_values_nested_deeper_than_any_stack_are_refused(engine: Engine) -> None:
+    deep: list = []
+    for _ in range(200_000):
+        deep = [deep]
+    with pytest.raises(InputError, match="nested more than 128 levels"):
+        engine.check("shell.run_command", {"command": deep})
+    with pytest.raises(InputError, match="nested more than 128 levels"):
+        engine.select(context={"active_files": deep})
+    # as JSON text, the gate's own limit denies it (as `toolgate guard`)
+    v = engine.check("shell.run_command", "[" * 100_000 + "]" * 100_000)
+    assert v.decision == "deny"
+
+
 def test_check_root_and_audit(tmp_path: Path) -> None:
     audit = tmp_path / "audit.jsonl"
     e = Engine.load(audit=audit)
