@@ -311,6 +311,30 @@ impl Engine {
         tools: Option<&Bound<'_, PyAny>>,
         now: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Activation> {
+        // Fast path: without inline tools (whose checks `EvalInput::from_json`
+        // runs), the keyword arguments are read straight into the crate's
+        // `EvalInput`; any error takes the JSON path below, for the crate's
+        // wording of it.
+        if tools.is_none_or(|t| t.is_none()) {
+            let d = PyDict::new(py);
+            for (key, v) in [
+                ("context", context),
+                ("message", message),
+                ("usage", usage),
+                ("now", now),
+            ] {
+                if let Some(v) = v.filter(|v| !v.is_none()) {
+                    d.set_item(key, v)?;
+                }
+            }
+            if !too_deep(d.as_any())?
+                && let Ok(input) = pythonize::depythonize::<EvalInput>(d.as_any())
+            {
+                let plan = self.plan();
+                let (ctx, usage, now) = input.resolve(&plan).map_err(|m| input_error(py, m))?;
+                return guarded(py, || py.detach(|| plan.evaluate(&ctx, &usage, now)));
+            }
+        }
         let mut input = serde_json::Map::new();
         for (key, v) in [
             ("context", context),
