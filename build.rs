@@ -7,6 +7,7 @@ fn main() {
         ("TOOLGATE_SKIP_MCP_E2E", "toolgate_skip_mcp_e2e"),
         ("TOOLGATE_SKIP_INSPECTOR", "toolgate_skip_inspector"),
         ("TOOLGATE_SKIP_CONFORMANCE", "toolgate_skip_conformance"),
+        ("TOOLGATE_SKIP_PYTHON", "toolgate_skip_python"),
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         println!("cargo::rerun-if-env-changed={var}");

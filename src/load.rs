@@ -304,7 +304,8 @@ pub fn load_plan(sources: &Sources) -> Result<Plan, LoadError> {
 }
 
 /// [`load_plan`], also returning the parsed policy (`toolgate check` compiles
-/// its witnesses with it). Every problem found is reported at once: the
+/// its witnesses with it; the Python package's `Engine.select(tools=...)`
+/// compiles it again with another catalog). Every problem found is reported at once: the
 /// policy's, every broken tag or tool file's, and the compile problems of the
 /// files that parsed.
 pub fn load_policy_and_plan(sources: &Sources) -> Result<(PolicySource, Plan), LoadError> {

@@ -15,16 +15,7 @@ pub fn fixed(x: f64, prec: usize) -> String {
 }
 
 fn order(act: &Activation) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..act.tools.len()).collect();
-    idx.sort_by(|&a, &b| {
-        let (x, y) = (&act.tools[a], &act.tools[b]);
-        y.active
-            .cmp(&x.active)
-            .then(y.score.total_cmp(&x.score))
-            .then(y.raw_score.total_cmp(&x.raw_score))
-            .then(act.plan.tools[a].name.cmp(&act.plan.tools[b].name))
-    });
-    idx
+    act.ranked()
 }
 
 pub fn reason_text(r: toolgate::Reason) -> &'static str {
@@ -54,66 +45,17 @@ fn threshold_text(act: &Activation) -> String {
 }
 
 fn tool_json(act: &Activation, i: usize) -> serde_json::Value {
-    let s = &act.tools[i];
-    let mut terms = serde_json::Map::new();
-    for (k, e) in act.explain(i).into_iter().enumerate() {
-        let key = e
-            .feature
-            .map(String::from)
-            .unwrap_or_else(|| format!("term_{}", k + 1));
-        terms.insert(key, serde_json::json!({"term": e.term, "value": e.value, "weight": e.weight, "contribution": e.contribution}));
-    }
-    serde_json::json!({
-        "name": act.plan.tools[i].name,
-        "score": s.score,
-        "raw_score": s.raw_score,
-        "active": s.active,
-        "reason": s.reason,
-        "terms": terms,
-    })
+    act.tool_json(i)
 }
 
 fn header_json(act: &Activation) -> serde_json::Map<String, serde_json::Value> {
-    let plan = &act.plan;
-    let dw: serde_json::Map<String, serde_json::Value> = plan
-        .domains
-        .iter()
-        .zip(act.domain_weights())
-        .map(|(d, w)| (d.clone(), serde_json::json!(w)))
-        .collect();
-    let v = serde_json::json!({
-        "policy": plan.policy_name,
-        "threshold": act.threshold,
-        "effective_threshold": act.effective_threshold,
-        "cold_start": act.cold_start,
-        "total_calls": act.total_calls,
-        "domain_weights": dw,
-        "rules_applied": act.rule_names(),
-        "intent_terms": act.intent_terms,
-        "warnings": act.warnings,
-    });
-    v.as_object().cloned().unwrap_or_default()
+    act.header_json()
 }
 
 pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
     let plan = &act.plan;
     if format == Format::Json {
-        let mut m = header_json(act);
-        m.insert(
-            "active".into(),
-            serde_json::json!(
-                order(act)
-                    .into_iter()
-                    .filter(|&i| act.tools[i].active)
-                    .map(|i| plan.tools[i].name.clone())
-                    .collect::<Vec<_>>()
-            ),
-        );
-        m.insert(
-            "tools".into(),
-            serde_json::Value::Array(order(act).into_iter().map(|i| tool_json(act, i)).collect()),
-        );
-        w!(o, "{}", serde_json::Value::Object(m));
+        w!(o, "{}", act.report_json());
         return;
     }
     let active = act.tools.iter().filter(|t| t.active).count();

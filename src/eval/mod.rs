@@ -8,6 +8,7 @@
 
 pub mod condition;
 pub mod formula;
+pub mod report;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

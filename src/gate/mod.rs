@@ -228,15 +228,14 @@ fn paths_in<'a>(cfg: &'a PathConfig, env: &CallEnv) -> std::borrow::Cow<'a, Path
 /// Like [`check_call`], with the arguments as JSON text (invalid JSON is a
 /// deny verdict, not an error).
 pub fn check_call_json(plan: &Plan, tool: &str, arguments: &str) -> Verdict {
+    check_call_json_in(plan, tool, arguments, &CallEnv::default())
+}
+
+/// [`check_call_json`] for a call running in `env`.
+pub fn check_call_json_in(plan: &Plan, tool: &str, arguments: &str, env: &CallEnv) -> Verdict {
     let started = Instant::now();
     let mut v = match parse_arguments(plan, tool, arguments) {
-        Ok(args) => check_inner(
-            plan,
-            tool,
-            args,
-            &numbers::inexact_integers(arguments),
-            &CallEnv::default(),
-        ),
+        Ok(args) => check_inner(plan, tool, args, &numbers::inexact_integers(arguments), env),
         Err(v) => *v,
     };
     v.latency = started.elapsed();
@@ -642,6 +641,33 @@ impl Gate {
     pub fn check_in(&self, session: Option<&str>, tool: &str, arguments: Value) -> Verdict {
         let mut v = check_call(&self.plan, tool, arguments);
         self.session_flow(session, &mut v);
+        self.record_verdict(session, &v);
+        v
+    }
+
+    /// [`Gate::check_in`] for a call running in `env` (the project's roots,
+    /// as [`check_call_in`] takes them); audited like every check.
+    pub fn check_in_env(
+        &self,
+        session: Option<&str>,
+        tool: &str,
+        arguments: Value,
+        env: &CallEnv,
+    ) -> Verdict {
+        let v = check_call_in(&self.plan, tool, arguments, env);
+        self.record_verdict(session, &v);
+        v
+    }
+
+    /// [`Gate::check_json`] for a call running in `env`.
+    pub fn check_json_in_env(
+        &self,
+        session: Option<&str>,
+        tool: &str,
+        arguments: &str,
+        env: &CallEnv,
+    ) -> Verdict {
+        let v = check_call_json_in(&self.plan, tool, arguments, env);
         self.record_verdict(session, &v);
         v
     }
