@@ -88,7 +88,7 @@ impl Walker<'_> {
                 self.check(|c| &c.dynamic_command, FindingKind::Shell, &d);
                 return Flow::both(here);
             }
-            let Some(name) = self.program_name(&args, &ctx) else {
+            let Some(name) = self.program_name(&args, scope, &ctx) else {
                 return Flow::both(here);
             };
             if scope.concurrent && scope.functions.iter().any(|f| f == name) {
@@ -161,9 +161,13 @@ impl Walker<'_> {
     }
 
     /// The command name to look up: the basename of a program in a system
-    /// directory; a program named by any other path runs as a script
-    /// (checked, `None` returned); a glob is unknown.
-    fn program_name<'a>(&mut self, args: &'a [Arg], ctx: &Ctx) -> Option<&'a str> {
+    /// directory (after lexical normalisation: `/usr/bin/../../bin/rm` is
+    /// in `/bin`); a program named by any other path runs as a script
+    /// (checked, `None` returned) and is also the program its basename
+    /// names for the rules (`../../bin/rm -rf /` is denied as `rm -rf /`,
+    /// [`Self::path_program`]); a glob, or a word holding blanks (a whole
+    /// command quoted as one word, `'git status'`), is unknown.
+    fn program_name<'a>(&mut self, args: &'a [Arg], scope: &Scope, ctx: &Ctx) -> Option<&'a str> {
         let first = &args[0];
         let text = first.text.as_str();
         if first.glob {
@@ -171,13 +175,26 @@ impl Walker<'_> {
             self.unknown(&d);
             return None;
         }
+        if text.contains(char::is_whitespace) {
+            let d = format!(
+                "`{}` (a whole command quoted as one program name)",
+                excerpt(text)
+            );
+            self.unknown(&d);
+            return None;
+        }
         if !text.contains('/') {
             return Some(text);
         }
         let base = basename(text);
-        let dir = text.trim_end_matches('/');
+        let norm = super::normalize::normalize_operand(text);
+        let dir = norm.trim_end_matches('/');
         let dir = dir.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
-        let dir = if dir.is_empty() { "/" } else { dir };
+        let dir = if dir.is_empty() && norm.starts_with('/') {
+            "/"
+        } else {
+            dir
+        };
         let system = self.cfg.system_bin_dirs.iter().any(|d| {
             d.trim_end_matches('/') == dir.trim_end_matches('/') || (d == "/" && dir == "/")
         });
@@ -186,7 +203,42 @@ impl Walker<'_> {
         }
         // A program from a path: project code when inside the roots.
         self.path_target(Effect::Script, text, first.dynamic, ctx);
+        let how = super::written::RunAs::Executed;
+        self.run_written_script(text, first.dynamic, how, scope, ctx);
+        self.path_program(base, args, scope, ctx);
         None
+    }
+
+    /// A program named by a path outside the system directories is still
+    /// the program its basename names, as far as the danger rules go:
+    /// `../../bin/rm -rf /` gets `rm -rf /`'s rules (deny, not only the
+    /// script's ask), and a wrapper (`../../usr/bin/env rm -rf /`) runs
+    /// the command it wraps, which is followed. Other effects of the
+    /// basename's entry are not applied: a project script that shares a
+    /// known command's name (`bin/rails`, `./build`) is project code.
+    fn path_program(&mut self, base: &str, args: &[Arg], scope: &Scope, ctx: &Ctx) {
+        if args[0].dynamic || base.is_empty() {
+            return;
+        }
+        let cfg = self.cfg;
+        let index = cfg.index();
+        if index.rule_names_command(cfg, base) {
+            let mut reading = None;
+            let view = self.rule_view(base, args, ctx, &mut reading);
+            let parsed = self.parse_args(base, &view[1..]);
+            self.rules(base, &parsed, &view);
+        }
+        if let Some(spec) = index.wrappers.get(base).map(|i| &cfg.wrappers[*i]) {
+            let mut inner_ctx = ctx.clone();
+            if let Some(inner) = self.unwrap(spec, &args[1..], scope, &mut inner_ctx) {
+                if inner_ctx.via == RunVia::Shell {
+                    inner_ctx.via = RunVia::Wrapper;
+                }
+                let saved = self.st.clone();
+                self.follow(inner, scope, 1, inner_ctx);
+                self.st = saved;
+            }
+        }
     }
 
     /// Calls a function defined in the line: its body runs here, in the
@@ -704,6 +756,12 @@ impl Walker<'_> {
             }
             CodeOperands::First if !operands.is_empty() => {
                 let code = operands[0].clone();
+                // `trap - SIG` and `trap 2 ...` reset: no code.
+                if !code.dynamic
+                    && (code.text == "-" || code.text.bytes().all(|b| b.is_ascii_digit()))
+                {
+                    return Flow::both(self.st.clone());
+                }
                 // `trap CODE SIGNAL`: runs later, in this shell.
                 self.run_code_later(&code, &format!("`{name}` code"), scope);
                 return Flow::both(self.st.clone());
@@ -720,6 +778,12 @@ impl Walker<'_> {
                 self.stdin_code(spec, name, scope);
             } else {
                 self.path_target(Effect::Script, &script.text, script.dynamic, ctx);
+                let how = if spec.shell {
+                    super::written::RunAs::Shell
+                } else {
+                    super::written::RunAs::Language(spec.language.as_deref().unwrap_or(""))
+                };
+                self.run_written_script(&script.text, script.dynamic, how, scope, ctx);
                 if spec.in_shell {
                     // A sourced script may set any variable.
                     for v in self.st_mut().vars.values_mut() {
@@ -826,6 +890,8 @@ impl Walker<'_> {
         let mut ctx = ctx.clone();
         let mut depth = 0;
         loop {
+            // A file this command runs as code, written earlier in the line.
+            self.run_written_project(&full, scope);
             let Some(entry) = cfg.command(&full) else {
                 if cfg.trusted(&full) {
                     return;

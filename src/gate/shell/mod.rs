@@ -43,6 +43,7 @@
 
 mod commands;
 mod effects;
+mod exfil;
 mod links;
 mod model;
 mod normalize;
@@ -50,6 +51,7 @@ mod parse;
 mod rules;
 pub mod state;
 mod targets;
+mod written;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -198,6 +200,9 @@ pub(crate) fn analyze(
         want_runs: want.runs,
         lstats: super::path::Lstats::default(),
         links: links::Links::default(),
+        written: Vec::new(),
+        content_kept: false,
+        judging: Vec::new(),
     };
     let scope = Scope::default();
     match input {
@@ -330,6 +335,15 @@ struct Walker<'c> {
     lstats: super::path::Lstats,
     /// Links made earlier in the line (`ln -s`), for [`links`].
     links: links::Links,
+    /// Files the line wrote so far, for [`written`] (empty for a line
+    /// that writes nothing: the check then costs nothing).
+    written: Vec<written::Written>,
+    /// The command whose targets are being checked only changes metadata
+    /// (`chmod`, `touch`: `[gate.shell] keeps_content`): its writes keep
+    /// a file's content.
+    content_kept: bool,
+    /// Written files whose content is being judged (no recursion).
+    judging: Vec<usize>,
 }
 
 /// Parsed options and operands of a command.
