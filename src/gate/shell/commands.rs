@@ -204,7 +204,7 @@ impl Walker<'_> {
         // A program from a path: project code when inside the roots.
         self.path_target(Effect::Script, text, first.dynamic, ctx);
         let how = super::written::RunAs::Executed;
-        self.run_written_script(text, first.dynamic, how, scope, ctx);
+        self.run_written_script(text, first.dynamic, how, text, scope, ctx);
         self.path_program(base, args, scope, ctx);
         None
     }
@@ -783,7 +783,8 @@ impl Walker<'_> {
                 } else {
                     super::written::RunAs::Language(spec.language.as_deref().unwrap_or(""))
                 };
-                self.run_written_script(&script.text, script.dynamic, how, scope, ctx);
+                let run = format!("{name} {}", script.text);
+                self.run_written_script(&script.text, script.dynamic, how, &run, scope, ctx);
                 if spec.in_shell {
                     // A sourced script may set any variable.
                     for v in self.st_mut().vars.values_mut() {

@@ -108,12 +108,14 @@ impl Walker<'_> {
     }
 
     /// A file run as a script (`bash f`, `./f`): when the line wrote it
-    /// before, its content is judged.
+    /// before, its content is judged. `run` shows the run in messages
+    /// (`bash f.sh`, `./f`).
     pub(super) fn run_written_script(
         &mut self,
         text: &str,
         dynamic: bool,
         how: RunAs,
+        run: &str,
         scope: &Scope,
         ctx: &Ctx,
     ) {
@@ -130,7 +132,7 @@ impl Walker<'_> {
             RunAs::Language(_) => WrittenContent::Opaque,
             RunAs::Executed => WrittenContent::Shebang,
         };
-        self.judge_written(i, kind, text, scope);
+        self.judge_written(i, kind, &format!("`{}`", excerpt(run)), scope);
     }
 
     /// A command that runs project files as code (`npm test`, `make`,
@@ -155,58 +157,59 @@ impl Walker<'_> {
                 }
             }
             for i in hits.into_iter().rev() {
-                let shown = self.written[i].abs.display().to_string();
-                self.judge_written(i, rule.content, &format!("{full}` runs `{shown}"), scope);
+                self.judge_written(i, rule.content, &format!("`{full}`"), scope);
             }
         }
     }
 
-    /// Judges the content of written file `i`, run as `kind`; `what`
-    /// names the run for messages (`bash f.sh` or `npm` runs `x`).
-    fn judge_written(&mut self, i: usize, kind: WrittenContent, what: &str, scope: &Scope) {
+    /// Judges the content of written file `i`, run as `kind`; `run`
+    /// shows the run for messages (`` `bash f.sh` ``, `` `make` ``).
+    fn judge_written(&mut self, i: usize, kind: WrittenContent, run: &str, scope: &Scope) {
         if self.judging.contains(&i) {
             return;
         }
+        let file = excerpt(&self.written[i].abs.display().to_string());
         let content = match &self.written[i].content {
             Content::Known(t) => t.clone(),
             Content::Unknown | Content::Pending => {
                 let d = format!(
-                    "`{}` is written earlier in the line with content the line does not show (downloaded, copied, appended or edited), and then run as code",
-                    excerpt(what)
+                    "{run} runs `{file}`, which the line writes before it with content the line does not show (downloaded, copied, appended or edited)"
                 );
-                self.effect("written", what, "unknown");
+                self.effect("written", run.trim_matches('`'), "unknown");
                 self.effect_check(|e| &e.written_code, &d);
                 return;
             }
         };
-        self.effect("written", what, "judged");
+        self.effect("written", run.trim_matches('`'), "judged");
         let kind = match kind {
             WrittenContent::Shebang => shebang_kind(&content),
             k => k,
         };
-        let shown = format!("`{}`, written earlier in the line,", excerpt(what));
+        let what = format!("{run} runs `{file}`, written earlier in the line");
         self.judging.push(i);
         match kind {
-            WrittenContent::Shell => self.written_shell(&content, &shown, scope),
-            WrittenContent::Python => self.foreign_code("python", &Arg::literal(&content), &shown),
+            WrittenContent::Shell => self.written_shell(&content, &what, scope),
+            WrittenContent::Python => self.foreign_code("python", &Arg::literal(&content), &what),
             WrittenContent::Javascript => {
-                self.foreign_code("javascript", &Arg::literal(&content), &shown)
+                self.foreign_code("javascript", &Arg::literal(&content), &what)
             }
             WrittenContent::PackageJson => match package_scripts(&content) {
                 Some(scripts) => {
                     for s in scripts {
-                        self.written_shell(&s, &shown, scope);
+                        self.written_shell(&s, &what, scope);
                     }
                 }
                 None => {
                     let d = format!(
-                        "{shown} is not a JSON object whose `scripts` are strings, so the scripts it runs cannot be checked"
+                        "{run} runs `{file}`, which the line writes before it and which is not a JSON object whose `scripts` are strings, so the scripts it runs cannot be checked"
                     );
                     self.effect_check(|e| &e.written_code, &d);
                 }
             },
             WrittenContent::Shebang | WrittenContent::Opaque => {
-                let d = format!("{shown} is run as code that no reader here checks");
+                let d = format!(
+                    "{run} runs `{file}`, which the line writes before it, as code that no reader here checks"
+                );
                 self.effect_check(|e| &e.written_code, &d);
             }
         }
