@@ -104,7 +104,7 @@ impl Walker<'_> {
         let places = self.absolute_places(text, ctx)?;
         self.written
             .iter()
-            .rposition(|w| places.iter().any(|p| *p == w.abs))
+            .rposition(|w| places.contains(&w.abs))
     }
 
     /// A file run as a script (`bash f`, `./f`): when the line wrote it
