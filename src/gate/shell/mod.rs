@@ -34,7 +34,9 @@
 //!    interpreters, known commands), read its arguments with its entry
 //!    (`model`) and check each effect (`targets`), resolving paths
 //!    through the links the line made before (`links`: `ln -s ~ h &&
-//!    rm -rf h/` deletes `~`);
+//!    rm -rf h/` deletes `~`); `spelling` reads how the first word names
+//!    the program, `written` judges files the line writes and then runs,
+//!    `exfil` the names and data a command sends away;
 //! 4. `rules`: match normalised commands and redirections against the
 //!    configured rules.
 //!
@@ -49,6 +51,7 @@ mod model;
 mod normalize;
 mod parse;
 mod rules;
+mod spelling;
 pub mod state;
 mod targets;
 mod written;

@@ -102,9 +102,7 @@ impl Walker<'_> {
     /// before this point.
     fn written_at(&self, text: &str, ctx: &Ctx) -> Option<usize> {
         let places = self.absolute_places(text, ctx)?;
-        self.written
-            .iter()
-            .rposition(|w| places.contains(&w.abs))
+        self.written.iter().rposition(|w| places.contains(&w.abs))
     }
 
     /// A file run as a script (`bash f`, `./f`): when the line wrote it
