@@ -13,7 +13,7 @@ use brush_parser::ast;
 use super::effects::Flow;
 use super::excerpt;
 use super::model::{Reading, Source, read_args};
-use super::normalize::{basename, flags_of, option_value};
+use super::normalize::{flags_of, option_value};
 use super::rules::display;
 use super::state::{Cwd, Dir, Var};
 use super::{Arg, CodeOperands, InterpreterSpec, Run, RunVia, Scope, Stdin, Walker, WrapperSpec};
@@ -88,7 +88,7 @@ impl Walker<'_> {
                 self.check(|c| &c.dynamic_command, FindingKind::Shell, &d);
                 return Flow::both(here);
             }
-            let Some(name) = self.program_name(&args, &ctx) else {
+            let Some(name) = self.program_name(&args, scope, &ctx) else {
                 return Flow::both(here);
             };
             if scope.concurrent && scope.functions.iter().any(|f| f == name) {
@@ -160,35 +160,6 @@ impl Walker<'_> {
         }
     }
 
-    /// The command name to look up: the basename of a program in a system
-    /// directory; a program named by any other path runs as a script
-    /// (checked, `None` returned); a glob is unknown.
-    fn program_name<'a>(&mut self, args: &'a [Arg], ctx: &Ctx) -> Option<&'a str> {
-        let first = &args[0];
-        let text = first.text.as_str();
-        if first.glob {
-            let d = format!("`{}` (a program named by a glob)", excerpt(text));
-            self.unknown(&d);
-            return None;
-        }
-        if !text.contains('/') {
-            return Some(text);
-        }
-        let base = basename(text);
-        let dir = text.trim_end_matches('/');
-        let dir = dir.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
-        let dir = if dir.is_empty() { "/" } else { dir };
-        let system = self.cfg.system_bin_dirs.iter().any(|d| {
-            d.trim_end_matches('/') == dir.trim_end_matches('/') || (d == "/" && dir == "/")
-        });
-        if system {
-            return Some(base);
-        }
-        // A program from a path: project code when inside the roots.
-        self.path_target(Effect::Script, text, first.dynamic, ctx);
-        None
-    }
-
     /// Calls a function defined in the line: its body runs here, in the
     /// current state (at most `max_function_calls` calls, no recursion).
     fn call(&mut self, name: &str, body: &ast::FunctionBody, scope: &Scope) -> Flow {
@@ -217,7 +188,7 @@ impl Walker<'_> {
     /// `rm -rf /*`).
     /// The entry's reading of `args[1..]`, when one is made, is left in
     /// `reading`.
-    fn rule_view<'a>(
+    pub(super) fn rule_view<'a>(
         &self,
         name: &str,
         args: &'a [Arg],
@@ -439,7 +410,7 @@ impl Walker<'_> {
     /// Strips a wrapper's own options; returns the wrapped argv. The
     /// wrapper's assignments (`env VAR=x`) and working directory (`env -C`)
     /// apply to the wrapped command.
-    fn unwrap(
+    pub(super) fn unwrap(
         &mut self,
         spec: &WrapperSpec,
         rest: &[Arg],
@@ -704,6 +675,12 @@ impl Walker<'_> {
             }
             CodeOperands::First if !operands.is_empty() => {
                 let code = operands[0].clone();
+                // `trap - SIG` and `trap 2 ...` reset: no code.
+                if !code.dynamic
+                    && (code.text == "-" || code.text.bytes().all(|b| b.is_ascii_digit()))
+                {
+                    return Flow::both(self.st.clone());
+                }
                 // `trap CODE SIGNAL`: runs later, in this shell.
                 self.run_code_later(&code, &format!("`{name}` code"), scope);
                 return Flow::both(self.st.clone());
@@ -720,6 +697,13 @@ impl Walker<'_> {
                 self.stdin_code(spec, name, scope);
             } else {
                 self.path_target(Effect::Script, &script.text, script.dynamic, ctx);
+                let how = if spec.shell {
+                    super::written::RunAs::Shell
+                } else {
+                    super::written::RunAs::Language(spec.language.as_deref().unwrap_or(""))
+                };
+                let run = format!("{name} {}", script.text);
+                self.run_written_script(&script.text, script.dynamic, how, &run, scope, ctx);
                 if spec.in_shell {
                     // A sourced script may set any variable.
                     for v in self.st_mut().vars.values_mut() {
@@ -826,6 +810,8 @@ impl Walker<'_> {
         let mut ctx = ctx.clone();
         let mut depth = 0;
         loop {
+            // A file this command runs as code, written earlier in the line.
+            self.run_written_project(&full, scope);
             let Some((entry, by_pattern)) = cfg.command_match(&full) else {
                 if cfg.trusted(&full) {
                     return;

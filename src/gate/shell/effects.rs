@@ -173,9 +173,12 @@ impl Walker<'_> {
             ast::Command::Simple(sc) => self.simple(sc, scope),
             ast::Command::Compound(cc, redirects) => {
                 let mut s = scope.clone();
+                let mark = self.written.len();
                 if let Some(r) = redirects {
                     self.redirects(&r.0, &mut s);
                 }
+                // The output of a compound command is not followed.
+                self.settle_written(mark, None);
                 self.compound(cc, &s)
             }
             ast::Command::Function(def) => {
@@ -460,6 +463,7 @@ impl Walker<'_> {
                 I::ProcessSubstitution(kind, sub) => procsubs.push((words.len(), kind, sub)),
             }
         }
+        let mark = self.written.len();
         self.redirects(redirects.iter().copied(), &mut s);
 
         // The arguments see the variables as they were before this
@@ -478,6 +482,8 @@ impl Walker<'_> {
         for a in &args {
             self.suspicious(&a.text);
         }
+        // Files this command's redirections write hold its output.
+        self.settle_written(mark, Some((&args, &s.stdin)));
         for (name, value, _) in &assigns {
             self.suspicious(&value.text);
             self.env_assignment(name, value);
@@ -609,7 +615,18 @@ impl Walker<'_> {
                         K::Clobber => RedirectMode::Clobber,
                         K::DuplicateInput | K::DuplicateOutput => {
                             if let T::Duplicate(w) = target {
-                                self.word(&w.value, scope);
+                                let arg = self.word(&w.value, scope);
+                                // `>&WORD` where WORD is no descriptor
+                                // (digits, `-`) sends stdout and stderr
+                                // to the file WORD, as `&>WORD` does.
+                                if matches!(kind, K::DuplicateOutput)
+                                    && fd.is_none()
+                                    && !is_descriptor(&arg.text)
+                                {
+                                    self.suspicious(&arg.text);
+                                    self.redirect_rules(RedirectMode::Write, &arg);
+                                    self.redirect_target(RedirectMode::Write, &arg);
+                                }
                             }
                             continue;
                         }
@@ -623,7 +640,14 @@ impl Walker<'_> {
                             let arg = self.word(&w.value, scope);
                             self.suspicious(&arg.text);
                             self.redirect_rules(mode, &arg);
+                            let mark = self.written.len();
                             self.redirect_target(mode, &arg);
+                            // `> f`, `>| f`: f holds the command's output.
+                            if matches!(mode, RedirectMode::Write | RedirectMode::Clobber)
+                                && fd.unwrap_or(1) == 1
+                            {
+                                self.written_pending(mark);
+                            }
                             if is_stdin && !matches!(mode, RedirectMode::ReadWrite) {
                                 scope.stdin = if arg.procsub {
                                     Stdin::Pipe
@@ -670,7 +694,11 @@ impl Walker<'_> {
                         RedirectMode::Write
                     };
                     self.redirect_rules(mode, &arg);
+                    let mark = self.written.len();
                     self.redirect_target(mode, &arg);
+                    if !*append {
+                        self.written_pending(mark);
+                    }
                 }
             }
         }
@@ -696,4 +724,11 @@ impl Walker<'_> {
             Cwd::Unknown => Vec::new(),
         }
     }
+}
+
+/// Whether a `>&WORD` target names a file descriptor (`1`, `2-`) or
+/// closes one (`-`), rather than a file.
+fn is_descriptor(word: &str) -> bool {
+    let digits = word.strip_suffix('-').unwrap_or(word);
+    word == "-" || (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
 }

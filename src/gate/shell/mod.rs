@@ -34,7 +34,9 @@
 //!    interpreters, known commands), read its arguments with its entry
 //!    (`model`) and check each effect (`targets`), resolving paths
 //!    through the links the line made before (`links`: `ln -s ~ h &&
-//!    rm -rf h/` deletes `~`);
+//!    rm -rf h/` deletes `~`); `spelling` reads how the first word names
+//!    the program, `written` judges files the line writes and then runs,
+//!    `exfil` the names and data a command sends away;
 //! 4. `rules`: match normalised commands and redirections against the
 //!    configured rules.
 //!
@@ -43,14 +45,17 @@
 
 mod commands;
 mod effects;
+mod exfil;
 mod globs;
 mod links;
 mod model;
 mod normalize;
 mod parse;
 mod rules;
+mod spelling;
 pub mod state;
 mod targets;
+mod written;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -199,6 +204,9 @@ pub(crate) fn analyze(
         want_runs: want.runs,
         lstats: super::path::Lstats::default(),
         links: links::Links::default(),
+        written: Vec::new(),
+        content_kept: false,
+        judging: Vec::new(),
     };
     let scope = Scope::default();
     match input {
@@ -331,6 +339,15 @@ struct Walker<'c> {
     lstats: super::path::Lstats,
     /// Links made earlier in the line (`ln -s`), for [`links`].
     links: links::Links,
+    /// Files the line wrote so far, for [`written`] (empty for a line
+    /// that writes nothing: the check then costs nothing).
+    written: Vec<written::Written>,
+    /// The command whose targets are being checked only changes metadata
+    /// (`chmod`, `touch`: `[gate.shell] keeps_content`): its writes keep
+    /// a file's content.
+    content_kept: bool,
+    /// Written files whose content is being judged (no recursion).
+    judging: Vec<usize>,
 }
 
 /// Parsed options and operands of a command.

@@ -72,6 +72,22 @@ impl Walker<'_> {
         ctx: &Ctx,
         scope: &Scope,
     ) {
+        let kept = std::mem::replace(
+            &mut self.content_kept,
+            self.cfg.keeps_content.iter().any(|c| c == cmd),
+        );
+        self.check_targets_inner(cmd, rest, reading, ctx, scope);
+        self.content_kept = kept;
+    }
+
+    fn check_targets_inner(
+        &mut self,
+        cmd: &str,
+        rest: &[Arg],
+        reading: &Reading,
+        ctx: &Ctx,
+        scope: &Scope,
+    ) {
         for t in &reading.targets {
             let Some(a) = source_arg(rest, &t.source) else {
                 continue;
@@ -104,6 +120,9 @@ impl Walker<'_> {
                     }
                 }
                 Effect::Url => self.url_target(&a, cmd, ctx),
+                Effect::Host => self.host_target(&a, cmd),
+                Effect::Data => self.data_target(&a, cmd, ctx),
+                Effect::Upload => self.upload_target(&a, cmd, ctx),
                 Effect::None
                 | Effect::Network
                 | Effect::System
@@ -320,6 +339,16 @@ impl Walker<'_> {
         )
     }
 
+    /// The absolute places `text` names where the command runs (one per
+    /// working directory it may have); `None` when only known at run time
+    /// or not absolute.
+    pub(super) fn absolute_places(&self, text: &str, ctx: &Ctx) -> Option<Vec<PathBuf>> {
+        match self.place_of(text, false, ctx, true) {
+            Place::Dynamic => None,
+            Place::At(v) => v.into_iter().map(|(_, abs)| abs).collect(),
+        }
+    }
+
     /// Checks a path that a command reads, writes, deletes or runs as a
     /// script.
     pub(super) fn path_target(&mut self, effect: Effect, text: &str, dynamic: bool, ctx: &Ctx) {
@@ -347,6 +376,11 @@ impl Walker<'_> {
                     let writes = matches!(effect, Effect::Write | Effect::Delete);
                     if writes && self.cfg.harmless_redirects.is_match(&shown) {
                         continue;
+                    }
+                    if matches!(effect, Effect::Write)
+                        && let Some(p) = &abs
+                    {
+                        self.record_written(p.clone());
                     }
                     if matches!(effect, Effect::Read)
                         && (self.cfg.sensitive_reads.is_match(&shown)
@@ -484,6 +518,20 @@ impl Walker<'_> {
                 self.st = saved;
                 return;
             }
+            "shell-words" => {
+                // A word list the program expands as the shell would
+                // (`compgen -W`): substitutions in it run. Walked as the
+                // arguments of `:`, which runs nothing else.
+                let words = Arg {
+                    text: format!(": {}", a.text),
+                    ..a.clone()
+                };
+                let saved = self.st.clone();
+                self.st = std::rc::Rc::new(saved.child());
+                self.code(&words, true, &what, scope);
+                self.st = saved;
+                return;
+            }
             other => {
                 self.foreign_code(other, a, &what);
                 return;
@@ -545,10 +593,13 @@ impl Walker<'_> {
             return;
         };
         let text = a.text.as_str();
-        let split = text.split_once('=').or_else(|| {
-            // `ssh -o 'ProxyCommand sh -c x'`
-            text.split_once(char::is_whitespace)
-        });
+        let split = match &rules.separator {
+            Some(sep) => split_after_quoted_key(text, sep),
+            None => text.split_once('=').or_else(|| {
+                // `ssh -o 'ProxyCommand sh -c x'`
+                text.split_once(char::is_whitespace)
+            }),
+        };
         let what = format!(
             "`{cmd}` setting `{}`",
             excerpt(split.map(|(k, _)| k).unwrap_or(text))
@@ -603,6 +654,9 @@ impl Walker<'_> {
             return;
         }
         self.effect("network", t, cmd);
+        if self.url_parts(a, cmd) {
+            return;
+        }
         let d = format!("`{cmd} {}`", excerpt(t));
         self.effect_check(|e| &e.network, &d);
     }
@@ -692,6 +746,24 @@ impl Walker<'_> {
             }
         }
     }
+}
+
+/// `KEY SEP VALUE` split at the first `sep` after the key; a key that
+/// starts with `"` runs to its closing quote (backslash escapes skipped),
+/// so a separator inside it does not count (`"\C-x:": cmd`).
+fn split_after_quoted_key<'t>(text: &'t str, sep: &str) -> Option<(&'t str, &'t str)> {
+    let from = if text.starts_with('"') {
+        let b = text.as_bytes();
+        let mut i = 1;
+        while i < b.len() && b[i] != b'"' {
+            i += if b[i] == b'\\' { 2 } else { 1 };
+        }
+        (i + 1).min(text.len())
+    } else {
+        0
+    };
+    let at = text.get(from..)?.find(sep)? + from;
+    Some((&text[..at], &text[at + sep.len()..]))
 }
 
 /// `root/dir/text` as text, for a directory below the start and a relative

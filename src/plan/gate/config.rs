@@ -421,6 +421,13 @@ pub(crate) mod d {
         shell_effects_remote: Check = shell.effects.remote;
         shell_effects_install: Check = shell.effects.install;
         shell_effects_project: Check = shell.effects.project;
+        shell_effects_dynamic_host: Check = shell.effects.dynamic_host;
+        shell_effects_exfiltration: Check = shell.effects.exfiltration;
+        shell_effects_written_code: Check = shell.effects.written_code;
+        shell_secret_variables: ConfigRegex = shell.secret_variables;
+        shell_data_files: ConfigRegex = shell.data_files;
+        shell_keeps_content: Vec<String> = shell.keeps_content;
+        shell_written_code: Vec<crate::plan::gate::written::WrittenCode> = shell.written_code;
         shell_checks_parse_error: Check = shell.checks.parse_error;
         shell_checks_too_complex: Check = shell.checks.too_complex;
         shell_checks_dynamic_command: Check = shell.checks.dynamic_command;

@@ -2,7 +2,7 @@
 //!
 //! An effect string is `KIND` or `KIND:ARG`:
 //! `none`, `read`, `write`, `delete`, `chdir`, `script`, `exec`, `install`,
-//! `url`, `network`, `system`, `remote`, `project`, `clear`,
+//! `url`, `host`, `data`, `upload`, `network`, `system`, `remote`, `project`, `clear`,
 //! `code:LANG`, `config:NAME`, `operands:KIND` (flags only: the operands'
 //! effect becomes KIND), `link:hard` / `link:symbolic` (the run makes
 //! links that later commands of the line follow) and `link:copy` (it
@@ -34,6 +34,15 @@ pub enum Effect {
     Install,
     /// The value is a network address.
     Url,
+    /// The value is a host name (or address) that is resolved: the text of
+    /// a name reaches DNS servers (`dig NAME`, `ping NAME`).
+    Host,
+    /// The value is data sent over the network (a request's body or form
+    /// field: `curl -d`, `wget --post-data`).
+    Data,
+    /// The value names a file whose content is sent over the network
+    /// (`curl -T FILE`, `wget --post-file FILE`, `dig -f FILE`).
+    Upload,
     /// The value is code in a language (`shell`, `sed`, `awk`, `python`,
     /// `javascript`, ...).
     Code(String),
@@ -92,6 +101,9 @@ impl Effect {
             Effect::Exec => "exec",
             Effect::Install => "install",
             Effect::Url => "url",
+            Effect::Host => "host",
+            Effect::Data => "data",
+            Effect::Upload => "upload",
             Effect::Code(_) => "code",
             Effect::Config(_) => "config",
             Effect::Network => "network",
@@ -126,6 +138,9 @@ impl Effect {
                 "exec" => Effect::Exec,
                 "install" => Effect::Install,
                 "url" => Effect::Url,
+                "host" => Effect::Host,
+                "data" => Effect::Data,
+                "upload" => Effect::Upload,
                 "network" => Effect::Network,
                 "system" => Effect::System,
                 "remote" => Effect::Remote,
@@ -139,7 +154,7 @@ impl Effect {
         }
         let Some((k, arg)) = s.split_once(':') else {
             return Err(format!(
-                "unknown effect `{s}`: expected none, read, write, delete, chdir, script, exec, install, url, network, system, remote, project, clear, code:LANG, config:NAME, operands:EFFECT, link:hard|symbolic|copy or read|write|delete:PATH"
+                "unknown effect `{s}`: expected none, read, write, delete, chdir, script, exec, install, url, host, data, upload, network, system, remote, project, clear, code:LANG, config:NAME, operands:EFFECT, link:hard|symbolic|copy or read|write|delete:PATH"
             ));
         };
         if arg.is_empty() {

@@ -20,6 +20,7 @@ pub mod schema;
 pub mod shell;
 pub mod sql;
 pub mod types;
+pub mod written;
 
 use crate::parse::tags::{ArgRole, RiskLevel, RoleSeg};
 

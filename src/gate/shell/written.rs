@@ -1,0 +1,386 @@
+//! Code written now, run later (stage 3, continued): a command line that
+//! writes a file which a later part of the same line runs.
+//!
+//! Every path the line writes is kept ([`Written`]: where it lands, and
+//! its content when the line shows it: `echo`, `printf` or `cat` with a
+//! here-document, redirected to the file). When a later command runs such
+//! a file — as a script (`bash f`, `sh f`, `source f`, `python3 f`,
+//! `./f`), or as one of the files a project command runs as code
+//! (`[[gate.shell.written_code]]`: `package.json` for `npm test`, a
+//! `Makefile` for `make`, `build.rs` for `cargo build`, `conftest.py` for
+//! `pytest`, `.git/hooks/*` for `git commit`) — the content is judged as
+//! code of its kind: shell walked like `bash -c` code, Python and
+//! JavaScript against their harmless subsets, a `package.json`'s scripts
+//! as shell lines. A content the line does not show (downloaded, copied,
+//! appended to) or of a kind no reader checks asks
+//! (`effects.written_code`). A file the line does not write is the
+//! project's own, as before: `make` and `npm test` on an untouched
+//! project stay allowed.
+//!
+//! A later call of the same session that runs a file written by an
+//! earlier call is the session data-flow check's (`[gate.flow]`), not
+//! this one's.
+
+use std::path::PathBuf;
+
+use super::commands::Ctx;
+use super::{Arg, Scope, Stdin, Walker, excerpt};
+use crate::plan::gate::written::WrittenContent;
+
+/// A file the line writes.
+#[derive(Debug, Clone)]
+pub(super) struct Written {
+    /// Where it lands (absolute, after the line's `cd`s and links).
+    pub(super) abs: PathBuf,
+    /// What it holds after the write.
+    pub(super) content: Content,
+}
+
+/// The content of a written file, as far as the line shows it.
+#[derive(Debug, Clone)]
+pub(super) enum Content {
+    /// Not known (a download, a copy, an append, an edit).
+    Unknown,
+    /// The output of the command whose redirection writes it; settled
+    /// once that command is known ([`Walker::settle_written`]).
+    Pending,
+    /// Known text.
+    Known(String),
+}
+
+/// How a file is run.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum RunAs<'a> {
+    /// By a shell (`bash f`, `source f`).
+    Shell,
+    /// By an interpreter of this language (`python3 f`: `python`); a
+    /// language without rules asks.
+    Language(&'a str),
+    /// Executed (`./f`): its `#!` line names the interpreter.
+    Executed,
+}
+
+impl Walker<'_> {
+    /// Records a path the line writes (from [`Walker::path_target`]).
+    pub(super) fn record_written(&mut self, abs: PathBuf) {
+        if self.content_kept || self.written.len() >= 256 {
+            return;
+        }
+        self.written.push(Written {
+            abs,
+            content: Content::Unknown,
+        });
+    }
+
+    /// Marks the files written since `mark` as holding the output of the
+    /// command their redirection belongs to.
+    pub(super) fn written_pending(&mut self, mark: usize) {
+        for w in self.written.iter_mut().skip(mark) {
+            w.content = Content::Pending;
+        }
+    }
+
+    /// Settles the files written since `mark` whose content is the output
+    /// of the command just read: `args` with standard input `stdin`
+    /// (`None`: a compound command, whose output is not followed).
+    pub(super) fn settle_written(&mut self, mark: usize, out: Option<(&[Arg], &Stdin)>) {
+        if self.written.len() <= mark {
+            return;
+        }
+        let text = out.and_then(|(args, stdin)| command_output(args, stdin));
+        for w in self.written.iter_mut().skip(mark) {
+            if matches!(w.content, Content::Pending) {
+                w.content = match &text {
+                    Some(t) => Content::Known(t.clone()),
+                    None => Content::Unknown,
+                };
+            }
+        }
+    }
+
+    /// The latest write of the file `text` names, when the line wrote it
+    /// before this point.
+    fn written_at(&self, text: &str, ctx: &Ctx) -> Option<usize> {
+        let places = self.absolute_places(text, ctx)?;
+        self.written.iter().rposition(|w| places.contains(&w.abs))
+    }
+
+    /// A file run as a script (`bash f`, `./f`): when the line wrote it
+    /// before, its content is judged. `run` shows the run in messages
+    /// (`bash f.sh`, `./f`).
+    pub(super) fn run_written_script(
+        &mut self,
+        text: &str,
+        dynamic: bool,
+        how: RunAs,
+        run: &str,
+        scope: &Scope,
+        ctx: &Ctx,
+    ) {
+        if self.written.is_empty() || dynamic {
+            return;
+        }
+        let Some(i) = self.written_at(text, ctx) else {
+            return;
+        };
+        let kind = match how {
+            RunAs::Shell => WrittenContent::Shell,
+            RunAs::Language("python") => WrittenContent::Python,
+            RunAs::Language("javascript") => WrittenContent::Javascript,
+            RunAs::Language(_) => WrittenContent::Opaque,
+            RunAs::Executed => WrittenContent::Shebang,
+        };
+        self.judge_written(i, kind, &format!("`{}`", excerpt(run)), scope);
+    }
+
+    /// A command that runs project files as code (`npm test`, `make`,
+    /// `git commit`): each file of its `[[gate.shell.written_code]]`
+    /// entries that the line wrote before is judged.
+    pub(super) fn run_written_project(&mut self, full: &str, scope: &Scope) {
+        if self.written.is_empty() {
+            return;
+        }
+        let cfg = self.cfg;
+        for rule in cfg
+            .written_code
+            .iter()
+            .filter(|r| r.commands.iter().any(|c| c == full))
+        {
+            // The latest write of each file the rule names.
+            let mut hits: Vec<usize> = Vec::new();
+            for (i, w) in self.written.iter().enumerate().rev() {
+                let matches = w.abs.to_str().is_some_and(|p| rule.files.is_match(p));
+                if matches && !hits.iter().any(|&j| self.written[j].abs == w.abs) {
+                    hits.push(i);
+                }
+            }
+            for i in hits.into_iter().rev() {
+                self.judge_written(i, rule.content, &format!("`{full}`"), scope);
+            }
+        }
+    }
+
+    /// Judges the content of written file `i`, run as `kind`; `run`
+    /// shows the run for messages (`` `bash f.sh` ``, `` `make` ``).
+    fn judge_written(&mut self, i: usize, kind: WrittenContent, run: &str, scope: &Scope) {
+        if self.judging.contains(&i) {
+            return;
+        }
+        let file = excerpt(&self.written[i].abs.display().to_string());
+        let content = match &self.written[i].content {
+            Content::Known(t) => t.clone(),
+            Content::Unknown | Content::Pending => {
+                let d = format!(
+                    "{run} runs `{file}`, which the line writes before it with content the line does not show (downloaded, copied, appended or edited)"
+                );
+                self.effect("written", run.trim_matches('`'), "unknown");
+                self.effect_check(|e| &e.written_code, &d);
+                return;
+            }
+        };
+        self.effect("written", run.trim_matches('`'), "judged");
+        let kind = match kind {
+            WrittenContent::Shebang => shebang_kind(&content),
+            k => k,
+        };
+        let what = format!("{run} runs `{file}`, written earlier in the line");
+        self.judging.push(i);
+        match kind {
+            WrittenContent::Shell => self.written_shell(&content, &what, scope),
+            WrittenContent::Python => self.foreign_code("python", &Arg::literal(&content), &what),
+            WrittenContent::Javascript => {
+                self.foreign_code("javascript", &Arg::literal(&content), &what)
+            }
+            WrittenContent::PackageJson => match package_scripts(&content) {
+                Some(scripts) => {
+                    for s in scripts {
+                        self.written_shell(&s, &what, scope);
+                    }
+                }
+                None => {
+                    let d = format!(
+                        "{run} runs `{file}`, which the line writes before it and which is not a JSON object whose `scripts` are strings, so the scripts it runs cannot be checked"
+                    );
+                    self.effect_check(|e| &e.written_code, &d);
+                }
+            },
+            WrittenContent::Shebang | WrittenContent::Opaque => {
+                let d = format!(
+                    "{run} runs `{file}`, which the line writes before it, as code that no reader here checks"
+                );
+                self.effect_check(|e| &e.written_code, &d);
+            }
+        }
+        self.judging.pop();
+    }
+
+    /// Shell code from a written file: walked like `bash -c` code, in a
+    /// child of this shell, its runs not recorded (they happen inside
+    /// the program that runs the file).
+    fn written_shell(&mut self, code: &str, what: &str, scope: &Scope) {
+        let saved = self.st.clone();
+        self.st = std::rc::Rc::new(saved.child());
+        let rec = std::mem::replace(&mut self.record, false);
+        self.code(&Arg::literal(code), true, what, scope);
+        self.record = rec;
+        self.st = saved;
+    }
+}
+
+/// What a command writes to its standard output, when the line shows it
+/// in full: `echo` (with `-n` at most), `printf` with a format of plain
+/// text and `\n`/`\t`/`\\` escapes and no arguments, `cat` reading a
+/// here-document or here-string. `None` for anything else.
+fn command_output(args: &[Arg], stdin: &Stdin) -> Option<String> {
+    if args.iter().any(|a| a.dynamic || a.glob || a.procsub) {
+        return None;
+    }
+    let name = super::normalize::basename(&args.first()?.text);
+    match name {
+        "echo" => {
+            let mut rest = &args[1..];
+            let mut newline = true;
+            while let Some(a) = rest.first() {
+                match a.text.as_str() {
+                    "-n" => newline = false,
+                    t if t.starts_with('-') && t.len() > 1 => return None,
+                    _ => break,
+                }
+                rest = &rest[1..];
+            }
+            let mut out = rest
+                .iter()
+                .map(|a| a.text.as_str())
+                .collect::<Vec<_>>()
+                .join(" ");
+            if newline {
+                out.push('\n');
+            }
+            Some(out)
+        }
+        "printf" if args.len() == 2 => {
+            let f = &args[1].text;
+            if f.contains('%') {
+                return None;
+            }
+            let mut out = String::with_capacity(f.len());
+            let mut chars = f.chars();
+            while let Some(c) = chars.next() {
+                if c != '\\' {
+                    out.push(c);
+                    continue;
+                }
+                match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some('t') => out.push('\t'),
+                    Some('\\') => out.push('\\'),
+                    _ => return None,
+                }
+            }
+            Some(out)
+        }
+        "cat" if args.len() == 1 => match stdin {
+            Stdin::Literal(a) if !a.dynamic => Some(a.text.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The kind of a script executed directly, by its `#!` line: a shell,
+/// Python or JavaScript interpreter (named directly or through `env`,
+/// with or without a version suffix); none: a shell script (the shell
+/// runs a file without `#!` itself); any other interpreter: opaque.
+fn shebang_kind(content: &str) -> WrittenContent {
+    let Some(line) = content.lines().next().and_then(|l| l.strip_prefix("#!")) else {
+        return WrittenContent::Shell;
+    };
+    let mut words = line.split_whitespace();
+    let mut prog = words.next().map(super::normalize::basename).unwrap_or("");
+    if prog == "env" {
+        prog = words
+            .find(|w| !w.starts_with('-'))
+            .map(super::normalize::basename)
+            .unwrap_or("");
+    }
+    let base = prog.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    match base {
+        "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" => WrittenContent::Shell,
+        "python" => WrittenContent::Python,
+        "node" | "nodejs" => WrittenContent::Javascript,
+        _ => WrittenContent::Opaque,
+    }
+}
+
+/// The `scripts` of a `package.json` text: every value of its `scripts`
+/// object (a missing object: none). `None` when the text is not a JSON
+/// object or a script is not a string.
+fn package_scripts(text: &str) -> Option<Vec<String>> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let obj = v.as_object()?;
+    let Some(scripts) = obj.get("scripts") else {
+        return Some(Vec::new());
+    };
+    scripts
+        .as_object()?
+        .values()
+        .map(|s| s.as_str().map(str::to_string))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_lines_name_the_language() {
+        assert_eq!(shebang_kind("echo hi\n"), WrittenContent::Shell);
+        assert_eq!(shebang_kind("#!/bin/bash\nls"), WrittenContent::Shell);
+        assert_eq!(
+            shebang_kind("#!/usr/bin/env -S python3.12\n"),
+            WrittenContent::Python
+        );
+        assert_eq!(
+            shebang_kind("#!/usr/bin/env node\n"),
+            WrittenContent::Javascript
+        );
+        assert_eq!(shebang_kind("#!/usr/bin/perl\n"), WrittenContent::Opaque);
+    }
+
+    #[test]
+    fn package_scripts_are_read_or_refused() {
+        let mut scripts =
+            package_scripts(r#"{"scripts": {"test": "jest", "pretest": "tsc"}}"#).unwrap();
+        scripts.sort();
+        assert_eq!(scripts, vec!["jest".to_string(), "tsc".to_string()]);
+        assert_eq!(package_scripts(r#"{"name": "x"}"#).unwrap().len(), 0);
+        assert!(package_scripts(r#"{"scripts": {"test": 1}}"#).is_none());
+        assert!(package_scripts("not json").is_none());
+        assert!(package_scripts("[1]").is_none());
+    }
+
+    #[test]
+    fn the_output_of_echo_printf_and_cat_is_known() {
+        let a = |v: &[&str]| v.iter().map(|t| Arg::literal(t)).collect::<Vec<_>>();
+        let none = Stdin::Inherit;
+        assert_eq!(
+            command_output(&a(&["echo", "rm", "-rf", "~"]), &none).unwrap(),
+            "rm -rf ~\n"
+        );
+        assert_eq!(
+            command_output(&a(&["echo", "-n", "x"]), &none).unwrap(),
+            "x"
+        );
+        assert!(command_output(&a(&["echo", "-e", "x\\n"]), &none).is_none());
+        assert_eq!(
+            command_output(&a(&["printf", "a\\nb\\t\\\\"]), &none).unwrap(),
+            "a\nb\t\\"
+        );
+        assert!(command_output(&a(&["printf", "%s", "x"]), &none).is_none());
+        assert!(command_output(&a(&["printf", "\\x41"]), &none).is_none());
+        let doc = Stdin::Literal(Arg::literal("ls\n"));
+        assert_eq!(command_output(&a(&["cat"]), &doc).unwrap(), "ls\n");
+        assert!(command_output(&a(&["cat", "x"]), &doc).is_none());
+        assert!(command_output(&a(&["curl", "x"]), &none).is_none());
+    }
+}

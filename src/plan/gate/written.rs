@@ -1,0 +1,48 @@
+//! `[[gate.shell.written_code]]`: files a command runs as code, for the
+//! "written now, run later" check (docs/gate.md, "Code written now, run
+//! later"). When a part of a command line writes one of these files and a
+//! later part runs a command that runs it, the file's content is judged
+//! as code of its kind, or asked about when it cannot be.
+
+use serde::Deserialize;
+
+use super::types::ConfigRegex;
+
+/// How the content of a written file is judged when it is run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WrittenContent {
+    /// A shell script: walked as shell code (as `bash -c` would run it).
+    Shell,
+    /// Python: checked against `[gate.shell.code.python]`.
+    Python,
+    /// JavaScript: checked against `[gate.shell.code.javascript]`.
+    Javascript,
+    /// A `package.json`: every string of its `scripts` object is a shell
+    /// command line (npm, yarn, pnpm and bun run them, with their `pre`
+    /// and `post` hooks); JSON that does not parse asks.
+    PackageJson,
+    /// A script whose language is named by its `#!` line (`sh`, `bash`,
+    /// `python3`, `node`, through `/usr/bin/env` or not); without one, a
+    /// shell script (the shell runs a file without `#!` itself).
+    Shebang,
+    /// No reader: the file always asks (Makefiles, `build.rs`, `.npmrc`,
+    /// git configuration).
+    Opaque,
+}
+
+/// One `[[gate.shell.written_code]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WrittenCode {
+    /// Commands that run the files (`npm`, `make`, `git commit`): the
+    /// command's name or `NAME SUB`, as the effect model names it; a name
+    /// matches that command whatever its subcommand (`npm` matches `npm
+    /// test`).
+    pub commands: Vec<String>,
+    /// Regex on the written file's absolute path (after the line's `cd`s
+    /// and links): the files those commands run as code.
+    pub files: ConfigRegex,
+    /// How the content is judged.
+    pub content: WrittenContent,
+}
