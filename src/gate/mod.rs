@@ -654,7 +654,8 @@ impl Gate {
         arguments: Value,
         env: &CallEnv,
     ) -> Verdict {
-        let v = check_call_in(&self.plan, tool, arguments, env);
+        let mut v = check_call_in(&self.plan, tool, arguments, env);
+        self.session_flow(session, &mut v);
         self.record_verdict(session, &v);
         v
     }
@@ -667,7 +668,8 @@ impl Gate {
         arguments: &str,
         env: &CallEnv,
     ) -> Verdict {
-        let v = check_call_json_in(&self.plan, tool, arguments, env);
+        let mut v = check_call_json_in(&self.plan, tool, arguments, env);
+        self.session_flow(session, &mut v);
         self.record_verdict(session, &v);
         v
     }
