@@ -135,6 +135,17 @@ fn audit_summary_of_a_file_without_audit_records_says_what_it_expected() {
         e.contains("toolgate guard --audit FILE") && e.contains("toolgate mcp-proxy --audit FILE"),
         "{e}"
     );
+    // an empty file (or blank lines only) holds no record either
+    for (name, text) in [("empty.jsonl", ""), ("blank.jsonl", "\n\n")] {
+        let f = write(d.path(), name, text);
+        let o = toolgate(&["audit", "summary", &f], None);
+        assert_eq!(o.status.code(), Some(3), "{name}: {}", stdout(&o));
+        assert!(
+            stderr(&o).contains("holds no audit record"),
+            "{}",
+            stderr(&o)
+        );
+    }
 }
 
 /// A proxy audit line as `mcp-proxy --audit` writes it (src/mcp/audit.rs).

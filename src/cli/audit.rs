@@ -6,9 +6,9 @@ use toolgate::gate::audit::{AuditSummary, summarize};
 
 use super::Format;
 
-/// Reads and summarizes the log at `path`. A file with lines of which none
-/// is an audit record is an error naming the first such line and the two
-/// formats expected.
+/// Reads and summarizes the log at `path`. A file with no audit record is
+/// an error (exit 3, as README's table says): an empty file says so; a file
+/// with other lines names the first such line and the two formats expected.
 pub fn summary(path: &Path) -> Result<AuditSummary, String> {
     let f =
         std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -21,6 +21,12 @@ pub fn summary(path: &Path) -> Result<AuditSummary, String> {
             "{}: none of its {} line(s) is an audit record (line {line}: {why}); expected the JSON Lines written by `toolgate guard --audit FILE` or `toolgate mcp-proxy --audit FILE`",
             path.display(),
             s.skipped_lines
+        ));
+    }
+    if s.records == 0 {
+        return Err(format!(
+            "{}: holds no audit record (no line to summarise); expected the JSON Lines written by `toolgate guard --audit FILE` or `toolgate mcp-proxy --audit FILE`, with at least one call",
+            path.display()
         ));
     }
     Ok(s)
