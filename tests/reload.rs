@@ -1068,3 +1068,21 @@ fn a_broken_tag_file_and_a_bad_domain_in_another_are_reported_at_once() {
     assert!(msg.contains("broken.toml:1:"), "{msg}");
     assert!(msg.contains("time_travel"), "{msg}");
 }
+
+/// An emptied policy is rejected once per edit, not once per re-check
+/// (the watcher re-reads unsettled content; the same bytes again are not a
+/// new rejection), and a good edit after it still loads.
+#[test]
+fn an_emptied_file_is_rejected_once_not_on_every_recheck() {
+    let f = fixture();
+    let r = Reloader::new(options(&f.policy, &f.tags)).unwrap();
+    let _w = r.watch().unwrap();
+    fs::write(&f.policy, "").unwrap();
+    wait_until("the empty policy is rejected", || {
+        r.status().rejections >= 1
+    });
+    std::thread::sleep(Duration::from_millis(3000));
+    assert_eq!(r.status().rejections, 1, "{:?}", r.status().last_error);
+    fs::write(&f.policy, policy_text("0.5")).unwrap();
+    wait_threshold(&r, 0.5);
+}

@@ -261,6 +261,11 @@ struct State {
     /// The inputs of the latest attempt whose content was stable; a watcher
     /// event that finds the same bytes does not recompile.
     last_attempt: Option<Snapshot>,
+    /// The inputs of the latest attempt whose content did not settle (an
+    /// emptied or deleted file) and was rejected: a re-check that finds the
+    /// very same bytes again does not reject them again (one rejection per
+    /// edit, not one per re-check).
+    last_unsettled_rejected: Option<Snapshot>,
     /// `[reload]` of the policy being served.
     params: ReloadParams,
     /// The parsed files and compiled parts of the last build, reused by the
@@ -324,6 +329,7 @@ impl Reloader {
                 state: Mutex::new(State {
                     version: 1,
                     last_attempt: stable.then_some(snap),
+                    last_unsettled_rejected: None,
                     params,
                     cache,
                 }),
@@ -531,6 +537,10 @@ impl Inner {
             tracing::debug!("files unchanged; no reload");
             return None;
         }
+        if skip_unchanged && !stable && st.last_unsettled_rejected.as_ref() == Some(&snap) {
+            tracing::debug!("the same unsettled files as the last rejection; not rejected again");
+            return None;
+        }
         Some(self.load(&mut st, snap, stable))
     }
 
@@ -545,6 +555,7 @@ impl Inner {
         };
         // Content that did not settle is never remembered: the next event
         // must retry even if it finds the same bytes.
+        st.last_unsettled_rejected = (!stable && result.is_err()).then(|| snap.clone());
         st.last_attempt = stable.then_some(snap);
         self.apply(st, result)
     }
