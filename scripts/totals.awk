@@ -1,7 +1,7 @@
 # One line of totals over a `cargo test` log (scripts/test feeds it the
 # whole run): the Rust tests (every `test result:` line of libtest) and the
 # SDK flows (the `WHAT (pytest): N passed, M failed, K skipped in T` lines that
-# tests/mcp_proxy.rs and tests/mcp_inspector.rs print through
+# tests/mcp_proxy.rs, tests/mcp_inspector.rs and tests/python_package.rs print through
 # tests/pytest_summary). tests/test_totals.rs checks it on sample logs.
 /^test result:/ {
     for (i = 1; i <= NF; i++) {

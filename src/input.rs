@@ -180,7 +180,7 @@ impl EvalInput {
             let hint = crate::diag::did_you_mean(name, plan.by_name.keys().map(|s| s.as_str()))
                 .map(|s| format!(" (did you mean `{s}`?)"))
                 .unwrap_or_default();
-            let name = crate::diag::clip_chars(name, crate::diag::MAX_ECHOED_CHARS);
+            let name = crate::diag::echo(name);
             Err(format!(
                 "{what} names `{name}`, which is not in the catalog{hint}"
             ))

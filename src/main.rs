@@ -361,7 +361,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                     )
                     .map(|s| format!(" (did you mean `{s}`?)"))
                     .unwrap_or_default();
-                    let tool = toolgate::diag::clip_chars(&tool, toolgate::diag::MAX_ECHOED_CHARS);
+                    let tool = toolgate::diag::echo(&tool);
                     return Err((
                         ExitCode::from(5),
                         None,

@@ -8,6 +8,9 @@
 //! Without the virtualenv or the built package the test FAILS, saying what to
 //! run; `TOOLGATE_SKIP_PYTHON=1` turns it into `ignored` (see build.rs).
 
+mod pytest_summary;
+use pytest_summary::report_pytest;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -71,30 +74,6 @@ fn python_package_tests() {
         .output()
         .expect("cannot run pytest");
     report_pytest("python/tests", &out);
-}
-
-/// Prints pytest's summary line (`python/tests (pytest): 201 passed in
-/// 90.1s`, which scripts/test adds to its totals) past cargo's capture; on a
-/// failure, the whole output, then fails.
-fn report_pytest(what: &str, out: &std::process::Output) {
-    use std::io::Write as _;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary = stdout
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("no output")
-        .trim_matches(|c: char| c == '=' || c.is_whitespace())
-        .to_string();
-    let mut err = std::io::stderr().lock();
-    if out.status.success() {
-        let _ = writeln!(err, "{what} (pytest): {summary}");
-        return;
-    }
-    let _ = err.write_all(&out.stdout);
-    let _ = err.write_all(&out.stderr);
-    let _ = writeln!(err, "{what} (pytest): {summary}");
-    panic!("{what} failed ({}): {summary}", out.status);
 }
 
 /// Without the virtualenv the message says what to run and how to opt out.

@@ -334,7 +334,7 @@ fn check_inner(
     let Some(idx) = plan.tool_index(tool) else {
         // the name is echoed (verdict, message, audit) clipped, and the
         // closest tools are those of the clipped name (a huge name is cheap)
-        let tool = crate::diag::clip_chars(tool, crate::diag::MAX_ECHOED_CHARS);
+        let tool = crate::diag::echo(tool);
         let tool = tool.as_ref();
         let near = closest_tools(plan, tool);
         let detail = if near.is_empty() {

@@ -1,7 +1,7 @@
 //! Shared by the tests that run a pytest suite (tests/mcp_proxy.rs,
-//! tests/mcp_inspector.rs): one summary line per suite on success, the whole
-//! output on a failure. scripts/totals.awk adds the summary lines to the
-//! test command's totals.
+//! tests/mcp_inspector.rs, tests/python_package.rs): one summary line per
+//! suite on success, the whole output on a failure. scripts/totals.awk adds
+//! the summary lines to the test command's totals.
 
 /// Prints the summary line of a pytest run (`tests/mcp (pytest): 97 passed
 /// in 80.1s`, which scripts/test adds to its totals) straight to stderr,
