@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 #[allow(deprecated)] // logging/setLevel: see set_level
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+    CustomRequest, CustomResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
@@ -47,6 +47,7 @@ use super::proxy::{
 };
 use super::session::SessionState;
 use super::stateless::{self, SessionHandle};
+use super::trace::{Target, run_rpc};
 
 /// What a session keeps besides the [`SessionState`]; shared with its
 /// notifier task.
@@ -422,11 +423,30 @@ impl ServerHandler for ProxySession {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        context.peer.set_peer_info(request.clone());
-        let _ = self.session.client.set(context.peer.clone());
-        // the capabilities declared depend on the servers' (resources, prompts)
-        self.inner.wait_ready().await;
-        self.negotiate_initialize(&request)
+        let cx = self.request_span(&context, request.meta.as_ref(), "initialize", Target::None);
+        run_rpc(cx, async move {
+            context.peer.set_peer_info(request.clone());
+            let _ = self.session.client.set(context.peer.clone());
+            // the capabilities declared depend on the servers' (resources, prompts)
+            self.inner.wait_ready().await;
+            self.negotiate_initialize(&request)
+        })
+        .await
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        // rmcp's own answer, in a span
+        let cx = self.request_span(&context, None, "server/discover", Target::None);
+        run_rpc(cx, async move {
+            Ok(DiscoverResult::from_server_info(
+                self.supported_protocol_versions().into_owned(),
+                self.get_info(),
+            ))
+        })
+        .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -449,15 +469,19 @@ impl ServerHandler for ProxySession {
     }
 
     async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), McpError> {
-        if ContextUpdate::from_meta(&context.meta.0.0)
-            .map_err(|e| McpError::invalid_params(e, None))?
-            .is_some()
-        {
-            self.inner.wait_ready().await;
-            let cat = self.inner.catalog_for(None, LIST_CONSISTENCY_WAIT).await?;
-            self.apply_meta(&metas(&context, None), &cat.plan)?;
-        }
-        Ok(())
+        let cx = self.request_span(&context, None, "ping", Target::None);
+        run_rpc(cx, async move {
+            if ContextUpdate::from_meta(&context.meta.0.0)
+                .map_err(|e| McpError::invalid_params(e, None))?
+                .is_some()
+            {
+                self.inner.wait_ready().await;
+                let cat = self.inner.catalog_for(None, LIST_CONSISTENCY_WAIT).await?;
+                self.apply_meta(&metas(&context, None), &cat.plan)?;
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn list_tools(
@@ -465,19 +489,9 @@ impl ServerHandler for ProxySession {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let pmeta = request
-            .as_ref()
-            .and_then(|r| r.meta.as_ref())
-            .map(|m| &m.0.0);
-        let cx = super::trace::request(
-            self.inner.tel(),
-            &context,
-            &metas(&context, pmeta),
-            "tools/list",
-            "",
-            &self.session.id,
-        );
-        super::trace::run(cx, async move {
+        let pmeta = request.as_ref().and_then(|r| r.meta.as_ref());
+        let cx = self.request_span(&context, pmeta, "tools/list", Target::None);
+        super::trace::run_rpc(cx, async move {
             if stateless::is_modern(&context) {
                 let pmeta = request
                     .as_ref()
@@ -570,17 +584,21 @@ impl ServerHandler for ProxySession {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        self.list_all_resources(request).await
+        let pmeta = request.as_ref().and_then(|r| r.meta.as_ref());
+        let cx = self.request_span(&context, pmeta, "resources/list", Target::None);
+        run_rpc(cx, self.list_all_resources(request)).await
     }
 
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        self.list_all_templates(request).await
+        let pmeta = request.as_ref().and_then(|r| r.meta.as_ref());
+        let cx = self.request_span(&context, pmeta, "resources/templates/list", Target::None);
+        run_rpc(cx, self.list_all_templates(request)).await
     }
 
     async fn read_resource(
@@ -588,38 +606,49 @@ impl ServerHandler for ProxySession {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let mut r = self.read_routed(request).await?;
-        // a legacy server's result has no resultType; a modern one must
-        if stateless::is_modern(&context)
-            && let ReadResourceResponse::Complete(c) = &mut r
-        {
-            c.result_type.get_or_insert(ResultType::COMPLETE);
-        }
-        Ok(r)
+        let uri = Target::Resource(&request.uri);
+        let cx = self.request_span(&context, request.meta.as_ref(), "resources/read", uri);
+        run_rpc(cx, async move {
+            let mut r = self.read_routed(request).await?;
+            // a legacy server's result has no resultType; a modern one must
+            if stateless::is_modern(&context)
+                && let ReadResourceResponse::Complete(c) = &mut r
+            {
+                c.result_type.get_or_insert(ResultType::COMPLETE);
+            }
+            Ok(r)
+        })
+        .await
     }
 
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.subscribe_routed(request.uri).await
+        let uri = Target::Resource(&request.uri);
+        let cx = self.request_span(&context, request.meta.as_ref(), "resources/subscribe", uri);
+        run_rpc(cx, self.subscribe_routed(request.uri)).await
     }
 
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.unsubscribe_routed(request.uri).await
+        let uri = Target::Resource(&request.uri);
+        let cx = self.request_span(&context, request.meta.as_ref(), "resources/unsubscribe", uri);
+        run_rpc(cx, self.unsubscribe_routed(request.uri)).await
     }
 
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        self.list_all_prompts(request).await
+        let pmeta = request.as_ref().and_then(|r| r.meta.as_ref());
+        let cx = self.request_span(&context, pmeta, "prompts/list", Target::None);
+        run_rpc(cx, self.list_all_prompts(request)).await
     }
 
     async fn get_prompt(
@@ -627,13 +656,18 @@ impl ServerHandler for ProxySession {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let mut r = self.get_routed(request).await?;
-        if stateless::is_modern(&context)
-            && let GetPromptResponse::Complete(c) = &mut r
-        {
-            c.result_type.get_or_insert(ResultType::COMPLETE);
-        }
-        Ok(r)
+        let prompt = Target::Prompt(&request.name);
+        let cx = self.request_span(&context, request.meta.as_ref(), "prompts/get", prompt);
+        run_rpc(cx, async move {
+            let mut r = self.get_routed(request).await?;
+            if stateless::is_modern(&context)
+                && let GetPromptResponse::Complete(c) = &mut r
+            {
+                c.result_type.get_or_insert(ResultType::COMPLETE);
+            }
+            Ok(r)
+        })
+        .await
     }
 
     async fn complete(
@@ -641,11 +675,15 @@ impl ServerHandler for ProxySession {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        let mut r = self.complete_routed(request).await?;
-        if stateless::is_modern(&context) {
-            r.result_type.get_or_insert(ResultType::COMPLETE);
-        }
-        Ok(r)
+        let cx = self.request_span(&context, request.meta.as_ref(), "completion/complete", Target::None);
+        run_rpc(cx, async move {
+            let mut r = self.complete_routed(request).await?;
+            if stateless::is_modern(&context) {
+                r.result_type.get_or_insert(ResultType::COMPLETE);
+            }
+            Ok(r)
+        })
+        .await
     }
 
     // Logging is deprecated by SEP-2577 (protocol 2026-07-28); current in
@@ -664,8 +702,12 @@ impl ServerHandler for ProxySession {
                 None,
             ));
         }
-        self.set_log_level(request);
-        Ok(())
+        let cx = self.request_span(&context, request.meta.as_ref(), "logging/setLevel", Target::None);
+        run_rpc(cx, async move {
+            self.set_log_level(request);
+            Ok(())
+        })
+        .await
     }
 
     async fn call_tool(
@@ -673,16 +715,13 @@ impl ServerHandler for ProxySession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let pmeta = request.meta.as_ref().map(|m| &m.0.0);
-        let cx = super::trace::request(
-            self.inner.tel(),
+        let cx = self.request_span(
             &context,
-            &metas(&context, pmeta),
+            request.meta.as_ref(),
             "tools/call",
-            &request.name,
-            &self.session.id,
+            Target::Tool(&request.name),
         );
-        super::trace::run(cx, async move {
+        super::trace::run_rpc(cx, async move {
             if stateless::is_modern(&context) {
                 return self.modern_call_tool(request, context).await;
             }

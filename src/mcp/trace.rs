@@ -7,9 +7,20 @@
 //! and the tokio runtime the proxy already has; the other `OTEL_*`
 //! variables of the exporter and the batch processor apply: headers,
 //! timeout, `OTEL_BSP_SCHEDULE_DELAY`, `OTEL_SERVICE_NAME`, default
-//! `toolgate`). Each client request (`tools/call`, `tools/list`) is a
-//! server span, with a child span for the call gate (`toolgate.gate`) and
-//! one for the downstream call (`tools/call TOOL`, a client span).
+//! `toolgate`). Each client request the proxy serves is a server span,
+//! named and attributed after OpenTelemetry's semantic conventions for MCP
+//! (`{mcp.method.name} {target}`, the target being the tool or prompt name
+//! where there is one; `mcp.method.name`, `mcp.session.id`,
+//! `jsonrpc.request.id`, `gen_ai.tool.name`, `gen_ai.prompt.name`,
+//! `mcp.resource.uri`; an error answer sets the span's status and
+//! `rpc.response.status_code`): `initialize`, `server/discover`, `ping`,
+//! `tools/list`, `tools/call`, `resources/list`, `resources/templates/list`,
+//! `resources/read`, `resources/subscribe`, `resources/unsubscribe`,
+//! `prompts/list`, `prompts/get`, `completion/complete`,
+//! `logging/setLevel`. A `tools/call` has a child span for the call gate
+//! (`toolgate.gate`) and one for the downstream call (`tools/call TOOL`, a
+//! client span). The long-lived `subscriptions/listen` stream and requests
+//! of unknown methods have no span.
 //!
 //! The incoming W3C trace context is continued: `traceparent` /
 //! `tracestate` at the root of the request's `params._meta` (SEP-414), else
@@ -24,8 +35,50 @@
 
 use std::future::Future;
 
+use rmcp::ErrorData as McpError;
 use rmcp::model::{JsonObject, RequestMetaObject};
 use rmcp::service::{RequestContext, RoleServer};
+
+use super::handler::ProxySession;
+use super::proxy::metas;
+
+/// What a request span names besides its method (OpenTelemetry's MCP
+/// conventions): the tool of a `tools/call` and the prompt of a
+/// `prompts/get` are the span name's target; a resource URI is an attribute
+/// only (`mcp.resource.uri`: unbounded, so never in the name).
+#[derive(Clone, Copy)]
+pub(crate) enum Target<'a> {
+    /// No target: the span is named by the method alone.
+    None,
+    /// `gen_ai.tool.name` (and `gen_ai.operation.name` = `execute_tool`).
+    Tool(&'a str),
+    /// `gen_ai.prompt.name`.
+    Prompt(&'a str),
+    /// `mcp.resource.uri`.
+    Resource(&'a str),
+}
+
+impl ProxySession {
+    /// The server span of one client request `method` (see the module
+    /// docs) under the client's trace context from the request's `_meta`
+    /// (`params_meta`, or what rmcp lifted into the context) or headers.
+    pub(crate) fn request_span(
+        &self,
+        context: &RequestContext<RoleServer>,
+        params_meta: Option<&RequestMetaObject>,
+        method: &'static str,
+        target: Target<'_>,
+    ) -> Cx {
+        request(
+            self.inner.tel(),
+            context,
+            &metas(context, params_meta.map(|m| &m.0.0)),
+            method,
+            target,
+            &self.session.id,
+        )
+    }
+}
 
 /// The proxy's span exporter, when traces are on.
 pub struct Telemetry {
@@ -183,25 +236,32 @@ mod imp {
         ctx: &RequestContext<RoleServer>,
         metas: &[&JsonObject],
         method: &'static str,
-        target: &str,
+        target: Target<'_>,
         session: &str,
     ) -> Cx {
         let parent = parent(ctx, metas);
         let Some(t) = tel else { return parent };
-        let name = if target.is_empty() {
-            method.to_string()
-        } else {
-            format!("{method} {target}")
-        };
         let mut attrs = vec![
             KeyValue::new("mcp.method.name", method),
             KeyValue::new("mcp.session.id", session.to_string()),
             KeyValue::new("jsonrpc.request.id", format!("{}", ctx.id)),
         ];
-        if method == "tools/call" {
-            attrs.push(KeyValue::new("gen_ai.tool.name", target.to_string()));
-            attrs.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
-        }
+        let name = match target {
+            Target::None => method.to_string(),
+            Target::Tool(tool) => {
+                attrs.push(KeyValue::new("gen_ai.tool.name", tool.to_string()));
+                attrs.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+                format!("{method} {tool}")
+            }
+            Target::Prompt(prompt) => {
+                attrs.push(KeyValue::new("gen_ai.prompt.name", prompt.to_string()));
+                format!("{method} {prompt}")
+            }
+            Target::Resource(uri) => {
+                attrs.push(KeyValue::new("mcp.resource.uri", uri.to_string()));
+                method.to_string()
+            }
+        };
         let span = t
             .tracer
             .span_builder(name)
@@ -211,9 +271,21 @@ mod imp {
         parent.with_span(span)
     }
 
-    /// Runs `f` in `cx`, then ends `cx`'s span (if it has one of its own).
-    pub(crate) async fn run<F: Future>(cx: Cx, f: F) -> F::Output {
+    /// Runs the request `f` in `cx`, then ends `cx`'s span; an error
+    /// answer marks the span as failed (its message as the status,
+    /// `rpc.response.status_code` and `error.type` the JSON-RPC code).
+    pub(crate) async fn run_rpc<T, F>(cx: Cx, f: F) -> Result<T, McpError>
+    where
+        F: Future<Output = Result<T, McpError>>,
+    {
         let out = within(cx.clone(), f).await;
+        if let Err(e) = &out {
+            let span = cx.span();
+            let code = e.code.0.to_string();
+            span.set_attribute(KeyValue::new("rpc.response.status_code", code.clone()));
+            span.set_attribute(KeyValue::new("error.type", code));
+            span.set_status(Status::error(e.message.to_string()));
+        }
         cx.span().end();
         out
     }
@@ -321,12 +393,15 @@ mod imp {
         _: &RequestContext<RoleServer>,
         _: &[&JsonObject],
         _: &'static str,
-        _: &str,
+        _: Target<'_>,
         _: &str,
     ) -> Cx {
     }
 
-    pub(crate) async fn run<F: Future>(_: Cx, f: F) -> F::Output {
+    pub(crate) async fn run_rpc<T, F>(_: Cx, f: F) -> Result<T, McpError>
+    where
+        F: Future<Output = Result<T, McpError>>,
+    {
         f.await
     }
 
@@ -353,4 +428,4 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{child, current_trace_id, inject, request, run, within};
+pub(crate) use imp::{Cx, child, current_trace_id, inject, request, run_rpc, within};

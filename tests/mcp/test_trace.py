@@ -223,3 +223,71 @@ def test_a_bad_endpoint_stops_the_proxy_with_a_clear_error(tmp_path):
                          env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "::not a url"})
     assert out.returncode == 1, out
     assert "OTEL_EXPORTER_OTLP_ENDPOINT" in out.stderr and "panicked" not in out.stderr, out.stderr
+
+
+async def test_every_client_request_is_a_server_span_under_its_traceparent(tmp_path, receiver):
+    """resources/read, prompts/get and the other requests the proxy serves
+    each make one server span (OpenTelemetry's MCP conventions: named
+    `{mcp.method.name} {target}`, the target the prompt's name; a resource's
+    URI an attribute, not in the name) that continues the client's
+    `traceparent` from `_meta`. The servers are real (the SDK's FastMCP
+    servers of test_surfaces.py, with resources and prompts)."""
+    from mcp import types
+
+    from test_surfaces import servers
+
+    args, _ = servers(tmp_path)
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "100"}
+
+    def tp() -> tuple[str, str, dict]:
+        t, s = secrets.token_hex(16), secrets.token_hex(8)
+        return t, s, {"traceparent": f"00-{t}-{s}-01"}
+
+    async with proxy(tmp_path, *args, env=env) as p:
+        read_trace, read_parent, meta = tp()
+        r = await p.session.read_resource("memo://a/readme", meta=meta)
+        assert r.contents[0].text == "readme of a", r
+        get_trace, get_parent, meta = tp()
+        g = await p.session.get_prompt("b__only_b", meta=meta)
+        assert "only b" in g.messages[0].content.text, g
+        list_trace, list_parent, meta = tp()
+        await p.session.list_prompts(params=types.PaginatedRequestParams(_meta=meta))
+        ping_trace, ping_parent, meta = tp()
+        await p.session.send_ping(meta=meta)
+        bad_trace, bad_parent, meta = tp()
+        with pytest.raises(Exception):
+            await p.session.read_resource("memo://nobody/readme", meta=meta)
+        read = (await spans_of(receiver, read_trace, 1))[0]
+        get = (await spans_of(receiver, get_trace, 1))[0]
+        listed = (await spans_of(receiver, list_trace, 1))[0]
+        ping = (await spans_of(receiver, ping_trace, 1))[0]
+        bad = (await spans_of(receiver, bad_trace, 1))[0]
+        # a request without a traceparent makes a root span of its own
+        await p.session.list_resources()
+        with anyio.fail_after(15):
+            while not [s for _, s in receiver.spans if s.name == "resources/list"]:
+                await anyio.sleep(0.05)
+        # initialize (the legacy handshake) was served too, as a root
+        with anyio.fail_after(15):
+            while not [s for _, s in receiver.spans if s.name == "initialize"]:
+                await anyio.sleep(0.05)
+
+    for span, name, method, parent in [(read, "resources/read", "resources/read", read_parent),
+                                       (get, "prompts/get b__only_b", "prompts/get", get_parent),
+                                       (listed, "prompts/list", "prompts/list", list_parent),
+                                       (ping, "ping", "ping", ping_parent)]:
+        assert span.name == name, span
+        assert span.kind == Span.SPAN_KIND_SERVER, span
+        assert span.parent_span_id.hex() == parent, span
+        assert attrs(span)["mcp.method.name"] == method, attrs(span)
+        assert attrs(span)["mcp.session.id"], attrs(span)
+        assert span.status.code != span.status.STATUS_CODE_ERROR, span
+    assert attrs(read)["mcp.resource.uri"] == "memo://a/readme", attrs(read)
+    assert attrs(get)["gen_ai.prompt.name"] == "b__only_b", attrs(get)
+    assert bad.name == "resources/read" and bad.parent_span_id.hex() == bad_parent
+    assert bad.status.code == bad.status.STATUS_CODE_ERROR, bad
+    assert attrs(bad)["rpc.response.status_code"], attrs(bad)
+    root = [s for _, s in receiver.spans if s.name == "resources/list"][0]
+    assert root.parent_span_id == b"" and root.kind == Span.SPAN_KIND_SERVER
+    init = [s for _, s in receiver.spans if s.name == "initialize"][0]
+    assert attrs(init)["mcp.method.name"] == "initialize"
