@@ -291,3 +291,22 @@ async def test_every_client_request_is_a_server_span_under_its_traceparent(tmp_p
     assert root.parent_span_id == b"" and root.kind == Span.SPAN_KIND_SERVER
     init = [s for _, s in receiver.spans if s.name == "initialize"][0]
     assert attrs(init)["mcp.method.name"] == "initialize"
+
+
+async def test_a_modern_clients_server_discover_is_a_span(tmp_path, receiver):
+    """A 2026-07-28 client (the SDK in mode "auto") opens with
+    server/discover: a server span of its own, as is its first tools/list."""
+    from conftest import time_server
+    from test_modern import modern_proxy
+
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url, "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    async with modern_proxy(tmp_path, "stdio", "--server", time_server(), mode="auto", env=env) as p:
+        assert p.modern
+        await p.client.list_tools(cache_mode="refresh")
+        with anyio.fail_after(15):
+            while not {"server/discover", "tools/list"} <= {s.name for _, s in receiver.spans}:
+                await anyio.sleep(0.05)
+    discover = [s for _, s in receiver.spans if s.name == "server/discover"][0]
+    assert discover.kind == Span.SPAN_KIND_SERVER
+    assert attrs(discover)["mcp.method.name"] == "server/discover"
+    assert not [s for _, s in receiver.spans if s.name == "initialize"], "a modern client never initializes"
