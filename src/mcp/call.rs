@@ -514,6 +514,9 @@ impl ProxySession {
         if let Some(inexact) = context.extensions.get::<super::stdio::InexactArguments>() {
             let msg = inexact_refusal(&called, &inexact.0);
             facts.decision = "deny";
+            if let Some(shadow) = inner.shadow.get() {
+                shadow.refused_alike("integers beyond 64 bits");
+            }
             return (CallEnd::refused(Outcome::Denied, msg), facts);
         }
         // A tool the server listed with an invalid definition is withheld:
@@ -532,8 +535,14 @@ impl ProxySession {
                 s.spec.name, bad.reason
             );
             facts.decision = "deny";
+            if let Some(shadow) = inner.shadow.get() {
+                shadow.refused_alike("an invalid tool definition");
+            }
             return (CallEnd::refused(Outcome::Denied, msg), facts);
         }
+        // Whether the shadow policy's decision of this call is made already
+        // (before the gate), so that the gate's is not compared again.
+        let mut shadow_done = false;
         // A changed definition: withheld until confirmed, or never exposed.
         let withheld = route
             .as_ref()
@@ -550,6 +559,10 @@ impl ProxySession {
                     .unwrap_or_default()
             );
             facts.decision = cat.discovery.on_definition_change.label();
+            if let Some(shadow) = inner.shadow.get() {
+                let (st, id) = (&self.session.state, &self.session.id);
+                shadow_done = shadow.definition(st, id, &tool, facts.decision);
+            }
             if cat.discovery.on_definition_change == DefinitionChange::Deny {
                 let msg = format!(
                     "`{shown}` is not available: {reason}, and the policy never exposes a changed tool ([discovery] on_definition_change = \"deny\")"
@@ -674,9 +687,29 @@ impl ProxySession {
         span.set("toolgate.decision", facts.decision);
         span.set("gen_ai.tool.name", gate_name);
         drop(span);
-        if let Some(shadow) = inner.shadow.get() {
+        if let Some(shadow) = inner.shadow.get()
+            && !shadow_done
+        {
+            // the live verdict after the refusals that follow the gate
+            // (an unknown name; a tool not listed, when the policy forbids
+            // calling those)
+            let verdict = match &route {
+                _ if matches!(decision, Decision::Deny { .. }) => "deny",
+                None => "deny",
+                Some((i, _)) if !allow_inactive_calls(&cat.plan) => {
+                    let st = lock(&self.session.state);
+                    let listed = super::shadow::would_list(inner, &st, &cat, *i, st.last.as_ref());
+                    if listed { facts.decision } else { "deny" }
+                }
+                Some(_) => facts.decision,
+            };
+            let live = super::shadow::LiveCall {
+                tool: gate_name,
+                known: route.is_some(),
+                verdict,
+            };
             let (st, id) = (&self.session.state, &self.session.id);
-            shadow.call(st, id, &*inner.gate, gate_name, &args, &env, facts.decision);
+            shadow.call(st, id, inner, &args, &env, live);
         }
         let (args, confirmed) = match decision {
             Decision::Deny { message } => {

@@ -421,11 +421,11 @@ impl ProxySession {
                 )));
             }
         };
-        let limit = match read_limit(args.get("limit")) {
-            Ok(Some(l)) => Some(l),
-            Ok(None) => default_limit(&cat.plan, cat.discovery.limit),
+        let given = match read_limit(args.get("limit")) {
+            Ok(l) => l,
             Err(e) => return Ok(tool_error(e)),
         };
+        let limit = given.or_else(|| default_limit(&cat.plan, cat.discovery.limit));
         let call_tool = inner
             .config
             .call_tool
@@ -450,6 +450,14 @@ impl ProxySession {
                 |i| !inner.is_withheld(&st, &cat, i),
                 call_tool,
             );
+            // the same search under the shadow policy, compared
+            if let Some(shadow) = inner.shadow.get() {
+                let live: Vec<String> = matches
+                    .iter()
+                    .map(|m| cat.catalog_name(m.tool).to_string())
+                    .collect();
+                shadow.find(&mut st, &self.session.id, inner, &query, given, &live);
+            }
             // A search that finds nothing leaves the found set as it was:
             // the tools in use do not vanish from the list.
             if !matches.is_empty() {

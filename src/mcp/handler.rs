@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 #[allow(deprecated)] // logging/setLevel: see set_level
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
-    CustomRequest, CustomResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
+    CustomRequest, CustomResult, DiscoverResult, GetPromptRequestParams, GetPromptResponse,
+    Implementation, InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
     ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
@@ -637,7 +637,12 @@ impl ServerHandler for ProxySession {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let uri = Target::Resource(&request.uri);
-        let cx = self.request_span(&context, request.meta.as_ref(), "resources/unsubscribe", uri);
+        let cx = self.request_span(
+            &context,
+            request.meta.as_ref(),
+            "resources/unsubscribe",
+            uri,
+        );
         run_rpc(cx, self.unsubscribe_routed(request.uri)).await
     }
 
@@ -675,7 +680,12 @@ impl ServerHandler for ProxySession {
         request: CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
-        let cx = self.request_span(&context, request.meta.as_ref(), "completion/complete", Target::None);
+        let cx = self.request_span(
+            &context,
+            request.meta.as_ref(),
+            "completion/complete",
+            Target::None,
+        );
         run_rpc(cx, async move {
             let mut r = self.complete_routed(request).await?;
             if stateless::is_modern(&context) {
@@ -702,7 +712,12 @@ impl ServerHandler for ProxySession {
                 None,
             ));
         }
-        let cx = self.request_span(&context, request.meta.as_ref(), "logging/setLevel", Target::None);
+        let cx = self.request_span(
+            &context,
+            request.meta.as_ref(),
+            "logging/setLevel",
+            Target::None,
+        );
         run_rpc(cx, async move {
             self.set_log_level(request);
             Ok(())

@@ -21,7 +21,7 @@
 //! | `toolgate_find_tools_results` | histogram | | tools a `toolgate__find_tools` search returned |
 //! | `toolgate_catalog_compiles_total` | counter | `outcome` | catalog (re)compiles: `ok`, or `error` (the previous catalog keeps serving) |
 //! | `toolgate_withheld_tools` | gauge | | tools withheld because their definition changed (pins) |
-//! | `toolgate_shadow_decisions_total` | counter | `kind` | decisions also made under the shadow policy: `list` (a `tools/list` answer's active set), `call` (a call's verdict) |
+//! | `toolgate_shadow_decisions_total` | counter | `kind` | decisions also made under the shadow policy: `list` (a `tools/list` answer's active set), `call` (a call's verdict), `find` (a `toolgate__find_tools` result list) |
 //! | `toolgate_shadow_diffs_total` | counter | `kind` | ... that differ from the live decision |
 //! | `toolgate_shadow_loads_total` | counter | `outcome` | shadow policy loads: `ok`, or `error` (the last good shadow plan stays) |
 
@@ -170,13 +170,13 @@ impl Metrics {
         let shadow_decisions = Family::<KindLabel, Counter>::default();
         registry.register(
             "shadow_decisions",
-            "decisions also made under the shadow policy (list: an active set, call: a verdict)",
+            "decisions also made under the shadow policy (list: an active set, call: a verdict, find: a find_tools result list)",
             shadow_decisions.clone(),
         );
         let shadow_diffs = Family::<KindLabel, Counter>::default();
         registry.register(
             "shadow_diffs",
-            "shadow decisions that differ from the live ones (list: another active set, call: another verdict)",
+            "shadow decisions that differ from the live ones (list: another active set, call: another verdict, find: another find_tools result list)",
             shadow_diffs.clone(),
         );
         let shadow_loads = Family::<OutcomeLabel, Counter>::default();
@@ -276,7 +276,7 @@ impl Metrics {
         self.withheld.set(n as i64);
     }
 
-    /// A decision of `kind` (`list` or `call`) was also made under the shadow policy.
+    /// A decision of `kind` (`list`, `call` or `find`) was also made under the shadow policy.
     pub fn shadow_decision(&self, kind: &str) {
         self.shadow_decisions
             .get_or_create(&KindLabel { kind: kind.into() })

@@ -7,12 +7,21 @@
 //! * the **active set** of each `tools/list` answer: the tools the policy
 //!   activates for the session's context (found and called tools, which do
 //!   not depend on the policy, are left out of the comparison);
-//! * the **verdict** (allow / ask / deny) of each `tools/call` that reaches
-//!   the call gate.
+//! * the **verdict** (allow / ask / deny) of each `tools/call`: the call
+//!   gate's and the data-flow rules', and the policy's refusals before and
+//!   after the gate (a changed definition, `[discovery]
+//!   on_definition_change`; a tool not listed in the session while `[gate]
+//!   allow_inactive_calls = false`, so a tool the live policy withholds and
+//!   the shadow lists is a difference; an unknown name). Refusals no policy
+//!   decides (integers beyond 64 bits, an invalid definition) are counted
+//!   as compared and never differ ([`decide`]);
+//! * the **result list** of each `toolgate__find_tools` search: the same
+//!   query in the same session under the shadow plan; other tools or another
+//!   order is a difference.
 //!
 //! Each comparison is counted (`toolgate_shadow_decisions_total{kind}`),
 //! each difference too (`toolgate_shadow_diffs_total{kind}`, `kind` =
-//! `list` or `call`) and logged. With a shadow log (`--shadow-log FILE`,
+//! `list`, `call` or `find`) and logged. With a shadow log (`--shadow-log FILE`,
 //! `shadow_log`) the sessions are written in the trace format
 //! (docs/trace-format.md) — their `context` and `user_message` changes and
 //! their forwarded `tool_call`s, without arguments — with every difference
@@ -41,11 +50,13 @@ use crate::load::{SELECTION_POLICY, Sources};
 use crate::reload::{LoadAttempt, ReloadOptions, Reloader, WatchGuard};
 
 use super::catalog::{Catalog, CatalogCompiler, Naming, ServerTools};
-use super::gate::{CallGate, Decision};
 use super::metrics::Metrics;
 use super::proxy::lock;
 use super::session::SessionState;
 use super::source::PlanInputs;
+
+mod decide;
+pub(crate) use decide::{LiveCall, would_list};
 
 /// What the shadow remembers of one session: its own last evaluation (for
 /// hysteresis) and the context last written to the shadow log.
@@ -375,55 +386,6 @@ impl Shadow {
                 lines.push(
                     json!({"session": session, "t": now, "event": "shadow", "kind": "list",
                     "live_only": live_only, "shadow_only": shadow_only}),
-                );
-            }
-            log.write(&lines);
-        }
-    }
-
-    /// A `tools/call` the live gate decided (`live`, its label): decides it
-    /// again under the shadow plan with the same gate and environment.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn call(
-        &self,
-        st: &Mutex<SessionState>,
-        session: &str,
-        gate: &dyn CallGate,
-        tool: &str,
-        args: &Value,
-        env: &crate::gate::CallEnv,
-        live: &'static str,
-    ) {
-        let Some(cat) = self.catalog.load_full() else {
-            return;
-        };
-        let shadow = gate.check_in(&cat.plan, tool, args, env);
-        self.metrics.shadow_decision("call");
-        let differs = shadow.label() != live;
-        if differs {
-            self.metrics.shadow_diff("call");
-            tracing::info!(
-                session,
-                tool,
-                live,
-                shadow = shadow.label(),
-                "shadow policy: another verdict"
-            );
-        }
-        if let Some(log) = &self.log {
-            let mut st = lock(st);
-            let now = st.now();
-            let mut lines = Vec::new();
-            Self::context_lines(&mut st, session, now, &mut lines);
-            if differs {
-                let detail = match &shadow {
-                    Decision::Allow(_) => None,
-                    Decision::Ask { reason } => Some(reason.clone()),
-                    Decision::Deny { message } => Some(message.clone()),
-                };
-                lines.push(
-                    json!({"session": session, "t": now, "event": "shadow", "kind": "call",
-                    "tool": tool, "live": live, "shadow": shadow.label(), "detail": detail}),
                 );
             }
             log.write(&lines);

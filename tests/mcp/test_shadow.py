@@ -180,3 +180,104 @@ async def test_a_shadow_policy_that_does_not_load_stops_the_start(tmp_path, db):
                           "--shadow-log", str(tmp_path / "x.jsonl")], capture_output=True, text=True,
                          timeout=60, stdin=subprocess.DEVNULL)
     assert out.returncode == 2 and "--shadow-policy" in out.stderr, out.stderr
+
+
+QUERY = "what time is it now, and which tables does the database have"
+# Another ranking of the same tools: the semantic match weighs five times more.
+RERANK = ("w_semantic = 0.4 ", "w_semantic = 2.0 ")
+
+
+def found_names(r) -> list[str]:
+    return [t["name"] for t in (r.structured_content or {}).get("tools", [])]
+
+
+async def find_in(tmp_path, servers: list[str], policy: Path, *extra: str) -> list[str]:
+    async with proxy(tmp_path, *servers, "--policy", str(policy), *extra) as p:
+        r = await p.call("toolgate__find_tools", {"query": QUERY})
+        assert not r.is_error, text_of(r)
+        return found_names(r)
+
+
+async def test_find_tools_results_are_decided_under_the_shadow_too(tmp_path, db):
+    live = tmp_path / "live.toml"
+    live.write_text(selection_policy_text())
+    rerank = selection_policy_text()
+    assert RERANK[0] in rerank, "selection.toml no longer weighs the semantic match 0.4"
+    shadow = tmp_path / "shadow.toml"
+    shadow.write_text(rerank.replace(*RERANK, 1))
+    servers = ["--server", sqlite_server(db), "--server", time_server()]
+    # what each policy returns for the query, each as the live one (no shadow)
+    by_live = await find_in(tmp_path, servers, live)
+    by_shadow = await find_in(tmp_path, servers, shadow)
+    assert by_live and by_shadow and by_live != by_shadow, (by_live, by_shadow)
+
+    log = tmp_path / "shadow.jsonl"
+    async with proxy(tmp_path, *servers, "--policy", str(live), "--shadow-policy", str(shadow),
+                     "--shadow-log", str(log), "--metrics", "127.0.0.1:0") as p:
+        url = await metrics_url(p)
+        r = await p.call("toolgate__find_tools", {"query": QUERY})
+        assert found_names(r) == by_live, "the live result stands"
+        # a search both policies answer alike (the best tool only): compared, no difference
+        same = await p.call("toolgate__find_tools", {"query": "convert time between timezones", "limit": 1})
+        assert found_names(same) == ["time__convert_time"], text_of(same)
+        text, fams = await scrape(url)
+        assert total(fams, "toolgate_shadow_decisions_total", kind="find") == 2, text
+        assert total(fams, "toolgate_shadow_diffs_total", kind="find") == 1, text
+        assert re.search(r"shadow policy: another find_tools result", p.log.read_text())
+    notes = [x for x in read_jsonl(log) if x["event"] == "shadow" and x["kind"] == "find"]
+    exposed = lambda names: [n.replace(".", "__", 1) for n in names]  # noqa: E731
+    assert len(notes) == 1, notes
+    assert exposed(notes[0]["live"]) == by_live and exposed(notes[0]["shadow"]) == by_shadow, notes
+    assert "time is it" not in log.read_text(), "the query (an argument) is not in the shadow log"
+
+
+INACTIVE_FORBIDDEN = "\n[gate]\nallow_inactive_calls = false\n"
+
+
+async def test_calls_refused_before_or_after_the_gate_are_compared(tmp_path, db):
+    """The live policy forbids calling tools that are not listed; the shadow
+    does not: a call of the unlisted clock is refused live and would be
+    allowed under the shadow (a difference). A listed tool's call is allowed
+    by both; a call with an integer beyond 64 bits is refused by both (no
+    policy decides it). Then the other way round: the live policy allows the
+    clock, the shadow would refuse it."""
+    strict = tmp_path / "strict.toml"
+    strict.write_text(selection_policy_text() + INACTIVE_FORBIDDEN)
+    open_ = tmp_path / "open.toml"
+    open_.write_text(selection_policy_text())
+    servers = ["--server", sqlite_server(db), "--server", time_server()]
+
+    log = tmp_path / "shadow.jsonl"
+    audit = tmp_path / "audit.jsonl"
+    async with proxy(tmp_path, *servers, "--policy", str(strict), "--shadow-policy", str(open_),
+                     "--shadow-log", str(log), "--audit", str(audit), "--metrics", "127.0.0.1:0") as p:
+        url = await metrics_url(p)
+        names = await p.names(CONTEXT)
+        assert "sqlite__read_query" in names and "time__get_current_time" not in names, names
+        r = await p.call("time__get_current_time", {"timezone": "UTC"})
+        assert r.is_error and "allow_inactive_calls" in text_of(r), text_of(r)
+        r = await p.call("sqlite__read_query", {"query": "SELECT name FROM users"})
+        assert not r.is_error, text_of(r)
+        r = await p.call("sqlite__read_query", {"query": "SELECT 1", "n": 10**30})
+        assert r.is_error and "64-bit" in text_of(r), text_of(r)
+        text, fams = await scrape(url)
+        assert total(fams, "toolgate_shadow_decisions_total", kind="call") == 3, text
+        assert total(fams, "toolgate_shadow_diffs_total", kind="call") == 1, text
+    assert [(t, d, o) for t, d, o in decisions(audit)][0] == ("time.get_current_time", "deny", "inactive")
+    notes = [x for x in read_jsonl(log) if x["event"] == "shadow" and x["kind"] == "call"]
+    assert len(notes) == 1, notes
+    assert {"tool": "time.get_current_time", "live": "deny", "shadow": "allow"}.items() <= notes[0].items()
+
+    log2 = tmp_path / "shadow2.jsonl"
+    async with proxy(tmp_path, *servers, "--policy", str(open_), "--shadow-policy", str(strict),
+                     "--shadow-log", str(log2)) as p:
+        await p.names(CONTEXT)
+        r = await p.call("time__get_current_time", {"timezone": "UTC"})
+        assert not r.is_error, text_of(r)
+        # once called, the clock is listed (a called tool joins the list) under both
+        r = await p.call("time__get_current_time", {"timezone": "UTC"})
+        assert not r.is_error, text_of(r)
+    notes = [x for x in read_jsonl(log2) if x["event"] == "shadow" and x["kind"] == "call"]
+    assert len(notes) == 1, notes
+    assert {"tool": "time.get_current_time", "live": "allow", "shadow": "deny"}.items() <= notes[0].items()
+    assert "allow_inactive_calls" in notes[0]["detail"], notes[0]
