@@ -1,9 +1,16 @@
 //! What operating the proxy costs per call (docs/operations.md): a
 //! `tools/call` through the real proxy binary over stdio to the real
 //! `mcp-server-time` (from `.venv`, which `scripts/test` installs), with an
-//! rmcp client, in three set-ups:
+//! rmcp client, in these set-ups:
 //!
-//! * `plain`: no exporter, no shadow (the baseline);
+//! * `direct`: no proxy, the client talks to `mcp-server-time` itself;
+//!   `plain − direct` is the proxy's own added latency, the baseline that
+//!   each operating cost below is a share of;
+//! * `plain`: no metrics endpoint, no exporter, no shadow (all off; the
+//!   counters are always updated in memory, their cost is
+//!   `metrics_per_call` below);
+//! * `metrics`: the metrics served (`--metrics ADDR`) and scraped by this
+//!   bench once a second (Prometheus scrapes every 15 to 60 s);
 //! * `traced`: OpenTelemetry traces on (`OTEL_EXPORTER_OTLP_ENDPOINT` set to
 //!   an OTLP/HTTP sink on loopback, served by this bench, that answers 200):
 //!   three spans per call, the downstream `traceparent`, the batch exporter;
@@ -12,9 +19,12 @@
 //!   shadow log: the verdict made twice, the session and the differences
 //!   written to the log.
 //!
-//! `traced − plain` and `shadow − plain` are the per-call costs; as they
+//! `metrics − plain`, `traced − plain` and `shadow − plain` are the
+//! per-call costs, each to be read against `plain − direct`; as they
 //! drown in a loaded machine's drift, the `in_process` group measures the
-//! added work itself: `spans_per_call` the three spans of one call (the
+//! added work itself: `metrics_per_call` the counters and histograms one
+//! call updates (its audit record observed, the gate's time);
+//! `spans_per_call` the three spans of one call (the
 //! request under a client `traceparent`, the gate, the downstream call),
 //! the downstream `traceparent` injected into a `_meta` map, handed to the
 //! same batch OTLP/HTTP exporter as the proxy's; `shadow_per_call` what the
@@ -34,6 +44,40 @@ use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
 type Client = RunningService<rmcp::RoleClient, ()>;
+
+/// A client of `mcp-server-time` itself, without the proxy.
+async fn start_direct(server: &Path) -> Client {
+    let mut p = tokio::process::Command::new(server);
+    p.args(["--local-timezone", "UTC"]);
+    let c = ().serve(TokioChildProcess::new(p).unwrap()).await.unwrap();
+    c.list_all_tools().await.unwrap();
+    c
+}
+
+/// A free loopback port (bound, then released for the proxy to take).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// GET /metrics on `port` every second, as a (busy) Prometheus would;
+/// panics when a scrape does not answer 200.
+fn scrape_every_second(port: u16) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            let Ok(mut s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+                continue;
+            };
+            let req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+            s.write_all(req.as_bytes()).await.unwrap();
+            let mut body = Vec::new();
+            s.read_to_end(&mut body).await.unwrap();
+            assert!(body.starts_with(b"HTTP/1.1 200"), "a scrape failed");
+        }
+    });
+}
 
 async fn start(server: &Path, extra: &[&str], env: &[(&str, String)]) -> Client {
     let mut p = tokio::process::Command::new(env!("CARGO_BIN_EXE_toolgate"));
@@ -83,9 +127,14 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let (plain, traced, shadow) = rt.block_on(async {
+    let port = free_port();
+    let metrics_addr = format!("127.0.0.1:{port}");
+    let (direct, plain, metrics, traced, shadow) = rt.block_on(async {
         let sink = otlp_sink().await;
+        let direct = start_direct(&server).await;
         let plain = start(&server, &[], &[]).await;
+        let metrics = start(&server, &["--metrics", &metrics_addr], &[]).await;
+        scrape_every_second(port);
         let traced = start(&server, &[], &[("OTEL_EXPORTER_OTLP_ENDPOINT", sink)]).await;
         let shadow = start(
             &server,
@@ -98,7 +147,7 @@ fn bench(c: &mut Criterion) {
             &[],
         )
         .await;
-        (plain, traced, shadow)
+        (direct, plain, metrics, traced, shadow)
     });
     let call = CallToolRequestParams::new("time__get_current_time").with_arguments(
         json!({"timezone": "UTC"})
@@ -106,13 +155,22 @@ fn bench(c: &mut Criterion) {
             .cloned()
             .unwrap_or_default(),
     );
-    for svc in [&plain, &traced, &shadow] {
+    let direct_call = CallToolRequestParams::new("get_current_time")
+        .with_arguments(call.arguments.clone().unwrap_or_default());
+    let cases = [
+        ("direct", &direct, &direct_call),
+        ("plain", &plain, &call),
+        ("metrics", &metrics, &call),
+        ("traced", &traced, &call),
+        ("shadow", &shadow, &call),
+    ];
+    for (_, svc, call) in cases {
         let r = rt.block_on(svc.call_tool_once(call.clone())).unwrap();
         assert!(format!("{r:?}").contains("UTC"), "{r:?}");
     }
     let mut g = c.benchmark_group("mcp_operations");
     g.sample_size(200);
-    for (name, svc) in [("plain", &plain), ("traced", &traced), ("shadow", &shadow)] {
+    for (name, svc, call) in cases {
         g.bench_function(name, |b| {
             b.iter(|| rt.block_on(svc.call_tool_once(call.clone())).unwrap())
         });
@@ -124,7 +182,9 @@ fn bench(c: &mut Criterion) {
         "the shadow proxy wrote its log"
     );
     rt.block_on(async {
+        let _ = direct.cancel().await;
         let _ = plain.cancel().await;
+        let _ = metrics.cancel().await;
         let _ = traced.cancel().await;
         let _ = shadow.cancel().await;
     });
@@ -167,6 +227,28 @@ fn in_process(c: &mut Criterion) {
         "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_string(),
     );
     let mut g = c.benchmark_group("mcp_operations_in_process");
+    let metrics = toolgate::mcp::metrics::Metrics::new();
+    let record = toolgate::mcp::AuditRecord {
+        time: 0.0,
+        session: "s".into(),
+        tool: "time.get_current_time".into(),
+        name: Some("time__get_current_time".into()),
+        server: Some("time".into()),
+        via: None,
+        decision: "allow",
+        confirmed: None,
+        latency_ms: 1.5,
+        outcome: toolgate::mcp::Outcome::Ok,
+        attempts: 1,
+        detail: None,
+        trace_id: None,
+    };
+    g.bench_function("metrics_per_call", |b| {
+        b.iter(|| {
+            metrics.gate_time(0.000_02);
+            metrics.observe(std::hint::black_box(&record));
+        })
+    });
     g.bench_function("spans_per_call", |b| {
         b.iter(|| {
             let parent = prop.extract(&incoming);
