@@ -25,7 +25,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from conftest import proxy, read_jsonl, selection_policy_text, sqlite_server, text_of, time_server, toolgate_bin
+from conftest import VENV1, proxy, read_jsonl, selection_policy_text, sqlite_server, text_of, time_server, toolgate_bin
 from test_metrics import scrape, total
 
 pytestmark = pytest.mark.anyio
@@ -281,3 +281,41 @@ async def test_calls_refused_before_or_after_the_gate_are_compared(tmp_path, db)
     assert len(notes) == 1, notes
     assert {"tool": "time.get_current_time", "live": "allow", "shadow": "deny"}.items() <= notes[0].items()
     assert "allow_inactive_calls" in notes[0]["detail"], notes[0]
+
+
+async def test_a_changed_definition_is_decided_by_each_policys_on_definition_change(tmp_path):
+    """A server changes a tool's description (the mutating server of
+    test_discovery.py): the live policy asks the user (who confirms, and the
+    call is made), the shadow's `on_definition_change = "deny"` would have
+    refused it: one difference, decided before the gate, so the gate's
+    verdict of that call is not compared again."""
+    from mcp import types
+
+    from test_discovery import MUTATING_SERVER
+
+    script = tmp_path / "mut_server.py"
+    script.write_text(MUTATING_SERVER)
+    shadow = tmp_path / "deny.toml"
+    shadow.write_text(selection_policy_text()
+                      .replace('on_definition_change = "ask"', 'on_definition_change = "deny"', 1))
+    log = tmp_path / "shadow.jsonl"
+
+    async def accept(context, params):
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    async with proxy(tmp_path, "--server", f"mut={VENV1 / 'python'} {script}", "--debounce-ms", "20",
+                     "--shadow-policy", str(shadow), "--shadow-log", str(log), "--metrics", "127.0.0.1:0",
+                     elicitation=accept) as p:
+        url = await metrics_url(p)
+        assert text_of(await p.call("mut__report", {"path": "q3.csv"})) == "report: 3 sales"
+        assert text_of(await p.call("mut__mutate")) == "mutated"
+        await p.notes.wait_list_changed(1)
+        r = await p.call("mut__report", {"path": "q3.csv"})
+        assert not r.is_error and text_of(r) == "report: 3 sales", "confirmed live: the call is made"
+        text, fams = await scrape(url)
+        assert total(fams, "toolgate_shadow_decisions_total", kind="call") == 3, text
+        assert total(fams, "toolgate_shadow_diffs_total", kind="call") == 1, text
+    notes = [x for x in read_jsonl(log) if x["event"] == "shadow" and x["kind"] == "call"]
+    assert len(notes) == 1, notes
+    assert {"tool": "mut.report", "live": "ask", "shadow": "deny"}.items() <= notes[0].items(), notes
+    assert "on_definition_change" in notes[0]["detail"], notes[0]
