@@ -546,6 +546,9 @@ impl ProxySession {
                     // rounded: refused, as in a direct call's text.
                     let found = crate::gate::numbers::inexact_integers(s);
                     if !found.is_empty() {
+                        if let Some(shadow) = self.inner.shadow.get() {
+                            shadow.refused_alike("integers beyond 64 bits");
+                        }
                         return Ok(tool_error(super::call::inexact_refusal(name, &found)));
                     }
                     o
