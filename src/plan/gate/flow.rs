@@ -106,6 +106,14 @@ pub struct AttachRule {
     /// The tool's read-only flag (tags, or MCP `readOnlyHint`) must be this.
     #[serde(default)]
     pub read_only: Option<bool>,
+    /// The tool's open-world flag must be this: `true` for a tool that says
+    /// it reaches an open world of external entities (MCP
+    /// `annotations.openWorldHint: true`, or the tag `open_world = true`),
+    /// `false` for one that says its world is closed. A tool that says
+    /// neither matches neither (MCP reads a missing hint as `true`; a rule
+    /// meant for such tools names them by `tools` or `categories`).
+    #[serde(default)]
+    pub open_world: Option<bool>,
     /// Effect kinds the gate found (`read`, `write`, `url`, `network`,
     /// `remote`, ...), any of which the call must have.
     #[serde(default)]
