@@ -654,3 +654,134 @@ message = "after {detail}"
         + 1;
     assert!(e.contains(&format!(":{line}:")), "{e}");
 }
+
+#[test]
+fn writes_outside_the_project_are_an_attach_condition() {
+    let flow = r#"[gate.flow]
+labels = ["private", "spill", "writes"]
+max_history = 100
+allowed_hosts = []
+
+[[gate.flow.attach]]
+label = "private"
+why = "read the private file {detail}"
+paths = ["**/.env"]
+
+[[gate.flow.attach]]
+label = "spill"
+why = "writes {detail}, outside the project"
+writes = "outside"
+
+[[gate.flow.attach]]
+label = "writes"
+why = "writes {detail}"
+writes = "any"
+
+[[gate.flow.rules]]
+id = "flow.spill"
+after = ["private"]
+then = "spill"
+action = "ask"
+message = "This call writes outside the project after {detail}."
+"#;
+    let plan = plan_of(&policy_with_flow(flow)).unwrap();
+    // a real project folder (the MCP client's root), a folder beside it,
+    // and a symlink inside the project that leads out of it
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(project.join(".env"), "K=v\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, project.join("out")).unwrap();
+    let env = toolgate::gate::CallEnv {
+        roots: vec![project.clone()],
+    };
+    let sh = |line: String| {
+        toolgate::gate::check_call_in(
+            &plan,
+            "shell.shell_execute",
+            json!({"command": ["sh", "-c", line]}),
+            &env,
+        )
+    };
+    let names = |v: &toolgate::gate::Verdict| -> Vec<String> {
+        v.labels.iter().map(|l| l.label.clone()).collect()
+    };
+    let p = project.display();
+    // a write inside the project: `writes`, not `spill`
+    let v = sh(format!("echo hi > {p}/notes.txt"));
+    assert_eq!(names(&v), ["writes"], "{}", v.message);
+    // outside: `spill`, naming the path
+    let v = sh(format!("echo hi > {}/notes.txt", elsewhere.display()));
+    assert_eq!(names(&v), ["spill", "writes"], "{}", v.message);
+    assert!(
+        v.labels[0].why.contains("elsewhere/notes.txt"),
+        "{}",
+        v.labels[0].why
+    );
+    // through the symlink inside the project: the shell layer denies it
+    // (no label: it never runs), and the placement says outside; a path
+    // only known at run time counts as outside (fail closed)
+    let v = sh(format!("cp {p}/.env {p}/out/k.txt"));
+    assert_eq!(v.decision, Action::Deny, "{}", v.message);
+    assert!(v.labels.is_empty());
+    let mut paths = toolgate::gate::compiled(&plan).config.paths.clone();
+    paths.roots = vec![p.to_string()];
+    let write = |at: &str| toolgate::gate::EffectFound {
+        kind: "write".into(),
+        operand: at.into(),
+        resolved: at.into(),
+    };
+    let out = |at: &str| toolgate::gate::flow::write_outside(&paths, &[write(at)]);
+    assert_eq!(
+        out(&format!("{p}/out/k.txt")),
+        Some(format!("{p}/out/k.txt"))
+    );
+    assert_eq!(out(&format!("{p}/k.txt")), None);
+    assert_eq!(out("k.txt"), None, "relative: under the first root");
+    assert!(out("dynamic").unwrap().contains("run time"));
+    let read = toolgate::gate::EffectFound {
+        kind: "read".into(),
+        operand: "/etc/passwd".into(),
+        resolved: "/etc/passwd".into(),
+    };
+    assert_eq!(toolgate::gate::flow::write_outside(&paths, &[read]), None);
+    // a file only read: neither
+    let v = sh(format!("cat {p}/notes.txt"));
+    assert!(v.labels.is_empty(), "{:?}", v.labels);
+    // the rule over the history: after the private read, the spill asks
+    let gate = Gate::new(plan.clone());
+    let read = gate.check_in_env(
+        Some("s"),
+        "filesystem.read_text_file",
+        json!({"path": format!("{p}/.env")}),
+        &env,
+    );
+    assert_eq!(names(&read), ["private"], "{}", read.message);
+    let inside = gate.check_in_env(
+        Some("s"),
+        "shell.shell_execute",
+        json!({"command": ["sh", "-c", format!("echo hi > {p}/notes.txt")]}),
+        &env,
+    );
+    assert!(inside.flow.is_empty(), "{}", inside.message);
+    let out = gate.check_in_env(
+        Some("s"),
+        "shell.shell_execute",
+        json!({"command": ["sh", "-c", format!("echo hi > {}/n.txt", elsewhere.display())]}),
+        &env,
+    );
+    assert_eq!(out.decision, Action::Ask, "{}", out.message);
+    assert_eq!(out.flow.len(), 1, "{}", out.message);
+    assert_eq!(out.flow[0].rule, "flow.spill");
+    assert_eq!(out.flow[0].armed_by[0].tool, "filesystem.read_text_file");
+    // `writes` takes "any" or "outside": anything else is a load error at its place
+    let bad = policy_with_flow(&flow.replace("writes = \"any\"", "writes = \"elsewhere\""));
+    let e = plan_of(&bad).unwrap_err().to_string();
+    let line = bad[..bad.find("writes = \"elsewhere\"").unwrap()]
+        .matches('\n')
+        .count()
+        + 1;
+    assert!(e.contains(&format!(":{line}:")), "{e}");
+}
