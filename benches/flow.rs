@@ -50,7 +50,14 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("label_and_check_1000_calls_of_history", |b| {
         b.iter(|| {
-            let labels = label_call(&plan, &g.config, flow, idx, black_box(&out));
+            let labels = label_call(
+                &plan,
+                &g.config,
+                &g.config.paths,
+                flow,
+                idx,
+                black_box(&out),
+            );
             black_box(h.check(flow, &labels, 1000.0))
         })
     });

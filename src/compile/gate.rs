@@ -712,6 +712,7 @@ pub(crate) fn gate_tools(
             risk_level: t.gate.risk_level.unwrap_or(config.risk.default_risk_level),
             requires_confirmation: t.gate.requires_confirmation,
             read_only: t.gate.read_only,
+            open_world: t.gate.open_world,
             sql_dialect: t.gate.sql_dialect.clone().unwrap_or_default(),
         });
     }

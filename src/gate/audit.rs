@@ -53,6 +53,11 @@ pub struct AuditRecord {
     /// Attempts made (executions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<u32>,
+    /// The call's `[gate.flow]` labels and the flow rules it completed,
+    /// with the calls that armed them (`labels`, `flow`; verdicts only,
+    /// left out when empty; see [`super::flow::FlowAudit`]).
+    #[serde(flatten)]
+    pub flow: super::flow::FlowAudit,
 }
 
 /// Where audit records go.
@@ -243,6 +248,7 @@ impl AuditRecord {
             outcome: outcome.into(),
             error_kind: v.error_kind().map(str::to_string),
             attempts: None,
+            flow: super::flow::FlowAudit::of(v),
         }
     }
 
@@ -276,6 +282,8 @@ impl AuditRecord {
             outcome: outcome.into(),
             error_kind,
             attempts: Some(ex.attempts),
+            // on the verdict's record (the same call_id)
+            flow: Default::default(),
         }
     }
 }

@@ -2,9 +2,11 @@
 //! carries, and the rules over a session's history that raise its decision.
 //!
 //! A call is labelled from what the gate already knows of it
-//! ([`label_call`]): its tool (name globs, `category`, read-only flag), the
+//! ([`label_call`]): its tool (name globs, `category`, read-only and
+//! open-world flags: MCP `readOnlyHint`, `openWorldHint`), the
 //! effects the analysis found (paths read, matched against globs or
-//! `sensitive_reads`; network effects of shell lines) and the hosts its
+//! `sensitive_reads`; writes outside the project's roots; network effects
+//! of shell lines) and the hosts its
 //! arguments and effects name (outside `allowed_hosts` or not). A
 //! [`FlowHistory`] remembers, per label, the last call of the session that
 //! carried it; [`FlowHistory::check`] finds the rules a new call completes
@@ -21,7 +23,8 @@ use serde_json::Value;
 use super::{EffectFound, Finding, FindingKind, Verdict};
 use crate::plan::Plan;
 use crate::plan::gate::config::GateConfig;
-use crate::plan::gate::flow::{CompiledFlow, Destinations as Want, host_allowed};
+use crate::plan::gate::flow::{CompiledFlow, Destinations as Want, Writes, host_allowed};
+use crate::plan::gate::path::PathConfig;
 use crate::plan::gate::types::Action;
 
 /// Longest tool name or reason kept in a history entry (characters); longer
@@ -55,7 +58,7 @@ pub struct Armed {
 
 /// A flow rule the call completes: the rule, its action, and the earlier
 /// calls that armed it (one per `after` label, in the rule's order).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowMatch {
     /// The rule's id (`flow.trifecta`).
     pub rule: String,
@@ -63,6 +66,33 @@ pub struct FlowMatch {
     pub action: Action,
     /// The calls that armed it.
     pub armed_by: Vec<Armed>,
+}
+
+/// The data-flow part of an audit record (`mcp-proxy --audit` and
+/// `guard --audit`, flattened into the record): the labels the call
+/// carried and the rules it completed with the calls that armed them. Both
+/// are left out of the JSON line when empty (a policy without flow rules
+/// writes the records it wrote before).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowAudit {
+    /// The call's labels and why it carries each ([`CallLabel`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<CallLabel>,
+    /// The flow rules the call completed, each with its action and the
+    /// earlier calls that armed it (label, call number, unix time, tool,
+    /// why: [`Armed`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flow: Vec<FlowMatch>,
+}
+
+impl FlowAudit {
+    /// What `verdict` carries of the flow rules.
+    pub fn of(verdict: &Verdict) -> FlowAudit {
+        FlowAudit {
+            labels: verdict.labels.clone(),
+            flow: verdict.flow.clone(),
+        }
+    }
 }
 
 /// What one session remembers for the flow rules: how many calls were
@@ -281,13 +311,52 @@ pub fn destinations(arguments: &Value, effects: &[EffectFound]) -> Destinations 
     }
 }
 
+/// The first write of `effects` (a `write` or `delete` effect) that lands
+/// outside the roots of `paths`, as the path it names: outside every root,
+/// through a symlink that leads outside, past `max_symlinks`, with no root
+/// configured, or at a path only known at run time (`dynamic`: fail
+/// closed). `~/` is the home directory (`$HOME`; outside when unset).
+pub fn write_outside(paths: &PathConfig, effects: &[EffectFound]) -> Option<String> {
+    use super::path::{Placement, place};
+    use std::path::{Path, PathBuf};
+    let roots = super::path::roots(paths);
+    effects
+        .iter()
+        .filter(|e| matches!(e.kind.as_str(), "write" | "delete"))
+        .find_map(|e| {
+            let at = if e.resolved.is_empty() {
+                e.operand.as_str()
+            } else {
+                e.resolved.as_str()
+            };
+            if at == "dynamic" {
+                return Some(format!("{} (a path only known at run time)", e.operand));
+            }
+            let abs: Option<PathBuf> = match at.strip_prefix("~/") {
+                Some(rest) => std::env::var_os("HOME")
+                    .map(PathBuf::from)
+                    .filter(|h| h.is_absolute())
+                    .map(|h| h.join(rest)),
+                None if Path::new(at).is_absolute() => Some(PathBuf::from(at)),
+                None => roots.lexical.first().map(|r| r.join(at)),
+            };
+            let outside = match abs {
+                None => true,
+                Some(p) => place(&roots, &p, true) != Placement::Inside,
+            };
+            outside.then(|| at.to_string())
+        })
+}
+
 /// The labels `[gate.flow]` gives the call `verdict` judged (tool `idx` of
-/// `plan`): every attach rule whose conditions all hold, once per label
+/// `plan`, its paths judged against `paths`, the `[gate.paths]` the call
+/// ran under): every attach rule whose conditions all hold, once per label
 /// (the first rule's reason). Empty when the policy has no flow rule; the
 /// gate does not label a call it denies (it never runs).
 pub fn label_call(
     plan: &Plan,
     cfg: &GateConfig,
+    paths: &PathConfig,
     flow: &CompiledFlow,
     idx: usize,
     verdict: &Verdict,
@@ -326,6 +395,11 @@ pub fn label_call(
         {
             continue;
         }
+        if let Some(ow) = r.open_world
+            && tool.gate.open_world != Some(ow)
+        {
+            continue;
+        }
         if !r.effects.is_empty()
             && !verdict
                 .effects
@@ -360,6 +434,20 @@ pub fn label_call(
             });
             match hit {
                 Some(e) => detail = path_of(e),
+                None => continue,
+            }
+        }
+        if let Some(want) = r.writes {
+            let hit = match want {
+                Writes::Any => verdict
+                    .effects
+                    .iter()
+                    .find(|e| matches!(e.kind.as_str(), "write" | "delete"))
+                    .map(path_of),
+                Writes::Outside => write_outside(paths, &verdict.effects),
+            };
+            match hit {
+                Some(p) => detail = p,
                 None => continue,
             }
         }

@@ -451,7 +451,7 @@ fn check_inner(
     v.effects = effects;
     v.coercions = coercions;
     if v.decision != Action::Deny {
-        v.labels = flow::label_call(plan, cfg, &g.flow, idx, &v);
+        v.labels = flow::label_call(plan, cfg, &paths, &g.flow, idx, &v);
     }
     if let Some(r) = rule
         && decision < decide(&v.findings)

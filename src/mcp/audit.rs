@@ -96,6 +96,12 @@ pub struct AuditRecord {
     /// ([`super::trace`]); left out when there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// The call's `[gate.flow]` labels (`labels`) and the flow rules it
+    /// completed, with the earlier calls that armed each (`flow`): tool,
+    /// call number, unix time, label, why. Flattened into the line and
+    /// left out when empty ([`crate::gate::flow::FlowAudit`]).
+    #[serde(flatten)]
+    pub flow: crate::gate::flow::FlowAudit,
 }
 
 /// Where audit records go. `record` is called on the request path, after the
@@ -172,6 +178,7 @@ mod tests {
             attempts: 1,
             detail: None,
             trace_id: None,
+            flow: Default::default(),
         };
         a.record(&r);
         a.record(&AuditRecord {

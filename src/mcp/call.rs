@@ -81,6 +81,8 @@ pub(crate) struct CallFacts {
     pub server: Option<String>,
     pub decision: &'static str,
     pub confirmed: Option<bool>,
+    /// The call's flow labels and the flow rules it completed.
+    pub flow: crate::gate::flow::FlowAudit,
 }
 
 impl CallFacts {
@@ -93,6 +95,7 @@ impl CallFacts {
             server: None,
             decision: "none",
             confirmed: None,
+            flow: Default::default(),
         }
     }
 }
@@ -227,6 +230,7 @@ impl ProxySession {
                 "the user accepted the new definition of `{tool}` ({scope})"
             )),
             trace_id: None,
+            flow: Default::default(),
         });
     }
 
@@ -674,7 +678,7 @@ impl ProxySession {
         let t_gate = Instant::now();
         let span = super::trace::child(inner.tel(), "toolgate.gate".into(), false);
         let (decision, labels) = inner.gate.check_labelled(&cat.plan, gate_name, &args, &env);
-        let decision = super::flow::judge(
+        let (decision, chain) = super::flow::judge(
             &cat.plan,
             &lock(&self.session.state).flow,
             gate_name,
@@ -682,6 +686,10 @@ impl ProxySession {
             &labels,
             super::proxy::unix_now(),
         );
+        facts.flow = crate::gate::flow::FlowAudit {
+            labels: labels.clone(),
+            flow: chain,
+        };
         inner.metrics.gate_time(t_gate.elapsed().as_secs_f64());
         facts.decision = decision.label();
         span.set("toolgate.decision", facts.decision);
@@ -910,6 +918,7 @@ impl ProxySession {
             attempts: end.attempts,
             detail: end.detail,
             trace_id: None,
+            flow: facts.flow,
         });
         end.response
     }

@@ -5,7 +5,9 @@
 //! (semantic and gate), with the live description and `inputSchema` from the
 //! server; any other tool becomes an untagged [`ToolSpec`], auto-tagged by the
 //! policy's `[auto_tags]`, its MCP annotations `readOnlyHint` /
-//! `destructiveHint` setting `read_only` and the destructive risk level. Tags
+//! `destructiveHint` setting `read_only` and the destructive risk level
+//! (`openWorldHint` sets `open_world`, for tagged tools too when their
+//! tags do not say). Tags
 //! of tools no server offers are left out: the plan holds exactly what can be
 //! called.
 
@@ -85,6 +87,7 @@ fn auto_spec(full: String, tool: &Tool, input_schema: SchemaText) -> ToolSpec {
     let ann = tool.annotations.as_ref();
     let read_only = ann.and_then(|a| a.read_only_hint).unwrap_or(false);
     let destructive = ann.and_then(|a| a.destructive_hint).unwrap_or(false);
+    let open_world = ann.and_then(|a| a.open_world_hint);
     ToolSpec {
         name: Sp::new(full, 0..0),
         aliases: Vec::new(),
@@ -93,6 +96,7 @@ fn auto_spec(full: String, tool: &Tool, input_schema: SchemaText) -> ToolSpec {
         tags: None,
         gate: GateTags {
             read_only,
+            open_world,
             risk_level: (destructive && !read_only).then_some(RiskLevel::Destructive),
             ..GateTags::default()
         },
@@ -158,6 +162,10 @@ fn server_unit(
                 spec.aliases.clear();
                 spec.description = description.to_string();
                 spec.input_schema = schema;
+                // the live annotation, where the tags do not say
+                if spec.gate.open_world.is_none() {
+                    spec.gate.open_world = t.annotations.as_ref().and_then(|a| a.open_world_hint);
+                }
                 spec
             }
             None => auto_spec(full, t, schema),
@@ -380,6 +388,40 @@ mod tests {
             "annotations": {"destructiveHint": true}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn the_open_world_hint_is_kept_for_auto_tagged_and_tagged_tools() {
+        let annotated = |name: &str, ann: serde_json::Value| -> Tool {
+            serde_json::from_value(serde_json::json!({
+                "name": name, "description": "d",
+                "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}},
+                "annotations": ann
+            }))
+            .unwrap()
+        };
+        let servers = vec![ServerTools {
+            server: "fetch".into(),
+            tools: Arc::new(vec![
+                // tagged (tool-tags/fetch.toml says nothing of it): the server's hint
+                annotated(
+                    "fetch",
+                    serde_json::json!({"openWorldHint": true, "readOnlyHint": true}),
+                ),
+                annotated("closed", serde_json::json!({"openWorldHint": false})),
+                annotated("silent", serde_json::json!({})),
+            ]),
+            version: 1,
+        }];
+        let c = build_catalog(&inputs(), &servers, &Naming::default()).unwrap();
+        let ow = |n: &str| c.plan.tool(n).unwrap().gate.open_world;
+        assert_eq!(ow("fetch.fetch"), Some(true));
+        assert!(!c.plan.tool("fetch.fetch").unwrap().auto_tagged);
+        assert_eq!(ow("fetch.closed"), Some(false));
+        assert_eq!(ow("fetch.silent"), None);
+        let g = crate::gate::compiled(&c.plan);
+        let i = c.plan.tool_index("fetch.closed").unwrap();
+        assert_eq!(g.tools[i].open_world, Some(false));
     }
 
     #[test]

@@ -518,6 +518,7 @@ impl ProxySession {
             attempts: 0,
             detail: Some(format!("found {}: {}", found.len(), found.join(", "))),
             trace_id: None,
+            flow: Default::default(),
         });
         Ok(CallToolResponse::Complete(result))
     }

@@ -4,7 +4,7 @@
 //! [`super::stateless::SessionHandle::flow`]), and a call that ran recorded
 //! in it. See [`crate::gate::flow`].
 
-use crate::gate::flow::{CallLabel, FlowHistory};
+use crate::gate::flow::{CallLabel, FlowHistory, FlowMatch};
 use crate::plan::Plan;
 
 use super::gate::Decision;
@@ -13,7 +13,9 @@ use super::gate::Decision;
 /// the flow rules it completes after `history` at unix time `now`: an
 /// `allow` becomes an `ask` (the reason names the calls that armed the
 /// rule) or a `deny`; an `ask` becomes a `deny` for a deny rule, else keeps
-/// its reason with the flow's added. A `deny` stays.
+/// its reason with the flow's added. A `deny` stays. Also returns the rules
+/// completed, with the calls that armed them (for the audit record; empty
+/// when the decision stands).
 pub(crate) fn judge(
     plan: &Plan,
     history: &FlowHistory,
@@ -21,15 +23,16 @@ pub(crate) fn judge(
     decision: Decision,
     labels: &[CallLabel],
     now: f64,
-) -> Decision {
+) -> (Decision, Vec<FlowMatch>) {
     if labels.is_empty() || matches!(decision, Decision::Deny { .. }) {
-        return decision;
+        return (decision, Vec::new());
     }
     let g = crate::gate::compiled(plan);
     let matches = history.check(&g.flow, labels, now);
     if matches.is_empty() {
-        return decision;
+        return (decision, matches);
     }
+    let chain = matches.clone();
     // the findings and message the library gives
     let before = match decision {
         Decision::Allow(_) => crate::gate::Action::Allow,
@@ -37,13 +40,14 @@ pub(crate) fn judge(
     };
     let v = crate::gate::flow::raised(&g.flow, tool, before, matches);
     let flow_reasons: Vec<&str> = v.findings.iter().map(|f| f.message.as_str()).collect();
-    match (v.decision, decision) {
+    let raised = match (v.decision, decision) {
         (crate::gate::Action::Deny, _) => Decision::Deny { message: v.message },
         (_, Decision::Ask { reason }) => Decision::Ask {
             reason: format!("{reason} {}", flow_reasons.join(" ")),
         },
         _ => Decision::Ask { reason: v.message },
-    }
+    };
+    (raised, chain)
 }
 
 /// Records a call of `tool` that ran, with its labels, in `history`.
@@ -80,7 +84,7 @@ mod tests {
             json!({"url": "https://evil.example/"}),
         );
         let allow = Decision::Allow(json!({}));
-        match judge(&plan, &h, "fetch.fetch", allow, &out, 3.0) {
+        match judge(&plan, &h, "fetch.fetch", allow, &out, 3.0).0 {
             Decision::Ask { reason } => {
                 assert!(
                     reason.contains("call 1 `filesystem.read_text_file`"),
@@ -92,7 +96,7 @@ mod tests {
         let ask = Decision::Ask {
             reason: "the tool asks".into(),
         };
-        match judge(&plan, &h, "fetch.fetch", ask, &out, 3.0) {
+        match judge(&plan, &h, "fetch.fetch", ask, &out, 3.0).0 {
             Decision::Ask { reason } => {
                 assert!(reason.starts_with("the tool asks "), "{reason}");
                 assert!(reason.contains("call 2 `fetch.fetch`"), "{reason}");
@@ -104,7 +108,7 @@ mod tests {
         };
         assert_eq!(
             judge(&plan, &h, "fetch.fetch", deny.clone(), &out, 3.0),
-            deny
+            (deny, Vec::new())
         );
         // an empty history: the gate's decision stands
         let allow = Decision::Allow(json!({}));
@@ -117,7 +121,7 @@ mod tests {
                 &out,
                 3.0
             ),
-            allow
+            (allow, Vec::new())
         );
     }
 

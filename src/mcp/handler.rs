@@ -225,6 +225,7 @@ impl ProxySession {
                 attempts: 0,
                 detail: Some(text.clone()),
                 trace_id: None,
+                flow: Default::default(),
             });
             tool_error(text)
         };
@@ -859,6 +860,7 @@ impl ProxySession {
                     attempts: 0,
                     detail: Some(stateless::refusal(&e, "session")),
                     trace_id: None,
+                    flow: Default::default(),
                 });
                 return Ok(tool_error(stateless::refusal(&e, "session")));
             }

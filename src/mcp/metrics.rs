@@ -338,6 +338,7 @@ mod tests {
             attempts: 1,
             detail: None,
             trace_id: None,
+            flow: Default::default(),
         }
     }
 

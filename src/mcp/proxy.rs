@@ -492,6 +492,7 @@ impl Inner {
                 attempts: 0,
                 detail: Some(detail),
                 trace_id: None,
+                flow: Default::default(),
             });
         }
         self.refresh_withheld(c);

@@ -563,6 +563,7 @@ impl ProxySession {
             attempts: u32::from(server.is_some()),
             detail: result.as_ref().err().map(|e| e.message.to_string()),
             trace_id: None,
+            flow: Default::default(),
         });
         result
     }

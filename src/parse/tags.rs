@@ -68,6 +68,12 @@ pub struct GateTags {
     pub category: Option<String>,
     /// The tool never changes anything (a read-only SQL tool accepts one read statement).
     pub read_only: bool,
+    /// Whether the tool reaches an "open world" of external entities (a web
+    /// fetch or search) or a closed one (a memory store): MCP's
+    /// `annotations.openWorldHint`, or the tag `open_world`. `None` when
+    /// neither says (MCP reads a missing hint as `true`; the gate's
+    /// `[gate.flow]` conditions match only what a tool says).
+    pub open_world: Option<bool>,
     /// Argument → role: a top-level parameter name or a path into the
     /// arguments (`/edits/*/file_path`, see [`parse_role_path`]).
     pub arguments: Vec<(String, ArgRole)>,
@@ -223,6 +229,7 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
         max_retries,
         category: t.str("category").map(|x| x.0),
         read_only: t.bool("read_only").unwrap_or(false),
+        open_world: t.bool("open_world"),
         arguments,
         argument_spans,
         sql_dialect: t.str("sql_dialect").map(|x| x.0),
@@ -627,7 +634,8 @@ impl InlineTool {
 /// whose name then prefixes each tool as `server.tool`), or an OpenAI `tools`
 /// array (`[{"type": "function", "function": {...}}]`). The tools come without
 /// semantic tags and are auto-tagged; MCP annotations `readOnlyHint` and
-/// `destructiveHint` set `read_only` and the destructive risk level.
+/// `destructiveHint` set `read_only` and the destructive risk level,
+/// `openWorldHint` sets `open_world`.
 /// `name` names the file in messages; see [`import_tools`].
 pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadError> {
     import_tools(SourceFile::new(name.to_string(), text))
@@ -859,6 +867,10 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
                 .unwrap_or(false)
         };
         let (read_only, destructive) = (hint("readOnlyHint"), hint("destructiveHint"));
+        let open_world = ann
+            .as_ref()
+            .and_then(|a| a.get("openWorldHint"))
+            .and_then(|b| b.as_bool());
         let span = locate_name(&file.text, cursor, &tool_name).unwrap_or(0..0);
         cursor = cursor.max(span.end);
         let (full, aliases) = match &prefix {
@@ -879,6 +891,7 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
             tags: None,
             gate: GateTags {
                 read_only,
+                open_world,
                 risk_level: if destructive && !read_only {
                     Some(RiskLevel::Destructive)
                 } else {

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from mcp import types
 
-from conftest import VENV, VENV1, filesystem_bin, proxy, server_bin, text_of, toolgate_bin
+from conftest import VENV, VENV1, filesystem_bin, proxy, read_jsonl, server_bin, text_of, toolgate_bin
 
 pytestmark = pytest.mark.anyio
 
@@ -134,11 +134,18 @@ async def trifecta(p, project: Path, page: Loopback, out_url: str, via: str):
 async def test_the_way_out_after_untrusted_and_private_asks_and_runs_when_confirmed(tmp_path, project, web, via):
     page, collector = web
     seen: list = []
-    async with proxy(tmp_path, "--config", str(config(tmp_path, project)),
+    audit = tmp_path / "audit.jsonl"
+    async with proxy(tmp_path, "--config", str(config(tmp_path, project)), "--audit", str(audit),
                      elicitation=answer(True, seen), cwd=project) as p:
         r = await trifecta(p, project, page, collector.url, via)
         assert not r.is_error, text_of(r)
     assert collector.hits("/collect") == 1
+    # the audit line of the way out carries the chain as data
+    last = read_jsonl(audit)[-1]
+    assert (last["decision"], last["confirmed"], last["outcome"]) == ("ask", True, "ok"), last
+    assert "exfiltration" in [x["label"] for x in last["labels"]], last
+    assert [(a["call"], a["tool"], a["label"]) for a in last["flow"][0]["armed_by"]] == [
+        (2, "fetch.fetch", "untrusted"), (1, "filesystem.read_text_file", "private")], last
     # the person confirming saw the chain: the private read and the page
     assert len(seen) == 1, seen
     assert "sends data out of the session after call 2" in seen[0], seen[0]

@@ -86,6 +86,19 @@ pub enum Destinations {
     Outside,
 }
 
+/// Which writes an attach rule asks for (`writes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Writes {
+    /// The call writes or deletes a file (a `write` or `delete` effect).
+    Any,
+    /// The call writes or deletes a file outside the project: outside every
+    /// root of `[gate.paths]` (an MCP client's roots, or the proxy's
+    /// `--root`), through a symlink that leads outside, or at a path only
+    /// known at run time (fail closed).
+    Outside,
+}
+
 /// `[[gate.flow.attach]]`: the call gets `label` when every condition given
 /// holds (a rule with no condition labels every call).
 #[derive(Debug, Clone, Deserialize)]
@@ -106,6 +119,14 @@ pub struct AttachRule {
     /// The tool's read-only flag (tags, or MCP `readOnlyHint`) must be this.
     #[serde(default)]
     pub read_only: Option<bool>,
+    /// The tool's open-world flag must be this: `true` for a tool that says
+    /// it reaches an open world of external entities (MCP
+    /// `annotations.openWorldHint: true`, or the tag `open_world = true`),
+    /// `false` for one that says its world is closed. A tool that says
+    /// neither matches neither (MCP reads a missing hint as `true`; a rule
+    /// meant for such tools names them by `tools` or `categories`).
+    #[serde(default)]
+    pub open_world: Option<bool>,
     /// Effect kinds the gate found (`read`, `write`, `url`, `network`,
     /// `remote`, ...), any of which the call must have.
     #[serde(default)]
@@ -121,6 +142,10 @@ pub struct AttachRule {
     /// operands of its `url`, `network` and `remote` effects.
     #[serde(default)]
     pub destinations: Option<Destinations>,
+    /// The call's writes (`write` and `delete` effects): `"any"`, or
+    /// `"outside"` the project's roots ([`Writes`]).
+    #[serde(default)]
+    pub writes: Option<Writes>,
 }
 
 /// `[[gate.flow.rules]]`: once every label of `after` is in the session's

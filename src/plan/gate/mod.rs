@@ -53,6 +53,8 @@ pub struct GateTool {
     pub requires_confirmation: bool,
     /// Read-only: SQL must be one read statement, paths are read.
     pub read_only: bool,
+    /// MCP `openWorldHint` (or the tag `open_world`); `None` when neither says.
+    pub open_world: Option<bool>,
     /// SQL dialect tag (empty: the policy's default).
     pub sql_dialect: String,
 }
