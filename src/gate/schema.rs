@@ -162,7 +162,27 @@ impl ToolSchema {
                 if let Some(p) = prop {
                     let _ = write!(m, "{}", about(root, p));
                 }
-                m.push_str(". Add it to the arguments.");
+                // An argument the schema does not declare, close to the
+                // missing name, is most likely it misspelt (`comand`).
+                let declared: Vec<&str> = schema_at(root, &path)
+                    .map(|p| property_names(root, p))
+                    .unwrap_or_default();
+                let misspelt = e.instance().as_object().and_then(|o| {
+                    o.keys().find(|k| {
+                        !declared.contains(&k.as_str())
+                            && crate::diag::did_you_mean(k, [name]).is_some()
+                    })
+                });
+                match misspelt {
+                    Some(k) => {
+                        let _ = write!(
+                            m,
+                            ". The arguments have `{}`, which `{tool}` does not declare: did you mean `{name}`? Rename it.",
+                            join_ptr(&path, &crate::diag::echo(k))
+                        );
+                    }
+                    None => m.push_str(". Add it to the arguments."),
+                }
                 ("required", m)
             }
             K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
