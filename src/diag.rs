@@ -368,7 +368,7 @@ impl fmt::Display for LoadError {
             write!(f, "{d}")?;
         }
         if n > MAX_SHOWN {
-            write!(f, "\n... and {} more", n - MAX_SHOWN)?;
+            write!(f, "\n{} problems", more(n - MAX_SHOWN))?;
         }
         if n > 1 {
             write!(f, "\n({n} problems)")?;
@@ -437,6 +437,13 @@ impl Sink {
             })
         }
     }
+}
+
+/// The marker that closes a list cut at a cap, `… N more` (`n` items left
+/// out), as every capped list of the CLI and of messages to a model ends
+/// (issue 29 item 5).
+pub fn more(n: usize) -> String {
+    format!("… {n} more")
 }
 
 /// At most this many characters of a name or value given by a user or a

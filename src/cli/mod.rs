@@ -71,7 +71,10 @@ pub fn render(err: &LoadError) {
     }
     let n = err.diagnostics.len();
     if n > toolgate::diag::MAX_SHOWN {
-        eprintln!("... and {} more", n - toolgate::diag::MAX_SHOWN);
+        eprintln!(
+            "{} problems",
+            toolgate::diag::more(n - toolgate::diag::MAX_SHOWN)
+        );
     }
     eprintln!("{n} problem{} found", if n == 1 { "" } else { "s" });
 }

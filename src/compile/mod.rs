@@ -629,6 +629,7 @@ fn compile_with(
         tools: linked.tools.clone(),
         by_name: linked.by_name.clone(),
         warnings,
+        notes: Vec::new(),
         examples_checked: 0,
         properties: Vec::new(),
         #[cfg(feature = "gate")]
@@ -645,6 +646,7 @@ fn compile_with(
     }
     plan.warnings
         .extend(found.warnings.iter().map(|d| d.to_string()));
+    plan.notes = found.notes.iter().map(|d| d.to_string()).collect();
     let mut property_warnings = Vec::new();
     plan.properties =
         properties::compile_properties(policy, &plan, &mut sink, &mut property_warnings);

@@ -40,13 +40,13 @@ pub const MAX_LISTED: usize = 10;
 pub const MAX_FINDINGS: usize = 20;
 
 /// Lists the first [`MAX_LISTED`] of `items` (`total` of them), joined with
-/// ", ", followed by ", and M more" when some are left out. `items` is only
+/// ", ", followed by ", … M more" when some are left out. `items` is only
 /// read as far as needed.
 pub(crate) fn capped_list(items: impl IntoIterator<Item = String>, total: usize) -> String {
     let shown: Vec<String> = items.into_iter().take(MAX_LISTED).collect();
     let mut out = shown.join(", ");
     if total > shown.len() {
-        let _ = write!(out, ", and {} more", total - shown.len());
+        let _ = write!(out, ", {}", crate::diag::more(total - shown.len()));
     }
     out
 }
@@ -503,7 +503,7 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         let m = &f[0].message;
         assert!(
-            m.contains(r#""v0", "v1""#) && m.contains(r#""v9", and 990 more"#),
+            m.contains(r#""v0", "v1""#) && m.contains(r#""v9", … 990 more"#),
             "{m}"
         );
         assert!(!m.contains(r#""v10""#), "{m}");
@@ -526,7 +526,7 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         let m = &f[0].message;
         assert!(m.contains("which accepts: `p0`, `p1`"), "{m}");
-        assert!(m.contains(", and 990 more."), "{m}");
+        assert!(m.contains(", … 990 more."), "{m}");
         assert!(m.len() < 600, "{} bytes: {m}", m.len());
         // the suggestion may be a name that is not among the first ten
         let (_, f, _) = run_with(schema.clone(), json!({"p9999": "x"}));
@@ -544,7 +544,7 @@ mod tests {
             m.starts_with("Unknown parameters `zz00`") || m.contains("Unknown parameters `zz00`"),
             "{m}"
         );
-        assert!(m.contains("`zz09`, and 20 more for `t`"), "{m}");
+        assert!(m.contains("`zz09`, … 20 more for `t`"), "{m}");
     }
 
     #[test]
