@@ -101,11 +101,9 @@ pub fn decode_text(mut bytes: Vec<u8>) -> Result<String, String> {
 /// of the byte just after `valid`, the valid UTF-8 text before a bad byte.
 pub fn utf8_line_column(valid: &[u8]) -> (usize, usize) {
     let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
-    let start = valid
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(0, |i| i + 1);
-    let column = 1 + std::str::from_utf8(&valid[start..]).map_or(valid.len() - start, |s| s.chars().count());
+    let start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let column =
+        1 + std::str::from_utf8(&valid[start..]).map_or(valid.len() - start, |s| s.chars().count());
     (line, column)
 }
 

@@ -505,7 +505,7 @@ mod tests {
     fn long_lines_are_located_but_not_echoed() {
         use miette::Diagnostic as _;
         let long = format!("a = 1\nb = {}\n", "x".repeat(MAX_SNIPPET_LINE + 1));
-        let f = SourceFile::new("f.toml", long);
+        let f = SourceFile::new("f.toml", long.clone());
         let d = super::Diagnostic::at(ErrorKind::Syntax, &f, 10..11, "bad");
         assert_eq!(d.to_string(), "f.toml:2:5: bad");
         assert!(d.source_code().is_none() && d.labels().is_none());

@@ -270,7 +270,10 @@ impl EvalInput {
         }
         let maps = [
             ("call_counts", self.usage.call_counts.keys()),
-            ("seconds_since_last_call", self.usage.seconds_since_last_call.keys()),
+            (
+                "seconds_since_last_call",
+                self.usage.seconds_since_last_call.keys(),
+            ),
             ("usage_frequency", self.usage.usage_frequency.keys()),
         ];
         for (section, mut keys) in maps {

@@ -85,7 +85,12 @@ fn tag_file_names_and_snippets_are_bounded() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     let (out, err) = (stdout(&o), stderr(&o));
     // was 404 KB of stdout
-    assert!(out.len() + err.len() < 4_000, "{} + {} bytes", out.len(), err.len());
+    assert!(
+        out.len() + err.len() < 4_000,
+        "{} + {} bytes",
+        out.len(),
+        err.len()
+    );
     // (the renderer wraps the message: checked in pieces)
     assert!(
         err.contains("long.toml:2:8: tool name")
@@ -260,12 +265,19 @@ fn a_misspelt_required_argument_is_suggested() {
 
 /// (h) Capped lists end with "… N more": `replay --max-names`, `compare
 /// --show`, a load with more problems than are shown, an enum's values
-/// in a gate message.
+/// in a gate message, the calls of inline code. (`find_tools` cut by its
+/// limit: tests/mcp/test_discovery.py.)
 #[test]
 fn capped_lists_say_how_many_more() {
     // replay: added/removed tool names per step
     let o = toolgate(
-        &["replay", "--trace", "examples/sessions.jsonl", "--max-names", "2"],
+        &[
+            "replay",
+            "--trace",
+            "examples/sessions.jsonl",
+            "--max-names",
+            "2",
+        ],
         None,
     );
     assert!(o.status.success(), "{}", stderr(&o));
@@ -335,10 +347,35 @@ fn capped_lists_say_how_many_more() {
         ),
     );
     let o = toolgate(
-        &["guard", "--tools", &tools, "--tool", "pick", "--args", r#"{"mode": [1]}"#],
+        &[
+            "guard",
+            "--tools",
+            &tools,
+            "--tool",
+            "pick",
+            "--args",
+            r#"{"mode": [1]}"#,
+        ],
         None,
     );
     assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("\"v9\", … 20 more; got [1]"), "{out}");
+
+    // the calls inline code makes that the policy does not allow
+    let o = toolgate(
+        &[
+            "guard",
+            "--tool",
+            "shell.run_command",
+            "--args",
+            r#"{"command": "python3 -c \"import os, subprocess, shutil, socket; os.system(1); subprocess.run(2); shutil.rmtree(3); socket.socket(); os.remove(4); os.kill(1, 9)\""}"#,
+        ],
+        None,
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains("the code uses `import shutil`, `import socket`, `import subprocess`, `os.kill`, … 11 more."),
+        "{out}"
+    );
 }

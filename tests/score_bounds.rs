@@ -374,10 +374,19 @@ fn raw_scores_beyond_the_clamp_are_a_note() {
     );
     assert!(plan.notes.contains(&n), "{:?}", plan.notes);
     // a clamp the policy declares is not a problem
-    assert!(!plan.warnings.iter().any(|w| w.contains("clamp")), "{:?}", plan.warnings);
+    assert!(
+        !plan.warnings.iter().any(|w| w.contains("clamp")),
+        "{:?}",
+        plan.warnings
+    );
     let text = edit(DEFAULT, "clamp = [0.0, 1.0]", "clamp = [0.05, 1.2]");
     let (_, plan) = self::plan(&text);
-    assert!(!plan.notes.iter().any(|w| w.contains("above the declared clamp")));
+    assert!(
+        !plan
+            .notes
+            .iter()
+            .any(|w| w.contains("above the declared clamp"))
+    );
     let low = format!(
         "{}: for some tool the policy admits, raw scores go down to 0.01, below the declared clamp's lower bound 0.05: the clamp makes every score from 0.01 to 0.05 a 0.05, as it declares (the seed's formula clamps by design)",
         at(&text, "[0.05, 1.2]")

@@ -231,7 +231,11 @@ pub fn run(
             p.tools.len(),
             num(lo),
             num(hi),
-            if lo >= clo && hi <= chi { "within" } else { "beyond" },
+            if lo >= clo && hi <= chi {
+                "within"
+            } else {
+                "beyond"
+            },
             num(clo),
             num(chi)
         );

@@ -375,7 +375,9 @@ fn print_text(
     );
     match out {
         Some(p) => w!(o, "wrote {}", p.display()),
-        None if r.load_error.is_some() || (!r.failing_properties.is_empty() && !r.examples_dropped) => {
+        None if r.load_error.is_some()
+            || (!r.failing_properties.is_empty() && !r.examples_dropped) =>
+        {
             w!(o, "not written (see the error)")
         }
         None => w!(o, "(no --out: the fitted policy was not written)"),

@@ -32,7 +32,10 @@ fn catalog_name(args: &PlanArgs, input: &EvalInput) -> String {
 /// How to make `name` part of the catalog: the shipped tag file that
 /// declares it, if one does, and the ways to add a tool.
 fn advice(u: &UnknownTool, args: &PlanArgs, input: &EvalInput) -> String {
-    let needle = format!("name = {}", serde_json::to_string(&u.name).unwrap_or_default());
+    let needle = format!(
+        "name = {}",
+        serde_json::to_string(&u.name).unwrap_or_default()
+    );
     let shipped = toolgate::load::DEFAULT_TAGS
         .iter()
         .find(|(_, text)| text.lines().any(|l| l.trim() == needle))
