@@ -78,17 +78,33 @@ pub fn read_text_file(path: &Path) -> std::io::Result<String> {
 
 /// The text of a file's bytes: UTF-8, with a leading byte-order mark
 /// (EF BB BF, written by some Windows editors) dropped. Bytes that are not
-/// UTF-8 are an error naming the byte offset of the first bad byte (0-based)
-/// and its line: `not valid UTF-8 at byte 17 (line 2)`.
+/// UTF-8 are an error naming the byte offset in the file of the first bad
+/// byte (0-based, the mark counted) and its line and column
+/// ([`utf8_line_column`]): `not valid UTF-8 at byte 17 (line 2, column 8)`.
 pub fn decode_text(mut bytes: Vec<u8>) -> Result<String, String> {
+    let mut bom = 0;
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
         bytes.drain(..3);
+        bom = 3;
     }
     String::from_utf8(bytes).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
-        let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
-        format!("not valid UTF-8 at byte {at} (line {line})")
+        let (line, column) = utf8_line_column(&e.as_bytes()[..at]);
+        format!(
+            "not valid UTF-8 at byte {} (line {line}, column {column})",
+            at + bom
+        )
     })
+}
+
+/// The 1-based line and column (in characters, as every other location)
+/// of the byte just after `valid`, the valid UTF-8 text before a bad byte.
+pub fn utf8_line_column(valid: &[u8]) -> (usize, usize) {
+    let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
+    let start = valid.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let column =
+        1 + std::str::from_utf8(&valid[start..]).map_or(valid.len() - start, |s| s.chars().count());
+    (line, column)
 }
 
 fn check_kind(meta: &std::fs::Metadata) -> std::io::Result<()> {

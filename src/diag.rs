@@ -130,6 +130,25 @@ impl SourceFile {
             .map_or(t.len(), |i| offset + i);
         end - start > MAX_SNIPPET_LINE
     }
+
+    /// Whether the line holding byte `offset`, or the line before or after
+    /// it (the context a rendered report shows around its label), is longer
+    /// than [`MAX_SNIPPET_LINE`] bytes.
+    pub fn long_line_near(&self, offset: usize) -> bool {
+        let offset = offset.min(self.text.len());
+        let t = self.text.as_bytes();
+        let start = t[..offset]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let end = t[offset..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(t.len(), |i| offset + i);
+        self.long_line_at(offset)
+            || (start > 0 && self.long_line_at(start - 1))
+            || (end < t.len() && self.long_line_at(end + 1))
+    }
 }
 
 /// Lines longer than this many bytes are not echoed under a message (its
@@ -254,12 +273,13 @@ impl Diagnostic {
         Some(self.file.as_ref()?.line_col(self.span.as_ref()?.start))
     }
 
-    /// Whether the rendered report echoes the source line: not for a line
-    /// longer than [`MAX_SNIPPET_LINE`] (the message still starts with
+    /// Whether the rendered report echoes the source lines: not when the
+    /// span's lines, or the context lines around them, are longer than
+    /// [`MAX_SNIPPET_LINE`] (the message still starts with
     /// `file:line:column`).
     fn snippet(&self) -> bool {
         match (&self.file, &self.span) {
-            (Some(f), Some(s)) => !f.long_line_at(s.start) && !f.long_line_at(s.end),
+            (Some(f), Some(s)) => !f.long_line_near(s.start) && !f.long_line_near(s.end),
             _ => true,
         }
     }
@@ -348,7 +368,7 @@ impl fmt::Display for LoadError {
             write!(f, "{d}")?;
         }
         if n > MAX_SHOWN {
-            write!(f, "\n... and {} more", n - MAX_SHOWN)?;
+            write!(f, "\n{} problems", more(n - MAX_SHOWN))?;
         }
         if n > 1 {
             write!(f, "\n({n} problems)")?;
@@ -419,6 +439,13 @@ impl Sink {
     }
 }
 
+/// The marker that closes a list cut at a cap, `… N more` (`n` items left
+/// out), as every capped list of the CLI and of messages to a model ends
+/// (issue 29 item 5).
+pub fn more(n: usize) -> String {
+    format!("… {n} more")
+}
+
 /// At most this many characters of a name or value given by a user or a
 /// model (a tool name, a session key) are echoed back in messages, CLI
 /// output and audit lines ([`clip_chars`] marks the cut).
@@ -478,10 +505,14 @@ mod tests {
     fn long_lines_are_located_but_not_echoed() {
         use miette::Diagnostic as _;
         let long = format!("a = 1\nb = {}\n", "x".repeat(MAX_SNIPPET_LINE + 1));
-        let f = SourceFile::new("f.toml", long);
+        let f = SourceFile::new("f.toml", long.clone());
         let d = super::Diagnostic::at(ErrorKind::Syntax, &f, 10..11, "bad");
         assert_eq!(d.to_string(), "f.toml:2:5: bad");
         assert!(d.source_code().is_none() && d.labels().is_none());
+        let d = super::Diagnostic::at(ErrorKind::Syntax, &f, 0..1, "bad");
+        // line 1 is short, but its context line 2 is long
+        assert!(d.source_code().is_none() && d.labels().is_none());
+        let f = SourceFile::new("f.toml", format!("a = 1\nc = 2\n{}", &long[6..]));
         let d = super::Diagnostic::at(ErrorKind::Syntax, &f, 0..1, "bad");
         assert!(d.source_code().is_some() && d.labels().is_some());
     }

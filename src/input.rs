@@ -173,24 +173,11 @@ impl EvalInput {
         if let Some(m) = &self.message {
             ctx.user_intent_keywords.extend(plan.analyzer.extract(m));
         }
-        let check_tool = |name: &str, what: &str| -> Result<(), String> {
-            if plan.tool_index(name).is_some() {
-                return Ok(());
-            }
-            let hint = crate::diag::did_you_mean(name, plan.by_name.keys().map(|s| s.as_str()))
-                .map(|s| format!(" (did you mean `{s}`?)"))
-                .unwrap_or_default();
-            let name = crate::diag::echo(name);
-            Err(format!(
-                "{what} names `{name}`, which is not in the catalog{hint}"
-            ))
-        };
-        for (i, name) in ctx.recent_tool_calls.iter().enumerate() {
-            check_tool(name, &format!("context.recent_tool_calls[{i}]"))?;
+        if let Some(u) = self.unknown_tool(plan) {
+            return Err(u.message(plan));
         }
         let mut usage = UsageStats::default();
         for (k, &v) in &self.usage.call_counts {
-            check_tool(k, "usage.call_counts")?;
             if !(v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= u64::MAX as f64) {
                 return Err(format!(
                     "usage.call_counts[`{k}`] must be a whole number >= 0, found {v}"
@@ -199,7 +186,6 @@ impl EvalInput {
             usage.call_counts.insert(k.clone(), v as u64);
         }
         for (k, &v) in &self.usage.seconds_since_last_call {
-            check_tool(k, "usage.seconds_since_last_call")?;
             if !(v.is_finite() && v >= 0.0) {
                 return Err(format!(
                     "usage.seconds_since_last_call[`{k}`] must be a finite number >= 0, found {v}"
@@ -208,7 +194,6 @@ impl EvalInput {
             usage.last_call_at.insert(k.clone(), self.now - v);
         }
         for (k, &v) in &self.usage.usage_frequency {
-            check_tool(k, "usage.usage_frequency")?;
             if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
                 return Err(format!(
                     "usage.usage_frequency[`{k}`] must be within [0, 1], found {v}"
@@ -217,6 +202,90 @@ impl EvalInput {
             usage.usage_frequency.insert(k.clone(), v);
         }
         Ok((ctx, usage, self.now))
+    }
+}
+
+/// A tool the input names that `plan`'s catalog does not hold: the first one
+/// found, in the order `context.recent_tool_calls`, `usage.call_counts`,
+/// `usage.seconds_since_last_call`, `usage.usage_frequency`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownTool {
+    /// The JSON path of the reference (`context.recent_tool_calls[1]`, or
+    /// `usage.call_counts` for a key of that object).
+    pub path: String,
+    /// The key under which the name is written (`recent_tool_calls`,
+    /// `call_counts`, ...), to find it in the input's text.
+    pub section: &'static str,
+    /// The name as written.
+    pub name: String,
+}
+
+impl UnknownTool {
+    /// `PATH names `NAME`, which is not in the catalog (did you mean `X`?)`,
+    /// the name clipped ([`crate::diag::echo`]).
+    pub fn message(&self, plan: &Plan) -> String {
+        let hint = crate::diag::did_you_mean(&self.name, plan.by_name.keys().map(|s| s.as_str()))
+            .map(|s| format!(" (did you mean `{s}`?)"))
+            .unwrap_or_default();
+        format!(
+            "{} names `{}`, which is not in the catalog{hint}",
+            self.path,
+            crate::diag::echo(&self.name)
+        )
+    }
+
+    /// The 1-based line and column (in characters) of the name in the
+    /// input's JSON `text`: its first occurrence, as `serde_json` writes it,
+    /// after the `"SECTION"` key; `None` when it is not found (a name
+    /// written with other escapes).
+    pub fn locate(&self, text: &str) -> Option<(usize, usize)> {
+        let key = format!("\"{}\"", self.section);
+        let from = text.find(&key)? + key.len();
+        let needle = serde_json::to_string(&self.name).ok()?;
+        let at = from + text[from..].find(&needle)?;
+        let before = &text[..at];
+        let line = 1 + before.matches('\n').count();
+        let start = before.rfind('\n').map_or(0, |i| i + 1);
+        Some((line, 1 + before[start..].chars().count()))
+    }
+}
+
+impl EvalInput {
+    /// The first tool this input names that `plan` does not hold (see
+    /// [`UnknownTool`]), `None` when every name resolves.
+    pub fn unknown_tool(&self, plan: &Plan) -> Option<UnknownTool> {
+        let unknown = |name: &str| plan.tool_index(name).is_none();
+        if let Some((i, n)) = self
+            .context
+            .recent_tool_calls
+            .iter()
+            .enumerate()
+            .find(|(_, n)| unknown(n))
+        {
+            return Some(UnknownTool {
+                path: format!("context.recent_tool_calls[{i}]"),
+                section: "recent_tool_calls",
+                name: n.clone(),
+            });
+        }
+        let maps = [
+            ("call_counts", self.usage.call_counts.keys()),
+            (
+                "seconds_since_last_call",
+                self.usage.seconds_since_last_call.keys(),
+            ),
+            ("usage_frequency", self.usage.usage_frequency.keys()),
+        ];
+        for (section, mut keys) in maps {
+            if let Some(n) = keys.find(|n| unknown(n)) {
+                return Some(UnknownTool {
+                    path: format!("usage.{section}"),
+                    section,
+                    name: n.clone(),
+                });
+            }
+        }
+        None
     }
 }
 

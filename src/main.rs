@@ -311,6 +311,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
     let fail = |f: Fail| match f {
         Fail::Load(e) => (ExitCode::from(1), Some(e), None),
         Fail::Input(m) => (ExitCode::from(3), None, Some(m)),
+        Fail::NotWritten(e, m) => (ExitCode::from(1), e, Some(m)),
     };
     match cli.command {
         Command::Check {

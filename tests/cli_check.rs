@@ -40,7 +40,7 @@ fn check_prints_the_default_policys_exact_bounds() {
         "{text}"
     );
     assert!(
-        text.contains("warning: policies/default.toml (embedded):12:9: raw scores reach 1.15"),
+        text.contains("note: policies/default.toml (embedded):12:9: for some tool the policy admits, raw scores reach 1.15"),
         "{text}"
     );
 }

@@ -546,7 +546,7 @@ fn large_enums_and_many_missing_parameters_give_bounded_messages() {
     assert!(o.stdout.len() < 4_000, "{} bytes", o.stdout.len());
     let v = json_out(&o);
     let m = v["findings"][0]["message"].as_str().unwrap();
-    assert!(m.contains(r#""value-9", and 990 more"#), "{m}");
+    assert!(m.contains(r#""value-9", … 990 more"#), "{m}");
     let o = guard("fill", "{}", &["--tools", &t]);
     assert_eq!(o.status.code(), Some(7));
     let v = json_out(&o);

@@ -548,7 +548,7 @@ fn invalid_utf8_is_reported_with_its_byte_offset() {
     let o = toolgate(&["eval", "--input", &input], None);
     assert_eq!(o.status.code(), Some(3));
     assert!(
-        stderr(&o).contains("in.json: not valid UTF-8 at byte 15 (line 2)"),
+        stderr(&o).contains("in.json: not valid UTF-8 at byte 15 (line 2, column 14)"),
         "{}",
         stderr(&o)
     );
@@ -556,7 +556,7 @@ fn invalid_utf8_is_reported_with_its_byte_offset() {
     let o = toolgate(&["replay", "--trace", &trace], None);
     assert_eq!(o.status.code(), Some(3));
     assert!(
-        stderr(&o).contains("t.jsonl: trace line 1: not valid UTF-8 at byte 0 (line 1)"),
+        stderr(&o).contains("t.jsonl: trace line 1: not valid UTF-8 at byte 0 (line 1, column 1)"),
         "{}",
         stderr(&o)
     );
@@ -568,7 +568,7 @@ fn invalid_utf8_is_reported_with_its_byte_offset() {
     );
     assert_eq!(o.status.code(), Some(3));
     assert!(
-        stderr(&o).contains("not valid UTF-8 at byte 11 (line 1)"),
+        stderr(&o).contains("not valid UTF-8 at byte 11 (line 1, column 12)"),
         "{}",
         stderr(&o)
     );
@@ -578,7 +578,7 @@ fn invalid_utf8_is_reported_with_its_byte_offset() {
     let o = toolgate(&["check", "--tags", tags.to_str().unwrap()], None);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("x.toml: not valid UTF-8 at byte 17 (line 2)"),
+        stderr(&o).contains("x.toml: not valid UTF-8 at byte 17 (line 2, column 9)"),
         "{}",
         stderr(&o)
     );

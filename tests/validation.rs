@@ -589,7 +589,7 @@ fn thousands_of_problems_are_counted_not_all_printed() {
     let shown = e.to_string();
     assert!(
         shown.contains(&format!(
-            "... and {} more",
+            "… {} more problems",
             e.diagnostics.len() - toolgate::diag::MAX_SHOWN
         )),
         "{}",

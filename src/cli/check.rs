@@ -140,6 +140,7 @@ pub fn run(
                 "formula_terms": p.formula.terms.len(),
                 "examples_checked": p.examples_checked,
                 "warnings": p.warnings,
+                "notes": p.notes,
                 "score_bounds": bounds_json(&bounds),
                 "catalog_bounds": (!p.tools.is_empty()).then(|| bounds_json(&catalog.overall)),
                 "properties": reports,
@@ -216,10 +217,34 @@ pub fn run(
     for w in &p.warnings {
         w!(o, "  warning: {w}");
     }
+    for n in &p.notes {
+        w!(o, "  note: {n}");
+    }
+    if !p.notes.is_empty() && !p.tools.is_empty() {
+        // The notes cover any tool the policy admits; the declared
+        // properties, the loaded tools: say where these stand.
+        let (lo, hi) = (catalog.overall.raw[0], catalog.overall.raw[1]);
+        let (clo, chi) = p.clamp;
+        w!(
+            o,
+            "  note: the {} loaded tools' raw scores lie in [{}, {}], {} the clamp [{}, {}]; the declared properties below are checked over these tools",
+            p.tools.len(),
+            num(lo),
+            num(hi),
+            if lo >= clo && hi <= chi {
+                "within"
+            } else {
+                "beyond"
+            },
+            num(clo),
+            num(chi)
+        );
+    }
     print_properties(o, &reports);
     if let (Some(n), Some(v)) = (fuzz, &violations) {
         w!(o, "  fuzz: {n} random sessions, {} violation(s)", v.len());
-        for x in v.iter().take(20) {
+        const SHOWN: usize = 20;
+        for x in v.iter().take(SHOWN) {
             w!(
                 o,
                 "    sample {}: {}{}",
@@ -230,6 +255,9 @@ pub fn run(
                     .unwrap_or_default(),
                 x.message
             );
+        }
+        if v.len() > SHOWN {
+            w!(o, "    {}", toolgate::diag::more(v.len() - SHOWN));
         }
     }
     Ok(ok)

@@ -266,6 +266,10 @@ fn print_text(
                 d.size_b
             );
         }
+        let listed = p.discordant.len().min(show);
+        if discordant > listed {
+            w!(o, "  {}", toolgate::diag::more(discordant - listed));
+        }
     }
 }
 

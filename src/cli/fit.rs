@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use toolgate::diag::{Diagnostic, ErrorKind};
+use toolgate::diag::ErrorKind;
 use toolgate::load::load_policy;
 use toolgate::replay::engine::ReplayOptions;
 use toolgate::replay::fit::{ExampleFailure, FitOptions, FitReport, Sampling, fit_stream};
@@ -205,37 +205,29 @@ fn report_fit(
     } else {
         print_text(o, &report, trace_path, opts, write);
     }
-    if properties_fail && report.load_error.is_none() {
-        let e = Diagnostic::bare(
-            ErrorKind::ExampleFailed,
-            format!(
-                "the fitted policy was not written: {} of the policy's [[properties]] fail under the fitted weights",
-                report.failing_properties.len()
-            ),
-        )
-        .with_help(
-            "rerun with --drop-failing-examples to write it without them, or edit the properties",
-        );
-        return Err(Fail::Load(toolgate::diag::LoadError::single(e)));
-    }
-    match report.load_error {
-        Some(mut e) => {
-            e.diagnostics.push(
-                Diagnostic::bare(
-                    ErrorKind::ExampleFailed,
-                    format!(
-                        "the fitted policy was not written: {} of the policy's [[examples]] fail under the fitted weights",
-                        report.failing_examples.len()
-                    ),
-                )
-                .with_help(
-                    "rerun with --drop-failing-examples to write it without them, or edit the examples",
-                ),
-            );
-            Err(Fail::Load(e))
-        }
-        None => Ok(()),
-    }
+    // Why nothing was written, once on stderr; the failing examples and
+    // properties are listed (once each) on stdout, so only the other load
+    // problems of the fitted policy are rendered as errors.
+    let examples = report.failing_examples.len();
+    let properties = report.failing_properties.len();
+    let why = match (&report.load_error, properties_fail) {
+        (Some(_), _) if examples > 0 => format!(
+            "{examples} of the policy's [[examples]] fail under the fitted weights (listed above); rerun with --drop-failing-examples to write it without them, or edit the examples"
+        ),
+        (Some(_), _) => "it does not load".to_string(),
+        (None, true) => format!(
+            "{properties} of the policy's [[properties]] fail under the fitted weights (listed above); rerun with --drop-failing-examples to write it without them, or edit the properties"
+        ),
+        (None, false) => return Ok(()),
+    };
+    let others = report.load_error.map(|mut e| {
+        e.diagnostics.retain(|d| d.kind != ErrorKind::ExampleFailed);
+        e
+    });
+    Err(Fail::NotWritten(
+        others.filter(|e| !e.diagnostics.is_empty()),
+        format!("the fitted policy was not written: {why}"),
+    ))
 }
 
 fn print_floor(
@@ -383,11 +375,10 @@ fn print_text(
     );
     match out {
         Some(p) => w!(o, "wrote {}", p.display()),
-        None if r.load_error.is_some() => {
-            w!(
-                o,
-                "not written: the fitted policy does not load (see the errors)"
-            )
+        None if r.load_error.is_some()
+            || (!r.failing_properties.is_empty() && !r.examples_dropped) =>
+        {
+            w!(o, "not written (see the error)")
         }
         None => w!(o, "(no --out: the fitted policy was not written)"),
     }
@@ -409,10 +400,26 @@ fn print_failures(o: &mut String, what: &str, failures: &[ExampleFailure], dropp
             ""
         }
     );
+    // Each failure once, at the place that fails (its `file:line:column`),
+    // with its name.
+    let kind = if what == "examples" {
+        "example"
+    } else {
+        "property"
+    };
     for f in failures {
-        w!(o, "  line {}: `{}`", f.line, f.name);
+        let named = format!("`{}`", f.name);
         for e in &f.errors {
-            w!(o, "    {e}");
+            if e.contains(&named) {
+                w!(o, "  {e}");
+            } else if let Some(detail) = e.strip_prefix(&format!("{}: ", f.location)) {
+                w!(o, "  {}: {kind} {named}: {detail}", f.location);
+            } else {
+                w!(o, "  {kind} {named} (line {}): {e}", f.line);
+            }
+        }
+        if f.errors.is_empty() {
+            w!(o, "  {kind} {named} (line {})", f.line);
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod replay;
 pub mod replay_flow;
 pub mod report;
 pub mod stream;
+pub mod unknown_tool;
 pub mod watch;
 
 use std::io::{IsTerminal, Read};
@@ -70,7 +71,10 @@ pub fn render(err: &LoadError) {
     }
     let n = err.diagnostics.len();
     if n > toolgate::diag::MAX_SHOWN {
-        eprintln!("... and {} more", n - toolgate::diag::MAX_SHOWN);
+        eprintln!(
+            "{} problems",
+            toolgate::diag::more(n - toolgate::diag::MAX_SHOWN)
+        );
     }
     eprintln!("{n} problem{} found", if n == 1 { "" } else { "s" });
 }
@@ -91,11 +95,16 @@ pub fn read_text(path: &str) -> Result<String, String> {
 }
 
 pub fn read_input(path: &Option<String>) -> Result<EvalInput, String> {
+    read_input_text(path).map(|(i, _)| i)
+}
+
+/// [`read_input`], with the input's text (empty without `--input`).
+pub fn read_input_text(path: &Option<String>) -> Result<(EvalInput, String), String> {
     let text = match path.as_deref() {
-        None => return Ok(EvalInput::default()),
+        None => return Ok((EvalInput::default(), String::new())),
         Some(p) => read_text(p)?,
     };
-    EvalInput::parse_file(path.as_deref().unwrap_or("-"), &text)
+    EvalInput::parse_file(path.as_deref().unwrap_or("-"), &text).map(|i| (i, text))
 }
 
 pub enum Fail {
@@ -103,6 +112,10 @@ pub enum Fail {
     Load(LoadError),
     /// The input is invalid (exit 3).
     Input(String),
+    /// A result was refused (exit 1): the problems to render, if any, and
+    /// one sentence saying what was not done and why (`fit`'s fitted policy
+    /// that was not written).
+    NotWritten(Option<LoadError>, String),
 }
 
 pub fn build(args: &PlanArgs, input: Option<&EvalInput>) -> Result<Arc<Plan>, Fail> {
@@ -128,9 +141,15 @@ pub fn build(args: &PlanArgs, input: Option<&EvalInput>) -> Result<Arc<Plan>, Fa
 }
 
 pub fn evaluate(args: &PlanArgs, input: &Option<String>) -> Result<Activation, Fail> {
-    let input = read_input(input).map_err(Fail::Input)?;
-    let plan = build(args, Some(&input))?;
-    let (ctx, usage, now) = input.resolve(&plan).map_err(Fail::Input)?;
+    let (parsed, text) = read_input_text(input).map_err(Fail::Input)?;
+    let plan = build(args, Some(&parsed))?;
+    if let Some(u) = parsed.unknown_tool(&plan) {
+        let file = input.as_deref().unwrap_or("-");
+        return Err(Fail::Input(unknown_tool::message(
+            &u, &plan, args, &parsed, file, &text,
+        )));
+    }
+    let (ctx, usage, now) = parsed.resolve(&plan).map_err(Fail::Input)?;
     Ok(plan.evaluate(&ctx, &usage, now))
 }
 

@@ -69,7 +69,7 @@ fn names(plan: &Plan, idx: &[usize], max: usize) -> String {
     v.sort_unstable();
     let mut s = v.join(", ");
     if idx.len() > max {
-        s.push_str(&format!(", ... ({} more)", idx.len() - max));
+        s.push_str(&format!(", {}", toolgate::diag::more(idx.len() - max)));
     }
     s
 }

@@ -184,6 +184,10 @@ pub struct Findings {
     pub errors: Vec<Diagnostic>,
     /// Problems reported beside a good plan.
     pub warnings: Vec<Diagnostic>,
+    /// Facts worth knowing that are no problem: raw scores beyond the
+    /// declared clamp (the policy clamps on purpose, as the seed's formula
+    /// does), over any tool the policy admits.
+    pub notes: Vec<Diagnostic>,
 }
 
 /// The static findings of `plan` (compiled from `policy`), over any tool the
@@ -195,7 +199,9 @@ pub struct Findings {
 ///   score: a warning (every tool passes it);
 /// * a term whose value can never change whether a tool is active (it is
 ///   constant, or the other terms always decide before it counts): a warning;
-/// * raw scores beyond the clamp for inputs that reach them: a warning.
+/// * raw scores beyond the clamp for inputs that reach them: a note (the
+///   clamp is declared, so cutting them is by design), saying that it
+///   covers any tool the policy admits.
 pub fn findings(policy: &PolicySource, plan: &Plan) -> Findings {
     let mut out = Findings::default();
     let dw = DomainWeights::of(plan);
@@ -360,7 +366,11 @@ pub fn findings(policy: &PolicySource, plan: &Plan) -> Findings {
                         }
                     })
                     .collect();
-                let more = if rest.len() > 4 { ", ..." } else { "" };
+                let more = if rest.len() > 4 {
+                    format!(", {}", crate::diag::more(rest.len() - 4))
+                } else {
+                    String::new()
+                };
                 out.warnings.push(at(
                     ErrorKind::InvalidValue,
                     span,
@@ -383,11 +393,11 @@ pub fn findings(policy: &PolicySource, plan: &Plan) -> Findings {
     if let Some(h) = hi_corner
         && h.value > chi
     {
-        out.warnings.push(at(
+        out.notes.push(at(
             ErrorKind::OutOfRange,
             clamp_span.clone(),
             format!(
-                "raw scores reach {}, above the clamp's upper bound {}: every score from {} to {} becomes {} (they tie, and the formula's differences there are lost)",
+                "for some tool the policy admits, raw scores reach {}, above the declared clamp's upper bound {}: the clamp makes every score from {} to {} a {} (they tie), as it declares (the seed's formula clamps by design)",
                 num(h.value),
                 num(chi),
                 num(chi),
@@ -399,11 +409,11 @@ pub fn findings(policy: &PolicySource, plan: &Plan) -> Findings {
     if let Some(l) = lo_corner
         && l.value < clo
     {
-        out.warnings.push(at(
+        out.notes.push(at(
             ErrorKind::OutOfRange,
             clamp_span,
             format!(
-                "raw scores go down to {}, below the clamp's lower bound {}: every score from {} to {} becomes {}",
+                "for some tool the policy admits, raw scores go down to {}, below the declared clamp's lower bound {}: the clamp makes every score from {} to {} a {}, as it declares (the seed's formula clamps by design)",
                 num(l.value),
                 num(clo),
                 num(l.value),

@@ -279,12 +279,37 @@ fn compile_with(
         && let Ok(tree) = evalexpr::build_operator_tree(&policy.formula.value)
     {
         let used: Vec<&str> = tree.iter_variable_identifiers().collect();
+        // The formula's own weights: the names it uses that are not features.
+        let mut formula_weights: Vec<&str> = Vec::new();
+        for v in &used {
+            if !FEATURES.contains(v) && !formula_weights.contains(v) {
+                formula_weights.push(v);
+            }
+        }
         for (name, _) in &policy.weights {
             if !used.contains(&name.value.as_str()) {
-                warnings.push(format!(
-                    "weight `{}` is not used by the formula",
-                    name.value
-                ));
+                let d = at(
+                    policy,
+                    ErrorKind::UnknownName,
+                    name.span.clone(),
+                    format!(
+                        "weight `{}` is not used by the formula, so it has no effect",
+                        crate::diag::echo(&name.value)
+                    ),
+                );
+                let d = match crate::diag::did_you_mean(&name.value, formula_weights.iter().copied()) {
+                    Some(w) => d.with_help(format!(
+                        "did you mean the formula's `{w}`? This key is ignored: remove it, or name it in the formula"
+                    )),
+                    None if formula_weights.is_empty() => {
+                        d.with_help("the formula names no weight")
+                    }
+                    None => d.with_help(format!(
+                        "the formula's weights: {}",
+                        formula_weights.join(", ")
+                    )),
+                };
+                warnings.push(d.to_string());
             }
         }
     }
@@ -604,6 +629,7 @@ fn compile_with(
         tools: linked.tools.clone(),
         by_name: linked.by_name.clone(),
         warnings,
+        notes: Vec::new(),
         examples_checked: 0,
         properties: Vec::new(),
         #[cfg(feature = "gate")]
@@ -620,6 +646,7 @@ fn compile_with(
     }
     plan.warnings
         .extend(found.warnings.iter().map(|d| d.to_string()));
+    plan.notes = found.notes.iter().map(|d| d.to_string()).collect();
     let mut property_warnings = Vec::new();
     plan.properties =
         properties::compile_properties(policy, &plan, &mut sink, &mut property_warnings);

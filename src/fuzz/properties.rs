@@ -348,7 +348,7 @@ impl Checker<'_> {
         let range = format!("[{}, {}]", num(low), num(high));
         if !nan && low <= lo && hi <= high {
             return Verdict::proven(format!(
-                "every {what} lies in [{}, {}] (interval bounds over {} tool(s)), within {range}",
+                "every {what} lies in [{}, {}] (interval bounds over the {} loaded tool(s)), within {range}",
                 num(lo),
                 num(hi),
                 scope.len()

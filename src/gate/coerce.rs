@@ -507,11 +507,15 @@ impl<'a> Cx<'a> {
                     .description()
                     .map(|d| format!(" ({})", short(d)))
                     .unwrap_or_default();
-                let details: Vec<String> = failed
+                let total: usize = failed.iter().map(|(_, e)| e.len()).sum();
+                let mut details: Vec<String> = failed
                     .iter()
                     .flat_map(|(_, e)| e.iter().map(|f| f.message.clone()))
                     .take(3)
                     .collect();
+                if total > details.len() {
+                    details.push(crate::diag::more(total - details.len()));
+                }
                 let msg = format!(
                     "{} must be {}{about}; got {}, which converts to none of them ({}). Send a value of one of these types.",
                     subject(ptr),
@@ -668,7 +672,10 @@ fn about_facets(facets: &Facets<'_>, types: &[&str]) -> String {
         }
     }
     if let Some(Value::Array(e)) = facets.first("enum") {
-        let vals: Vec<String> = e.iter().take(20).map(|v| v.to_string()).collect();
+        let mut vals: Vec<String> = e.iter().take(20).map(|v| v.to_string()).collect();
+        if e.len() > vals.len() {
+            vals.push(crate::diag::more(e.len() - vals.len()));
+        }
         parts.push(format!("one of {}", vals.join(", ")));
     }
     if parts.is_empty() {

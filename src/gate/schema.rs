@@ -40,13 +40,13 @@ pub const MAX_LISTED: usize = 10;
 pub const MAX_FINDINGS: usize = 20;
 
 /// Lists the first [`MAX_LISTED`] of `items` (`total` of them), joined with
-/// ", ", followed by ", and M more" when some are left out. `items` is only
+/// ", ", followed by ", … M more" when some are left out. `items` is only
 /// read as far as needed.
 pub(crate) fn capped_list(items: impl IntoIterator<Item = String>, total: usize) -> String {
     let shown: Vec<String> = items.into_iter().take(MAX_LISTED).collect();
     let mut out = shown.join(", ");
     if total > shown.len() {
-        let _ = write!(out, ", and {} more", total - shown.len());
+        let _ = write!(out, ", {}", crate::diag::more(total - shown.len()));
     }
     out
 }
@@ -162,7 +162,27 @@ impl ToolSchema {
                 if let Some(p) = prop {
                     let _ = write!(m, "{}", about(root, p));
                 }
-                m.push_str(". Add it to the arguments.");
+                // An argument the schema does not declare, close to the
+                // missing name, is most likely it misspelt (`comand`).
+                let declared: Vec<&str> = schema_at(root, &path)
+                    .map(|p| property_names(root, p))
+                    .unwrap_or_default();
+                let misspelt = e.instance().as_object().and_then(|o| {
+                    o.keys().find(|k| {
+                        !declared.contains(&k.as_str())
+                            && crate::diag::did_you_mean(k, [name]).is_some()
+                    })
+                });
+                match misspelt {
+                    Some(k) => {
+                        let _ = write!(
+                            m,
+                            ". The arguments have `{}`, which `{tool}` does not declare: did you mean `{name}`? Rename it.",
+                            join_ptr(&path, &crate::diag::echo(k))
+                        );
+                    }
+                    None => m.push_str(". Add it to the arguments."),
+                }
                 ("required", m)
             }
             K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
@@ -483,7 +503,7 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         let m = &f[0].message;
         assert!(
-            m.contains(r#""v0", "v1""#) && m.contains(r#""v9", and 990 more"#),
+            m.contains(r#""v0", "v1""#) && m.contains(r#""v9", … 990 more"#),
             "{m}"
         );
         assert!(!m.contains(r#""v10""#), "{m}");
@@ -506,7 +526,7 @@ mod tests {
         assert_eq!(f.len(), 1, "{f:?}");
         let m = &f[0].message;
         assert!(m.contains("which accepts: `p0`, `p1`"), "{m}");
-        assert!(m.contains(", and 990 more."), "{m}");
+        assert!(m.contains(", … 990 more."), "{m}");
         assert!(m.len() < 600, "{} bytes: {m}", m.len());
         // the suggestion may be a name that is not among the first ten
         let (_, f, _) = run_with(schema.clone(), json!({"p9999": "x"}));
@@ -524,7 +544,7 @@ mod tests {
             m.starts_with("Unknown parameters `zz00`") || m.contains("Unknown parameters `zz00`"),
             "{m}"
         );
-        assert!(m.contains("`zz09`, and 20 more for `t`"), "{m}");
+        assert!(m.contains("`zz09`, … 20 more for `t`"), "{m}");
     }
 
     #[test]

@@ -234,10 +234,14 @@ pub const MAX_QUOTED_QUERY_CHARS: usize = 300;
 /// The `find_tools` result for `matches` of catalog `cat`: one line per
 /// tool and the structured list, or a plain "nothing matches" quoting at
 /// most [`MAX_QUOTED_QUERY_CHARS`] characters of `query` (`best` is the
-/// best score seen, `threshold` the effective threshold).
+/// best score seen, `threshold` the effective threshold). `more` tools
+/// also matched but were cut by the search's limit: the text then ends
+/// with a line `… N more` saying so.
+#[allow(clippy::too_many_arguments)]
 pub fn find_result(
     cat: &Catalog,
     matches: &[Match],
+    more: usize,
     query: &str,
     best: f64,
     threshold: f64,
@@ -268,6 +272,13 @@ pub fn find_result(
                     first_sentence(t.description.as_deref().unwrap_or_default())
                 )
             })
+            .chain((more > 0).then(|| {
+                format!(
+                    "{} tools match as well, below these (the search returns at most {}); a query with more of the task's words narrows it",
+                    crate::diag::more(more),
+                    matches.len()
+                )
+            }))
             .collect::<Vec<_>>()
             .join("\n")
     };
@@ -316,9 +327,15 @@ pub fn search(
         .filter(|t| keep(t.tool))
         .map(|t| t.score)
         .fold(0.0, f64::max);
+    let matching = act
+        .tools
+        .iter()
+        .filter(|t| t.reason == Reason::AboveThreshold && keep(t.tool))
+        .count();
     let mut result = find_result(
         cat,
         &matches,
+        matching.saturating_sub(matches.len()),
         query,
         best,
         act.effective_threshold,

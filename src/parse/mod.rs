@@ -2,6 +2,7 @@
 //! for every value that a later check may point at.
 
 pub mod discovery;
+pub mod names;
 pub mod policy;
 pub mod properties;
 pub mod reader;

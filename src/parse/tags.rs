@@ -282,7 +282,7 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
     let name = t
         .require("name")
         .and_then(|v| v.string().map(|s| Sp::new(s, v.span.clone())));
-    let aliases = t
+    let aliases: Vec<Sp<String>> = t
         .str_list("aliases")
         .unwrap_or_default()
         .into_iter()
@@ -403,6 +403,9 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
         .map(|(s, sp)| Sp::new(s, sp))
         .collect();
     let name = name?;
+    for (n, what) in std::iter::once((&name, "name")).chain(aliases.iter().map(|a| (a, "alias"))) {
+        crate::parse::names::check_length(r, n, what);
+    }
     if has_tags && tags.is_none() {
         return None;
     }

@@ -284,6 +284,10 @@ pub struct Plan {
     pub name_index: NameIndex,
     /// Non-fatal findings of the compile (unused weights, skipped examples).
     pub warnings: Vec<String>,
+    /// Findings of the compile that are no problem, each as
+    /// `file:line:column: message`: raw scores beyond the declared clamp,
+    /// over any tool the policy admits (`compile::findings`).
+    pub notes: Vec<String>,
     /// Number of policy examples that were checked and held.
     pub examples_checked: usize,
     /// The policy's declared `[[properties]]` (checked by `toolgate check`,

@@ -90,8 +90,9 @@ fn text_lines(reader: impl BufRead) -> impl Iterator<Item = (usize, Result<Strin
         let text = String::from_utf8(bytes).map_err(|e| TraceError {
             line,
             message: format!(
-                "not valid UTF-8 at byte {} (line {line})",
-                start + e.utf8_error().valid_up_to()
+                "not valid UTF-8 at byte {} (line {line}, column {})",
+                start + e.utf8_error().valid_up_to(),
+                crate::datafile::utf8_line_column(&e.as_bytes()[..e.utf8_error().valid_up_to()]).1
             ),
         });
         (line, text)

@@ -85,9 +85,12 @@ async def test_find_tools_lists_the_match_which_is_then_callable(tmp_path, db):
         assert "sqlite__list_tables" in after and set(before) < set(after)
         rows = await p.call("sqlite__list_tables")
         assert not rows.is_error and "users" in text_of(rows)
-        # a limit is honoured
+        # a limit is honoured, and the text says how many more matched (issue 29)
         r = await p.call("toolgate__find_tools", {"query": QUESTION, "limit": 1})
         assert [t["name"] for t in r.structured_content["tools"]] == ["sqlite__list_tables"]
+        cut = text_of(r).splitlines()
+        assert len(found) > 1 and len(cut) == 2, cut
+        assert cut[1].startswith(f"… {len(found) - 1} more tools match as well"), cut
     lines = audit_lines(audit)
     assert lines[0]["tool"] == "toolgate__find_tools" and "sqlite.list_tables" in lines[0]["detail"]
     call = lines[1]

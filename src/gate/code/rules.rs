@@ -26,7 +26,7 @@ impl std::fmt::Display for CodeProblem {
                 let shown: Vec<&str> = u.iter().take(4).map(String::as_str).collect();
                 write!(f, "the code uses {}", shown.join(", "))?;
                 if u.len() > 4 {
-                    write!(f, " and {} more", u.len() - 4)?;
+                    write!(f, ", {}", crate::diag::more(u.len() - 4))?;
                 }
                 Ok(())
             }

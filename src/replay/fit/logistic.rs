@@ -81,6 +81,10 @@ pub struct ExampleFailure {
     pub line: usize,
     /// What fails, each as `file:line:column: message`.
     pub errors: Vec<String>,
+    /// `file:line:column` of a failing property (its `[[properties]]`
+    /// table); empty for an example, whose errors name it.
+    #[serde(skip)]
+    pub location: String,
 }
 
 /// A weight before and after the fit.
@@ -444,6 +448,7 @@ fn failing_properties(
                 name: r.name,
                 line,
                 errors: vec![format!("{}: {}", r.location, r.detail)],
+                location: r.location,
             }
         })
         .collect())
@@ -476,6 +481,7 @@ fn failing_examples(
                 name: ex.name.clone(),
                 line: text[..ex.span.start.min(text.len())].matches('\n').count() + 1,
                 errors: e.diagnostics.iter().map(|d| d.to_string()).collect(),
+                location: String::new(),
             });
         }
     }
