@@ -719,6 +719,31 @@ impl ProxySession {
             let (st, id) = (&self.session.state, &self.session.id);
             shadow.call(st, id, inner, &args, &env, live);
         }
+        if let Decision::Deny { message } = &decision {
+            let msg = to_exposed(&cat, message);
+            return (CallEnd::refused(Outcome::Denied, msg), facts);
+        }
+        // The refusals no confirmation can lift come before the user is
+        // asked: a call the user confirms is one that can be made.
+        // A gate may allow a name that is not in the catalog; there is nowhere to send it.
+        let Some((idx, route)) = route else {
+            let msg = format!("unknown tool `{}`", crate::diag::echo(&called));
+            facts.decision = "deny";
+            return (CallEnd::refused(Outcome::Denied, msg), facts);
+        };
+        if !allow_inactive_calls(&cat.plan) {
+            let listed = {
+                let mut st = lock(&self.session.state);
+                inner.listed(&mut st, &cat).contains(&idx)
+            };
+            if !listed {
+                let msg = format!(
+                    "`{shown}` is registered but not listed in this session, and the policy forbids calling tools that are not ([gate] allow_inactive_calls = false); find it with the search tool first"
+                );
+                facts.decision = "deny";
+                return (CallEnd::refused(Outcome::Inactive, msg), facts);
+            }
+        }
         let (args, confirmed) = match decision {
             Decision::Deny { message } => {
                 let msg = to_exposed(&cat, &message);
@@ -799,25 +824,6 @@ impl ProxySession {
             }
         };
         facts.confirmed = confirmed;
-        // A gate may allow a name that is not in the catalog; there is nowhere to send it.
-        let Some((idx, route)) = route else {
-            let msg = format!("unknown tool `{}`", crate::diag::echo(&called));
-            facts.decision = "deny";
-            return (CallEnd::refused(Outcome::Denied, msg), facts);
-        };
-        if !allow_inactive_calls(&cat.plan) {
-            let listed = {
-                let mut st = lock(&self.session.state);
-                inner.listed(&mut st, &cat).contains(&idx)
-            };
-            if !listed {
-                let msg = format!(
-                    "`{shown}` is registered but not listed in this session, and the policy forbids calling tools that are not ([gate] allow_inactive_calls = false); find it with the search tool first"
-                );
-                facts.decision = "deny";
-                return (CallEnd::refused(Outcome::Inactive, msg), facts);
-            }
-        }
         let ds = inner.servers[route.server].clone();
         let limits = call_limits(&cat.plan, idx);
         let learn = cat.discovery.intent_from_calls.then(|| {

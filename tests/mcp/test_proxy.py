@@ -637,6 +637,29 @@ async def test_inactive_calls_follow_the_policy(tmp_path, db, repo):
         assert "not listed" not in text_of(r)
 
 
+async def test_a_call_that_cannot_be_made_is_refused_before_the_user_is_asked(tmp_path, db):
+    # a tool the gate asks about but the policy forbids calling (not listed,
+    # allow_inactive_calls = false): refused without a confirmation dialog,
+    # so the user never confirms a call that is then not made
+    tags = confirm_tags(tmp_path)
+    policy = tmp_path / "policy.toml"
+    text = (ROOT / "policies/default.toml").read_text().split("[[examples]]")[0]
+    policy.write_text(text + "\n[gate]\nallow_inactive_calls = false\n")
+    seen: list[types.ElicitRequestParams] = []
+
+    async def accept(context, params):
+        seen.append(params)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    async with proxy(tmp_path, "--server", sqlite_server(db), "--tags", str(tags),
+                     "--policy", str(policy), elicitation=accept) as p:
+        assert "sqlite__create_table" not in await p.names()
+        r = await p.call("sqlite.create_table", CREATE)
+        assert r.is_error and "not listed" in text_of(r), text_of(r)
+    assert seen == []
+    assert "audit_log" not in tables(db)
+
+
 async def test_list_changed_is_not_advertised_nor_sent_when_disabled(tmp_path, db, repo):
     async with proxy(tmp_path, "--server", sqlite_server(db), "--server", git_server(repo),
                      "--no-list-changed", "--debounce-ms", "10") as p:

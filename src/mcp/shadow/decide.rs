@@ -121,6 +121,7 @@ impl Shadow {
                 &labels,
                 crate::mcp::proxy::unix_now(),
             )
+            .0
         };
         if !matches!(decision, Decision::Deny { .. }) {
             let index = cat.plan.tool_index(live.tool).filter(|_| live.known);
