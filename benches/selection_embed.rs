@@ -26,7 +26,9 @@
 //!   cost faster).
 //!
 //! The cache folder is a temporary one (`TOOLGATE_CACHE_DIR`, set before any
-//! thread starts), never the user's.
+//! thread starts), never the user's; `TOOLGATE_BENCH_CACHE=DIR` copies the
+//! cache files of DIR into it first (a filled cache saves the first compile
+//! minutes of encoding; the copies are what `compile_cold` deletes).
 //!
 //! Run: `cargo bench --features embed --bench selection_embed -- FILTER`;
 //! `cargo test --features embed --bench selection_embed` runs each case
@@ -98,6 +100,11 @@ fn bench(c: &mut Criterion) {
     let cache = tempfile::tempdir().expect("tempdir");
     // SAFETY: set before criterion or candle start any thread.
     unsafe { std::env::set_var("TOOLGATE_CACHE_DIR", cache.path()) };
+    if let Some(seed) = std::env::var_os("TOOLGATE_BENCH_CACHE") {
+        for e in std::fs::read_dir(&seed).expect("TOOLGATE_BENCH_CACHE").flatten() {
+            std::fs::copy(e.path(), cache.path().join(e.file_name())).expect("copy");
+        }
+    }
     let tools = catalog();
     let msgs = messages();
     let n = tools.len();
