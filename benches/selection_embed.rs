@@ -101,7 +101,10 @@ fn bench(c: &mut Criterion) {
     // SAFETY: set before criterion or candle start any thread.
     unsafe { std::env::set_var("TOOLGATE_CACHE_DIR", cache.path()) };
     if let Some(seed) = std::env::var_os("TOOLGATE_BENCH_CACHE") {
-        for e in std::fs::read_dir(&seed).expect("TOOLGATE_BENCH_CACHE").flatten() {
+        for e in std::fs::read_dir(&seed)
+            .expect("TOOLGATE_BENCH_CACHE")
+            .flatten()
+        {
             std::fs::copy(e.path(), cache.path().join(e.file_name())).expect("copy");
         }
     }
@@ -112,7 +115,9 @@ fn bench(c: &mut Criterion) {
     let trans = policy(TRANSFORMER);
     let with_model = has_transformer(&trans);
     if !with_model {
-        eprintln!("selection_embed: no transformer model (scripts/install-minilm, --features embed): its cases are skipped");
+        eprintln!(
+            "selection_embed: no transformer model (scripts/install-minilm, --features embed): its cases are skipped"
+        );
     }
     let mut g = c.benchmark_group("selection_embed");
     g.sample_size(10);
@@ -155,7 +160,10 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("compile_cold/{cold}"), |b| {
             b.iter_batched(
                 || {
-                    for e in std::fs::read_dir(cache.path()).expect("cache dir").flatten() {
+                    for e in std::fs::read_dir(cache.path())
+                        .expect("cache dir")
+                        .flatten()
+                    {
                         std::fs::remove_file(e.path()).expect("cache file");
                     }
                     part.clone()

@@ -251,9 +251,11 @@ fn read_transformer_folder(dir: &Path) -> crate::parse::selection::SemanticData 
     if let Some(stamp) = stamp
         && model.is_transformer()
     {
-        SEEN.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((dir.to_path_buf(), stamp, std::sync::Arc::downgrade(&model)));
+        SEEN.lock().unwrap_or_else(|e| e.into_inner()).push((
+            dir.to_path_buf(),
+            stamp,
+            std::sync::Arc::downgrade(&model),
+        ));
     }
     crate::parse::selection::SemanticData { dir: shown, model }
 }

@@ -140,7 +140,10 @@ fn tool_vectors_are_cached_on_disk_by_text_and_reused() {
         "Removes a file from the disk.",
         &serde_json::json!({"type": "object", "properties": {"path": {"type": "string"}}}),
     );
-    let cached = c.get(&text_key(&text)).expect("delete_file's text is cached").to_vec();
+    let cached = c
+        .get(&text_key(&text))
+        .expect("delete_file's text is cached")
+        .to_vec();
     let fresh = m.encode_tools(&[text]).expect("a transformer").remove(0);
     assert!(cached.iter().zip(&fresh).all(|(x, y)| (x - y).abs() < 1e-5));
     let before = c.len();
@@ -188,7 +191,10 @@ fn a_missing_model_still_loads_and_scores_zero() {
         .iter()
         .min_by(|a, b| toolgate::eval::ToolScore::better_first(a, b))
         .expect("tools");
-    assert_eq!(plan.tools[best.tool].name, "delete_file", "BM25 alone still works");
+    assert_eq!(
+        plan.tools[best.tool].name, "delete_file",
+        "BM25 alone still works"
+    );
     let sem = toolgate::plan::F_SEMANTIC;
     assert!((0..plan.tools.len()).all(|t| act.features(t)[sem] == 0.0));
 }

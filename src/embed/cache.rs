@@ -25,7 +25,11 @@ const MAGIC: &[u8; 8] = b"TGEMB\x01\0\0";
 
 /// The cache folder (see the module's documentation).
 pub fn cache_dir() -> PathBuf {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     if let Some(d) = env("TOOLGATE_CACHE_DIR") {
         return d;
     }

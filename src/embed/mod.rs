@@ -168,13 +168,14 @@ impl BiEncoder {
     /// cannot be opened or written is skipped with a warning: the vectors are
     /// the same, only slower.
     pub fn encode_tools(&self, texts: &[String]) -> Vec<Vec<f32>> {
-        let mut guard = match cache::EmbeddingCache::open(&cache::cache_dir(), &self.digest, self.dim) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                tracing::warn!("embedding cache: {e}");
-                None
-            }
-        };
+        let mut guard =
+            match cache::EmbeddingCache::open(&cache::cache_dir(), &self.digest, self.dim) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::warn!("embedding cache: {e}");
+                    None
+                }
+            };
         let keys: Vec<[u8; 16]> = texts.iter().map(|t| cache::text_key(t)).collect();
         let mut out: Vec<Option<Vec<f32>>> = keys
             .iter()
@@ -238,11 +239,14 @@ mod imp {
                 .get("hidden_size")
                 .and_then(serde_json::Value::as_u64)
                 .filter(|d| (1..=4096).contains(d))
-                .ok_or_else(|| format!("{dir}/config.json: `hidden_size` must be within [1, 4096]"))?
-                as usize;
+                .ok_or_else(|| {
+                    format!("{dir}/config.json: `hidden_size` must be within [1, 4096]")
+                })? as usize;
             let tok: serde_json::Value = serde_json::from_slice(files.tokenizer)
                 .map_err(|e| format!("{dir}/tokenizer.json: not JSON: {e}"))?;
-            let kind = tok.pointer("/model/type").and_then(serde_json::Value::as_str);
+            let kind = tok
+                .pointer("/model/type")
+                .and_then(serde_json::Value::as_str);
             if kind != Some("WordPiece") {
                 return Err(format!(
                     "{dir}/tokenizer.json: the model must be `WordPiece` (BERT), found {kind:?}"
@@ -305,13 +309,18 @@ mod imp {
                 enc.iter().flat_map(|e| f(e).iter().copied()).collect()
             };
             let e = |e: candle_core::Error| e.to_string();
-            let ids = Tensor::from_vec(flat(&|e| e.get_ids()), (n, len), &self.device).map_err(e)?;
+            let ids =
+                Tensor::from_vec(flat(&|e| e.get_ids()), (n, len), &self.device).map_err(e)?;
             let types =
                 Tensor::from_vec(flat(&|e| e.get_type_ids()), (n, len), &self.device).map_err(e)?;
             let mask = Tensor::from_vec(flat(&|e| e.get_attention_mask()), (n, len), &self.device)
                 .map_err(e)?;
             let states = self.model.forward(&ids, &types, Some(&mask)).map_err(e)?;
-            let maskf = mask.to_dtype(DType::F32).map_err(e)?.unsqueeze(2).map_err(e)?;
+            let maskf = mask
+                .to_dtype(DType::F32)
+                .map_err(e)?
+                .unsqueeze(2)
+                .map_err(e)?;
             let summed = states.broadcast_mul(&maskf).map_err(e)?.sum(1).map_err(e)?;
             let counts = maskf.sum(1).map_err(e)?.clamp(1.0, f64::MAX).map_err(e)?;
             let mean = summed.broadcast_div(&counts).map_err(e)?;
