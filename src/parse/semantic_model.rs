@@ -191,7 +191,7 @@ impl SemanticModel {
     /// A message naming the folder when a check fails, the weights do not
     /// load, or toolgate was built without the cargo feature `embed`.
     pub fn load_transformer(files: ModelFiles<'_>) -> Result<Arc<SemanticModel>, String> {
-        let digest = files.digest() ^ 0x7472_616e_73666d72; // not a static model's key
+        let digest = files.digest() ^ 0x7472_616e_7366_6d72; // not a static model's key
         let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
         loaded.retain(|(_, w)| w.strong_count() > 0);
         if let Some(m) = loaded
