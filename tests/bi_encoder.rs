@@ -70,7 +70,7 @@ fn the_transformer_encodes_unit_vectors_that_put_paraphrases_close() {
     let m = model(&p);
     assert!(m.is_transformer());
     assert_eq!(m.dim(), 384);
-    let mut v = |t: &str| {
+    let v = |t: &str| {
         let mut out = vec![0.0f32; 384];
         m.add_embedding(t, 1.0, &mut out);
         out
