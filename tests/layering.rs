@@ -20,6 +20,7 @@ const LAYERS: &[&str] = &[
     "defaults", // the shipped policy and tool tags, embedded text
     "datafile", // reading a file a policy names: regular files only, capped
     "context",  // SessionContext, UsageStats, Session: plain data
+    "embed",    // the transformer bi-encoder and its on-disk embedding cache
     "parse",    // policy and tag text -> PolicySource, ToolSpec
     "text",     // keyword analyzer, BM25 index
     "plan",     // the compiled, immutable plan (formula, conditions, gate data)

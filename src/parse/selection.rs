@@ -149,8 +149,27 @@ pub struct SemanticParams {
     pub model: Sp<String>,
     /// How cosines become `semantic_match` in \[0,1\].
     pub normalization: SemanticNormalization,
+    /// `encoder`: what kind of model `model` names (`"static"`, the
+    /// default, or `"transformer"`).
+    pub encoder: SemanticEncoder,
     /// The model, loaded by the loader from `model` (`None` until then).
     pub data: Option<SemanticData>,
+}
+
+/// `[features.semantic_match] encoder`: the kind of model in the `model`
+/// folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SemanticEncoder {
+    /// `"static"`: a Model2Vec table, one vector per token, averaged
+    /// (`parse::semantic_model`); the folder must exist and load.
+    #[default]
+    Static,
+    /// `"transformer"`: a Sentence-Transformers BERT model (e.g.
+    /// all-MiniLM-L6-v2) run as a bi-encoder (`crate::embed`, cargo feature
+    /// `embed`). When its files are missing or cannot run, the policy still
+    /// loads with a one-time warning that says how to install them, and
+    /// `semantic_match` is 0 for every tool.
+    Transformer,
 }
 
 /// `[features.semantic_match] normalization`.
@@ -195,6 +214,17 @@ pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
             ],
         )
     });
+    let encoder = match t.get("encoder") {
+        None => Some(SemanticEncoder::Static),
+        Some(_) => crate::parse::policy::choice(
+            t,
+            "encoder",
+            &[
+                ("static", SemanticEncoder::Static),
+                ("transformer", SemanticEncoder::Transformer),
+            ],
+        ),
+    };
     if !cfg!(feature = "semantic") {
         t.reader().error(
             ErrorKind::InvalidValue,
@@ -207,6 +237,7 @@ pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
     Some(SemanticParams {
         model: model?,
         normalization: normalization?,
+        encoder: encoder?,
         data: None,
     })
 }

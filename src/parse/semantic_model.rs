@@ -16,8 +16,11 @@ use std::sync::{Arc, Mutex, Weak};
 /// A loaded static embedding model. Loads are shared: loading the same
 /// three files again (a policy reload) returns the model already in memory.
 pub struct SemanticModel {
+    /// The static table (`None` for a transformer or an absent model).
     #[cfg(feature = "semantic")]
-    inner: model2vec_rs::model::StaticModel,
+    inner: Option<model2vec_rs::model::StaticModel>,
+    /// The transformer bi-encoder (`encoder = "transformer"`).
+    encoder: Option<crate::embed::BiEncoder>,
     dim: usize,
 }
 
@@ -25,6 +28,7 @@ impl std::fmt::Debug for SemanticModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SemanticModel")
             .field("dim", &self.dim)
+            .field("encoder", &self.encoder)
             .finish()
     }
 }
@@ -105,7 +109,11 @@ impl SemanticModel {
                 inner.dim()
             ));
         }
-        let model = SemanticModel { inner, dim };
+        let model = SemanticModel {
+            inner: Some(inner),
+            encoder: None,
+            dim,
+        };
         model.check_vectors(data.dir, &probes)?;
         Ok(model)
     }
@@ -156,9 +164,76 @@ impl SemanticModel {
         Ok(())
     }
 
-    /// The number of dimensions of the vectors.
+    /// The number of dimensions of the vectors (0 for an absent model).
     pub fn dim(&self) -> usize {
         self.dim
+    }
+
+    /// A model that embeds nothing: what a `[features.semantic_match]
+    /// encoder = "transformer"` policy gets when its model's files are
+    /// missing or cannot run (`load` warns once). `semantic_match` is then 0
+    /// for every tool and the rest of the formula decides.
+    pub fn absent() -> Arc<SemanticModel> {
+        Arc::new(SemanticModel {
+            #[cfg(feature = "semantic")]
+            inner: None,
+            encoder: None,
+            dim: 0,
+        })
+    }
+
+    /// Loads (or reuses) a transformer bi-encoder
+    /// ([`crate::embed::BiEncoder`]) from `files`: `tokenizer` must be the
+    /// BERT WordPiece pipeline (checked as for a static model), `model` the
+    /// transformer's f32 weights and `config` its BERT config.
+    ///
+    /// # Errors
+    /// A message naming the folder when a check fails, the weights do not
+    /// load, or toolgate was built without the cargo feature `embed`.
+    pub fn load_transformer(files: ModelFiles<'_>) -> Result<Arc<SemanticModel>, String> {
+        let digest = files.digest() ^ 0x7472_616e_7366_6d72; // not a static model's key
+        let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+        loaded.retain(|(_, w)| w.strong_count() > 0);
+        if let Some(m) = loaded
+            .iter()
+            .find(|(d, _)| *d == digest)
+            .and_then(|(_, w)| w.upgrade())
+        {
+            return Ok(m);
+        }
+        #[cfg(feature = "semantic")]
+        {
+            let tok: serde_json::Value = serde_json::from_slice(files.tokenizer)
+                .map_err(|e| format!("{}/tokenizer.json: not JSON: {e}", files.dir))?;
+            check_bert_pipeline(files.dir, &tok)?;
+        }
+        let encoder = crate::embed::BiEncoder::load(crate::embed::EncoderFiles {
+            dir: files.dir,
+            config: files.config,
+            tokenizer: files.tokenizer,
+            model: files.model,
+        })?;
+        let model = Arc::new(SemanticModel {
+            #[cfg(feature = "semantic")]
+            inner: None,
+            dim: encoder.dim(),
+            encoder: Some(encoder),
+        });
+        loaded.push((digest, Arc::downgrade(&model)));
+        Ok(model)
+    }
+
+    /// Whether this is a transformer bi-encoder.
+    pub fn is_transformer(&self) -> bool {
+        self.encoder.is_some()
+    }
+
+    /// The unit vectors of tool texts for a transformer (batched, through
+    /// the on-disk cache: [`crate::embed::BiEncoder::encode_tools`]); `None`
+    /// for a static model, whose tools are embedded one by one with
+    /// [`SemanticModel::add_embedding`].
+    pub fn encode_tools(&self, texts: &[String]) -> Option<Vec<Vec<f32>>> {
+        self.encoder.as_ref().map(|e| e.encode_tools(texts))
     }
 
     /// Adds `weight` times the unit vector of `text` to `out` (`dim` floats);
@@ -178,7 +253,17 @@ impl SemanticModel {
                     .nth(MAX_EMBED_CHARS)
                     .map_or(text, |(i, _)| &text[..i])
             };
-            let v = self.inner.encode_single(text);
+            if let Some(enc) = &self.encoder {
+                let v = enc.encode(&[text]).pop().unwrap_or_default();
+                for (o, x) in out.iter_mut().zip(v) {
+                    *o += weight * x;
+                }
+                return;
+            }
+            let Some(inner) = &self.inner else {
+                return;
+            };
+            let v = inner.encode_single(text);
             for (o, x) in out.iter_mut().zip(v) {
                 if x.is_finite() {
                     *o += weight * x;

@@ -136,6 +136,29 @@ impl ToolVectors {
         let dim = model.dim();
         let mut rows = vec![0i8; n * dim];
         let mut scales = vec![0.0f32; n];
+        if dim == 0 {
+            // An absent model (`SemanticModel::absent`): no vector at all.
+            return ToolVectors { rows, scales };
+        }
+        if model.is_transformer() {
+            // Batched, through the on-disk cache (`embed::cache`).
+            let mut todo = Vec::new();
+            let mut texts = Vec::new();
+            for (i, (q, scale)) in rows.chunks_mut(dim).zip(&mut scales).enumerate() {
+                if let Some((old, old_scale)) = reuse(i).filter(|(r, _)| r.len() == dim) {
+                    q.copy_from_slice(old);
+                    *scale = old_scale;
+                } else {
+                    todo.push(i);
+                    texts.push(text(i));
+                }
+            }
+            let vs = model.encode_tools(&texts).unwrap_or_default();
+            for (i, v) in todo.into_iter().zip(vs) {
+                quantize(&v, &mut rows[i * dim..(i + 1) * dim], &mut scales[i]);
+            }
+            return ToolVectors { rows, scales };
+        }
         let mut row = vec![0.0f32; dim];
         for (i, (q, scale)) in rows.chunks_mut(dim).zip(&mut scales).enumerate() {
             if let Some((old, old_scale)) = reuse(i).filter(|(r, _)| r.len() == dim) {
@@ -145,13 +168,7 @@ impl ToolVectors {
             }
             row.iter_mut().for_each(|x| *x = 0.0);
             model.add_embedding(&text(i), 1.0, &mut row);
-            let max = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-            if max > 0.0 && max.is_finite() {
-                *scale = max / 127.0;
-                for (q, x) in q.iter_mut().zip(&row) {
-                    *q = (x / *scale).round().clamp(-127.0, 127.0) as i8;
-                }
-            }
+            quantize(&row, q, scale);
         }
         ToolVectors { rows, scales }
     }
@@ -316,6 +333,19 @@ impl SemanticIndex {
             } else {
                 out.iter_mut().for_each(|o| *o = 0.0);
             }
+        }
+    }
+}
+
+/// `row` (a unit vector, or zero) as int8 components `q` and the `scale`
+/// that turns them back: `scale = max |x| / 127`; a zero or non-finite row
+/// leaves `q` and `scale` at 0.
+fn quantize(row: &[f32], q: &mut [i8], scale: &mut f32) {
+    let max = row.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if max > 0.0 && max.is_finite() && row.len() == q.len() {
+        *scale = max / 127.0;
+        for (q, x) in q.iter_mut().zip(row) {
+            *q = (x / *scale).round().clamp(-127.0, 127.0) as i8;
         }
     }
 }

