@@ -1,9 +1,10 @@
 //! Runs the Python package's tests (python/tests, pytest) against the
-//! package that `scripts/test` built into `.venv-py` (`maturin develop` of
-//! python/, the crate as a PyO3 extension) and the CLI that cargo just built:
-//! the seed vectors from Python, the gate cases against `toolgate guard`, hot
-//! reload with real edits, the OpenAI Agents SDK and LangChain/LangGraph
-//! adapters with the real frameworks.
+//! package that `scripts/test` built into `.venv-py` (`pip install ./python`,
+//! dev profile, feature `test-hooks`: the crate as a PyO3 extension) and the
+//! CLI that cargo just built: the seed vectors from Python, the gate cases
+//! against `toolgate guard`, hot reload with real edits, the OpenAI Agents SDK
+//! and LangChain/LangGraph adapters with the real frameworks, a Rust panic
+//! surfacing as `ToolgateError`.
 //!
 //! Without the virtualenv or the built package the test FAILS, saying what to
 //! run; `TOOLGATE_SKIP_PYTHON=1` turns it into `ignored` (see build.rs).

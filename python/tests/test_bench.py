@@ -2,7 +2,8 @@
 `select` over 1,000 tools (benches/activation.rs `evaluate/1000`: the same
 synthetic tags and session, drawn by the same xorshift64*) and `check` of
 the 200-byte shell line of benches/gate.rs. Under `scripts/test` each runs
-once (`--benchmark-disable`) and checks its result; for the numbers, with a
+once (`--benchmark-disable`) and checks its result; `Engine.session` is
+measured beside the keyword API. For the numbers, with a
 release build (`maturin develop --release`):
 `.venv-py/bin/python -m pytest python/tests/test_bench.py --benchmark-only`."""
 
@@ -110,6 +111,16 @@ def test_select_1000_tools_and_read_the_active_names(benchmark, engine_1000: Eng
     inputs = session(1000)
     active = benchmark(lambda: engine_1000.select(**inputs).active)
     assert active == engine_1000.select(**inputs).active and active
+
+
+def test_session_select_1000_tools(benchmark, engine_1000: Engine) -> None:
+    """The same session kept on the Rust side (`Engine.session`): read once,
+    so a selection only evaluates."""
+    inputs = session(1000)
+    s = engine_1000.session(context=inputs["context"], usage=inputs["usage"], now=inputs["now"])
+    sel = benchmark(s.select)
+    assert sel.to_dict() == engine_1000.select(**inputs).to_dict()
+    assert 0 < len(sel.active) < 1000
 
 
 def test_check_200_byte_shell_line(benchmark) -> None:

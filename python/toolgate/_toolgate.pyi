@@ -226,6 +226,18 @@ class Engine:
         now: Optional[float] = None,
     ) -> ToolResult:
         """Why ``tool`` is in or out of this session's selection, term by term."""
+    def session(
+        self,
+        *,
+        context: Optional[Mapping[str, Any]] = None,
+        usage: Optional[Mapping[str, Any]] = None,
+        now: Optional[float] = None,
+    ) -> Session:
+        """A session kept on the Rust side: ``context``, ``usage`` and ``now``
+        (as :meth:`select` takes them) are read and checked once
+        (:class:`toolgate.errors.InputError`), then updated in place by
+        :meth:`Session.record_call` and :meth:`Session.user_message`, so each
+        :meth:`Session.select` only evaluates."""
     def check(
         self,
         tool: str,
@@ -269,3 +281,40 @@ class Engine:
         """Stops watching (the last plan is still served)."""
     def __enter__(self) -> Engine: ...
     def __exit__(self, *args: Any) -> bool: ...
+
+class Session:
+    """One agent session kept by the engine between calls (:meth:`Engine.session`):
+    the context and usage as the crate's ``Session`` holds them, and a clock
+    (``now``, seconds on the caller's clock)."""
+
+    def select(self, *, message: Optional[str] = None, now: Optional[float] = None) -> Selection:
+        """The same :class:`Selection` as ``engine.select(context=..., message=message,
+        usage=..., now=now)`` with this session's context and usage. ``now``
+        (default: the session's clock) becomes the session's clock; ``message``
+        joins the intent keywords of this selection only."""
+    def explain(self, tool: str, *, message: Optional[str] = None, now: Optional[float] = None) -> ToolResult:
+        """Why ``tool`` is in or out of this session's selection, term by term."""
+    def record_call(self, tool: str, *, at: Optional[float] = None) -> None:
+        """Records a call of ``tool`` (a name or an alias, counted under the
+        catalog name) at ``at`` seconds (default: the session's clock, which
+        ``at`` moves to): ``call_counts``, the time of the last call, the
+        policy's recent-calls window; with ``normalization = "frequency"``,
+        every used tool's ``usage_frequency``. Raises
+        :class:`toolgate.errors.UnknownToolError`."""
+    def user_message(self, text: str) -> None:
+        """Records a new user message: its keywords become the context's
+        ``user_intent_keywords``; the previous ones move to
+        ``previous_intent_keywords`` for as many turns as the policy's
+        ``[keywords.memory] turns`` (none without it)."""
+    now: float
+    """The session's clock, seconds (a finite number)."""
+    @property
+    def context(self) -> dict[str, Any]:
+        """The context, as :meth:`Engine.select` takes ``context=``."""
+    @property
+    def usage(self) -> dict[str, Any]:
+        """The usage, as :meth:`Engine.select` takes ``usage=``
+        (``seconds_since_last_call`` relative to ``now``)."""
+    @property
+    def engine(self) -> Engine:
+        """The engine this session selects with."""
