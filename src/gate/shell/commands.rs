@@ -527,6 +527,10 @@ impl Walker<'_> {
         if starts.is_empty() {
             starts.push(Arg::literal(&spec.default_start));
         }
+        let sensitive = self.find_lists_sensitive(&starts, &rest[i..], ctx);
+        if sensitive.is_some() && self.find_prints(&rest[i..]) {
+            self.found_out = sensitive.clone();
+        }
         let placeholder = &spec.placeholder;
         let exec_actions = &spec.exec_actions;
         let delete_actions = &spec.delete_actions;
@@ -559,7 +563,9 @@ impl Walker<'_> {
                             }
                         })
                         .collect();
+                    let outer = std::mem::replace(&mut self.found, sensitive.clone());
                     self.follow(inner, scope, wrapped + 1, derived.clone());
+                    self.found = outer;
                 }
                 i = end + 1;
             } else {

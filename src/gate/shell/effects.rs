@@ -153,6 +153,9 @@ impl Walker<'_> {
         } else {
             // Every stage runs in a subshell (bash without `lastpipe`).
             let saved = self.st.clone();
+            // What a `find` in the stage before lists (for `| xargs cat`).
+            let outer = self.found.take();
+            let mut listed = None;
             for (i, cmd) in p.seq.iter().enumerate() {
                 let mut s = scope.clone();
                 s.concurrent = true;
@@ -160,8 +163,12 @@ impl Walker<'_> {
                     s.stdin = Stdin::Pipe;
                 }
                 self.st = saved.clone();
+                self.found = listed.take();
+                self.found_out = None;
                 self.command_node(cmd, &s);
+                listed = self.found_out.take();
             }
+            self.found = outer;
             self.st = saved.clone();
             Flow::both(saved)
         };

@@ -46,6 +46,7 @@
 mod commands;
 mod effects;
 mod exfil;
+mod found;
 mod globs;
 mod links;
 mod model;
@@ -207,6 +208,8 @@ pub(crate) fn analyze(
         written: Vec::new(),
         content_kept: false,
         judging: Vec::new(),
+        found: None,
+        found_out: None,
     };
     let scope = Scope::default();
     match input {
@@ -348,6 +351,13 @@ struct Walker<'c> {
     content_kept: bool,
     /// Written files whose content is being judged (no recursion).
     judging: Vec<usize>,
+    /// The command being followed runs for what a `find` that may list
+    /// credentials lists (`find -exec`, `find ... | xargs`): why, for
+    /// [`found`]'s messages.
+    found: Option<String>,
+    /// The last `find` of the pipeline stage being walked prints what may
+    /// be credentials: why (passed to the next stage as `found`).
+    found_out: Option<String>,
 }
 
 /// Parsed options and operands of a command.
