@@ -143,7 +143,7 @@ impl Walk<'_> {
             effects: true,
             runs: false,
         };
-        let a = shell::analyze(&g.config.shell, self.paths, ptr, input, self.start, want);
+        let a = shell::analyze(&g.config.shell, &g.config.sql, self.paths, ptr, input, self.start, want);
         self.out.extend(a.findings);
         self.effects.extend(a.effects);
     }

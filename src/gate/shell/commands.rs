@@ -857,6 +857,15 @@ impl Walker<'_> {
                 ));
             }
             self.check_targets(&full, rest, &reading, &ctx, scope);
+            if let Some(lang) = &entry.stdin_code
+                && !reading.operands.iter().any(|&i| {
+                    reading.targets.iter().any(|t| {
+                        t.source == Source::Arg(i) && matches!(t.effect, Effect::Code(_))
+                    })
+                })
+            {
+                self.stdin_code_of(lang, &full, scope);
+            }
             if let Some(kind) = super::links::link_kind(&reading) {
                 self.record_links(kind, rest, &reading, &ctx);
             }

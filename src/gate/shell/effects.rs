@@ -502,7 +502,14 @@ impl Walker<'_> {
             }
             return Flow::ok(self.st.clone());
         }
-        self.command(args, &s, 0, None)
+        // `tee f <<EOF`: the files tee writes hold the here-document.
+        let tee = super::written::tee_content(&args, &s.stdin);
+        let before = self.written.len();
+        let flow = self.command(args, &s, 0, None);
+        if let Some(text) = tee {
+            self.written_known(before, text);
+        }
+        flow
     }
 
     /// The name and value of an assignment word (`NAME=value`), the value

@@ -54,6 +54,7 @@ mod normalize;
 mod parse;
 mod rules;
 mod spelling;
+mod sqlite;
 pub mod state;
 mod targets;
 mod written;
@@ -86,6 +87,8 @@ pub enum ShellInput<'a> {
 /// Analyzes a shell command line or argv, the argument at JSON pointer
 /// `path`, and returns one finding per rule, check or effect that fires.
 /// Paths are checked against `paths`' roots; the line starts in the first.
+/// The SQL of `sqlite3` command lines is judged with the shipped
+/// `[gate.sql]` (a gate uses its policy's).
 pub fn analyze_shell(
     cfg: &ShellConfig,
     paths: &PathConfig,
@@ -96,7 +99,8 @@ pub fn analyze_shell(
         effects: false,
         runs: false,
     };
-    analyze(cfg, paths, path, input, None, want).findings
+    let sql = &crate::plan::gate::config::shipped().sql;
+    analyze(cfg, sql, paths, path, input, None, want).findings
 }
 
 /// What the analysis of one command line found.
@@ -142,7 +146,8 @@ pub struct Run {
 
 /// Analyzes `input` in full: findings, effects and the programs it runs.
 /// `start` is the directory the line starts in (a tool's `cwd` argument);
-/// `None` is the first root.
+/// `None` is the first root. The SQL of `sqlite3` command lines is judged
+/// with the shipped `[gate.sql]`.
 pub fn analyze_shell_full(
     cfg: &ShellConfig,
     paths: &PathConfig,
@@ -150,7 +155,8 @@ pub fn analyze_shell_full(
     input: ShellInput,
     start: Option<&str>,
 ) -> ShellAnalysis {
-    analyze(cfg, paths, path, input, start, Want::all())
+    let sql = &crate::plan::gate::config::shipped().sql;
+    analyze(cfg, sql, paths, path, input, start, Want::all())
 }
 
 /// What an analysis records beyond findings (each costs time: strings per
@@ -174,9 +180,11 @@ impl Want {
 }
 
 /// [`analyze_shell_full`], recording only what `want` asks for beyond the
-/// findings (which are the same either way).
+/// findings (which are the same either way); `sql` is the `[gate.sql]`
+/// that judges the SQL of `sqlite3` command lines.
 pub(crate) fn analyze(
     cfg: &ShellConfig,
+    sql: &crate::plan::gate::sql::SqlConfig,
     paths: &PathConfig,
     path: &str,
     input: ShellInput,
@@ -190,6 +198,7 @@ pub(crate) fn analyze(
     };
     let mut w = Walker {
         cfg,
+        sql,
         roots: super::path::roots(paths),
         path,
         findings: Vec::new(),
@@ -316,6 +325,8 @@ impl Scope {
 
 struct Walker<'c> {
     cfg: &'c ShellConfig,
+    /// `[gate.sql]`, for the SQL of `sqlite3` ([`sqlite`]).
+    sql: &'c crate::plan::gate::sql::SqlConfig,
     roots: Arc<Roots>,
     path: &'c str,
     findings: Vec<Finding>,

@@ -535,6 +535,14 @@ impl Walker<'_> {
                 self.st = saved;
                 return;
             }
+            "sqlite" => {
+                self.sqlite_code(a, cmd);
+                return;
+            }
+            "sqlite-file" => {
+                self.sqlite_file(a, cmd);
+                return;
+            }
             other => {
                 self.foreign_code(other, a, &what);
                 return;

@@ -98,6 +98,13 @@ impl Walker<'_> {
         }
     }
 
+    /// The files written since `mark` hold `text` (`tee f <<EOF`).
+    pub(super) fn written_known(&mut self, mark: usize, text: String) {
+        for w in self.written.iter_mut().skip(mark) {
+            w.content = Content::Known(text.clone());
+        }
+    }
+
     /// The latest write of the file `text` names, when the line wrote it
     /// before this point.
     fn written_at(&self, text: &str, ctx: &Ctx) -> Option<usize> {
@@ -287,6 +294,30 @@ fn command_output(args: &[Arg], stdin: &Stdin) -> Option<String> {
     }
 }
 
+/// What `tee` writes to its file operands, when the line shows it: the
+/// text of a here-document or here-string on its standard input (not
+/// expanded at run time), with no option but `-i`/`-p` (`-a` appends:
+/// the file's earlier content is not known). `None` for anything else,
+/// including every other program (checked first, by name).
+pub(super) fn tee_content(args: &[Arg], stdin: &Stdin) -> Option<String> {
+    if super::normalize::basename(&args.first()?.text) != "tee" {
+        return None;
+    }
+    let Stdin::Literal(doc) = stdin else {
+        return None;
+    };
+    let options_known = args[1..].iter().all(|a| {
+        !a.dynamic
+            && !a.glob
+            && (!a.text.starts_with('-')
+                || matches!(
+                    a.text.as_str(),
+                    "-i" | "-p" | "--ignore-interrupts" | "--output-error"
+                ))
+    });
+    (options_known && !doc.dynamic).then(|| doc.text.clone())
+}
+
 /// The kind of a script executed directly, by its `#!` line: a shell,
 /// Python or JavaScript interpreter (named directly or through `env`,
 /// with or without a version suffix); none: a shell script (the shell
@@ -331,6 +362,20 @@ fn package_scripts(text: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tee_writes_a_literal_here_document() {
+        let a = |v: &[&str]| v.iter().map(|t| Arg::literal(t)).collect::<Vec<_>>();
+        let doc = Stdin::Literal(Arg::literal("ls\n"));
+        assert_eq!(tee_content(&a(&["tee", "f"]), &doc).unwrap(), "ls\n");
+        assert_eq!(tee_content(&a(&["/usr/bin/tee", "-p", "f", "g"]), &doc).unwrap(), "ls\n");
+        assert!(tee_content(&a(&["tee", "-a", "f"]), &doc).is_none());
+        assert!(tee_content(&a(&["tee", "f"]), &Stdin::Pipe).is_none());
+        assert!(tee_content(&a(&["cat", "f"]), &doc).is_none());
+        let mut built = Arg::literal("echo $X\n");
+        built.dynamic = true;
+        assert!(tee_content(&a(&["tee", "f"]), &Stdin::Literal(built)).is_none());
+    }
 
     #[test]
     fn shebang_lines_name_the_language() {

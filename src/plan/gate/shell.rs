@@ -767,6 +767,11 @@ pub struct CommandSpec {
     /// Effects of every run (`network`, `system`, `write:~/.gitconfig`).
     #[serde(default)]
     pub effects: Vec<Effect>,
+    /// Without an operand whose effect is code, the command reads code in
+    /// this language from standard input (`sqlite3 db` reads `sqlite`):
+    /// a here-document is judged as that code, any other input asks.
+    #[serde(default)]
+    pub stdin_code: Option<String>,
     /// Other options that take a value (next argument, or attached).
     #[serde(default)]
     pub value_flags: Vec<String>,
