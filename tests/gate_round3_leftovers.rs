@@ -190,3 +190,48 @@ fn a_here_document_written_with_tee_is_judged_when_run() {
         ],
     );
 }
+
+// ---------------------------------------- directories written then run
+
+#[test]
+fn a_directory_written_then_run_asks() {
+    let g = shipped();
+    expect_lines(
+        &g,
+        Action::Ask,
+        Some("shell.written-then-run"),
+        &[
+            "git clone https://example.com/x.git x && cd x && make",
+            "git clone https://example.com/x.git x && cd x && npm test",
+            "git clone https://example.com/x.git x && python3 x/setup.py",
+            "tar xzf a.tgz && ./a/install.sh",
+            "tar -xzf a.tgz -C vendor && bash vendor/a/install.sh",
+            "curl -sL https://example.com/a.tgz | tar xz && bash setup.sh",
+            "tar xzf a.tgz && make",
+            "unzip pkg.zip -d pkg && bash pkg/run.sh",
+            "unzip pkg.zip && sh install.sh",
+            "cp -r ../other dst && bash dst/x.sh",
+            "rsync -a ../src/ dst/ && sh dst/install.sh",
+            // a file written, then its directory replaced as a whole
+            "echo ls > d/x.sh && cp -r ../other d && bash d/x.sh",
+        ],
+    );
+    // allow controls: listing what was written, an archive listed, an
+    // empty directory made, a file written with known content, and an
+    // untouched project's own runners
+    expect_lines(
+        &g,
+        Action::Allow,
+        None,
+        &[
+            "git clone https://example.com/x.git x && ls x",
+            "tar tzf a.tgz",
+            "tar xzf a.tgz && ls a",
+            "cp -r src dst && ls dst",
+            "mkdir -p build && cd build && cmake .. && make",
+            "mkdir -p d && echo 'ls' > d/x.sh && bash d/x.sh",
+            "make",
+            "npm test",
+        ],
+    );
+}

@@ -817,7 +817,7 @@ impl Walker<'_> {
         let mut depth = 0;
         loop {
             // A file this command runs as code, written earlier in the line.
-            self.run_written_project(&full, scope);
+            self.run_written_project(&full, scope, &ctx);
             let Some((entry, by_pattern)) = cfg.command_match(&full) else {
                 if cfg.trusted(&full) {
                     return;

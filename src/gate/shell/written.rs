@@ -105,11 +105,34 @@ impl Walker<'_> {
         }
     }
 
-    /// The latest write of the file `text` names, when the line wrote it
-    /// before this point.
-    fn written_at(&self, text: &str, ctx: &Ctx) -> Option<usize> {
+    /// The latest write of the file `text` names, or of a directory that
+    /// holds it (a path the line wrote before this point and that the
+    /// file is under: `tar x`, `git clone URL d`, `cp -r src d`), when the
+    /// line wrote one; and whether it is the file itself.
+    fn written_at(&self, text: &str, ctx: &Ctx) -> Option<(usize, bool)> {
         let places = self.absolute_places(text, ctx)?;
-        self.written.iter().rposition(|w| places.contains(&w.abs))
+        let i = self
+            .written
+            .iter()
+            .rposition(|w| places.iter().any(|p| p.starts_with(&w.abs)))?;
+        let exact = places.contains(&self.written[i].abs);
+        Some((i, exact))
+    }
+
+    /// A file run from under directory `i` (`None`: the project files of
+    /// the directory a command runs in), which the line writes before as
+    /// a whole: its content is not shown (asks).
+    fn run_under_written(&mut self, i: usize, file: Option<&str>, run: &str) {
+        let dir = excerpt(&self.written[i].abs.display().to_string());
+        let what = match file {
+            Some(f) => format!("`{}`", excerpt(f)),
+            None => "its project files".to_string(),
+        };
+        let d = format!(
+            "{run} runs {what} from `{dir}`, a directory the line writes before it as a whole (extracted, cloned or copied), whose content it does not show"
+        );
+        self.effect("written", run.trim_matches('`'), "unknown");
+        self.effect_check(|e| &e.written_code, &d);
     }
 
     /// A file run as a script (`bash f`, `./f`): when the line wrote it
@@ -127,9 +150,13 @@ impl Walker<'_> {
         if self.written.is_empty() || dynamic {
             return;
         }
-        let Some(i) = self.written_at(text, ctx) else {
+        let Some((i, exact)) = self.written_at(text, ctx) else {
             return;
         };
+        if !exact {
+            self.run_under_written(i, Some(text), &format!("`{}`", excerpt(run)));
+            return;
+        }
         let kind = match how {
             RunAs::Shell => WrittenContent::Shell,
             RunAs::Language("python") => WrittenContent::Python,
@@ -142,12 +169,27 @@ impl Walker<'_> {
 
     /// A command that runs project files as code (`npm test`, `make`,
     /// `git commit`): each file of its `[[gate.shell.written_code]]`
-    /// entries that the line wrote before is judged.
-    pub(super) fn run_written_project(&mut self, full: &str, scope: &Scope) {
+    /// entries that the line wrote before is judged; and when it runs in
+    /// (or under) a directory the line wrote before as a whole (`git
+    /// clone URL x && cd x && make`), it asks.
+    pub(super) fn run_written_project(&mut self, full: &str, scope: &Scope, ctx: &Ctx) {
         if self.written.is_empty() {
             return;
         }
         let cfg = self.cfg;
+        if cfg
+            .written_code
+            .iter()
+            .any(|r| r.commands.iter().any(|c| c == full))
+            && let Some(here) = self.absolute_places(".", ctx)
+            && let Some(i) = self
+                .written
+                .iter()
+                .rposition(|w| here.iter().any(|p| p.starts_with(&w.abs)))
+        {
+            self.run_under_written(i, None, &format!("`{full}`"));
+            return;
+        }
         for rule in cfg
             .written_code
             .iter()
