@@ -100,7 +100,7 @@ pub fn analyze_shell(
         runs: false,
     };
     let sql = &crate::plan::gate::config::shipped().sql;
-    analyze(cfg, sql, paths, path, input, None, want).findings
+    analyze(cfg, sql, paths, None, path, input, None, want).findings
 }
 
 /// What the analysis of one command line found.
@@ -156,7 +156,7 @@ pub fn analyze_shell_full(
     start: Option<&str>,
 ) -> ShellAnalysis {
     let sql = &crate::plan::gate::config::shipped().sql;
-    analyze(cfg, sql, paths, path, input, start, Want::all())
+    analyze(cfg, sql, paths, None, path, input, start, Want::all())
 }
 
 /// What an analysis records beyond findings (each costs time: strings per
@@ -181,11 +181,14 @@ impl Want {
 
 /// [`analyze_shell_full`], recording only what `want` asks for beyond the
 /// findings (which are the same either way); `sql` is the `[gate.sql]`
-/// that judges the SQL of `sqlite3` command lines.
+/// that judges the SQL of `sqlite3` command lines; `roots`, `paths`' roots
+/// when the caller resolved them already (`None`: resolved here).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn analyze(
     cfg: &ShellConfig,
     sql: &crate::plan::gate::sql::SqlConfig,
     paths: &PathConfig,
+    roots: Option<Arc<Roots>>,
     path: &str,
     input: ShellInput,
     start: Option<&str>,
@@ -199,7 +202,7 @@ pub(crate) fn analyze(
     let mut w = Walker {
         cfg,
         sql,
-        roots: super::path::roots(paths),
+        roots: roots.unwrap_or_else(|| super::path::roots(paths)),
         path,
         findings: Vec::new(),
         effects: Vec::new(),

@@ -177,11 +177,15 @@ impl Walker<'_> {
             return;
         }
         let cfg = self.cfg;
-        if cfg
+        let mut rules = cfg
             .written_code
             .iter()
-            .any(|r| r.commands.iter().any(|c| c == full))
-            && let Some(here) = self.absolute_places(".", ctx)
+            .filter(|r| r.commands.iter().any(|c| c == full))
+            .peekable();
+        if rules.peek().is_none() {
+            return;
+        }
+        if let Some(here) = self.absolute_places(".", ctx)
             && let Some(i) = self
                 .written
                 .iter()
@@ -190,11 +194,7 @@ impl Walker<'_> {
             self.run_under_written(i, None, &format!("`{full}`"));
             return;
         }
-        for rule in cfg
-            .written_code
-            .iter()
-            .filter(|r| r.commands.iter().any(|c| c == full))
-        {
+        for rule in rules {
             // The latest write of each file the rule names.
             let mut hits: Vec<usize> = Vec::new();
             for (i, w) in self.written.iter().enumerate().rev() {
