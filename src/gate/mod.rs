@@ -402,10 +402,7 @@ fn check_inner(
     if effects
         .iter()
         .any(|e| matches!(e.kind.as_str(), "read" | "write" | "delete"))
-        && let Some(root) = roots
-            .unwrap_or_else(|| path::roots(&paths))
-            .broad
-            .clone()
+        && let Some(root) = roots.unwrap_or_else(|| path::roots(&paths)).broad.clone()
     {
         findings.push(cfg.paths.checks.broad_root.finding(
             FindingKind::Path,

@@ -148,7 +148,10 @@ impl Walk<'_> {
             effects: true,
             runs: false,
         };
-        let roots = self.roots.get_or_insert_with(|| path::roots(self.paths)).clone();
+        let roots = self
+            .roots
+            .get_or_insert_with(|| path::roots(self.paths))
+            .clone();
         let a = shell::analyze(
             &g.config.shell,
             &g.config.sql,

@@ -859,9 +859,10 @@ impl Walker<'_> {
             self.check_targets(&full, rest, &reading, &ctx, scope);
             if let Some(lang) = &entry.stdin_code
                 && !reading.operands.iter().any(|&i| {
-                    reading.targets.iter().any(|t| {
-                        t.source == Source::Arg(i) && matches!(t.effect, Effect::Code(_))
-                    })
+                    reading
+                        .targets
+                        .iter()
+                        .any(|t| t.source == Source::Arg(i) && matches!(t.effect, Effect::Code(_)))
                 })
             {
                 self.stdin_code_of(lang, &full, scope);

@@ -67,7 +67,9 @@ impl Walker<'_> {
         let mut broad: Option<String> = None;
         for s in starts {
             match self.find_start(s, ctx) {
-                Start::Sensitive(shown) => return Some(format!("each file `find` lists under `{shown}`")),
+                Start::Sensitive(shown) => {
+                    return Some(format!("each file `find` lists under `{shown}`"));
+                }
                 Start::Broad(shown) => {
                     broad.get_or_insert(shown);
                 }
@@ -121,7 +123,9 @@ impl Walker<'_> {
         let acts = |t: &str| {
             spec.exec_actions.iter().any(|e| e == t) || spec.delete_actions.iter().any(|d| d == t)
         };
-        tests.iter().any(|a| PRINT_ACTIONS.contains(&a.text.as_str()))
+        tests
+            .iter()
+            .any(|a| PRINT_ACTIONS.contains(&a.text.as_str()))
             || !tests.iter().any(|a| acts(&a.text))
     }
 
@@ -200,8 +204,11 @@ impl Walker<'_> {
         let re = super::globs::component_regex(name);
         for s in &self.cfg.find.sensitive_names {
             let s = s.to_lowercase();
-            let ours = re.as_ref().is_none_or(|r| r.is_match(&shortest_example(&s)));
-            let theirs = super::globs::component_regex(&s).is_some_and(|r| r.is_match(&name_example));
+            let ours = re
+                .as_ref()
+                .is_none_or(|r| r.is_match(&shortest_example(&s)));
+            let theirs =
+                super::globs::component_regex(&s).is_some_and(|r| r.is_match(&name_example));
             if ours || theirs {
                 return Some(format!("`{s}`"));
             }

@@ -74,7 +74,11 @@ impl Walker<'_> {
             }
         };
         if lang != "sqlite" {
-            self.foreign_code(lang, &Arg::literal(&doc), &format!("`{cmd}` standard input"));
+            self.foreign_code(
+                lang,
+                &Arg::literal(&doc),
+                &format!("`{cmd}` standard input"),
+            );
             return;
         }
         let mut sql = String::new();
@@ -135,5 +139,50 @@ impl Walker<'_> {
             );
             self.effect_check(|c| &c.code, &d);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::gate::types::Action;
+    use crate::gate::{ShellInput, analyze_shell, config::shipped};
+
+    /// The strictest action of the findings for `line` (allow: none).
+    fn worst(line: &str) -> Action {
+        let cfg = shipped();
+        analyze_shell(&cfg.shell, &cfg.paths, "/c", ShellInput::Line(line))
+            .iter()
+            .map(|f| f.action)
+            .max()
+            .unwrap_or(Action::Allow)
+    }
+
+    #[test]
+    fn dot_commands_by_name_and_sql_by_the_sql_rules() {
+        assert_eq!(worst("sqlite3 db .tables"), Action::Allow);
+        assert_eq!(worst("sqlite3 db '.schema t'"), Action::Allow);
+        assert_eq!(worst("sqlite3 db 'SELECT 1'"), Action::Allow);
+        assert_eq!(worst("sqlite3 db '.tab'"), Action::Ask);
+        assert_eq!(worst("sqlite3 db '.shell id'"), Action::Ask);
+        assert_eq!(
+            worst("sqlite3 db 'UPDATE t SET a = 1 WHERE b = 2'"),
+            Action::Ask
+        );
+        assert_eq!(worst("sqlite3 db 'DROP TABLE t'"), Action::Deny);
+        assert_eq!(worst("sqlite3 -bogus db 'SELECT 1'"), Action::Ask);
+    }
+
+    #[test]
+    fn standard_input_is_judged_only_when_shown() {
+        assert_eq!(
+            worst("sqlite3 db <<'EOF'\n.tables\nSELECT a\nFROM t;\nEOF"),
+            Action::Allow
+        );
+        assert_eq!(
+            worst("sqlite3 db <<'EOF'\nSELECT 1;\n.system id\nEOF"),
+            Action::Ask
+        );
+        assert_eq!(worst("echo 'SELECT 1' | sqlite3 db"), Action::Ask);
+        assert_eq!(worst("sqlite3 db < q.sql"), Action::Ask);
     }
 }

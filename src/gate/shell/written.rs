@@ -410,7 +410,10 @@ mod tests {
         let a = |v: &[&str]| v.iter().map(|t| Arg::literal(t)).collect::<Vec<_>>();
         let doc = Stdin::Literal(Arg::literal("ls\n"));
         assert_eq!(tee_content(&a(&["tee", "f"]), &doc).unwrap(), "ls\n");
-        assert_eq!(tee_content(&a(&["/usr/bin/tee", "-p", "f", "g"]), &doc).unwrap(), "ls\n");
+        assert_eq!(
+            tee_content(&a(&["/usr/bin/tee", "-p", "f", "g"]), &doc).unwrap(),
+            "ls\n"
+        );
         assert!(tee_content(&a(&["tee", "-a", "f"]), &doc).is_none());
         assert!(tee_content(&a(&["tee", "f"]), &Stdin::Pipe).is_none());
         assert!(tee_content(&a(&["cat", "f"]), &doc).is_none());
