@@ -395,14 +395,14 @@ fn check_inner(
     // Layer 2: danger analysis.
     let mut effects = Vec::new();
     let paths = paths_in(&cfg.paths, env);
-    roles::analyze(&g, &paths, gt, &args, &mut findings, &mut effects);
+    let roots = roles::analyze(&g, &paths, gt, &args, &mut findings, &mut effects);
     // Files touched under a root that holds everything (the proxy started
     // in `/` or in the home directory, with no MCP roots): containment
     // proves nothing there, so the user is asked.
     if effects
         .iter()
         .any(|e| matches!(e.kind.as_str(), "read" | "write" | "delete"))
-        && let Some(root) = path::roots(&paths).broad.clone()
+        && let Some(root) = roots.unwrap_or_else(|| path::roots(&paths)).broad.clone()
     {
         findings.push(cfg.paths.checks.broad_root.finding(
             FindingKind::Path,

@@ -23,7 +23,8 @@ use crate::parse::tags::{ArgRole, RoleSeg};
 
 /// Analyses `args` (a JSON object) with `gt`'s roles; findings go to `out`,
 /// the effects found (shell commands' effects, paths read or written) to
-/// `effects`.
+/// `effects`. Returns `paths`' roots when the analysis resolved them (a
+/// `getcwd` and a cache look-up each time: resolved once per call).
 pub(crate) fn analyze(
     g: &CompiledGate,
     paths: &super::path::PathConfig,
@@ -31,7 +32,7 @@ pub(crate) fn analyze(
     args: &Value,
     out: &mut Vec<Finding>,
     effects: &mut Vec<EffectFound>,
-) {
+) -> Option<std::sync::Arc<path::Roots>> {
     let roles = &gt.role_paths[..];
     let alive: u64 = if roles.len() >= 64 {
         u64::MAX
@@ -56,9 +57,11 @@ pub(crate) fn analyze(
         out,
         effects,
         start,
+        roots: None,
     };
     let mut ptr = String::new();
     w.walk(args, &mut ptr, alive, 0);
+    w.roots
 }
 
 struct Walk<'a> {
@@ -70,6 +73,8 @@ struct Walk<'a> {
     out: &'a mut Vec<Finding>,
     effects: &'a mut Vec<EffectFound>,
     start: Option<&'a str>,
+    /// `paths`' roots, once resolved.
+    roots: Option<std::sync::Arc<path::Roots>>,
 }
 
 impl Walk<'_> {
@@ -143,7 +148,20 @@ impl Walk<'_> {
             effects: true,
             runs: false,
         };
-        let a = shell::analyze(&g.config.shell, self.paths, ptr, input, self.start, want);
+        let roots = self
+            .roots
+            .get_or_insert_with(|| path::roots(self.paths))
+            .clone();
+        let a = shell::analyze(
+            &g.config.shell,
+            &g.config.sql,
+            self.paths,
+            Some(roots),
+            ptr,
+            input,
+            self.start,
+            want,
+        );
         self.out.extend(a.findings);
         self.effects.extend(a.effects);
     }
@@ -157,7 +175,9 @@ impl Walk<'_> {
         // sensitive_reads`, matched on the path as written and made
         // absolute against the first root).
         let sensitive = &g.config.shell.sensitive_reads;
-        let abs = path::roots(self.paths)
+        let abs = self
+            .roots
+            .get_or_insert_with(|| path::roots(self.paths))
             .lexical
             .first()
             .map(|r| path::normalize(&r.join(s)).to_string_lossy().into_owned());

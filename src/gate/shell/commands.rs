@@ -527,6 +527,10 @@ impl Walker<'_> {
         if starts.is_empty() {
             starts.push(Arg::literal(&spec.default_start));
         }
+        let sensitive = self.find_lists_sensitive(&starts, &rest[i..], ctx);
+        if sensitive.is_some() && self.find_prints(&rest[i..]) {
+            self.found_out = sensitive.clone();
+        }
         let placeholder = &spec.placeholder;
         let exec_actions = &spec.exec_actions;
         let delete_actions = &spec.delete_actions;
@@ -559,7 +563,9 @@ impl Walker<'_> {
                             }
                         })
                         .collect();
+                    let outer = std::mem::replace(&mut self.found, sensitive.clone());
                     self.follow(inner, scope, wrapped + 1, derived.clone());
+                    self.found = outer;
                 }
                 i = end + 1;
             } else {
@@ -811,7 +817,7 @@ impl Walker<'_> {
         let mut depth = 0;
         loop {
             // A file this command runs as code, written earlier in the line.
-            self.run_written_project(&full, scope);
+            self.run_written_project(&full, scope, &ctx);
             let Some((entry, by_pattern)) = cfg.command_match(&full) else {
                 if cfg.trusted(&full) {
                     return;
@@ -851,6 +857,16 @@ impl Walker<'_> {
                 ));
             }
             self.check_targets(&full, rest, &reading, &ctx, scope);
+            if let Some(lang) = &entry.stdin_code
+                && !reading.operands.iter().any(|&i| {
+                    reading
+                        .targets
+                        .iter()
+                        .any(|t| t.source == Source::Arg(i) && matches!(t.effect, Effect::Code(_)))
+                })
+            {
+                self.stdin_code_of(lang, &full, scope);
+            }
             if let Some(kind) = super::links::link_kind(&reading) {
                 self.record_links(kind, rest, &reading, &ctx);
             }

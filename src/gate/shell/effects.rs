@@ -153,6 +153,9 @@ impl Walker<'_> {
         } else {
             // Every stage runs in a subshell (bash without `lastpipe`).
             let saved = self.st.clone();
+            // What a `find` in the stage before lists (for `| xargs cat`).
+            let outer = self.found.take();
+            let mut listed = None;
             for (i, cmd) in p.seq.iter().enumerate() {
                 let mut s = scope.clone();
                 s.concurrent = true;
@@ -160,8 +163,12 @@ impl Walker<'_> {
                     s.stdin = Stdin::Pipe;
                 }
                 self.st = saved.clone();
+                self.found = listed.take();
+                self.found_out = None;
                 self.command_node(cmd, &s);
+                listed = self.found_out.take();
             }
+            self.found = outer;
             self.st = saved.clone();
             Flow::both(saved)
         };
@@ -495,7 +502,14 @@ impl Walker<'_> {
             }
             return Flow::ok(self.st.clone());
         }
-        self.command(args, &s, 0, None)
+        // `tee f <<EOF`: the files tee writes hold the here-document.
+        let tee = super::written::tee_content(&args, &s.stdin);
+        let before = self.written.len();
+        let flow = self.command(args, &s, 0, None);
+        if let Some(text) = tee {
+            self.written_known(before, text);
+        }
+        flow
     }
 
     /// The name and value of an assignment word (`NAME=value`), the value

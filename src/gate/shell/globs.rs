@@ -19,7 +19,7 @@ pub(super) fn has_glob(text: &str) -> bool {
 }
 
 /// A glob component (`.s*`, `id_[rd]sa`) as an anchored regex.
-fn component_regex(pat: &str) -> Option<regex::Regex> {
+pub(super) fn component_regex(pat: &str) -> Option<regex::Regex> {
     let mut re = String::from("^");
     let mut chars = pat.chars().peekable();
     while let Some(c) = chars.next() {

@@ -46,6 +46,7 @@
 mod commands;
 mod effects;
 mod exfil;
+mod found;
 mod globs;
 mod links;
 mod model;
@@ -53,6 +54,7 @@ mod normalize;
 mod parse;
 mod rules;
 mod spelling;
+mod sqlite;
 pub mod state;
 mod targets;
 mod written;
@@ -85,6 +87,8 @@ pub enum ShellInput<'a> {
 /// Analyzes a shell command line or argv, the argument at JSON pointer
 /// `path`, and returns one finding per rule, check or effect that fires.
 /// Paths are checked against `paths`' roots; the line starts in the first.
+/// The SQL of `sqlite3` command lines is judged with the shipped
+/// `[gate.sql]` (a gate uses its policy's).
 pub fn analyze_shell(
     cfg: &ShellConfig,
     paths: &PathConfig,
@@ -95,7 +99,8 @@ pub fn analyze_shell(
         effects: false,
         runs: false,
     };
-    analyze(cfg, paths, path, input, None, want).findings
+    let sql = &crate::plan::gate::config::shipped().sql;
+    analyze(cfg, sql, paths, None, path, input, None, want).findings
 }
 
 /// What the analysis of one command line found.
@@ -141,7 +146,8 @@ pub struct Run {
 
 /// Analyzes `input` in full: findings, effects and the programs it runs.
 /// `start` is the directory the line starts in (a tool's `cwd` argument);
-/// `None` is the first root.
+/// `None` is the first root. The SQL of `sqlite3` command lines is judged
+/// with the shipped `[gate.sql]`.
 pub fn analyze_shell_full(
     cfg: &ShellConfig,
     paths: &PathConfig,
@@ -149,7 +155,8 @@ pub fn analyze_shell_full(
     input: ShellInput,
     start: Option<&str>,
 ) -> ShellAnalysis {
-    analyze(cfg, paths, path, input, start, Want::all())
+    let sql = &crate::plan::gate::config::shipped().sql;
+    analyze(cfg, sql, paths, None, path, input, start, Want::all())
 }
 
 /// What an analysis records beyond findings (each costs time: strings per
@@ -173,10 +180,15 @@ impl Want {
 }
 
 /// [`analyze_shell_full`], recording only what `want` asks for beyond the
-/// findings (which are the same either way).
+/// findings (which are the same either way); `sql` is the `[gate.sql]`
+/// that judges the SQL of `sqlite3` command lines; `roots`, `paths`' roots
+/// when the caller resolved them already (`None`: resolved here).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn analyze(
     cfg: &ShellConfig,
+    sql: &crate::plan::gate::sql::SqlConfig,
     paths: &PathConfig,
+    roots: Option<Arc<Roots>>,
     path: &str,
     input: ShellInput,
     start: Option<&str>,
@@ -189,7 +201,8 @@ pub(crate) fn analyze(
     };
     let mut w = Walker {
         cfg,
-        roots: super::path::roots(paths),
+        sql,
+        roots: roots.unwrap_or_else(|| super::path::roots(paths)),
         path,
         findings: Vec::new(),
         effects: Vec::new(),
@@ -207,6 +220,8 @@ pub(crate) fn analyze(
         written: Vec::new(),
         content_kept: false,
         judging: Vec::new(),
+        found: None,
+        found_out: None,
     };
     let scope = Scope::default();
     match input {
@@ -313,6 +328,8 @@ impl Scope {
 
 struct Walker<'c> {
     cfg: &'c ShellConfig,
+    /// `[gate.sql]`, for the SQL of `sqlite3` ([`sqlite`]).
+    sql: &'c crate::plan::gate::sql::SqlConfig,
     roots: Arc<Roots>,
     path: &'c str,
     findings: Vec<Finding>,
@@ -348,6 +365,13 @@ struct Walker<'c> {
     content_kept: bool,
     /// Written files whose content is being judged (no recursion).
     judging: Vec<usize>,
+    /// The command being followed runs for what a `find` that may list
+    /// credentials lists (`find -exec`, `find ... | xargs`): why, for
+    /// [`found`]'s messages.
+    found: Option<String>,
+    /// The last `find` of the pipeline stage being walked prints what may
+    /// be credentials: why (passed to the next stage as `found`).
+    found_out: Option<String>,
 }
 
 /// Parsed options and operands of a command.

@@ -353,6 +353,9 @@ impl Walker<'_> {
     /// script.
     pub(super) fn path_target(&mut self, effect: Effect, text: &str, dynamic: bool, ctx: &Ctx) {
         let kind = effect.kind();
+        if self.found.is_some() && matches!(effect, Effect::Read) {
+            self.found_read(text, ctx);
+        }
         // `rm h` removes a link `h` itself; `rm -r h/` what it leads to.
         let follow_last = !matches!(effect, Effect::Delete) || text.ends_with('/');
         match self.place_of(text, dynamic, ctx, follow_last) {
@@ -530,6 +533,14 @@ impl Walker<'_> {
                 self.st = std::rc::Rc::new(saved.child());
                 self.code(&words, true, &what, scope);
                 self.st = saved;
+                return;
+            }
+            "sqlite" => {
+                self.sqlite_code(a, cmd);
+                return;
+            }
+            "sqlite-file" => {
+                self.sqlite_file(a, cmd);
                 return;
             }
             other => {

@@ -98,11 +98,41 @@ impl Walker<'_> {
         }
     }
 
-    /// The latest write of the file `text` names, when the line wrote it
-    /// before this point.
-    fn written_at(&self, text: &str, ctx: &Ctx) -> Option<usize> {
+    /// The files written since `mark` hold `text` (`tee f <<EOF`).
+    pub(super) fn written_known(&mut self, mark: usize, text: String) {
+        for w in self.written.iter_mut().skip(mark) {
+            w.content = Content::Known(text.clone());
+        }
+    }
+
+    /// The latest write of the file `text` names, or of a directory that
+    /// holds it (a path the line wrote before this point and that the
+    /// file is under: `tar x`, `git clone URL d`, `cp -r src d`), when the
+    /// line wrote one; and whether it is the file itself.
+    fn written_at(&self, text: &str, ctx: &Ctx) -> Option<(usize, bool)> {
         let places = self.absolute_places(text, ctx)?;
-        self.written.iter().rposition(|w| places.contains(&w.abs))
+        let i = self
+            .written
+            .iter()
+            .rposition(|w| places.iter().any(|p| p.starts_with(&w.abs)))?;
+        let exact = places.contains(&self.written[i].abs);
+        Some((i, exact))
+    }
+
+    /// A file run from under directory `i` (`None`: the project files of
+    /// the directory a command runs in), which the line writes before as
+    /// a whole: its content is not shown (asks).
+    fn run_under_written(&mut self, i: usize, file: Option<&str>, run: &str) {
+        let dir = excerpt(&self.written[i].abs.display().to_string());
+        let what = match file {
+            Some(f) => format!("`{}`", excerpt(f)),
+            None => "its project files".to_string(),
+        };
+        let d = format!(
+            "{run} runs {what} from `{dir}`, a directory the line writes before it as a whole (extracted, cloned or copied), whose content it does not show"
+        );
+        self.effect("written", run.trim_matches('`'), "unknown");
+        self.effect_check(|e| &e.written_code, &d);
     }
 
     /// A file run as a script (`bash f`, `./f`): when the line wrote it
@@ -120,9 +150,13 @@ impl Walker<'_> {
         if self.written.is_empty() || dynamic {
             return;
         }
-        let Some(i) = self.written_at(text, ctx) else {
+        let Some((i, exact)) = self.written_at(text, ctx) else {
             return;
         };
+        if !exact {
+            self.run_under_written(i, Some(text), &format!("`{}`", excerpt(run)));
+            return;
+        }
         let kind = match how {
             RunAs::Shell => WrittenContent::Shell,
             RunAs::Language("python") => WrittenContent::Python,
@@ -135,17 +169,32 @@ impl Walker<'_> {
 
     /// A command that runs project files as code (`npm test`, `make`,
     /// `git commit`): each file of its `[[gate.shell.written_code]]`
-    /// entries that the line wrote before is judged.
-    pub(super) fn run_written_project(&mut self, full: &str, scope: &Scope) {
+    /// entries that the line wrote before is judged; and when it runs in
+    /// (or under) a directory the line wrote before as a whole (`git
+    /// clone URL x && cd x && make`), it asks.
+    pub(super) fn run_written_project(&mut self, full: &str, scope: &Scope, ctx: &Ctx) {
         if self.written.is_empty() {
             return;
         }
         let cfg = self.cfg;
-        for rule in cfg
+        let mut rules = cfg
             .written_code
             .iter()
             .filter(|r| r.commands.iter().any(|c| c == full))
+            .peekable();
+        if rules.peek().is_none() {
+            return;
+        }
+        if let Some(here) = self.absolute_places(".", ctx)
+            && let Some(i) = self
+                .written
+                .iter()
+                .rposition(|w| here.iter().any(|p| p.starts_with(&w.abs)))
         {
+            self.run_under_written(i, None, &format!("`{full}`"));
+            return;
+        }
+        for rule in rules {
             // The latest write of each file the rule names.
             let mut hits: Vec<usize> = Vec::new();
             for (i, w) in self.written.iter().enumerate().rev() {
@@ -287,6 +336,30 @@ fn command_output(args: &[Arg], stdin: &Stdin) -> Option<String> {
     }
 }
 
+/// What `tee` writes to its file operands, when the line shows it: the
+/// text of a here-document or here-string on its standard input (not
+/// expanded at run time), with no option but `-i`/`-p` (`-a` appends:
+/// the file's earlier content is not known). `None` for anything else,
+/// including every other program (checked first, by name).
+pub(super) fn tee_content(args: &[Arg], stdin: &Stdin) -> Option<String> {
+    if super::normalize::basename(&args.first()?.text) != "tee" {
+        return None;
+    }
+    let Stdin::Literal(doc) = stdin else {
+        return None;
+    };
+    let options_known = args[1..].iter().all(|a| {
+        !a.dynamic
+            && !a.glob
+            && (!a.text.starts_with('-')
+                || matches!(
+                    a.text.as_str(),
+                    "-i" | "-p" | "--ignore-interrupts" | "--output-error"
+                ))
+    });
+    (options_known && !doc.dynamic).then(|| doc.text.clone())
+}
+
 /// The kind of a script executed directly, by its `#!` line: a shell,
 /// Python or JavaScript interpreter (named directly or through `env`,
 /// with or without a version suffix); none: a shell script (the shell
@@ -331,6 +404,23 @@ fn package_scripts(text: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tee_writes_a_literal_here_document() {
+        let a = |v: &[&str]| v.iter().map(|t| Arg::literal(t)).collect::<Vec<_>>();
+        let doc = Stdin::Literal(Arg::literal("ls\n"));
+        assert_eq!(tee_content(&a(&["tee", "f"]), &doc).unwrap(), "ls\n");
+        assert_eq!(
+            tee_content(&a(&["/usr/bin/tee", "-p", "f", "g"]), &doc).unwrap(),
+            "ls\n"
+        );
+        assert!(tee_content(&a(&["tee", "-a", "f"]), &doc).is_none());
+        assert!(tee_content(&a(&["tee", "f"]), &Stdin::Pipe).is_none());
+        assert!(tee_content(&a(&["cat", "f"]), &doc).is_none());
+        let mut built = Arg::literal("echo $X\n");
+        built.dynamic = true;
+        assert!(tee_content(&a(&["tee", "f"]), &Stdin::Literal(built)).is_none());
+    }
 
     #[test]
     fn shebang_lines_name_the_language() {

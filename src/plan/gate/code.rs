@@ -40,6 +40,11 @@ pub struct CodeRules {
     /// `key`): those arguments must be harmless callables too.
     #[serde(default)]
     pub callable_arguments: Vec<String>,
+    /// Commands of the language's own program that only read or format,
+    /// allowed where the code is judged (`sqlite`: the CLI's dot commands
+    /// such as `tables` for `.tables`; src/gate/shell/sqlite.rs).
+    #[serde(default)]
+    pub commands: Vec<String>,
     /// Longest code analysed, in bytes; longer code asks.
     #[serde(default = "default_max_bytes")]
     pub max_bytes: usize,

@@ -376,6 +376,8 @@ pub(crate) mod d {
         shell_wrappers: Vec<WrapperSpec> = shell.wrappers;
         shell_interpreters: Vec<InterpreterSpec> = shell.interpreters;
         shell_find: FindSpec = shell.find;
+        shell_find_broad_starts: ConfigRegex = shell.find.broad_starts;
+        shell_find_sensitive_names: Vec<String> = shell.find.sensitive_names;
         shell_commands: Vec<CommandSpec> = shell.commands;
         shell_rules: Vec<ShellRule> = shell.rules;
         shell_redirect_rules: Vec<RedirectRule> = shell.redirect_rules;

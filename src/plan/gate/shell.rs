@@ -699,6 +699,19 @@ pub struct FindSpec {
     pub placeholder: String,
     /// Start paths when none is given.
     pub default_start: String,
+    /// Regex on a start path as the line resolves it (absolute, `~` or
+    /// `~user` for a home directory): starts over which a search reaches
+    /// credentials (`/`, `/etc`, `/root`, a home directory). A start that
+    /// `[gate.shell] sensitive_reads` matches is one too.
+    #[serde(default = "crate::plan::gate::config::d::shell_find_broad_starts")]
+    pub broad_starts: ConfigRegex,
+    /// Globs of file names that may hold keys or credentials (`id_*`,
+    /// `*.pem`, `credentials`), compared case-insensitively with the
+    /// `-name`/`-iname`/`-path` patterns of a `find` over a broad start
+    /// whose output feeds a reader (docs/gate.md, "Finding credentials
+    /// with find").
+    #[serde(default = "crate::plan::gate::config::d::shell_find_sensitive_names")]
+    pub sensitive_names: Vec<String>,
 }
 
 fn read() -> Effect {
@@ -754,6 +767,11 @@ pub struct CommandSpec {
     /// Effects of every run (`network`, `system`, `write:~/.gitconfig`).
     #[serde(default)]
     pub effects: Vec<Effect>,
+    /// Without an operand whose effect is code, the command reads code in
+    /// this language from standard input (`sqlite3 db` reads `sqlite`):
+    /// a here-document is judged as that code, any other input asks.
+    #[serde(default)]
+    pub stdin_code: Option<String>,
     /// Other options that take a value (next argument, or attached).
     #[serde(default)]
     pub value_flags: Vec<String>,
