@@ -547,13 +547,7 @@ fn floor_and_transitions_print_what_the_whole_trace_code_printed() {
             &trace,
         ];
         args.extend(cat.iter().map(|s| s.as_str()));
-        args.extend([
-            "--skip-invalid",
-            "--holdout",
-            "0",
-            "--transitions-out",
-            out,
-        ]);
+        args.extend(["--skip-invalid", "--holdout", "0", "--transitions-out", out]);
         run(&args, None);
         assert_eq!(
             std::fs::read_to_string(out).unwrap(),
@@ -593,7 +587,15 @@ fn floor_and_transitions_print_what_the_whole_trace_code_printed() {
     }
     for name in ["sessions-bad", "sessions-unknown"] {
         let trace = format!("{D}/{name}.jsonl");
-        let args = ["fit", "--fit", "floor", "--policy", &floor_policy, "--trace", &trace];
+        let args = [
+            "fit",
+            "--fit",
+            "floor",
+            "--policy",
+            &floor_policy,
+            "--trace",
+            &trace,
+        ];
         assert_eq!(
             with_exit(run(&args, None)),
             expected(&format!("floor-{name}-noskip.out")),

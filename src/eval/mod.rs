@@ -226,7 +226,11 @@ impl FeatureView {
             None => plan.formula.eval(&f, None),
         };
         let (lo, hi) = plan.clamp;
-        if raw.is_nan() { lo } else { raw.min(hi).max(lo) }
+        if raw.is_nan() {
+            lo
+        } else {
+            raw.min(hi).max(lo)
+        }
     }
 }
 

@@ -336,12 +336,10 @@ pub fn replay_session_rescored<'l>(
     let mut b = SessionRun::new(plans.1, index, id);
     let mut none = |_: &Step, _: &Activation| {};
     walk_session(plans.0, lines, opts, skipped, |state, at| {
-        let act_a = plans.0.evaluate_with_previous(
-            &state.context,
-            &state.usage,
-            at.1,
-            a.previous.as_ref(),
-        );
+        let act_a =
+            plans
+                .0
+                .evaluate_with_previous(&state.context, &state.usage, at.1, a.previous.as_ref());
         let act_b = act_a.rescore(plans.1, b.previous.as_ref());
         steps_a.push(a.step(state, at, act_a, opts, tool_tokens, &mut none));
         steps_b.push(b.step(state, at, act_b, opts, tool_tokens, &mut none));

@@ -300,16 +300,21 @@ pub fn fit_floor_stream<R: BufRead>(
     };
     let (mut calls, mut active) = (0usize, Vec::new());
     let mut failure: Option<TraceError> = None;
-    replay_sessions(open().map_err(|e| e.to_string())?, index, first, |r| match r {
-        Some(Ok((n, a))) if failure.is_none() => {
-            calls += n;
-            active.extend(a);
-        }
-        Some(Err(e)) => {
-            failure.get_or_insert(e);
-        }
-        _ => {}
-    })
+    replay_sessions(
+        open().map_err(|e| e.to_string())?,
+        index,
+        first,
+        |r| match r {
+            Some(Ok((n, a))) if failure.is_none() => {
+                calls += n;
+                active.extend(a);
+            }
+            Some(Err(e)) => {
+                failure.get_or_insert(e);
+            }
+            _ => {}
+        },
+    )
     .map_err(|e| e.to_string())?;
     if let Some(e) = failure {
         return Err(e.to_string());
@@ -350,18 +355,23 @@ pub fn fit_floor_stream<R: BufRead>(
     // session (the training ones were replayed without error in pass 1,
     // against a plan with the same catalog and stages).
     let mut failure: Option<TraceError> = None;
-    replay_sessions(open().map_err(|e| e.to_string())?, index, second, |r| match r {
-        Ok((test, (s, n))) => {
-            let a = &mut acc[test as usize];
-            for k in 0..2 {
-                a.0[k].merge(&s[k]);
-                a.1[k] += n[k];
+    replay_sessions(
+        open().map_err(|e| e.to_string())?,
+        index,
+        second,
+        |r| match r {
+            Ok((test, (s, n))) => {
+                let a = &mut acc[test as usize];
+                for k in 0..2 {
+                    a.0[k].merge(&s[k]);
+                    a.1[k] += n[k];
+                }
             }
-        }
-        Err(e) => {
-            failure.get_or_insert(e);
-        }
-    })
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
+        },
+    )
     .map_err(|e| e.to_string())?;
     if let Some(e) = failure {
         return Err(e.to_string());

@@ -324,35 +324,29 @@ pub fn fit_stream<R: BufRead>(
         let mut rows = Rows::default();
         let mut counted = 0usize;
         let mut calls = Vec::new();
-        walk_calls(
-            plan,
-            &s.lines,
-            &ropts,
-            &mut Vec::new(),
-            |line, c, view| {
-                if !test {
-                    let mut rec = [0.0; N_FEATURES + 1];
-                    rec[..N_FEATURES].copy_from_slice(&view.features(c));
-                    rec[N_FEATURES] = view.threshold_factor;
-                    calls.push(rec);
+        walk_calls(plan, &s.lines, &ropts, &mut Vec::new(), |line, c, view| {
+            if !test {
+                let mut rec = [0.0; N_FEATURES + 1];
+                rec[..N_FEATURES].copy_from_slice(&view.features(c));
+                rec[N_FEATURES] = view.threshold_factor;
+                calls.push(rec);
+            }
+            let offset = line % stride.clamp(1, n.max(1));
+            for i in 0..n {
+                let pos = i == c;
+                if !pos && (stride == usize::MAX || i % stride != offset) {
+                    continue;
                 }
-                let offset = line % stride.clamp(1, n.max(1));
-                for i in 0..n {
-                    let pos = i == c;
-                    if !pos && (stride == usize::MAX || i % stride != offset) {
-                        continue;
-                    }
-                    counted += 1;
-                    if !sampled(seed, line, i, if pos { rp } else { rn }) {
-                        continue;
-                    }
-                    rows.x.push(view.features(i));
-                    rows.score.push(view.score(i));
-                    rows.y.push(pos);
-                    rows.test.push(test);
+                counted += 1;
+                if !sampled(seed, line, i, if pos { rp } else { rn }) {
+                    continue;
                 }
-            },
-        )?;
+                rows.x.push(view.features(i));
+                rows.score.push(view.score(i));
+                rows.y.push(pos);
+                rows.test.push(test);
+            }
+        })?;
         Ok(FirstPass {
             rows,
             counted,
