@@ -746,8 +746,14 @@ impl Plan {
                     .filter(|t| t.active && t.reason != Reason::Pinned)
                     .map(|t| t.tool)
                     .collect();
-                order.sort_by(|a, b| ToolScore::better_first(&out[*a], &out[*b]));
                 let keep = k.saturating_sub(self.pinned.len());
+                // Only which tools fall after the first `keep` matters, and
+                // `better_first` is a total order: a selection, not a sort.
+                if keep < order.len() {
+                    order.select_nth_unstable_by(keep, |a, b| {
+                        ToolScore::better_first(&out[*a], &out[*b])
+                    });
+                }
                 for &i in order.iter().skip(keep) {
                     out[i].active = false;
                     out[i].reason = Reason::MaxActive;
@@ -761,8 +767,14 @@ impl Plan {
                 .filter(|t| !t.active && t.reason != Reason::InvalidScore)
                 .map(|t| t.tool)
                 .collect();
-            order.sort_by(|a, b| ToolScore::better_first(&out[*a], &out[*b]));
-            for &i in order.iter().take(self.min_active - active_count) {
+            let add = self.min_active - active_count;
+            // Which tools are the best `add` (a total order): a selection.
+            if add < order.len() {
+                order.select_nth_unstable_by(add, |a, b| {
+                    ToolScore::better_first(&out[*a], &out[*b])
+                });
+            }
+            for &i in order.iter().take(add) {
                 out[i].active = true;
                 out[i].reason = Reason::MinActive;
             }
