@@ -3,13 +3,19 @@
 //! never materialised whole:
 //!
 //! * **Passes.** The caller's first pass ([`index_trace`]) checks every line.
-//!   Then two replays, session by session as [`replay_sessions`] closes them
-//!   (in parallel with the feature `parallel`): the input policy's, which
-//!   gives the rows, the input policy's quality on both splits and, per
-//!   training call, the called tool's features; and the fitted policy's,
-//!   which gives its quality. The threshold needs no replay: the called
+//!   Then two passes over the sessions as [`replay_sessions`] closes them
+//!   (in parallel with the feature `parallel`). The first keeps each
+//!   session's state and, before every call, prepares the context once
+//!   ([`crate::eval::FeatureView`], via `walk_calls`) but scores no tool:
+//!   it gives the rows (only the kept rows' features and scores are
+//!   computed) and, per training call, the called tool's features. The
+//!   second replays the input policy and, from the same evaluation, the
+//!   fitted one ([`crate::eval::Activation::rescore`], via
+//!   `replay_session_rescored`: the fitted policy differs only in the
+//!   weights and the threshold): both policies' quality on both splits.
+//!   The threshold needs no replay: the called
 //!   tool's score under the fitted weights is the fitted formula on the
-//!   features the first replay saw (features do not depend on the weights,
+//!   features the first pass saw (features do not depend on the weights,
 //!   and scores not on the previous activation), and the keys are counted in
 //!   a histogram of the 10⁶ + 1 values a 6-decimal threshold can take
 //!   ([`RecallThreshold`]), which gives the same threshold as
