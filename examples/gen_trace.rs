@@ -7,7 +7,7 @@
 //! cargo run --release --example gen_trace -- 1000000 target/tools-1000.json \
 //!     target/trace-1m.jsonl 7 8
 //! /usr/bin/time -v target/release/toolgate replay --policy policies/selection.toml \
-//!     --tags EMPTY_DIR --tools target/tools-1000.json --trace target/trace-1m.jsonl > /dev/null
+//!     --tools target/tools-1000.json --trace target/trace-1m.jsonl > /dev/null
 //! ```
 //!
 //! Arguments: `N TOOLS.json OUT.jsonl [SEED=7] [OPEN=8]`. `TOOLS.json` is an

@@ -446,3 +446,222 @@ fn the_streamed_plot_is_the_in_memory_plot() {
         );
     }
 }
+
+/// (name, trace, catalog arguments), as in capture-floor.sh.
+fn floor_cases() -> Vec<(&'static str, String, Vec<String>)> {
+    let bfcl = |f: &str| format!("{D}/bfcl/{f}");
+    let cat = vec!["--tools".to_string(), bfcl("catalog.json")];
+    let mt = vec!["--tools".to_string(), bfcl("multi_turn_catalog.json")];
+    vec![
+        ("sessions", "examples/sessions.jsonl".into(), vec![]),
+        (
+            "sessions-interleaved",
+            format!("{D}/sessions-interleaved.jsonl"),
+            vec![],
+        ),
+        ("sessions-bad", format!("{D}/sessions-bad.jsonl"), vec![]),
+        ("pooled", bfcl("pooled.jsonl"), cat.clone()),
+        (
+            "pooled-interleaved",
+            format!("{D}/pooled-interleaved.jsonl"),
+            cat.clone(),
+        ),
+        ("irrelevance", bfcl("irrelevance.jsonl"), cat.clone()),
+        ("multiple", bfcl("multiple.jsonl"), cat),
+        ("multi_turn", bfcl("multi_turn.jsonl"), mt.clone()),
+        (
+            "multi_turn-interleaved",
+            format!("{D}/multi_turn-interleaved.jsonl"),
+            mt,
+        ),
+    ]
+}
+
+fn with_exit((out, err, code): (String, String, Option<i32>)) -> String {
+    let mut got = out + &err;
+    if code != Some(0) {
+        got.push_str(&format!("exit {}\n", code.unwrap_or(-1)));
+    }
+    got
+}
+
+/// `fit --fit floor` and `--transitions-out` read the trace line by line
+/// (issue 28, third round) and print and write what the binary of commit
+/// 58416f4 did when they read it whole (tests/data/replay-golden/
+/// capture-floor.sh): every floor key (JSON; text for one), the learned
+/// transitions with both fits, the errors without `--skip-invalid`; and
+/// the same bytes with 1 and 2 threads.
+#[test]
+fn floor_and_transitions_print_what_the_whole_trace_code_printed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let floor_policy = format!("{D}/floor.toml");
+    let mut checked = 0;
+    for (name, trace, cat) in floor_cases() {
+        for floor in ["min-score", "min-score-idf", "min-coverage", "min-share"] {
+            // the text report for one key (the same numbers as the JSON)
+            let fmts: &[&str] = if floor == "min-score-idf" {
+                &["text", "json"]
+            } else {
+                &["json"]
+            };
+            for &fmt in fmts {
+                let mut args = vec![
+                    "fit",
+                    "--fit",
+                    "floor",
+                    "--floor",
+                    floor,
+                    "--policy",
+                    &floor_policy,
+                    "--trace",
+                    &trace,
+                ];
+                args.extend(cat.iter().map(|s| s.as_str()));
+                args.extend([
+                    "--skip-invalid",
+                    "--holdout",
+                    "0.3",
+                    "--target-recall",
+                    "0.8",
+                    "--format",
+                    fmt,
+                ]);
+                let threads = if checked % 2 == 0 { 1 } else { 2 };
+                assert_eq!(
+                    with_exit(run(&args, Some(threads))),
+                    expected(&format!("floor-{name}-{floor}.{fmt}")),
+                    "{args:?}"
+                );
+                checked += 1;
+            }
+        }
+        let out = tmp.path().join(format!("{name}.toml"));
+        let out = out.to_str().unwrap();
+        let mut args = vec![
+            "fit",
+            "--fit",
+            "floor",
+            "--policy",
+            &floor_policy,
+            "--trace",
+            &trace,
+        ];
+        args.extend(cat.iter().map(|s| s.as_str()));
+        args.extend(["--skip-invalid", "--holdout", "0", "--transitions-out", out]);
+        run(&args, None);
+        assert_eq!(
+            std::fs::read_to_string(out).unwrap(),
+            expected(&format!("transitions-{name}.toml")),
+            "{args:?}"
+        );
+    }
+    assert_eq!(checked, 45);
+    for (name, trace, cat) in [
+        ("sessions", "examples/sessions.jsonl".to_string(), vec![]),
+        (
+            "multi_turn",
+            format!("{D}/bfcl/multi_turn.jsonl"),
+            vec![
+                "--tools".to_string(),
+                format!("{D}/bfcl/multi_turn_catalog.json"),
+            ],
+        ),
+    ] {
+        let out = tmp.path().join(format!("{name}-weights.toml"));
+        let out = out.to_str().unwrap();
+        let mut args = vec!["fit", "--policy", SELECTION, "--trace", &trace];
+        args.extend(cat.iter().map(|s| s.as_str()));
+        args.extend(["--skip-invalid", "--transitions-out", out]);
+        // the fit's report names the file written: the captured one's path
+        let captured = format!("{D}/expected/transitions-{name}-weights.toml");
+        let got = with_exit(run(&args, None)).replace(out, &captured);
+        assert_eq!(
+            got,
+            expected(&format!("transitions-{name}-weights.text")),
+            "{args:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(out).unwrap(),
+            expected(&format!("transitions-{name}-weights.toml"))
+        );
+    }
+    for name in ["sessions-bad", "sessions-unknown"] {
+        let trace = format!("{D}/{name}.jsonl");
+        let args = [
+            "fit",
+            "--fit",
+            "floor",
+            "--policy",
+            &floor_policy,
+            "--trace",
+            &trace,
+        ];
+        assert_eq!(
+            with_exit(run(&args, None)),
+            expected(&format!("floor-{name}-noskip.out")),
+            "{args:?}"
+        );
+        let args = [
+            "fit",
+            "--policy",
+            SELECTION,
+            "--trace",
+            &trace,
+            "--transitions-out",
+            "/dev/null",
+        ];
+        assert_eq!(
+            with_exit(run(&args, None)),
+            expected(&format!("transitions-{name}-noskip.out")),
+            "{args:?}"
+        );
+    }
+}
+
+/// The streamed weight fit gives the same report with 1 and 2 threads, with
+/// and without sampling: 600 sessions (more than one parallel batch), 5
+/// open at once.
+#[test]
+fn the_fit_does_not_depend_on_the_thread_count() {
+    let src = std::fs::read_to_string(format!("{D}/pooled-interleaved.jsonl")).unwrap();
+    let mut text = String::new();
+    for copy in 0..12 {
+        for l in src.lines() {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let id = format!("c{copy}-{}", v["session"].as_str().unwrap());
+            v["session"] = id.into();
+            text.push_str(&v.to_string());
+            text.push('\n');
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("big.jsonl");
+    std::fs::write(&trace, &text).unwrap();
+    let trace = trace.display().to_string();
+    let cat = format!("{D}/bfcl/catalog.json");
+    for max_rows in ["1000000", "20000"] {
+        let fit = |threads| {
+            with_exit(run(
+                &[
+                    "fit",
+                    "--policy",
+                    SELECTION,
+                    "--trace",
+                    &trace,
+                    "--tools",
+                    &cat,
+                    "--max-rows",
+                    max_rows,
+                    "--format",
+                    "json",
+                ],
+                Some(threads),
+            ))
+        };
+        let one = fit(1);
+        let v: serde_json::Value = serde_json::from_str(&one).expect(&one);
+        assert_eq!(v["sessions"], 600, "{one}");
+        assert_eq!(v["sample"].is_null(), max_rows == "1000000", "{one}");
+        assert_eq!(one, fit(2), "--max-rows {max_rows}");
+    }
+}

@@ -6,10 +6,12 @@ use toolgate::diag::ErrorKind;
 use toolgate::load::load_policy;
 use toolgate::replay::engine::ReplayOptions;
 use toolgate::replay::fit::{ExampleFailure, FitOptions, FitReport, Sampling, fit_stream};
-use toolgate::replay::floor::{FloorKey, FloorReport, fit_floor};
-use toolgate::replay::transitions::learn_transitions;
+use toolgate::replay::floor::{FloorKey, FloorReport, fit_floor_stream};
+use toolgate::replay::stream::TraceIndex;
+use toolgate::replay::transitions::learn_transitions_stream;
 
-use super::replay::{read_trace, replay_catalog, summary_line};
+use super::replay::{replay_catalog, summary_line};
+use super::stream::TraceFile;
 use super::{Fail, Format, PlanArgs};
 use toolgate::replay::fit::format_number;
 
@@ -86,19 +88,18 @@ pub fn run_fit(
     req: &FitRequest<'_>,
     format: Format,
 ) -> Result<(), Fail> {
+    // Every pass reads the trace line by line (bounded memory).
     if req.what == FitWhat::Weights {
-        // The weight fit reads the trace line by line (bounded memory); the
-        // transitions and the floor fit read it whole.
         let policy = load_policy(args.policy.as_deref()).map_err(Fail::Load)?;
         let catalog = replay_catalog(args)?;
+        let file = TraceFile::open(trace_path)?;
         if let Some(path) = req.transitions_out {
-            let trace = read_trace(trace_path, opts.skip_invalid)?;
-            write_transitions(o, &trace, trace_path, opts, path, format)?;
+            let index = file.index(trace_path, opts.skip_invalid, &[])?;
+            write_transitions(o, (&file, &index), trace_path, opts, path, format)?;
         }
         let plan = toolgate::compile::compile(&policy, catalog.clone())
             .map(std::sync::Arc::new)
             .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
-        let file = super::stream::TraceFile::open(trace_path)?;
         let index = file.index(trace_path, opts.skip_invalid, &[&plan])?;
         let report = fit_stream(
             (&policy, &plan, &catalog),
@@ -110,21 +111,22 @@ pub fn run_fit(
         .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
         return report_fit(o, args, report, trace_path, opts, out, format);
     }
-    let trace = read_trace(trace_path, opts.skip_invalid)?;
+    // --fit floor: the trace's syntax is checked before the policy is read.
+    let file = TraceFile::open(trace_path)?;
+    let index = file.index(trace_path, opts.skip_invalid, &[])?;
     let policy = load_policy(args.policy.as_deref()).map_err(Fail::Load)?;
     let catalog = replay_catalog(args)?;
     if let Some(path) = req.transitions_out {
-        write_transitions(o, &trace, trace_path, opts, path, format)?;
+        write_transitions(o, (&file, &index), trace_path, opts, path, format)?;
     }
-    // --fit floor
     let ropts = ReplayOptions {
         skip_invalid: opts.skip_invalid,
         keep_active: false,
     };
-    let report = fit_floor(
-        &policy,
-        &catalog,
-        &trace,
+    let report = fit_floor_stream(
+        (&policy, &catalog),
+        &index,
+        || file.open_reader(),
         req.floor.into(),
         opts.target_recall,
         opts.holdout,
@@ -148,16 +150,21 @@ pub fn run_fit(
     Ok(())
 }
 
-/// Writes the transitions of the training sessions of `trace` to `path`.
+/// Writes the transitions of the training sessions of the trace (`file`,
+/// indexed as `index`) to `path`.
 fn write_transitions(
     o: &mut String,
-    trace: &toolgate::replay::trace::Trace,
+    (file, index): (&TraceFile, &TraceIndex),
     trace_path: &str,
     opts: &FitOptions,
     path: &std::path::Path,
     format: Format,
 ) -> Result<(), Fail> {
-    let counts = learn_transitions(trace, opts.holdout);
+    let reader = file
+        .open_reader()
+        .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
+    let counts = learn_transitions_stream(reader, index, opts.holdout)
+        .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
     let source = format!(
         "From {trace_path}: the training sessions ({:.0}% held out by a hash of the session id).",
         100.0 * opts.holdout

@@ -171,6 +171,67 @@ pub struct Activation {
     /// One entry per tool, in catalog order.
     pub tools: Vec<ToolScore>,
     prepared: Prepared,
+    /// How many of `warnings` came from preparing the context (the rest
+    /// from scoring).
+    prepare_warnings: usize,
+}
+
+/// What [`Plan::prepare`] computes once per context, before any tool is
+/// scored: the shared part of an evaluation.
+struct Head {
+    prepared: Prepared,
+    warnings: Vec<String>,
+    rules_applied: Vec<usize>,
+    terms: Vec<String>,
+    total_calls: u64,
+}
+
+/// The features of every tool for one context, without the scores
+/// ([`Plan::features_for`]): what the weight fit's first replay reads, at a
+/// fraction of an evaluation's cost on a large catalog (only the tools
+/// asked for are computed).
+#[derive(Debug, Clone)]
+pub struct FeatureView {
+    plan: Arc<Plan>,
+    prepared: Prepared,
+    /// The threshold applied, over the policy's threshold: the cold-start
+    /// factor when cold start applies, else 1 (1 too when the policy's
+    /// threshold is 0).
+    pub threshold_factor: f64,
+}
+
+impl FeatureView {
+    /// The feature values of tool `tool` (an index into the plan's tools),
+    /// in [`FEATURES`] order: the same values as [`Activation::features`]
+    /// of an evaluation of the same context.
+    pub fn features(&self, tool: usize) -> [f64; FEATURES.len()] {
+        self.prepared.features(&self.plan, tool)
+    }
+
+    /// The clamped score of tool `tool`: the same bits as the
+    /// [`ToolScore::score`] of an evaluation of the same context (the lower
+    /// clamp for a NaN).
+    pub fn score(&self, tool: usize) -> f64 {
+        let plan = &self.plan;
+        let f = self.features(tool);
+        let raw = match plan.formula.linear.as_deref().filter(|l| !l.is_empty()) {
+            Some(lin) => {
+                let (&(f0, w0), rest) = lin.split_first().expect("non-empty");
+                let mut sum = w0 * f[f0 as usize];
+                for &(k, w) in rest {
+                    sum += w * f[k as usize];
+                }
+                sum
+            }
+            None => plan.formula.eval(&f, None),
+        };
+        let (lo, hi) = plan.clamp;
+        if raw.is_nan() {
+            lo
+        } else {
+            raw.min(hi).max(lo)
+        }
+    }
 }
 
 /// One term of a score explanation.
@@ -278,6 +339,26 @@ impl Activation {
         }
     }
 
+    /// The same context evaluated under `plan`, with `previous` (an
+    /// activation of `plan`, or of another plan with the same catalog) for
+    /// hysteresis: the features are this activation's, only the scores and
+    /// the active set are computed again. `plan` must differ from this
+    /// activation's plan at most in the formula's weights and in
+    /// `[activation]` (threshold, margins, set controls, cold start), as a
+    /// policy the weight fit rewrites does: then the result is the same as
+    /// `plan.evaluate_with_previous` of the same context, for less work.
+    pub fn rescore(&self, plan: &Arc<Plan>, previous: Option<&Activation>) -> Activation {
+        debug_assert_eq!(plan.tools.len(), self.plan.tools.len());
+        let head = Head {
+            prepared: self.prepared.clone(),
+            warnings: self.warnings[..self.prepare_warnings].to_vec(),
+            rules_applied: self.rules_applied.clone(),
+            terms: self.intent_terms.clone(),
+            total_calls: self.total_calls,
+        };
+        plan.activate(head, previous)
+    }
+
     /// Term-by-term explanation of a tool's raw score; the contributions add up
     /// (in order) to [`ToolScore::raw_score`].
     pub fn explain(&self, tool: usize) -> Vec<TermExplanation> {
@@ -329,6 +410,35 @@ impl Plan {
         previous: Option<&Activation>,
     ) -> Activation {
         let _span = tracing::debug_span!("evaluate", tools = self.tools.len()).entered();
+        let head = self.prepare(context, usage, now);
+        self.activate(head, previous)
+    }
+
+    /// The features of every tool for `context` and `usage` at time `now`,
+    /// as [`Plan::evaluate`] computes them, without scoring any tool: the
+    /// caller asks for the tools it needs ([`FeatureView`]).
+    pub fn features_for(
+        self: &Arc<Self>,
+        context: &SessionContext,
+        usage: &UsageStats,
+        now: f64,
+    ) -> FeatureView {
+        let head = self.prepare(context, usage, now);
+        let threshold_factor = match self.cold_start {
+            Some((min_calls, factor)) if head.total_calls < min_calls && self.threshold > 0.0 => {
+                (self.threshold * factor) / self.threshold
+            }
+            _ => 1.0,
+        };
+        FeatureView {
+            plan: self.clone(),
+            prepared: head.prepared,
+            threshold_factor,
+        }
+    }
+
+    /// The context's evaluation prepared once for all tools.
+    fn prepare(self: &Arc<Self>, context: &SessionContext, usage: &UsageStats, now: f64) -> Head {
         let fp = &self.features;
         let mut warnings = Vec::new();
 
@@ -519,6 +629,26 @@ impl Plan {
             semantic,
         };
 
+        Head {
+            prepared,
+            warnings,
+            rules_applied,
+            terms,
+            total_calls,
+        }
+    }
+
+    /// Scores every tool of a prepared context and decides the active set.
+    fn activate(self: &Arc<Self>, head: Head, previous: Option<&Activation>) -> Activation {
+        let Head {
+            prepared,
+            mut warnings,
+            rules_applied,
+            terms,
+            total_calls,
+        } = head;
+        let prepare_warnings = warnings.len();
+        let n = self.tools.len();
         // Threshold.
         let (cold_start, effective_threshold) = match self.cold_start {
             Some((min_calls, factor)) if total_calls < min_calls => (true, self.threshold * factor),
@@ -616,8 +746,14 @@ impl Plan {
                     .filter(|t| t.active && t.reason != Reason::Pinned)
                     .map(|t| t.tool)
                     .collect();
-                order.sort_by(|a, b| ToolScore::better_first(&out[*a], &out[*b]));
                 let keep = k.saturating_sub(self.pinned.len());
+                // Only which tools fall after the first `keep` matters, and
+                // `better_first` is a total order: a selection, not a sort.
+                if keep < order.len() {
+                    order.select_nth_unstable_by(keep, |a, b| {
+                        ToolScore::better_first(&out[*a], &out[*b])
+                    });
+                }
                 for &i in order.iter().skip(keep) {
                     out[i].active = false;
                     out[i].reason = Reason::MaxActive;
@@ -631,8 +767,14 @@ impl Plan {
                 .filter(|t| !t.active && t.reason != Reason::InvalidScore)
                 .map(|t| t.tool)
                 .collect();
-            order.sort_by(|a, b| ToolScore::better_first(&out[*a], &out[*b]));
-            for &i in order.iter().take(self.min_active - active_count) {
+            let add = self.min_active - active_count;
+            // Which tools are the best `add` (a total order): a selection.
+            if add < order.len() {
+                order.select_nth_unstable_by(add, |a, b| {
+                    ToolScore::better_first(&out[*a], &out[*b])
+                });
+            }
+            for &i in order.iter().take(add) {
                 out[i].active = true;
                 out[i].reason = Reason::MinActive;
             }
@@ -651,6 +793,7 @@ impl Plan {
             warnings,
             tools: out,
             prepared,
+            prepare_warnings,
         }
     }
 }

@@ -171,33 +171,40 @@ pub fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError>
     }
 }
 
-struct SessionRun<'p> {
-    plan: &'p Arc<Plan>,
+struct SessionRun {
     index: usize,
-    state: Session,
-    t0: f64,
     previous: Option<Activation>,
     prev_active: Vec<bool>,
     summary: SessionSummary,
 }
 
-impl SessionRun<'_> {
-    fn evaluate(
+impl SessionRun {
+    fn new(plan: &Plan, index: usize, id: &str) -> Self {
+        SessionRun {
+            index,
+            previous: None,
+            prev_active: vec![false; plan.tools.len()],
+            summary: SessionSummary {
+                id: id.to_string(),
+                calls: 0,
+                hits: 0,
+                steps: 0,
+                changes: 0,
+            },
+        }
+    }
+
+    /// The step of activation `act` (computed with `self.previous`) in
+    /// session state `state`.
+    fn step(
         &mut self,
-        line: usize,
-        t: f64,
-        called: Option<usize>,
+        state: &Session,
+        (line, t, called): (usize, f64, Option<usize>),
+        act: Activation,
         opts: &ReplayOptions,
         tool_tokens: &[u64],
         on_step: &mut dyn FnMut(&Step, &Activation),
     ) -> Step {
-        self.state.context.session_duration_seconds = (t - self.t0).max(0.0);
-        let act = self.plan.evaluate_with_previous(
-            &self.state.context,
-            &self.state.usage,
-            t,
-            self.previous.as_ref(),
-        );
         let initial = self.previous.is_none();
         let mut added = Vec::new();
         let mut removed = Vec::new();
@@ -258,7 +265,7 @@ impl SessionRun<'_> {
             added,
             removed,
             initial,
-            stage: self.state.context.conversation_stage.clone(),
+            stage: state.context.conversation_stage.clone(),
             active,
         };
         on_step(&step, &act);
@@ -299,25 +306,85 @@ pub fn replay_session<'l, F: FnMut(&Step, &Activation)>(
     skipped: &mut Vec<TraceError>,
     mut on_step: F,
 ) -> Result<(Vec<Step>, SessionSummary), TraceError> {
+    let mut steps = Vec::new();
+    let mut run = SessionRun::new(plan, index, id);
+    walk_session(plan, lines, opts, skipped, |state, at| {
+        let act =
+            plan.evaluate_with_previous(&state.context, &state.usage, at.1, run.previous.as_ref());
+        steps.push(run.step(state, at, act, opts, tool_tokens, &mut on_step));
+    })?;
+    Ok((steps, run.summary))
+}
+
+/// [`replay_session`] of two plans at once, `plans.1` rescoring the
+/// features of `plans.0`'s evaluation at every step
+/// ([`Activation::rescore`]): `plans.1` must differ from `plans.0` at most
+/// in the formula's weights and in `[activation]` (as the policy the
+/// weight fit writes does). Each plan's steps and totals are the ones
+/// [`replay_session`] gives it; `tool_tokens` are both plans' (the same
+/// catalog). The lines skipped are pushed once.
+pub fn replay_session_rescored<'l>(
+    plans: (&Arc<Plan>, &Arc<Plan>),
+    (index, id): (usize, &str),
+    lines: impl IntoIterator<Item = &'l TraceLine>,
+    opts: &ReplayOptions,
+    tool_tokens: &[u64],
+    skipped: &mut Vec<TraceError>,
+) -> Result<[(Vec<Step>, SessionSummary); 2], TraceError> {
+    let (mut steps_a, mut steps_b) = (Vec::new(), Vec::new());
+    let mut a = SessionRun::new(plans.0, index, id);
+    let mut b = SessionRun::new(plans.1, index, id);
+    let mut none = |_: &Step, _: &Activation| {};
+    walk_session(plans.0, lines, opts, skipped, |state, at| {
+        let act_a =
+            plans
+                .0
+                .evaluate_with_previous(&state.context, &state.usage, at.1, a.previous.as_ref());
+        let act_b = act_a.rescore(plans.1, b.previous.as_ref());
+        steps_a.push(a.step(state, at, act_a, opts, tool_tokens, &mut none));
+        steps_b.push(b.step(state, at, act_b, opts, tool_tokens, &mut none));
+    })?;
+    Ok([(steps_a, a.summary), (steps_b, b.summary)])
+}
+
+/// Walks one session's lines as [`replay_session`] does, keeping the
+/// session state, but evaluates nothing: `on_call` gets, before every
+/// tool call, the line, the called tool and the features every tool has
+/// then ([`Plan::features_for`]). No-call turns give nothing. Lines are
+/// checked and skipped as [`replay_session`] checks them.
+pub fn walk_calls<'l>(
+    plan: &Arc<Plan>,
+    lines: impl IntoIterator<Item = &'l TraceLine>,
+    opts: &ReplayOptions,
+    skipped: &mut Vec<TraceError>,
+    mut on_call: impl FnMut(usize, usize, &crate::eval::FeatureView),
+) -> Result<(), TraceError> {
+    walk_session(plan, lines, opts, skipped, |state, (line, t, called)| {
+        if let Some(c) = called {
+            let view = plan.features_for(&state.context, &state.usage, t);
+            on_call(line, c, &view);
+        }
+    })
+}
+
+/// The session loop shared by the replays: keeps the session state and
+/// calls `at_step(state, (line, t, called))` at every step (before a call,
+/// and at the end of a turn without one), with the session duration set.
+fn walk_session<'l>(
+    plan: &Arc<Plan>,
+    lines: impl IntoIterator<Item = &'l TraceLine>,
+    opts: &ReplayOptions,
+    skipped: &mut Vec<TraceError>,
+    mut at_step: impl FnMut(&Session, (usize, f64, Option<usize>)),
+) -> Result<(), TraceError> {
     let window = plan.recent_calls_window;
     let frequency = plan.features.usage_normalization == UsageNormalization::Frequency;
-    let mut steps = Vec::new();
     let mut lines = lines.into_iter().peekable();
     let t0 = lines.peek().map(|l| l.t).unwrap_or(0.0);
-    let mut run = SessionRun {
-        plan,
-        index,
-        state: Session::new(),
-        t0,
-        previous: None,
-        prev_active: vec![false; plan.tools.len()],
-        summary: SessionSummary {
-            id: id.to_string(),
-            calls: 0,
-            hits: 0,
-            steps: 0,
-            changes: 0,
-        },
+    let mut state = Session::new();
+    let mut step = |state: &mut Session, line: usize, t: f64, called: Option<usize>| {
+        state.context.session_duration_seconds = (t - t0).max(0.0);
+        at_step(state, (line, t, called));
     };
     // The message of the current turn, while no call has answered it: (line, time of the turn's last line).
     let mut pending: Option<(usize, f64)> = None;
@@ -333,15 +400,14 @@ pub fn replay_session<'l, F: FnMut(&Step, &Activation)>(
         match &l.event {
             Event::UserMessage { text } => {
                 if let Some((line, t)) = pending.take() {
-                    steps.push(run.evaluate(line, t, None, opts, tool_tokens, &mut on_step));
+                    step(&mut state, line, t, None);
                 }
                 let remember = plan.memory.as_ref().map(|m| m.turns).unwrap_or(0);
-                run.state
-                    .user_message(plan.analyzer.extract(text), remember);
+                state.user_message(plan.analyzer.extract(text), remember);
                 pending = Some((l.line, l.t));
             }
             Event::Context(c) => {
-                let ctx = &mut run.state.context;
+                let ctx = &mut state.context;
                 if let Some(v) = &c.conversation_stage {
                     ctx.conversation_stage = v.clone();
                 }
@@ -365,29 +431,28 @@ pub fn replay_session<'l, F: FnMut(&Step, &Activation)>(
             Event::ToolCall { .. } => {
                 let Some(c) = called else { continue };
                 pending = None;
-                steps.push(run.evaluate(l.line, l.t, Some(c), opts, tool_tokens, &mut on_step));
+                step(&mut state, l.line, l.t, Some(c));
                 let name = plan.tools[c].name.clone();
-                run.state.record_call(&name, l.t, window);
+                state.record_call(&name, l.t, window);
                 if frequency {
-                    let total = run.state.usage.total_calls().max(1) as f64;
-                    let counts: Vec<(String, u64)> = run
-                        .state
+                    let total = state.usage.total_calls().max(1) as f64;
+                    let counts: Vec<(String, u64)> = state
                         .usage
                         .call_counts
                         .iter()
                         .map(|(k, v)| (k.clone(), *v))
                         .collect();
                     for (k, v) in counts {
-                        run.state.usage.usage_frequency.insert(k, v as f64 / total);
+                        state.usage.usage_frequency.insert(k, v as f64 / total);
                     }
                 }
             }
         }
     }
     if let Some((line, t)) = pending.take() {
-        steps.push(run.evaluate(line, t, None, opts, tool_tokens, &mut on_step));
+        step(&mut state, line, t, None);
     }
-    Ok((steps, run.summary))
+    Ok(())
 }
 
 /// Replays `trace` against `plan`, calling `on_step` with every step and the

@@ -23,6 +23,7 @@
 //!    policies are replayed on the training and the held-out sessions, calls
 //!    and no-call turns alike, so the effect is measured, not assumed.
 
+use std::io::BufRead;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -33,10 +34,11 @@ use crate::load::load_data_files;
 use crate::parse::policy::{PolicySource, parse_policy};
 use crate::parse::tags::ToolSpec;
 use crate::plan::Plan;
-use crate::replay::engine::{ReplayOptions, replay, replay_with};
+use crate::replay::engine::{ReplayOptions, replay, replay_session, replay_with, tool_tokens};
 use crate::replay::fit::{format_number, is_holdout};
-use crate::replay::stats::{Summary, summarize};
-use crate::replay::trace::Trace;
+use crate::replay::stats::{Summary, SummaryAcc, summarize};
+use crate::replay::stream::{ClosedSession, TraceIndex, replay_sessions};
+use crate::replay::trace::{Trace, TraceError};
 
 /// Recall and set sizes of the policy before and after, on one split.
 #[derive(Debug, Clone, Serialize)]
@@ -100,11 +102,18 @@ pub struct FloorReport {
 /// holds, per call, whether its tool was active with no floor and its raw
 /// score. Floored to 4 decimals; 0 when the target cannot be reached.
 pub fn floor_for_recall(calls: &[(bool, f64)], target: f64) -> f64 {
-    if calls.is_empty() {
+    let raws: Vec<f64> = calls.iter().filter(|c| c.0).map(|c| c.1).collect();
+    floor_for_active(raws, calls.len(), target)
+}
+
+/// [`floor_for_recall`] from the raw scores of the calls whose tool was
+/// active (`raws`, any order) and the number of calls (`calls`, at least
+/// `raws.len()`).
+pub fn floor_for_active(mut raws: Vec<f64>, calls: usize, target: f64) -> f64 {
+    if calls == 0 {
         return 0.0;
     }
-    let need = (target.clamp(0.0, 1.0) * calls.len() as f64).ceil() as usize;
-    let mut raws: Vec<f64> = calls.iter().filter(|c| c.0).map(|c| c.1).collect();
+    let need = (target.clamp(0.0, 1.0) * calls as f64).ceil() as usize;
     if need == 0 {
         return raws.iter().copied().fold(0.0, f64::max);
     }
@@ -150,6 +159,26 @@ fn with_floor(policy: &PolicySource, key: FloorKey, floor: f64) -> Result<String
     Ok(text)
 }
 
+/// The measure `key` compares with its floor, for tool `c` of `act`.
+fn measure(key: FloorKey, idf1: f64, act: &crate::eval::Activation, c: usize) -> f64 {
+    let (coverage, share) = act.keyword_relevance(c);
+    match key {
+        FloorKey::Score => act.keyword_raw(c),
+        FloorKey::ScoreIdf => act.keyword_raw(c) / idf1,
+        FloorKey::Coverage => coverage,
+        FloorKey::Share => share,
+    }
+}
+
+/// `idf₁` of a plan's BM25 index (1 without one), the unit of `min_score_idf`.
+fn idf1_of(plan: &Plan) -> f64 {
+    plan.bm25
+        .as_ref()
+        .map(|i| i.idf_of_df(1))
+        .filter(|x| *x > 0.0)
+        .unwrap_or(1.0)
+}
+
 fn split(trace: &Trace, holdout: f64, test: bool) -> Trace {
     Trace {
         lines: trace
@@ -177,25 +206,13 @@ pub fn fit_floor(
     let name = policy.file.name.clone();
     let before_floor = floor_of(policy, key).map(|s| s.value).unwrap_or(0.0);
     let zero = plan_of(&with_floor(policy, key, 0.0)?, &name, catalog)?;
-    let idf1 = zero
-        .bm25
-        .as_ref()
-        .map(|i| i.idf_of_df(1))
-        .filter(|x| *x > 0.0)
-        .unwrap_or(1.0);
+    let idf1 = idf1_of(&zero);
     let train = split(trace, holdout, false);
     let test = split(trace, holdout, true);
     let mut calls = Vec::new();
     replay_with(&zero, &train, opts, |step, act| {
         if let Some(c) = step.called {
-            let (coverage, share) = act.keyword_relevance(c);
-            let measure = match key {
-                FloorKey::Score => act.keyword_raw(c),
-                FloorKey::ScoreIdf => act.keyword_raw(c) / idf1,
-                FloorKey::Coverage => coverage,
-                FloorKey::Share => share,
-            };
-            calls.push((step.hit, measure));
+            calls.push((step.hit, measure(key, idf1, act, c)));
         }
     })
     .map_err(|e| e.to_string())?;
@@ -216,6 +233,160 @@ pub fn fit_floor(
         train_calls: (calls.len(), calls.iter().filter(|c| c.0).count()),
         train: quality(&train)?,
         test: quality(&test)?,
+        policy_text: text,
+    })
+}
+
+/// [`fit_floor`] on a trace read line by line: `index` is the first pass
+/// over it ([`crate::replay::stream::index_trace`], with
+/// `opts.skip_invalid`; no plan is needed: each replay checks the lines
+/// against its plan, as the in-memory replays do) and `open` opens the trace
+/// for each of the two further passes, in which sessions are replayed as
+/// [`replay_sessions`] closes them (in parallel with the feature
+/// `parallel`):
+///
+/// 1. the policy with the floor at 0, on the training sessions: per call
+///    whether its tool was active, and its measure when it was;
+/// 2. the input policy and the floored one, on every session: each split's
+///    summary, accumulated ([`SummaryAcc`]) without keeping the steps.
+///
+/// Memory holds the open sessions' lines, the summaries' histograms and
+/// one `f64` per training call whose tool was active (8 MB per million
+/// calls; [`floor_for_recall`] needs them sorted), not the trace. The report
+/// is the same as [`fit_floor`]'s on the trace held in memory, for any
+/// number of threads. Errors: as [`fit_floor`]'s (the first invalid line of
+/// the first training session, then of the first held-out session, without
+/// `skip_invalid`), or the trace cannot be read again.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_floor_stream<R: BufRead>(
+    (policy, catalog): (&PolicySource, &[ToolSpec]),
+    index: &TraceIndex,
+    mut open: impl FnMut() -> Result<R, TraceError>,
+    key: FloorKey,
+    target: f64,
+    holdout: f64,
+    opts: &ReplayOptions,
+) -> Result<FloorReport, String> {
+    let name = policy.file.name.clone();
+    let before_floor = floor_of(policy, key).map(|s| s.value).unwrap_or(0.0);
+    let zero = plan_of(&with_floor(policy, key, 0.0)?, &name, catalog)?;
+    let idf1 = idf1_of(&zero);
+    let tokens = tool_tokens(&zero);
+
+    // Pass 1: the floor at 0, on the training sessions.
+    let first = |s: ClosedSession| -> Option<Result<(usize, Vec<f64>), TraceError>> {
+        if is_holdout(&s.id, holdout) {
+            return None;
+        }
+        let mut calls = 0usize;
+        let mut active = Vec::new();
+        let r = replay_session(
+            &zero,
+            (s.index, &s.id),
+            &s.lines,
+            opts,
+            &tokens,
+            &mut Vec::new(),
+            |step, act| {
+                if let Some(c) = step.called {
+                    calls += 1;
+                    if step.hit {
+                        active.push(measure(key, idf1, act, c));
+                    }
+                }
+            },
+        );
+        Some(r.map(|_| (calls, active)))
+    };
+    let (mut calls, mut active) = (0usize, Vec::new());
+    let mut failure: Option<TraceError> = None;
+    replay_sessions(
+        open().map_err(|e| e.to_string())?,
+        index,
+        first,
+        |r| match r {
+            Some(Ok((n, a))) if failure.is_none() => {
+                calls += n;
+                active.extend(a);
+            }
+            Some(Err(e)) => {
+                failure.get_or_insert(e);
+            }
+            _ => {}
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(e) = failure {
+        return Err(e.to_string());
+    }
+    let active_calls = active.len();
+    let floor = floor_for_active(active, calls, target);
+    let text = with_floor(policy, key, floor)?;
+    let before = plan_of(&policy.file.text, &name, catalog)?;
+    let after = plan_of(&text, &name, catalog)?;
+
+    // Pass 2: both policies on both splits.
+    let (tokens_b, tokens_a) = (tool_tokens(&before), tool_tokens(&after));
+    type Split = ([SummaryAcc; 2], [usize; 2]);
+    let second = |s: ClosedSession| -> Result<(bool, Split), TraceError> {
+        let mut out: Split = Default::default();
+        for (k, (plan, tokens)) in [(&before, &tokens_b), (&after, &tokens_a)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut skipped = Vec::new();
+            let (steps, summary) = replay_session(
+                plan,
+                (s.index, &s.id),
+                &s.lines,
+                opts,
+                tokens,
+                &mut skipped,
+                |_, _| {},
+            )?;
+            out.0[k].add_session(&steps, &summary);
+            out.1[k] = skipped.len();
+        }
+        Ok((is_holdout(&s.id, holdout), out))
+    };
+    // [split][policy]
+    let mut acc: [Split; 2] = Default::default();
+    // The first error, in order of first appearance: of a held-out
+    // session (the training ones were replayed without error in pass 1,
+    // against a plan with the same catalog and stages).
+    let mut failure: Option<TraceError> = None;
+    replay_sessions(
+        open().map_err(|e| e.to_string())?,
+        index,
+        second,
+        |r| match r {
+            Ok((test, (s, n))) => {
+                let a = &mut acc[test as usize];
+                for k in 0..2 {
+                    a.0[k].merge(&s[k]);
+                    a.1[k] += n[k];
+                }
+            }
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(e) = failure {
+        return Err(e.to_string());
+    }
+    let quality = |(s, n): &Split| FloorSplit {
+        before: s[0].finish(&before, n[0]),
+        after: s[1].finish(&after, n[1]),
+    };
+    Ok(FloorReport {
+        key,
+        floor: (before_floor, floor),
+        target_recall: target,
+        train_calls: (calls, active_calls),
+        train: quality(&acc[0]),
+        test: quality(&acc[1]),
         policy_text: text,
     })
 }

@@ -10,9 +10,11 @@
 //! plain counts.
 
 use std::collections::BTreeMap;
+use std::io::BufRead;
 
 use crate::replay::fit::is_holdout;
-use crate::replay::trace::{Event, Trace};
+use crate::replay::stream::{TraceIndex, replay_sessions};
+use crate::replay::trace::{Event, Trace, TraceError, TraceLine};
 
 /// Transition counts: from → to → count.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -35,23 +37,78 @@ pub fn learn_transitions(trace: &Trace, holdout: f64) -> TransitionCounts {
         if is_holdout(id, holdout) {
             continue;
         }
-        out.sessions += 1;
+        out.add_session(lines.iter().map(|&li| &trace.lines[li]));
+    }
+    out
+}
+
+/// [`learn_transitions`] on a trace read line by line: `reader` is the trace
+/// that `index` indexed ([`crate::replay::stream::index_trace`]; no plan is
+/// needed, tool names are taken as written). Sessions are counted as
+/// [`replay_sessions`] closes them (in parallel with the feature
+/// `parallel`) and the counts added up, so memory holds the open sessions'
+/// lines and the counts (at most one entry per distinct pair of tools), not
+/// the trace. The counts are the same as [`learn_transitions`]'s on the
+/// trace held in memory, for any number of threads (sums of integers).
+/// Errors: the trace cannot be read again or changed since it was indexed.
+pub fn learn_transitions_stream(
+    reader: impl BufRead,
+    index: &TraceIndex,
+    holdout: f64,
+) -> Result<TransitionCounts, TraceError> {
+    let mut out = TransitionCounts::default();
+    replay_sessions(
+        reader,
+        index,
+        |s| {
+            (!is_holdout(&s.id, holdout)).then(|| {
+                let mut c = TransitionCounts::default();
+                c.add_session(&s.lines);
+                c
+            })
+        },
+        |c| {
+            if let Some(c) = c {
+                out.merge(c);
+            }
+        },
+    )?;
+    Ok(out)
+}
+
+impl TransitionCounts {
+    /// Counts one session: `lines` are its lines in file order; every
+    /// `tool_call` after another adds one to `counts[previous][this]`.
+    pub fn add_session<'l>(&mut self, lines: impl IntoIterator<Item = &'l TraceLine>) {
+        self.sessions += 1;
         let mut last: Option<&str> = None;
-        for &li in &lines {
-            if let Event::ToolCall { tool, .. } = &trace.lines[li].event {
+        for l in lines {
+            if let Event::ToolCall { tool, .. } = &l.event {
                 if let Some(a) = last {
-                    *out.counts
+                    *self
+                        .counts
                         .entry(a.to_string())
                         .or_default()
                         .entry(tool.clone())
                         .or_insert(0) += 1;
-                    out.pairs += 1;
+                    self.pairs += 1;
                 }
                 last = Some(tool);
             }
         }
     }
-    out
+
+    /// Adds `other`'s sessions, pairs and counts to these.
+    pub fn merge(&mut self, other: TransitionCounts) {
+        self.sessions += other.sessions;
+        self.pairs += other.pairs;
+        for (a, row) in other.counts {
+            let mine = self.counts.entry(a).or_default();
+            for (b, n) in row {
+                *mine.entry(b).or_insert(0) += n;
+            }
+        }
+    }
 }
 
 fn quoted(s: &str) -> String {

@@ -3,13 +3,19 @@
 //! never materialised whole:
 //!
 //! * **Passes.** The caller's first pass ([`index_trace`]) checks every line.
-//!   Then two replays, session by session as [`replay_sessions`] closes them
-//!   (in parallel with the feature `parallel`): the input policy's, which
-//!   gives the rows, the input policy's quality on both splits and, per
-//!   training call, the called tool's features; and the fitted policy's,
-//!   which gives its quality. The threshold needs no replay: the called
+//!   Then two passes over the sessions as [`replay_sessions`] closes them
+//!   (in parallel with the feature `parallel`). The first keeps each
+//!   session's state and, before every call, prepares the context once
+//!   ([`crate::eval::FeatureView`], via `walk_calls`) but scores no tool:
+//!   it gives the rows (only the kept rows' features and scores are
+//!   computed) and, per training call, the called tool's features. The
+//!   second replays the input policy and, from the same evaluation, the
+//!   fitted one ([`crate::eval::Activation::rescore`], via
+//!   `replay_session_rescored`: the fitted policy differs only in the
+//!   weights and the threshold): both policies' quality on both splits.
+//!   The threshold needs no replay: the called
 //!   tool's score under the fitted weights is the fitted formula on the
-//!   features the first replay saw (features do not depend on the weights,
+//!   features the first pass saw (features do not depend on the weights,
 //!   and scores not on the previous activation), and the keys are counted in
 //!   a histogram of the 10⁶ + 1 values a 6-decimal threshold can take
 //!   ([`RecallThreshold`]), which gives the same threshold as
@@ -51,7 +57,7 @@ use super::*;
 use crate::parse::tags::ToolSpec;
 use crate::plan::N_FEATURES;
 use crate::replay::auc::point_biserial_weighted;
-use crate::replay::engine::{ReplayOptions, replay_session, tool_tokens};
+use crate::replay::engine::{ReplayOptions, replay_session_rescored, tool_tokens, walk_calls};
 use crate::replay::stats::SummaryAcc;
 use crate::replay::stream::{ClosedSession, TraceIndex, replay_sessions};
 use crate::replay::trace::{Event, TraceError};
@@ -256,13 +262,11 @@ impl Drop for Spill {
     }
 }
 
-/// What the first replay keeps of one session.
+/// What the first pass keeps of one session.
 struct FirstPass {
     rows: Rows,
     counted: usize,
     calls: Vec<[f64; N_FEATURES + 1]>,
-    acc: SummaryAcc,
-    skipped: usize,
     test: bool,
     has_call: bool,
 }
@@ -318,58 +322,41 @@ pub fn fit_stream<R: BufRead>(
     let seed = sampling.seed;
     let tokens = tool_tokens(plan);
 
-    // First replay: rows, the input policy's quality, the training calls.
+    // First pass: the rows and the training calls' features; only the
+    // features are computed (of the rows kept and of the called tool), no
+    // score of a tool not kept, no active set.
     let first = |s: ClosedSession| -> Result<FirstPass, TraceError> {
         let test = is_holdout(&s.id, opts.holdout);
         let mut rows = Rows::default();
         let mut counted = 0usize;
         let mut calls = Vec::new();
-        let mut skipped = Vec::new();
-        let (steps, summary) = replay_session(
-            plan,
-            (s.index, &s.id),
-            &s.lines,
-            &ropts,
-            &tokens,
-            &mut skipped,
-            |step, act| {
-                let Some(c) = step.called else { return };
-                if !test {
-                    let factor = if act.threshold > 0.0 {
-                        act.effective_threshold / act.threshold
-                    } else {
-                        1.0
-                    };
-                    let mut rec = [0.0; N_FEATURES + 1];
-                    rec[..N_FEATURES].copy_from_slice(&act.features(c));
-                    rec[N_FEATURES] = factor;
-                    calls.push(rec);
+        walk_calls(plan, &s.lines, &ropts, &mut Vec::new(), |line, c, view| {
+            if !test {
+                let mut rec = [0.0; N_FEATURES + 1];
+                rec[..N_FEATURES].copy_from_slice(&view.features(c));
+                rec[N_FEATURES] = view.threshold_factor;
+                calls.push(rec);
+            }
+            let offset = line % stride.clamp(1, n.max(1));
+            for i in 0..n {
+                let pos = i == c;
+                if !pos && (stride == usize::MAX || i % stride != offset) {
+                    continue;
                 }
-                let offset = step.line % stride.clamp(1, n.max(1));
-                for (i, sc) in act.tools.iter().enumerate() {
-                    let pos = i == c;
-                    if !pos && (stride == usize::MAX || i % stride != offset) {
-                        continue;
-                    }
-                    counted += 1;
-                    if !sampled(seed, step.line, i, if pos { rp } else { rn }) {
-                        continue;
-                    }
-                    rows.x.push(act.features(i));
-                    rows.score.push(sc.score);
-                    rows.y.push(pos);
-                    rows.test.push(test);
+                counted += 1;
+                if !sampled(seed, line, i, if pos { rp } else { rn }) {
+                    continue;
                 }
-            },
-        )?;
-        let mut acc = SummaryAcc::default();
-        acc.add_session(&steps, &summary);
+                rows.x.push(view.features(i));
+                rows.score.push(view.score(i));
+                rows.y.push(pos);
+                rows.test.push(test);
+            }
+        })?;
         Ok(FirstPass {
             rows,
             counted,
             calls,
-            acc,
-            skipped: skipped.len(),
             test,
             has_call: s
                 .lines
@@ -379,8 +366,6 @@ pub fn fit_stream<R: BufRead>(
     };
     let mut rows = Rows::default();
     let (mut total, mut total_test) = (0usize, 0usize);
-    let mut before = [SummaryAcc::default(), SummaryAcc::default()];
-    let mut skipped_before = [0usize; 2];
     let (mut sessions, mut holdout_sessions, mut test_has_call) = (0usize, 0usize, false);
     let mut spill = Spill::new()?;
     let mut failure: Option<String> = None;
@@ -402,8 +387,6 @@ pub fn fit_stream<R: BufRead>(
         if p.test {
             total_test += p.counted;
         }
-        before[k].merge(&p.acc);
-        skipped_before[k] += p.skipped;
         sessions += 1;
         holdout_sessions += k;
         test_has_call |= p.test && p.has_call;
@@ -460,25 +443,27 @@ pub fn fit_stream<R: BufRead>(
         load_error,
     } = rewritten(policy, catalog, &new_weights, threshold, opts)?;
 
-    // Second replay: the fitted policy's quality.
-    let tokens_new = tool_tokens(&plan_new);
-    let second = |s: ClosedSession| -> Result<(SummaryAcc, usize, bool), TraceError> {
+    // Second pass: both policies' quality, the fitted one rescoring the
+    // input policy's features at every step (its policy differs only in
+    // the weights and the threshold).
+    let second = |s: ClosedSession| -> Result<([SummaryAcc; 2], usize, bool), TraceError> {
         let mut skipped = Vec::new();
-        let (steps, summary) = replay_session(
-            &plan_new,
+        let [(steps_a, sum_a), (steps_b, sum_b)] = replay_session_rescored(
+            (plan, &plan_new),
             (s.index, &s.id),
             &s.lines,
             &ropts,
-            &tokens_new,
+            &tokens,
             &mut skipped,
-            |_, _| {},
         )?;
-        let mut acc = SummaryAcc::default();
-        acc.add_session(&steps, &summary);
+        let mut acc: [SummaryAcc; 2] = Default::default();
+        acc[0].add_session(&steps_a, &sum_a);
+        acc[1].add_session(&steps_b, &sum_b);
         Ok((acc, skipped.len(), is_holdout(&s.id, opts.holdout)))
     };
+    let mut before = [SummaryAcc::default(), SummaryAcc::default()];
     let mut after = [SummaryAcc::default(), SummaryAcc::default()];
-    let mut skipped_after = [0usize; 2];
+    let mut skipped_before = [0usize; 2];
     let mut failure: Option<String> = None;
     replay_sessions(
         open().map_err(|e| e.to_string())?,
@@ -486,8 +471,9 @@ pub fn fit_stream<R: BufRead>(
         second,
         |r| match r {
             Ok((acc, skipped, test)) => {
-                after[test as usize].merge(&acc);
-                skipped_after[test as usize] += skipped;
+                before[test as usize].merge(&acc[0]);
+                after[test as usize].merge(&acc[1]);
+                skipped_before[test as usize] += skipped;
             }
             Err(e) => {
                 failure.get_or_insert(e.to_string());
@@ -498,6 +484,8 @@ pub fn fit_stream<R: BufRead>(
     if let Some(e) = failure {
         return Err(e);
     }
+    // The same catalog and stages: the same lines skipped.
+    let skipped_after = skipped_before;
     let quality = |k: usize| SplitQuality {
         before: before[k].finish(plan, skipped_before[k]),
         after: after[k].finish(&plan_new, skipped_after[k]),
