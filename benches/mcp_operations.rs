@@ -242,6 +242,7 @@ fn in_process(c: &mut Criterion) {
         attempts: 1,
         detail: None,
         trace_id: None,
+        flow: Default::default(),
     };
     g.bench_function("metrics_per_call", |b| {
         b.iter(|| {
