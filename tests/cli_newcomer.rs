@@ -688,3 +688,43 @@ fn huge_names_in_inputs_and_traces_are_echoed_clipped() {
         assert!(e.contains("more characters"), "input {i}: {e}");
     }
 }
+
+#[test]
+fn audit_summary_cuts_long_lists_and_long_names_of_a_crafted_log() {
+    // issue 29 (h): every list the CLI cuts says "… N more"; the error kinds
+    // of a crafted log were printed all, each whole
+    let d = tempfile::tempdir().unwrap();
+    let mut lines: Vec<String> = (0..30)
+        .map(|i| {
+            proxy_line(
+                "sqlite.read_query",
+                "deny",
+                "null",
+                1.0,
+                &format!("kind_{i:02}"),
+                0,
+            )
+        })
+        .collect();
+    let long = "x".repeat(5_000);
+    lines.push(proxy_line(
+        "sqlite.read_query",
+        "deny",
+        "null",
+        1.0,
+        &long,
+        0,
+    ));
+    let log = write(d.path(), "crafted.jsonl", &lines.join("\n"));
+    let o = toolgate(&["audit", "summary", &log], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("  kind_00: 1"), "{out}");
+    assert!(out.contains("… 11 more"), "{out}");
+    assert!(!out.contains("kind_29"), "{out}");
+    assert!(out.len() < 4_000, "{} bytes", out.len());
+    // the JSON summary is data: every kind, whole
+    let o = toolgate(&["audit", "summary", &log, "--format", "json"], None);
+    let s = json(&o);
+    assert_eq!(s["error_breakdown"].as_object().unwrap().len(), 31, "{s}");
+}

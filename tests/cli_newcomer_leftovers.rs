@@ -379,3 +379,40 @@ fn capped_lists_say_how_many_more() {
         "{out}"
     );
 }
+
+#[test]
+fn undeclared_argument_names_are_echoed_clipped_and_listed_with_a_cap() {
+    // newcomer pass of stop 34: a 100,000-character argument name came
+    // back whole in the verdict's message (100 KB) and its finding (200 KB)
+    let d = tempfile::tempdir().unwrap();
+    // first in any key order (sorted or as written): listed, and the pointer
+    let long = format!("a{}", "x".repeat(100_000));
+    let mut args = serde_json::Map::new();
+    args.insert("command".into(), "ls".into());
+    args.insert(long.clone(), 1.into());
+    for i in 0..30 {
+        args.insert(format!("extra_{i:02}"), 1.into());
+    }
+    let file = write(
+        d.path(),
+        "args.json",
+        &serde_json::Value::Object(args).to_string(),
+    );
+    let o = toolgate(
+        &[
+            "guard",
+            "--tool",
+            "shell.run_command",
+            "--args",
+            &format!("@{file}"),
+        ],
+        None,
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(7), "{out}{}", stderr(&o));
+    assert!(out.contains("not declared"), "{out}");
+    assert!(out.contains("more characters"), "{out}");
+    assert!(out.contains("… 11 more"), "{out}");
+    assert!(out.len() < 8_000, "{} bytes", out.len());
+    assert!(!out.contains(&long[..1_000]), "the name came back whole");
+}

@@ -6,6 +6,11 @@ use toolgate::gate::audit::{AuditSummary, summarize};
 
 use super::Format;
 
+/// At most this many entries of each list of the text summary (decisions,
+/// error kinds, other events); the rest are counted ("… N more"). The JSON
+/// summary lists them all.
+const MAX_LISTED: usize = 20;
+
 /// Reads and summarizes the log at `path`. A file with no audit record is
 /// an error (exit 3, as README's table says): an empty file says so; a file
 /// with other lines names the first such line and the two formats expected.
@@ -61,11 +66,18 @@ pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
         duration(s.latency_p50_ms),
         duration(s.latency_p95_ms)
     );
+    // Keys come from the log (a crafted or corrupt one may hold any number
+    // of any length): each echoed clipped, lists cut at MAX_LISTED.
     let counts = |m: &std::collections::BTreeMap<String, usize>| {
-        m.iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        let mut parts: Vec<String> = m
+            .iter()
+            .take(MAX_LISTED)
+            .map(|(k, n)| format!("{} {n}", toolgate::diag::echo(k)))
+            .collect();
+        if m.len() > MAX_LISTED {
+            parts.push(toolgate::diag::more(m.len() - MAX_LISTED));
+        }
+        parts.join(", ")
     };
     if !s.decisions.is_empty() {
         w!(o, "decisions: {}", counts(&s.decisions));
@@ -94,8 +106,15 @@ pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
         w!(o, "errors: none");
     } else {
         w!(o, "errors:");
-        for (k, n) in &s.error_breakdown {
-            w!(o, "  {k}: {n}");
+        for (k, n) in s.error_breakdown.iter().take(MAX_LISTED) {
+            w!(o, "  {}: {n}", toolgate::diag::echo(k));
+        }
+        if s.error_breakdown.len() > MAX_LISTED {
+            w!(
+                o,
+                "  {}",
+                toolgate::diag::more(s.error_breakdown.len() - MAX_LISTED)
+            );
         }
     }
     if !s.events.is_empty() {

@@ -509,11 +509,18 @@ fn undeclared(check: &Check, gt: &GateTool, args: &Value) -> Option<Finding> {
     if extra.is_empty() {
         return None;
     }
+    // Names from the call (any number, any length) are echoed clipped and
+    // cut at MAX_LISTED_ARGS, as every value echoed to the model is.
     let list = |v: &[&str]| {
-        v.iter()
-            .map(|k| format!("`{k}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        let mut parts: Vec<String> = v
+            .iter()
+            .take(MAX_LISTED_ARGS)
+            .map(|k| format!("`{}`", crate::diag::echo(k)))
+            .collect();
+        if v.len() > MAX_LISTED_ARGS {
+            parts.push(crate::diag::more(v.len() - MAX_LISTED_ARGS));
+        }
+        parts.join(", ")
     };
     let detail = format!(
         "{} {} not declared by the tool's schema; the declared parameters are: {}",
@@ -526,9 +533,12 @@ fn undeclared(check: &Check, gt: &GateTool, args: &Value) -> Option<Finding> {
         }
     );
     let mut ptr = String::new();
-    schema::push_ptr(&mut ptr, extra[0]);
+    schema::push_ptr(&mut ptr, &crate::diag::echo(extra[0]));
     Some(check.finding(FindingKind::Schema, &ptr, &detail))
 }
+
+/// At most this many undeclared argument names are listed in one finding.
+const MAX_LISTED_ARGS: usize = 20;
 
 fn finish(
     tool: &str,

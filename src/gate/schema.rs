@@ -192,7 +192,7 @@ impl ToolSchema {
                 let names = capped_list(
                     unexpected
                         .iter()
-                        .map(|u| format!("`{}`", join_ptr(&path, u))),
+                        .map(|u| format!("`{}`", join_ptr(&path, &crate::diag::echo(u)))),
                     unexpected.len(),
                 );
                 let what = if unexpected.len() == 1 {
