@@ -350,6 +350,15 @@ fn load_catalog_partial(sources: &Sources) -> (Vec<ToolSpec>, Vec<Diagnostic>) {
     for p in &sources.tools {
         let r = read_source(p).and_then(import_tools);
         match r {
+            // A tools file that lists no tool is a mistake (the wrong file,
+            // an export cut short), as a --tags folder with no tag file is.
+            Ok(t) if t.is_empty() => diags.push(crate::diag::Diagnostic::bare(
+                crate::diag::ErrorKind::Empty,
+                format!(
+                    "the --tools file {} lists no tool: give a file of tools (a JSON array of MCP or OpenAI tools, or a `tools/list` result with a non-empty \"tools\" array), or leave --tools out",
+                    crate::diag::echo(&p.display().to_string())
+                ),
+            )),
             Ok(t) => tools.extend(t),
             Err(e) => diags.extend(e.diagnostics),
         }

@@ -416,3 +416,26 @@ fn undeclared_argument_names_are_echoed_clipped_and_listed_with_a_cap() {
     assert!(out.len() < 8_000, "{} bytes", out.len());
     assert!(!out.contains(&long[..1_000]), "the name came back whole");
 }
+
+#[test]
+fn a_tools_file_that_lists_no_tool_is_an_error() {
+    // newcomer pass of stop 34: `[]` or `{"tools":[]}` gave "0 tools, 0
+    // active" and exit 0, the mistake issue 29 item 1 fixed for --tags
+    let d = tempfile::tempdir().unwrap();
+    for (name, text) in [("a.json", "[]"), ("b.json", r#"{"tools": []}"#)] {
+        let f = write(d.path(), name, text);
+        let o = toolgate(&["eval", "--tools", &f], None);
+        assert!(!o.status.success(), "{}", stdout(&o));
+        let err = stderr(&o);
+        assert!(err.contains("lists no tool"), "{err}");
+        assert!(err.contains(name), "{err}");
+    }
+    // a tools file with a tool still works
+    let f = write(
+        d.path(),
+        "c.json",
+        r#"[{"name": "a.tool", "description": "d", "inputSchema": {"type": "object"}}]"#,
+    );
+    let o = toolgate(&["eval", "--tools", &f], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
