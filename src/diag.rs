@@ -118,6 +118,13 @@ impl SourceFile {
     /// [`MAX_SNIPPET_LINE`] bytes (a minified JSON file, a long string): too
     /// long to echo under a message.
     pub fn long_line_at(&self, offset: usize) -> bool {
+        let (start, end) = self.line_bounds(offset);
+        end - start > MAX_SNIPPET_LINE
+    }
+
+    /// The byte range (without its `\n`) of the line holding byte
+    /// `offset`, clamped to the text.
+    fn line_bounds(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
         let t = self.text.as_bytes();
         let start = t[..offset]
@@ -128,24 +135,16 @@ impl SourceFile {
             .iter()
             .position(|&b| b == b'\n')
             .map_or(t.len(), |i| offset + i);
-        end - start > MAX_SNIPPET_LINE
+        (start, end)
     }
 
     /// Whether the line holding byte `offset`, or the line before or after
     /// it (the context a rendered report shows around its label), is longer
     /// than [`MAX_SNIPPET_LINE`] bytes.
     pub fn long_line_near(&self, offset: usize) -> bool {
-        let offset = offset.min(self.text.len());
+        let (start, end) = self.line_bounds(offset);
         let t = self.text.as_bytes();
-        let start = t[..offset]
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1);
-        let end = t[offset..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(t.len(), |i| offset + i);
-        self.long_line_at(offset)
+        end - start > MAX_SNIPPET_LINE
             || (start > 0 && self.long_line_at(start - 1))
             || (end < t.len() && self.long_line_at(end + 1))
     }

@@ -4,17 +4,15 @@
 //! `toolgate guard` binary.
 
 mod common;
+mod gate_lines;
 
 use std::sync::Arc;
 
+use gate_lines::{expect_lines, rules, shell, shipped};
 use serde_json::{Value, json};
-use toolgate::gate::{Action, Gate, Verdict};
-use toolgate::load::{Sources, load_catalog, load_plan, load_policy};
+use toolgate::gate::{Action, Gate};
+use toolgate::load::{Sources, load_catalog, load_policy};
 use toolgate::parse::tags::InlineTool;
-
-fn shipped() -> Gate {
-    Gate::new(Arc::new(load_plan(&Sources::default()).unwrap()))
-}
 
 /// The shipped plan with more tools, each `{name, description, inputSchema}`.
 fn gate_with(tools: &[Value]) -> Gate {
@@ -25,25 +23,6 @@ fn gate_with(tools: &[Value]) -> Gate {
         all.push(t.into_spec());
     }
     Gate::new(Arc::new(toolgate::compile::compile(&policy, all).unwrap()))
-}
-
-fn shell(g: &Gate, line: &str) -> Verdict {
-    g.check("shell.run_command", json!({ "command": line }))
-}
-
-fn rules(v: &Verdict) -> Vec<&str> {
-    v.findings.iter().map(|f| f.rule_id.as_str()).collect()
-}
-
-/// Each line gets `want`; with `rule`, one of its findings has that id.
-fn expect_lines(g: &Gate, want: Action, rule: Option<&str>, lines: &[&str]) {
-    for line in lines {
-        let v = shell(g, line);
-        assert_eq!(v.decision, want, "{line}: {:?} {}", rules(&v), v.message);
-        if let Some(r) = rule {
-            assert!(rules(&v).contains(&r), "{line}: {:?} lacks {r}", rules(&v));
-        }
-    }
 }
 
 // ---------------------------------------------------------------- item 4

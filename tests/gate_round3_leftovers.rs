@@ -6,35 +6,11 @@
 //! shipped policy and catalog) and through the `toolgate guard` binary.
 
 mod common;
+mod gate_lines;
 
-use std::sync::Arc;
-
+use gate_lines::{expect_lines, shipped};
 use serde_json::json;
-use toolgate::gate::{Action, Gate, Verdict};
-use toolgate::load::{Sources, load_plan};
-
-fn shipped() -> Gate {
-    Gate::new(Arc::new(load_plan(&Sources::default()).unwrap()))
-}
-
-fn shell(g: &Gate, line: &str) -> Verdict {
-    g.check("shell.run_command", json!({ "command": line }))
-}
-
-fn rules(v: &Verdict) -> Vec<&str> {
-    v.findings.iter().map(|f| f.rule_id.as_str()).collect()
-}
-
-/// Each line gets `want`; with `rule`, one of its findings has that id.
-fn expect_lines(g: &Gate, want: Action, rule: Option<&str>, lines: &[&str]) {
-    for line in lines {
-        let v = shell(g, line);
-        assert_eq!(v.decision, want, "{line}: {:?} {}", rules(&v), v.message);
-        if let Some(r) = rule {
-            assert!(rules(&v).contains(&r), "{line}: {:?} lacks {r}", rules(&v));
-        }
-    }
-}
+use toolgate::gate::Action;
 
 // ------------------------------------------------- find for credentials
 
