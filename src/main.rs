@@ -8,6 +8,8 @@
 //! `mcp-proxy` exits 0 when the client disconnects, 1 when the policy or tags
 //! do not load or the proxy fails, 2 on a bad configuration, 3 when the
 //! `--config` file cannot be read. `guard` exits 3 when `--args` is not JSON.
+//! With `--format json` an error goes to stderr as one JSON object
+//! (`cli::json_error`), with the same exit code.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
