@@ -95,6 +95,23 @@ fn an_output_file_in_a_missing_folder_is_refused_everywhere() {
         None,
     );
     expect(&o, "--out");
+    let o = toolgate(
+        &[
+            "fit",
+            "--trace",
+            "examples/sessions.jsonl",
+            "--transitions-out",
+            &file("t.toml"),
+        ],
+        None,
+    );
+    expect(&o, "--transitions-out");
+    // The proxy refuses before it starts a server or reads stdin.
+    let o = toolgate(
+        &["mcp-proxy", "--server", "t=/bin/true", "--audit", &audit],
+        None,
+    );
+    expect(&o, "--audit (audit)");
     // A folder that exists: the state file is written in it.
     let here = d.path().join("s.json");
     let o = toolgate(
@@ -372,6 +389,19 @@ fn errors_are_json_under_format_json() {
             .contains("did you mean `sqlite.read_query`?"),
         "{e}"
     );
+
+    let o = toolgate(
+        &[
+            "audit",
+            "summary",
+            &format!("{}/none.jsonl", d.path().display()),
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(3));
+    assert_eq!(json_error(&o)["kind"], "input");
 
     let o = toolgate(&["eval", "--format", "json", "--bogus"], None);
     assert_eq!(o.status.code(), Some(2));
