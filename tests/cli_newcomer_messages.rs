@@ -44,7 +44,7 @@ const TIME_CALL: [&str; 4] = [
     r#"{"timezone": "UTC"}"#,
 ];
 
-/// 1. An output file in a missing folder is refused (exit 3) by every
+/// (1) An output file in a missing folder is refused (exit 3) by every
 /// option that writes one, naming the folder and how to make it; nothing
 /// is created.
 #[test]
@@ -126,7 +126,7 @@ fn an_output_file_in_a_missing_folder_is_refused_everywhere() {
     assert!(here.is_file());
 }
 
-/// 2. An example whose every assertion was skipped (its calls name tools
+/// (2) An example whose every assertion was skipped (its calls name tools
 /// outside the catalog) is counted as skipped, not as holding.
 #[test]
 fn an_example_whose_calls_were_all_skipped_counts_as_skipped() {
@@ -169,7 +169,7 @@ fn an_example_whose_calls_were_all_skipped_counts_as_skipped() {
     );
 }
 
-/// 3. `fit`'s range errors name the one option at fault, its value and
+/// (3) `fit`'s range errors name the one option at fault, its value and
 /// its accepted range.
 #[test]
 fn fit_names_the_option_out_of_range() {
@@ -197,7 +197,7 @@ fn fit_names_the_option_out_of_range() {
     assert!(!e.contains("--target-recall"), "{e}");
 }
 
-/// 4. `audit summary` gives the first skipped lines by number, the rest
+/// (4) `audit summary` gives the first skipped lines by number, the rest
 /// counted, and why the first was skipped.
 #[test]
 fn audit_summary_numbers_the_skipped_lines() {
@@ -242,7 +242,7 @@ fn audit_summary_numbers_the_skipped_lines() {
     );
 }
 
-/// 5. `import bfcl --data` names a missing folder as missing, and says
+/// (5) `import bfcl --data` names a missing folder as missing, and says
 /// which files it wants and where the data ships.
 #[test]
 fn import_bfcl_says_what_the_data_folder_must_hold() {
@@ -292,7 +292,7 @@ fn import_bfcl_says_what_the_data_folder_must_hold() {
     );
 }
 
-/// 6. With `--format json`, an error is a JSON object on stderr with the
+/// (6) With `--format json`, an error is a JSON object on stderr with the
 /// same exit code as in text: a load error (check), an input error (eval),
 /// bad `--args` (guard), an unknown tool (explain), a refused command line.
 #[test]
@@ -417,7 +417,7 @@ fn errors_are_json_under_format_json() {
     );
 }
 
-/// 7. A copied `policies/selection.toml` whose data files stay behind:
+/// (7) A copied `policies/selection.toml` whose data files stay behind:
 /// the error says the path is relative to the policy file's folder and
 /// where it looked.
 #[test]
@@ -445,7 +445,7 @@ fn a_copied_policy_says_where_its_relative_files_are_read() {
     );
 }
 
-/// 8. The learned transitions a catalog lacks are one warning: how many of
+/// (8) The learned transitions a catalog lacks are one warning: how many of
 /// how many, the first pairs, "… N more", what the feature falls back to.
 #[test]
 fn skipped_transitions_are_one_capped_warning() {
@@ -467,7 +467,7 @@ fn skipped_transitions_are_one_capped_warning() {
     assert!(w.len() < 600, "{w}");
 }
 
-/// 9. `audit --help` and `audit summary --help` say the proxy's log is
+/// (9) `audit --help` and `audit summary --help` say the proxy's log is
 /// read too.
 #[test]
 fn audit_help_names_both_logs() {
@@ -482,7 +482,7 @@ fn audit_help_names_both_logs() {
     }
 }
 
-/// 10. An MCP client that closes the proxy's stdin before any request has
+/// (10) An MCP client that closes the proxy's stdin before any request has
 /// gone away: exit 0, nothing on stdout (was exit 1, "MCP initialization
 /// with the client failed").
 #[test]
