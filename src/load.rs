@@ -87,12 +87,13 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
             Some(&(name, text)) => embedded_source((name, text)),
             None => {
                 let text = crate::datafile::read_text_file(&path).map_err(|e| {
-                    LoadError::single(Diagnostic::at(
+                    let d = Diagnostic::at(
                         ErrorKind::Io,
                         &policy_file,
                         rel.span.clone(),
                         format!("cannot read the transitions file {}: {e}", path.display()),
-                    ))
+                    );
+                    LoadError::single(with_relative_help(d, "file", &rel.value, &base))
                 })?;
                 SourceFile::new(path.display().to_string(), text)
             }
@@ -111,15 +112,32 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
         sp.data = Some(read_model_folder(
             &policy_file,
             &sp.model,
-            &base.join(&sp.model.value),
+            (&base, &base.join(&sp.model.value)),
             embedded,
         )?);
     }
     Ok(())
 }
 
+/// `d` with a help saying how a relative data-file reference (`key =
+/// "rel"`) is resolved: against the policy file's folder `base`, wherever
+/// the command runs (a policy copied elsewhere needs its data beside it).
+/// An absolute reference gets no help.
+fn with_relative_help(d: Diagnostic, key: &str, rel: &str, base: &Path) -> Diagnostic {
+    if Path::new(rel).is_absolute() {
+        return d;
+    }
+    let folder = match base.as_os_str().is_empty() {
+        true => "the policy file's folder (here the working directory)".to_string(),
+        false => format!("the policy file's folder {}", base.display()),
+    };
+    d.with_help(format!(
+        "`{key} = \"{rel}\"` is read relative to {folder}, wherever toolgate runs: copy `{rel}` beside the policy file, or write an absolute path"
+    ))
+}
+
 /// The model of a `[features.semantic_match] model` folder: its three files
-/// read from `dir` (or from the embedded copies, for an embedded policy),
+/// read from `dir` (`key` resolved against the policy's folder `base`; or from the embedded copies, for an embedded policy),
 /// then loaded (`parse::semantic_model`, shared with earlier loads of the
 /// same files) and dropped. A file that cannot be read (missing, not a
 /// regular file, over [`MODEL_FILE_LIMIT`](crate::datafile::MODEL_FILE_LIMIT)),
@@ -127,7 +145,7 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
 fn read_model_folder(
     policy_file: &std::sync::Arc<SourceFile>,
     key: &crate::parse::policy::Sp<String>,
-    dir: &Path,
+    (base, dir): (&Path, &Path),
     embedded: bool,
 ) -> Result<crate::parse::selection::SemanticData, LoadError> {
     use std::borrow::Cow;
@@ -143,7 +161,7 @@ fn read_model_folder(
         crate::datafile::read_data_file(&path, crate::datafile::MODEL_FILE_LIMIT)
             .map(Cow::Owned)
             .map_err(|e| {
-            LoadError::single(Diagnostic::at(
+            let d = Diagnostic::at(
                 ErrorKind::Io,
                 policy_file,
                 key.span.clone(),
@@ -151,7 +169,8 @@ fn read_model_folder(
                     "cannot read the semantic model file {}: {e} (a model folder holds tokenizer.json, model.safetensors and config.json)",
                     path.display()
                 ),
-            ))
+            );
+            LoadError::single(with_relative_help(d, "model", &key.value, base))
         })
     };
     let (tokenizer, model, config) = (

@@ -8,6 +8,8 @@
 //! `mcp-proxy` exits 0 when the client disconnects, 1 when the policy or tags
 //! do not load or the proxy fails, 2 on a bad configuration, 3 when the
 //! `--config` file cannot be read. `guard` exits 3 when `--args` is not JSON.
+//! With `--format json` an error goes to stderr as one JSON object
+//! (`cli::json_error`), with the same exit code.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -168,7 +170,7 @@ enum Command {
         trace: String,
         #[command(flatten)]
         plan: PlanArgs,
-        /// Write the fitted policy here (the input policy with new weights and threshold).
+        /// Write the fitted policy here (the input policy with new weights and threshold), in a folder that must exist.
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
         /// The threshold is chosen so that this share of training calls is active.
@@ -255,20 +257,20 @@ enum Command {
         /// $TOOLGATE_STATE_DIR/ID.json, else $XDG_STATE_HOME (~/.local/state)/toolgate/sessions/ID.json.
         #[arg(long, value_name = "ID")]
         session: Option<String>,
-        /// The session's state file (JSON; created when missing). Needs --session.
+        /// The session's state file (JSON; created when missing, in a folder that must exist). Needs --session.
         #[arg(long, value_name = "FILE", requires = "session")]
         state: Option<std::path::PathBuf>,
         /// The user confirmed this call: an `ask` verdict is recorded in the
         /// session's history as a call that ran. Needs --session.
         #[arg(long, requires = "session")]
         confirmed: bool,
-        /// Append the verdict to this JSON Lines audit log.
+        /// Append the verdict to this JSON Lines audit log (created when missing, in a folder that must exist).
         #[arg(long, value_name = "FILE")]
         audit: Option<std::path::PathBuf>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
-    /// Audit logs written by the gate.
+    /// Audit logs: the JSON Lines of `guard --audit FILE` and of `mcp-proxy --audit FILE` (either, or both in one file).
     Audit {
         #[command(subcommand)]
         command: AuditCommand,
@@ -287,7 +289,7 @@ enum ImportSource {
         /// Folder with BFCL_v4_*.json, possible_answer/ and multi_turn_func_doc/.
         #[arg(long, value_name = "DIR")]
         data: PathBuf,
-        /// Output folder (created): catalog.json, *.jsonl traces, multi_turn_catalog.json.
+        /// Output folder (created, in a folder that must exist): catalog.json, *.jsonl traces, multi_turn_catalog.json.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
         /// Keep only the first N questions of each file in the traces (the catalog keeps every candidate).
@@ -298,9 +300,13 @@ enum ImportSource {
 
 #[derive(Subcommand)]
 enum AuditCommand {
-    /// Total calls, success rate, latency p50/p95 and errors by kind.
+    /// Total calls, success rate, latency p50/p95, decisions, confirmations, downstream latency and errors by kind.
+    ///
+    /// Reads the log of `toolgate guard --audit FILE` and that of `toolgate mcp-proxy --audit FILE`
+    /// (one record per tools/call), or both in one file. Lines that are not audit records are
+    /// skipped and counted (by line number); a file without any record exits 3.
     Summary {
-        /// The JSON Lines audit log.
+        /// The JSON Lines audit log (`guard --audit` or `mcp-proxy --audit`).
         file: std::path::PathBuf,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
@@ -416,6 +422,10 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 tags: tags.clone(),
                 tools: tools.clone(),
             };
+            if let Some(p) = &plot {
+                cli::paths::existing_folder("--plot", p)
+                    .map_err(|m| (ExitCode::from(3), None, Some(m)))?;
+            }
             // Both with and without --plot the trace is read line by line.
             let a = cli::replay::replay_plan(&args(policy_a)).map_err(fail)?;
             let b = cli::replay::replay_plan(&args(policy_b)).map_err(fail)?;
@@ -456,14 +466,30 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                     Some(format!("--max-rows must be at least 100 (got {max_rows})")),
                 ));
             }
-            if !(0.0..=1.0).contains(&target_recall) || !(0.0..1.0).contains(&holdout) {
+            // Each option out of range is named alone, with its accepted range.
+            if !(0.0..=1.0).contains(&target_recall) {
                 return Err((
                     ExitCode::from(2),
                     None,
-                    Some(
-                        "--target-recall must be within [0, 1] and --holdout within [0, 1)".into(),
-                    ),
+                    Some(format!(
+                        "--target-recall {target_recall} is out of range: give a share of the training calls from 0 to 1 (0.95 keeps 95% of them active)"
+                    )),
                 ));
+            }
+            if !(0.0..1.0).contains(&holdout) {
+                return Err((
+                    ExitCode::from(2),
+                    None,
+                    Some(format!(
+                        "--holdout {holdout} is out of range: give a share of the sessions from 0 up to, not including, 1 (0.2 holds out a fifth)"
+                    )),
+                ));
+            }
+            for (option, path) in [("--out", &out), ("--transitions-out", &transitions_out)] {
+                if let Some(p) = path {
+                    cli::paths::existing_folder(option, p)
+                        .map_err(|m| (ExitCode::from(3), None, Some(m)))?;
+                }
             }
             let opts = toolgate::replay::fit::FitOptions {
                 target_recall,
@@ -534,8 +560,40 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
     Ok(())
 }
 
+impl Command {
+    /// The `--format` the command was given (`None`: a command without one).
+    fn format(&self) -> Option<Format> {
+        match self {
+            Command::Check { format, .. }
+            | Command::Eval { format, .. }
+            | Command::Explain { format, .. }
+            | Command::Replay { format, .. }
+            | Command::Compare { format, .. }
+            | Command::Fit { format, .. }
+            | Command::Watch { format, .. }
+            | Command::Guard { format, .. }
+            | Command::Audit {
+                command: AuditCommand::Summary { format, .. },
+            } => Some(*format),
+            Command::McpProxy(_) | Command::Import { .. } => None,
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        // With `--format json`, a refused command line is a JSON error too.
+        Err(e)
+            if e.use_stderr()
+                && cli::json_error::asked_for_json(&std::env::args_os().collect::<Vec<_>>()) =>
+        {
+            eprintln!("{}", cli::json_error::clap_error(&e));
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+        Err(e) => e.exit(),
+    };
+    let json_errors = cli.command.format() == Some(Format::Json);
     // Logs go to stderr only (stdout carries results, or MCP messages for mcp-proxy).
     let default_filter = match cli.command {
         Command::McpProxy(_) => "warn,toolgate::mcp=info",
@@ -555,6 +613,10 @@ fn main() -> ExitCode {
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes());
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err((code, load, msg)) if json_errors => {
+            cli::json_error::print(code, load.as_ref(), msg.as_deref());
+            code
+        }
         Err((code, load, msg)) => {
             if let Some(e) = load {
                 render(&e);

@@ -278,7 +278,7 @@ fn learned_transitions_are_smoothed_probabilities() {
     assert!(
         plan.warnings
             .iter()
-            .any(|w| w.contains("1 learned transition")),
+            .any(|w| w.contains("1 of the 4 learned transition pairs of t.toml")),
         "{:?}",
         plan.warnings
     );

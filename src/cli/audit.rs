@@ -37,6 +37,33 @@ pub fn summary(path: &Path) -> Result<AuditSummary, String> {
     Ok(s)
 }
 
+/// Lines shown by number in the text summary's `skipped:` line.
+const SKIPPED_SHOWN: usize = 5;
+
+/// `line 3`, `lines 3, 7, 9`, `lines 3, 7, 9, 12, 15, … 8 more`: the first
+/// skipped lines by number (the first of them with why it was skipped).
+fn skipped_lines(s: &AuditSummary) -> String {
+    let shown: Vec<String> = s
+        .skipped_line_numbers
+        .iter()
+        .take(SKIPPED_SHOWN)
+        .map(|n| n.to_string())
+        .collect();
+    let mut text = format!(
+        "line{} {}",
+        if s.skipped_lines == 1 { "" } else { "s" },
+        shown.join(", ")
+    );
+    if s.skipped_lines > shown.len() {
+        text.push_str(", ");
+        text.push_str(&toolgate::diag::more(s.skipped_lines - shown.len()));
+    }
+    if let Some((line, why)) = &s.first_skipped {
+        text.push_str(&format!("; line {line}: {}", toolgate::diag::echo(why)));
+    }
+    text
+}
+
 /// Milliseconds for people: `0.046 ms`, `12.3 ms`, `2.50 s`.
 pub fn duration(ms: f64) -> String {
     if ms < 1.0 {
@@ -123,8 +150,9 @@ pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
     if s.skipped_lines > 0 {
         w!(
             o,
-            "skipped: {} line(s) that are not audit records",
-            s.skipped_lines
+            "skipped: {} line(s) that are not audit records ({})",
+            s.skipped_lines,
+            skipped_lines(s)
         );
     }
 }

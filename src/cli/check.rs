@@ -139,6 +139,7 @@ pub fn run(
                 "rules": p.rules.len(),
                 "formula_terms": p.formula.terms.len(),
                 "examples_checked": p.examples_checked,
+                "examples_skipped": p.examples_skipped,
                 "warnings": p.warnings,
                 "notes": p.notes,
                 "score_bounds": bounds_json(&bounds),
@@ -196,7 +197,16 @@ pub fn run(
             &catalog.overall,
         );
     }
-    w!(o, "  examples: {} checked, all hold", p.examples_checked);
+    // An example whose every expectation was skipped holds nothing: it is
+    // counted apart (its warning below says why).
+    match p.examples_skipped {
+        0 => w!(o, "  examples: {} checked, all hold", p.examples_checked),
+        n => w!(
+            o,
+            "  examples: {} checked, all hold; {n} skipped (their tools are not in this catalog: see the warnings)",
+            p.examples_checked
+        ),
+    }
     let g = super::gate_summary(&p);
     w!(
         o,

@@ -28,6 +28,9 @@ pub fn guard(
     audit: Option<&PathBuf>,
     state: Option<(&super::guard_session::SessionState, bool)>,
 ) -> Result<Verdict, Fail> {
+    if let Some(path) = audit {
+        super::paths::existing_folder("--audit", path).map_err(Fail::Input)?;
+    }
     let text = read_args(args).map_err(Fail::Input)?;
     // (Nesting deeper than the parser follows is JSON too: the gate denies it.)
     if let Err(e) = serde_json::from_str::<serde_json::Value>(&text)

@@ -53,6 +53,7 @@ impl SessionState {
             return Ok(None);
         };
         if let Some(path) = state {
+            super::paths::existing_folder("--state", &path).map_err(super::Fail::Input)?;
             return Ok(Some(SessionState {
                 session: id.to_string(),
                 path,
@@ -122,7 +123,9 @@ impl SessionState {
         Ok(s.flow)
     }
 
-    /// Writes `history` (the directory is created when missing).
+    /// Writes `history`. The default folder is created when missing; the
+    /// folder of a `--state FILE` was checked to exist by [`Self::locate`]
+    /// (`cli::paths`).
     pub fn save(&self, history: &FlowHistory) -> Result<(), String> {
         let shown = self.path.display();
         if let Some(dir) = self.path.parent()

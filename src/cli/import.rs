@@ -6,6 +6,9 @@ use toolgate::replay::bfcl::{BfclFiles, CLASS_FILES, convert};
 
 use super::Fail;
 
+/// What `--data` must hold, and where a copy ships (for the errors).
+const WHAT_DATA_HOLDS: &str = "give the folder of the BFCL v4 data: it holds BFCL_v4_multiple.json, BFCL_v4_live_multiple.json, BFCL_v4_irrelevance.json or BFCL_v4_multi_turn_base.json (with possible_answer/ and multi_turn_func_doc/), as the `bfcl-eval` package's bfcl_eval/data/ does; the project's copy is ../shared/data/bfcl (docs/selection.md)";
+
 fn read_opt(path: &Path) -> Result<Option<String>, Fail> {
     if !path.exists() {
         return Ok(None);
@@ -35,6 +38,19 @@ pub fn run_import_bfcl(
     out: &Path,
     limit: Option<usize>,
 ) -> Result<(), Fail> {
+    if !data.is_dir() {
+        let what = if data.exists() {
+            "is not a folder"
+        } else {
+            "does not exist"
+        };
+        return Err(Fail::Input(format!(
+            "--data {}: the folder {what}; {WHAT_DATA_HOLDS}",
+            data.display()
+        )));
+    }
+    // `out` is created, not its parents (`cli::paths`).
+    super::paths::existing_folder("--out", out).map_err(Fail::Input)?;
     let mut files = BfclFiles {
         multiple: pair(data, "BFCL_v4_multiple.json")?,
         live_multiple: pair(data, "BFCL_v4_live_multiple.json")?,
@@ -57,12 +73,13 @@ pub fn run_import_bfcl(
         && files.multi_turn.is_none()
     {
         return Err(Fail::Input(format!(
-            "{}: no BFCL_v4_*.json file found",
+            "--data {}: no BFCL_v4_*.json file in this folder; {WHAT_DATA_HOLDS}",
             data.display()
         )));
     }
     let res = convert(&files, limit).map_err(Fail::Input)?;
-    std::fs::create_dir_all(out)
+    std::fs::create_dir(out)
+        .or_else(|e| if out.is_dir() { Ok(()) } else { Err(e) })
         .map_err(|e| Fail::Input(format!("cannot create {}: {e}", out.display())))?;
     let write = |name: &str, text: &str| {
         std::fs::write(out.join(name), text)

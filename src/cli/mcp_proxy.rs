@@ -32,7 +32,7 @@ pub struct McpProxyArgs {
     /// Tool-tags directory (default: the shipped tool-tags/, embedded); reloaded when a file changes.
     #[arg(long, value_name = "DIR")]
     pub tags: Option<PathBuf>,
-    /// Append one JSON line per tools/call to FILE.
+    /// Append one JSON line per tools/call to FILE (in a folder that must exist; read it with `toolgate audit summary`).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
     /// Tool-definition pin file (default: <audit stem>.pins.json beside the audit file; in memory without one).
@@ -115,7 +115,18 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, ProxyFail> {
             p.display()
         )));
     }
-    config_of(args).map_err(ProxyFail::Usage)
+    let c = config_of(args).map_err(ProxyFail::Usage)?;
+    // The files the proxy writes stand in folders that exist (`cli::paths`).
+    for (option, path) in [
+        ("--audit (audit)", &c.audit),
+        ("--pins (pins)", &c.pins),
+        ("--shadow-log (shadow_log)", &c.shadow_log),
+    ] {
+        if let Some(p) = path {
+            super::paths::existing_folder(option, p).map_err(ProxyFail::Unreadable)?;
+        }
+    }
+    Ok(c)
 }
 
 fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {

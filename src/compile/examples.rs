@@ -16,7 +16,7 @@ use crate::plan::Plan;
 /// used with other catalogs); a failing expectation is an error.
 pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, LoadError> {
     let mut sink = Sink::default();
-    let mut checked = 0;
+    let (mut checked, mut skipped) = (0, 0);
     let mut warnings = Vec::new();
     // Evaluation reads the plan through an `Arc`; it is moved in and taken
     // back out below, never copied (a 10,000-tool plan is ~100 MB of copy).
@@ -67,6 +67,7 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
                 ex.name,
                 missing.join(", ")
             ));
+            skipped += 1;
             continue;
         }
         let input = match crate::input::EvalInput::from_json(&ex.input) {
@@ -106,13 +107,34 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
                 sink.push(at(policy, ErrorKind::ExampleFailed, n.span.clone(), format!("example `{}`: `{}` must be inactive but is active (score {:.4}, effective threshold {:.4})", ex.name, n.value, s.score, act.effective_threshold)));
             }
         }
+        let mut calls_run = 0;
         for call in &ex.calls {
-            check_example_call(policy, &shared, &ex.name, call, &mut sink, &mut warnings);
+            if check_example_call(policy, &shared, &ex.name, call, &mut sink, &mut warnings) {
+                calls_run += 1;
+            }
+        }
+        // An example none of whose expectations ran holds nothing: skipped.
+        if names.is_empty() && calls_run == 0 {
+            skipped += 1;
+            warnings.push(if ex.calls.is_empty() {
+                format!(
+                    "example `{}` skipped: it expects nothing (no active, inactive or calls)",
+                    ex.name
+                )
+            } else {
+                format!(
+                    "example `{}` skipped: none of its {} call(s) could be checked (the skipped calls are listed above)",
+                    ex.name,
+                    ex.calls.len()
+                )
+            });
+            continue;
         }
         checked += 1;
     }
     let mut plan = Arc::try_unwrap(shared).unwrap_or_else(|still_shared| (*still_shared).clone());
     plan.examples_checked = checked;
+    plan.examples_skipped = skipped;
     if plan.tools.is_empty() {
         warnings.push("the catalog is empty: no tool can be active".to_string());
     }
@@ -122,7 +144,8 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
 
 /// Checks one `[[examples.calls]]` entry against the plan's call gate. A call
 /// expected to be allowed or asked for a tool missing from the catalog is
-/// skipped with a warning, like activation examples.
+/// skipped with a warning, like activation examples. Returns whether the
+/// call was checked (held or failed), `false` when it was skipped.
 fn check_example_call(
     policy: &PolicySource,
     plan: &Plan,
@@ -130,18 +153,18 @@ fn check_example_call(
     call: &crate::parse::policy::ExampleCall,
     sink: &mut Sink,
     warnings: &mut Vec<String>,
-) {
+) -> bool {
     if plan.tool_index(&call.tool.value).is_none() && call.decision.value != "deny" {
         warnings.push(format!(
             "example `{example}`: call to `{}` skipped: tool not in the catalog",
             call.tool.value
         ));
-        return;
+        return false;
     }
     #[cfg(feature = "gate")]
     {
         let Some(expected) = crate::gate::Action::parse(&call.decision.value) else {
-            return;
+            return false;
         };
         if let Err(m) =
             crate::gate::check_example_call(plan, &call.tool.value, &call.arguments, expected)
@@ -153,6 +176,7 @@ fn check_example_call(
                 format!("example `{example}`: {m}"),
             ));
         }
+        true
     }
     #[cfg(not(feature = "gate"))]
     {
@@ -161,5 +185,6 @@ fn check_example_call(
             "example `{example}`: call to `{}` skipped: built without the `gate` feature",
             call.tool.value
         ));
+        false
     }
 }

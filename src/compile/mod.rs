@@ -631,6 +631,7 @@ fn compile_with(
         warnings,
         notes: Vec::new(),
         examples_checked: 0,
+        examples_skipped: 0,
         properties: Vec::new(),
         #[cfg(feature = "gate")]
         gate,

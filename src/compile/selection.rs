@@ -57,7 +57,8 @@ pub fn build_transitions(
         return None;
     };
     let mut counts: Vec<Vec<(u32, f64)>> = vec![Vec::new(); n];
-    let mut skipped = 0;
+    let (mut skipped, mut total) = (0, 0);
+    let mut examples = Vec::new();
     match (&tp.file, &tp.data) {
         (Some(file), None) => sink.push(Diagnostic::at(
             ErrorKind::Io,
@@ -72,15 +73,28 @@ pub fn build_transitions(
             for (from, to, c) in &data.counts {
                 match (by_name.get(from), by_name.get(&to.value)) {
                     (Some(&a), Some(&b)) => counts[a].push((b as u32, *c)),
-                    _ => skipped += 1,
+                    _ => {
+                        skipped += 1;
+                        if examples.len() < SKIPPED_PAIRS_SHOWN {
+                            examples.push(format!(
+                                "`{}` → `{}`",
+                                crate::diag::echo(from),
+                                crate::diag::echo(&to.value)
+                            ));
+                        }
+                    }
                 }
             }
+            total = data.counts.len();
         }
         (None, None) => {}
     }
     if skipped > 0 {
-        warnings.push(format!(
-            "{skipped} learned transition(s) name tools absent from this catalog; skipped"
+        warnings.push(skipped_warning(
+            tp.file.as_ref().map(|f| f.value.as_str()),
+            skipped,
+            total,
+            examples,
         ));
     }
     let s = tp.smoothing;
@@ -127,6 +141,33 @@ pub fn build_transitions(
         followers,
         skipped_pairs: skipped,
     })
+}
+
+/// Learned pairs named in the warning about pairs absent from the catalog.
+const SKIPPED_PAIRS_SHOWN: usize = 3;
+
+/// The one warning about the learned pairs of the transitions `file` that
+/// name a tool absent from the catalog: how many of how many, the first
+/// [`SKIPPED_PAIRS_SHOWN`] (`… N more`), and what the feature still uses.
+fn skipped_warning(file: Option<&str>, skipped: usize, total: usize, shown: Vec<String>) -> String {
+    let file = file.map(|f| format!(" of {f}")).unwrap_or_default();
+    let mut pairs = shown.join(", ");
+    if skipped > shown.len() {
+        pairs.push_str(", ");
+        pairs.push_str(&crate::diag::more(skipped - shown.len()));
+    }
+    let (of, rest) = if skipped == total {
+        (
+            format!("all {total} learned transition pairs{file}"),
+            "transition_match falls back to the tags' `follows` (the file was learned on another catalog and counts only with it)".to_string(),
+        )
+    } else {
+        (
+            format!("{skipped} of the {total} learned transition pairs{file}"),
+            format!("transition_match uses the other {}", total - skipped),
+        )
+    };
+    format!("{of} name a tool absent from this catalog and are skipped ({pairs}); {rest}")
 }
 
 /// Builds the compiled `semantic_match` of `policy` over `tools` (catalog

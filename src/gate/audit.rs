@@ -352,7 +352,13 @@ pub struct AuditSummary {
     /// what is wrong with it (for the error when no line is a record).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_skipped: Option<(usize, String)>,
+    /// The 1-based numbers of the first [`SKIPPED_LINES_KEPT`] skipped
+    /// lines, in file order (`skipped_lines` counts them all).
+    pub skipped_line_numbers: Vec<usize>,
 }
+
+/// How many skipped line numbers an [`AuditSummary`] keeps.
+pub const SKIPPED_LINES_KEPT: usize = 10;
 
 /// What happened to the calls the gate asked about.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -435,6 +441,7 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
     let mut events = BTreeMap::new();
     let (mut records, mut gate_records, mut skipped) = (0, 0, 0);
     let mut first_skipped = None;
+    let mut skipped_numbers = Vec::new();
     for (i, line) in input.lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
@@ -453,6 +460,9 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
             }
             Err(why) => {
                 skipped += 1;
+                if skipped_numbers.len() < SKIPPED_LINES_KEPT {
+                    skipped_numbers.push(i + 1);
+                }
                 first_skipped.get_or_insert((i + 1, why));
                 continue;
             }
@@ -542,6 +552,7 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
         proxy_records: records - gate_records,
         skipped_lines: skipped,
         first_skipped,
+        skipped_line_numbers: skipped_numbers,
     })
 }
 

@@ -167,12 +167,20 @@ pub fn build_proxy(config: ProxyConfig) -> Result<Proxy, BuildError> {
 }
 
 /// Starts `proxy` and serves it on the process's stdin/stdout until the
-/// client disconnects; then stops the downstream servers.
+/// client disconnects (also before or during the `initialize` handshake: a
+/// stdin closed first is a client gone, `Ok`); then stops the downstream
+/// servers.
 pub async fn serve_stdio(proxy: Proxy) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     proxy.start();
     let running = proxy.session().serve(stdio::LineTransport::stdio()).await;
     let result = match running {
         Ok(r) => r.waiting().await.map(|_| ()).map_err(|e| e.into()),
+        // A client that closes stdin before or during the handshake went
+        // away (as one that disconnects later does): no error, exit 0.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(step)) => {
+            tracing::info!(target: "toolgate::mcp", "the client closed stdin before the MCP handshake ended (waiting for the {step}); stopping");
+            Ok(())
+        }
         Err(e) => Err(format!("MCP initialization with the client failed: {e}").into()),
     };
     proxy.shutdown().await;

@@ -290,6 +290,9 @@ pub struct Plan {
     pub notes: Vec<String>,
     /// Number of policy examples that were checked and held.
     pub examples_checked: usize,
+    /// Number of policy examples skipped: every tool they name, or every
+    /// call they make, is outside the catalog (each with a warning).
+    pub examples_skipped: usize,
     /// The policy's declared `[[properties]]` (checked by `toolgate check`,
     /// not at load).
     pub properties: Vec<property::Property>,
