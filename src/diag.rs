@@ -7,6 +7,8 @@
 //! ([`std::fmt::Display`]) and with a caret under the source line through
 //! [`miette`] (the CLI uses the latter).
 
+pub mod json_path;
+
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -471,6 +473,30 @@ pub fn clip_chars(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// At most this many characters of a number are echoed back: a number is
+/// quoted as written in its file ([`number_as_written`]) or, with no text to
+/// quote, in the shortest of Rust's plain and exponent forms
+/// ([`short_number`]); `1e300` never comes back as 301 digits.
+pub const MAX_ECHOED_NUMBER: usize = 32;
+
+/// A number's source text (a TOML or JSON value's span), trimmed and
+/// clipped at [`MAX_ECHOED_NUMBER`] characters ([`clip_chars`]).
+pub fn number_as_written(text: &str) -> std::borrow::Cow<'_, str> {
+    clip_chars(text.trim(), MAX_ECHOED_NUMBER)
+}
+
+/// `x` as messages print a number that has no source text: Rust's plain
+/// form (`0.4`, `-3`) when it is at most [`MAX_ECHOED_NUMBER`] characters,
+/// else the exponent form (`1e300`, `1.5e-300`).
+pub fn short_number(x: f64) -> String {
+    let plain = x.to_string();
+    if plain.len() <= MAX_ECHOED_NUMBER {
+        plain
+    } else {
+        format!("{x:e}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -480,6 +506,20 @@ mod tests {
         assert_eq!(clip_chars("abcdé", 3), "abc … 2 more characters");
         assert_eq!(clip_chars("", 0), "");
         assert!(matches!(clip_chars("ab", 5), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn numbers_are_echoed_short() {
+        assert_eq!(short_number(0.4), "0.4");
+        assert_eq!(short_number(-3.0), "-3");
+        assert_eq!(short_number(1e300), "1e300");
+        assert_eq!(short_number(-1.5e-300), "-1.5e-300");
+        assert_eq!(number_as_written(" 1e308 "), "1e308");
+        let long = "1".repeat(40);
+        assert_eq!(
+            number_as_written(&long),
+            format!("{} … 8 more characters", "1".repeat(32))
+        );
     }
 
     use super::*;

@@ -248,8 +248,10 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         tool: String,
         /// Arguments as JSON: inline, `-` for stdin, or `@FILE`.
+        // (kept as the OS gave it: inline bytes that are not UTF-8 are an
+        // input error naming the argument and the byte, exit 3)
         #[arg(long, value_name = "JSON", default_value = "{}")]
-        args: String,
+        args: std::ffi::OsString,
         /// Session id recorded in the audit log. The session's data-flow history
         /// (`[gate.flow]`) is kept in a state file between calls: --state, else
         /// $TOOLGATE_STATE_DIR/ID.json, else $XDG_STATE_HOME (~/.local/state)/toolgate/sessions/ID.json.

@@ -163,11 +163,16 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
         }
     });
     let timeout_seconds = t.f64("timeout_seconds").and_then(|(x, span)| {
-        if x <= 0.0 {
+        // (at most what a time-out can hold: never silently the default)
+        if x <= 0.0 || std::time::Duration::try_from_secs_f64(x).is_err() {
             r.error(
                 ErrorKind::OutOfRange,
-                span,
-                format!("timeout_seconds must be positive, found {x}"),
+                span.clone(),
+                format!(
+                    "timeout_seconds must be a positive number of seconds (at most {}), found {}",
+                    u64::MAX,
+                    r.written(&span)
+                ),
             );
             None
         } else {
@@ -371,7 +376,10 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
                 r.error(
                     ErrorKind::OutOfRange,
                     span.clone(),
-                    format!("base_priority must be within [0, 1], found {x}"),
+                    format!(
+                        "base_priority must be within [0, 1], found {}",
+                        r.written(&span)
+                    ),
                 );
                 None
             }
