@@ -358,18 +358,10 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             match index {
                 Some(i) => print_explain(o, &act, i, format),
                 None => {
-                    let hint = toolgate::diag::did_you_mean(
-                        &tool,
-                        act.plan.by_name.keys().map(|s| s.as_str()),
-                    )
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
-                    let tool = toolgate::diag::echo(&tool);
-                    return Err((
-                        ExitCode::from(5),
-                        None,
-                        Some(format!("unknown tool `{tool}`{hint}")),
-                    ));
+                    // (read again: it parsed, for evaluate; only its `tools` matter)
+                    let parsed = cli::read_input(&input).unwrap_or_default();
+                    let m = cli::unknown_tool::explain_message(&tool, &act.plan, &plan, &parsed);
+                    return Err((ExitCode::from(5), None, Some(m)));
                 }
             }
         }
