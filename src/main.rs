@@ -348,7 +348,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             input,
             format,
         } => {
-            let act = evaluate(&plan, &input).map_err(fail)?;
+            let (act, parsed) = cli::evaluate_input(&plan, &input).map_err(fail)?;
             // the catalog name, or the name MCP clients see through the proxy
             let index = act.plan.tool_index(&tool).or_else(|| {
                 cli::report::proxy_names(&act.plan)
@@ -358,8 +358,6 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             match index {
                 Some(i) => print_explain(o, &act, i, format),
                 None => {
-                    // (read again: it parsed, for evaluate; only its `tools` matter)
-                    let parsed = cli::read_input(&input).unwrap_or_default();
                     let m = cli::unknown_tool::explain_message(&tool, &act.plan, &plan, &parsed);
                     return Err((ExitCode::from(5), None, Some(m)));
                 }

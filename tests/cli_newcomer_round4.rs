@@ -301,3 +301,144 @@ fn policy_numbers_are_range_checked_at_their_value_and_echoed_short() {
     let err = flat(&stderr(&toolgate(&["check", "--policy", &p], None)));
     assert!(!err.contains("is below the lowest score"), "{err}");
 }
+
+/// 5a. A misspelt key of a `mcp-proxy --config` file: its file:line:column
+/// and a did-you-mean (exit 2, a bad configuration).
+#[test]
+fn a_misspelt_proxy_config_key_gets_its_place_and_a_did_you_mean() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "proxy.toml",
+        "max_concurent_calls = 4\n\n[[server]]\nname = \"t\"\ncommand = \"x\"\n",
+    );
+    let o = toolgate(&["mcp-proxy", "--config", &p], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "{p}:1:1: unknown key `max_concurent_calls` (did you mean `max_concurrent_calls`?); known keys here: "
+        )),
+        "{err}"
+    );
+    let p = write(
+        d.path(),
+        "server.toml",
+        "[[server]]\nname = \"t\"\ncomand = \"x\"\n",
+    );
+    let err = stderr(&toolgate(&["mcp-proxy", "--config", &p], None));
+    assert!(
+        err.contains(&format!(
+            "{p}:3:1: unknown key `comand` (did you mean `command`?)"
+        )),
+        "{err}"
+    );
+}
+
+/// 5b. `explain` of a name the catalog does not hold: the close names, and
+/// which catalog is loaded.
+#[test]
+fn explain_of_an_unknown_tool_suggests_close_names_and_names_the_catalog() {
+    let o = toolgate(&["explain", "sqlite.red_query"], None);
+    assert_eq!(o.status.code(), Some(5));
+    let err = stderr(&o);
+    assert!(
+        err.contains("unknown tool `sqlite.red_query` (did you mean one of: `sqlite.read_query`")
+            && err
+                .contains("the loaded catalog: 71 tool(s) from the shipped tool-tags/ (embedded)"),
+        "{err}"
+    );
+    let o = toolgate(
+        &["explain", "nosuch", "--tools", "examples/server.json"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(5));
+    let err = stderr(&o);
+    assert!(
+        err.contains("unknown tool `nosuch`; no name of the catalog is close")
+            && err.contains("from --tools examples/server.json"),
+        "{err}"
+    );
+}
+
+/// 5c. Trace lines: a misspelt required key at its column with a
+/// did-you-mean; a value of the wrong type at its column, saying what was
+/// expected and what was found.
+#[test]
+fn trace_key_and_type_errors_give_the_column() {
+    let d = tempfile::tempdir().unwrap();
+    let ok = "{\"session\": \"s\", \"t\": 0, \"event\": \"user_message\", \"text\": \"hi\"}\n";
+    let cases = [
+        (
+            "{\"sesion\": \"s\", \"t\": 1, \"event\": \"tool_call\", \"tool\": \"sqlite.read_query\"}",
+            "\"sesion\"",
+            "unknown key `sesion` (did you mean `session`?); missing `session` (the session id)",
+        ),
+        (
+            "{\"session\": \"s\", \"t\": \"5\", \"event\": \"tool_call\", \"tool\": \"sqlite.read_query\"}",
+            "\"5\"",
+            "`t` must be a number of seconds, found a string \"5\"",
+        ),
+        (
+            "{\"session\": \"s\", \"t\": 5, \"event\": \"tool_call\", \"tool\": [\"sqlite.read_query\"]}",
+            "[\"sqlite",
+            "`tool` must be a non-empty string, found an array [\"sqlite.read_query\"]",
+        ),
+        (
+            "{\"session\": \"s\", \"t\": 5, \"event\": \"tool_call\", \"tool\": \"sqlite.read_query\", \"argumnts\": {}}",
+            "\"argumnts\"",
+            "unknown key `argumnts` in a `tool_call` event (did you mean `arguments`?)",
+        ),
+    ];
+    for (i, (line, at, what)) in cases.iter().enumerate() {
+        let p = write(d.path(), &format!("t{i}.jsonl"), &format!("{ok}{line}\n"));
+        let col = 1 + line[..find(line, at)].chars().count();
+        let o = toolgate(&["replay", "--trace", &p], None);
+        assert_eq!(o.status.code(), Some(3), "{line}: {}", stdout(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("{p}: trace line 2, column {col}: {what}")),
+            "{line}: {err}"
+        );
+    }
+}
+
+/// 5d. A tools file: a misspelt or mistyped `tools` and a tool without a
+/// name are located (file:line:column, the tool's index).
+#[test]
+fn tool_file_shape_errors_are_located() {
+    let d = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "{\"tool\": [{\"name\": \"a\", \"description\": \"d\"}]}\n",
+            "\"tool\"",
+            "unknown key `tool` (did you mean `tools`?); expected an MCP tools/list result",
+        ),
+        (
+            "{\"tools\": {\"name\": \"a\"}}\n",
+            "{\"name\"",
+            "`tools` must be an array of tools, found an object",
+        ),
+        (
+            "[\n  {\"type\": \"function\", \"function\": {\"name\": \"ok\", \"description\": \"d\"}},\n  {\"type\": \"function\", \"function\": {\"description\": \"no name\"}}\n]\n",
+            "{\"type\": \"function\", \"function\": {\"description\"",
+            "tool 1 (`[1]`): its \"function\" object has no \"name\" string",
+        ),
+        (
+            "{\"tools\": [{\"name\": \"a\"}, {\"name\": 7}]}\n",
+            "{\"name\": 7}",
+            "tool 1 (`tools[1]`): it has no \"name\" string, found a number",
+        ),
+    ];
+    for (i, (text, at, what)) in cases.iter().enumerate() {
+        let p = write(d.path(), &format!("tools{i}.json"), text);
+        let (line, col) = line_col(text, find(text, at));
+        let o = toolgate(&["check", "--tools", &p], None);
+        assert_eq!(o.status.code(), Some(1), "{text}: {}", stdout(&o));
+        let err = flat(&stderr(&o));
+        assert!(
+            err.contains(&format!("{p}:{line}:{col}: {what}")),
+            "{text}: {err}"
+        );
+    }
+}
