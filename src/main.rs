@@ -7,7 +7,8 @@
 //! 7 `guard`'s verdict is ask or deny (0 when allowed).
 //! `mcp-proxy` exits 0 when the client disconnects, 1 when the policy or tags
 //! do not load or the proxy fails, 2 on a bad configuration, 3 when the
-//! `--config` file cannot be read. `guard` exits 3 when `--args` is not JSON.
+//! `--config` file cannot be read. `guard` exits 3 when `--args` is not JSON
+//! (or, given inline, not UTF-8).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

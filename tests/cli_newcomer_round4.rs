@@ -62,7 +62,7 @@ fn find(text: &str, needle: &str) -> usize {
         .unwrap_or_else(|| panic!("`{needle}` is not in the text"))
 }
 
-/// 1. Inline `--args` bytes that are not UTF-8: an input error (exit 3)
+/// Item 1: Inline `--args` bytes that are not UTF-8: an input error (exit 3)
 /// naming the argument and the byte offset, not clap's usage error (2).
 #[cfg(unix)]
 #[test]
@@ -96,7 +96,7 @@ fn non_utf8_inline_args_name_the_argument_and_the_byte() {
     assert_eq!(o.status.code(), Some(7), "{}", stderr(&o));
 }
 
-/// 2. A policy cut short: a cut that leaves invalid TOML is rejected at
+/// Item 2: A policy cut short: a cut that leaves invalid TOML is rejected at
 /// the cut, one that drops a required section is rejected naming it; a cut
 /// inside a comment loads, and `check` warns at the end of the file that it
 /// does not end with a newline; a cut just after a newline cannot be told
@@ -156,7 +156,7 @@ fn a_policy_cut_short_is_rejected_at_the_cut_or_warned_about() {
     assert!(!stdout(&o).contains("does not end with a newline"));
 }
 
-/// 3. An input number out of its range stands at its value (file:line:
+/// Item 3: An input number out of its range stands at its value (file:line:
 /// column) and is echoed as written, clipped.
 #[test]
 fn input_numbers_out_of_range_are_located_and_echoed_as_written() {
@@ -222,7 +222,7 @@ fn input_numbers_out_of_range_are_located_and_echoed_as_written() {
     );
 }
 
-/// 4. Policy numbers with a natural range are checked at their value, and
+/// Item 4: Policy numbers with a natural range are checked at their value, and
 /// echoed as written (`1e308`, not 309 digits).
 #[test]
 fn policy_numbers_are_range_checked_at_their_value_and_echoed_short() {
@@ -302,7 +302,7 @@ fn policy_numbers_are_range_checked_at_their_value_and_echoed_short() {
     assert!(!err.contains("is below the lowest score"), "{err}");
 }
 
-/// 5a. A misspelt key of a `mcp-proxy --config` file: its file:line:column
+/// Item 5a: A misspelt key of a `mcp-proxy --config` file: its file:line:column
 /// and a did-you-mean (exit 2, a bad configuration).
 #[test]
 fn a_misspelt_proxy_config_key_gets_its_place_and_a_did_you_mean() {
@@ -335,7 +335,7 @@ fn a_misspelt_proxy_config_key_gets_its_place_and_a_did_you_mean() {
     );
 }
 
-/// 5b. `explain` of a name the catalog does not hold: the close names, and
+/// Item 5b: `explain` of a name the catalog does not hold: the close names, and
 /// which catalog is loaded.
 #[test]
 fn explain_of_an_unknown_tool_suggests_close_names_and_names_the_catalog() {
@@ -361,7 +361,7 @@ fn explain_of_an_unknown_tool_suggests_close_names_and_names_the_catalog() {
     );
 }
 
-/// 5c. Trace lines: a misspelt required key at its column with a
+/// Item 5c: Trace lines: a misspelt required key at its column with a
 /// did-you-mean; a value of the wrong type at its column, saying what was
 /// expected and what was found.
 #[test]
@@ -403,7 +403,7 @@ fn trace_key_and_type_errors_give_the_column() {
     }
 }
 
-/// 5d. A tools file: a misspelt or mistyped `tools` and a tool without a
+/// Item 5d: A tools file: a misspelt or mistyped `tools` and a tool without a
 /// name are located (file:line:column, the tool's index).
 #[test]
 fn tool_file_shape_errors_are_located() {

@@ -30,6 +30,15 @@ impl OutOfRange<'_> {
     }
 }
 
+/// One usage map's check: its key, the map, what a value must be, and the
+/// test.
+type UsageRule<'a> = (
+    &'static str,
+    &'a std::collections::BTreeMap<String, f64>,
+    &'static str,
+    fn(f64) -> bool,
+);
+
 /// Every number of `input` outside its range, in the order of the keys.
 pub(super) fn out_of_range(input: &EvalInput) -> Vec<OutOfRange<'_>> {
     let mut out = Vec::new();
@@ -51,7 +60,7 @@ pub(super) fn out_of_range(input: &EvalInput) -> Vec<OutOfRange<'_>> {
         });
     }
     let u = &input.usage;
-    let maps: [(&'static str, _, &'static str, fn(f64) -> bool); 3] = [
+    let maps: [UsageRule<'_>; 3] = [
         (
             "call_counts",
             &u.call_counts,
