@@ -7,6 +7,8 @@
 //! ([`std::fmt::Display`]) and with a caret under the source line through
 //! [`miette`] (the CLI uses the latter).
 
+pub mod json_path;
+
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
@@ -408,6 +410,41 @@ pub fn did_you_mean<'a>(
         .map(|(c, _)| c)
 }
 
+/// Up to `max` candidates close to `got`, closest first: those within
+/// a quarter of their length in edits (normalised Damerau-Levenshtein
+/// similarity ≥ 0.75, case-insensitive; Jaro-Winkler would rank every
+/// name with the same `server.` prefix close), and
+/// those that hold it whole (`read_query` in `sqlite.read_query`, for a
+/// `got` of 3 characters or more). For "unknown name" messages that list
+/// what might have been meant, where [`did_you_mean`] gives one.
+pub fn close_matches<'a>(
+    got: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    max: usize,
+) -> Vec<&'a str> {
+    let g = got.to_lowercase();
+    let glen = g.chars().count();
+    let mut scored: Vec<(f64, &'a str)> = candidates
+        .into_iter()
+        .filter_map(|c| {
+            let cl = c.to_lowercase();
+            if glen >= 3 && cl.contains(&g) {
+                return Some((1.0 + glen as f64 / cl.chars().count().max(1) as f64, c));
+            }
+            // (as in did_you_mean: pairs 10 times apart in length never pass)
+            let clen = cl.chars().count();
+            if glen > 10 * clen || clen > 10 * glen {
+                return None;
+            }
+            let s = strsim::normalized_damerau_levenshtein(&g, &cl);
+            (s >= 0.75).then_some((s, c))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(max).map(|(_, c)| c).collect()
+}
+
 /// Accumulates diagnostics during a load.
 #[derive(Debug, Default)]
 pub struct Sink {
@@ -471,6 +508,30 @@ pub fn clip_chars(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// At most this many characters of a number are echoed back: a number is
+/// quoted as written in its file ([`number_as_written`]) or, with no text to
+/// quote, in the shortest of Rust's plain and exponent forms
+/// ([`short_number`]); `1e300` never comes back as 301 digits.
+pub const MAX_ECHOED_NUMBER: usize = 32;
+
+/// A number's source text (a TOML or JSON value's span), trimmed and
+/// clipped at [`MAX_ECHOED_NUMBER`] characters ([`clip_chars`]).
+pub fn number_as_written(text: &str) -> std::borrow::Cow<'_, str> {
+    clip_chars(text.trim(), MAX_ECHOED_NUMBER)
+}
+
+/// `x` as messages print a number that has no source text: Rust's plain
+/// form (`0.4`, `-3`) when it is at most [`MAX_ECHOED_NUMBER`] characters,
+/// else the exponent form (`1e300`, `1.5e-300`).
+pub fn short_number(x: f64) -> String {
+    let plain = x.to_string();
+    if plain.len() <= MAX_ECHOED_NUMBER {
+        plain
+    } else {
+        format!("{x:e}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -480,6 +541,41 @@ mod tests {
         assert_eq!(clip_chars("abcdé", 3), "abc … 2 more characters");
         assert_eq!(clip_chars("", 0), "");
         assert!(matches!(clip_chars("ab", 5), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn close_matches_rank_similar_and_containing_names() {
+        let names = [
+            "sqlite.read_query",
+            "sqlite.write_query",
+            "time.get_current_time",
+            "git.status",
+        ];
+        assert_eq!(
+            close_matches("read_query", names, 5),
+            vec!["sqlite.read_query"]
+        );
+        assert_eq!(close_matches("query", names, 1), vec!["sqlite.read_query"]);
+        assert_eq!(
+            close_matches("sqlite.red_query", names, 5)[0],
+            "sqlite.read_query"
+        );
+        assert!(close_matches("nosuch", names, 5).is_empty());
+        assert!(close_matches("x", names, 5).is_empty());
+    }
+
+    #[test]
+    fn numbers_are_echoed_short() {
+        assert_eq!(short_number(0.4), "0.4");
+        assert_eq!(short_number(-3.0), "-3");
+        assert_eq!(short_number(1e300), "1e300");
+        assert_eq!(short_number(-1.5e-300), "-1.5e-300");
+        assert_eq!(number_as_written(" 1e308 "), "1e308");
+        let long = "1".repeat(40);
+        assert_eq!(
+            number_as_written(&long),
+            format!("{} … 8 more characters", "1".repeat(32))
+        );
     }
 
     use super::*;

@@ -27,6 +27,8 @@ use crate::context::{SessionContext, UsageStats};
 use crate::parse::tags::InlineTool;
 use crate::plan::Plan;
 
+mod ranges;
+
 /// Usage as given in an input: counts, seconds since the last call, frequencies.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -97,7 +99,7 @@ impl EvalInput {
             });
         }
         // Syntax first: a syntax error has no JSON path.
-        let v: serde_json::Value = serde_json::from_str(text).map_err(syntax_error)?;
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| syntax_error(e, text))?;
         if !v.is_object() {
             return Err(InputError {
                 line: 1,
@@ -124,6 +126,7 @@ impl EvalInput {
                 message: format!("tools[{i}]: {m}"),
             })?;
         }
+        ranges::check(&input, text)?;
         Ok(input)
     }
 
@@ -152,11 +155,8 @@ impl EvalInput {
     /// or non-finite number.
     pub fn resolve(&self, plan: &Arc<Plan>) -> Result<(SessionContext, UsageStats, f64), String> {
         let mut ctx = self.context.clone();
-        if !self.now.is_finite() {
-            return Err("`now` must be a finite number of seconds".into());
-        }
-        if !ctx.session_duration_seconds.is_finite() || ctx.session_duration_seconds < 0.0 {
-            return Err("`context.session_duration_seconds` must be a finite number >= 0".into());
+        if let Some(o) = ranges::out_of_range(self).first() {
+            return Err(o.message(&crate::diag::short_number(o.value)));
         }
         if let Some(stage) = &ctx.conversation_stage
             && plan.stage_index(stage).is_none()
@@ -177,28 +177,14 @@ impl EvalInput {
             return Err(u.message(plan));
         }
         let mut usage = UsageStats::default();
+        // (every number is in its range: checked above)
         for (k, &v) in &self.usage.call_counts {
-            if !(v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= u64::MAX as f64) {
-                return Err(format!(
-                    "usage.call_counts[`{k}`] must be a whole number >= 0, found {v}"
-                ));
-            }
             usage.call_counts.insert(k.clone(), v as u64);
         }
         for (k, &v) in &self.usage.seconds_since_last_call {
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(format!(
-                    "usage.seconds_since_last_call[`{k}`] must be a finite number >= 0, found {v}"
-                ));
-            }
             usage.last_call_at.insert(k.clone(), self.now - v);
         }
         for (k, &v) in &self.usage.usage_frequency {
-            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-                return Err(format!(
-                    "usage.usage_frequency[`{k}`] must be within [0, 1], found {v}"
-                ));
-            }
             usage.usage_frequency.insert(k.clone(), v);
         }
         Ok((ctx, usage, self.now))
@@ -331,11 +317,25 @@ impl std::fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-/// A JSON syntax error, its location given once.
-fn syntax_error(e: serde_json::Error) -> InputError {
+/// A JSON syntax error, its location given once; `NaN` or `Infinity`
+/// where a value belongs, and a number beyond what a 64-bit float holds,
+/// are named as such.
+fn syntax_error(e: serde_json::Error, text: &str) -> InputError {
     let msg = crate::diag::json_message(&e);
+    let at = &text[crate::diag::json_offset(text, e.line(), e.column())..];
     let message = match msg.strip_prefix("EOF while parsing ") {
         Some(what) => format!("the input ends inside {what} (is it cut short?)"),
+        None if msg == "expected value"
+            && ["NaN", "Infinity", "-Infinity", "nan", "inf"]
+                .iter()
+                .any(|w| at.starts_with(w)) =>
+        {
+            "invalid JSON: JSON has no NaN or Infinity; write a finite number".to_string()
+        }
+        None if msg == "number out of range" => {
+            "invalid JSON: number out of range (a number must lie within ±1.7976931348623157e308)"
+                .to_string()
+        }
         None => format!("invalid JSON: {msg}"),
     };
     InputError {

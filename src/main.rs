@@ -7,7 +7,8 @@
 //! 7 `guard`'s verdict is ask or deny (0 when allowed).
 //! `mcp-proxy` exits 0 when the client disconnects, 1 when the policy or tags
 //! do not load or the proxy fails, 2 on a bad configuration, 3 when the
-//! `--config` file cannot be read. `guard` exits 3 when `--args` is not JSON.
+//! `--config` file cannot be read. `guard` exits 3 when `--args` is not JSON
+//! (or, given inline, not UTF-8).
 //! With `--format json` an error goes to stderr as one JSON object
 //! (`cli::json_error`), with the same exit code.
 
@@ -250,8 +251,10 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         tool: String,
         /// Arguments as JSON: inline, `-` for stdin, or `@FILE`.
+        // (kept as the OS gave it: inline bytes that are not UTF-8 are an
+        // input error naming the argument and the byte, exit 3)
         #[arg(long, value_name = "JSON", default_value = "{}")]
-        args: String,
+        args: std::ffi::OsString,
         /// Session id recorded in the audit log. The session's data-flow history
         /// (`[gate.flow]`) is kept in a state file between calls: --state, else
         /// $TOOLGATE_STATE_DIR/ID.json, else $XDG_STATE_HOME (~/.local/state)/toolgate/sessions/ID.json.
@@ -352,7 +355,7 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             input,
             format,
         } => {
-            let act = evaluate(&plan, &input).map_err(fail)?;
+            let (act, parsed) = cli::evaluate_input(&plan, &input).map_err(fail)?;
             // the catalog name, or the name MCP clients see through the proxy
             let index = act.plan.tool_index(&tool).or_else(|| {
                 cli::report::proxy_names(&act.plan)
@@ -362,18 +365,8 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             match index {
                 Some(i) => print_explain(o, &act, i, format),
                 None => {
-                    let hint = toolgate::diag::did_you_mean(
-                        &tool,
-                        act.plan.by_name.keys().map(|s| s.as_str()),
-                    )
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
-                    let tool = toolgate::diag::echo(&tool);
-                    return Err((
-                        ExitCode::from(5),
-                        None,
-                        Some(format!("unknown tool `{tool}`{hint}")),
-                    ));
+                    let m = cli::unknown_tool::explain_message(&tool, &act.plan, &plan, &parsed);
+                    return Err((ExitCode::from(5), None, Some(m)));
                 }
             }
         }

@@ -8,12 +8,31 @@ use toolgate::gate::{Action, Gate, JsonlSink, Verdict};
 use super::{Fail, Format, PlanArgs, build};
 
 /// Reads the `--args` value: inline JSON, `-` for stdin, `@FILE` for a file.
-fn read_args(args: &str) -> Result<String, String> {
-    match args {
+/// Inline text that is not UTF-8 is an error naming `--args` and the byte
+/// offset (0-based) of the first bad byte, as for a file
+/// ([`toolgate::datafile::decode_text`]).
+fn read_args(args: &std::ffi::OsStr) -> Result<String, String> {
+    let args = inline_text(args).map_err(|e| format!("--args is {e}"))?;
+    match args.as_str() {
         "-" => super::read_text("-").map_err(|e| format!("--args {e}")),
         a if a.starts_with('@') => super::read_text(&a[1..]).map_err(|e| format!("--args {e}")),
-        a => Ok(a.to_string()),
+        _ => Ok(args),
     }
+}
+
+/// The text of an inline command-line argument: its bytes decoded as
+/// UTF-8 (a leading byte-order mark dropped), or the decoder's message
+/// (`not valid UTF-8 at byte 12 (line 1, column 13)`).
+fn inline_text(arg: &std::ffi::OsStr) -> Result<String, String> {
+    #[cfg(unix)]
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(arg).to_vec();
+    #[cfg(not(unix))]
+    let bytes = arg
+        .to_str()
+        .ok_or_else(|| "not valid UTF-8".to_string())?
+        .as_bytes()
+        .to_vec();
+    toolgate::datafile::decode_text(bytes)
 }
 
 /// Runs the gate on one call; returns the verdict. `tool` is a catalog
@@ -23,7 +42,7 @@ fn read_args(args: &str) -> Result<String, String> {
 pub fn guard(
     plan: &PlanArgs,
     tool: &str,
-    args: &str,
+    args: &std::ffi::OsStr,
     session: Option<&str>,
     audit: Option<&PathBuf>,
     state: Option<(&super::guard_session::SessionState, bool)>,

@@ -143,6 +143,14 @@ pub fn build(args: &PlanArgs, input: Option<&EvalInput>) -> Result<Arc<Plan>, Fa
 }
 
 pub fn evaluate(args: &PlanArgs, input: &Option<String>) -> Result<Activation, Fail> {
+    evaluate_input(args, input).map(|(a, _)| a)
+}
+
+/// [`evaluate`], with the input as read (`--input -` is read once).
+pub fn evaluate_input(
+    args: &PlanArgs,
+    input: &Option<String>,
+) -> Result<(Activation, EvalInput), Fail> {
     let (parsed, text) = read_input_text(input).map_err(Fail::Input)?;
     let plan = build(args, Some(&parsed))?;
     if let Some(u) = parsed.unknown_tool(&plan) {
@@ -152,7 +160,7 @@ pub fn evaluate(args: &PlanArgs, input: &Option<String>) -> Result<Activation, F
         )));
     }
     let (ctx, usage, now) = parsed.resolve(&plan).map_err(Fail::Input)?;
-    Ok(plan.evaluate(&ctx, &usage, now))
+    Ok((plan.evaluate(&ctx, &usage, now), parsed))
 }
 
 /// What the plan's call gate holds, for `check`.

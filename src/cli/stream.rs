@@ -70,6 +70,7 @@ impl TraceFile {
         std::fs::File::open(&self.path)
             .map(|f| BufReader::with_capacity(1 << 16, f))
             .map_err(|e| TraceError {
+                column: None,
                 line: 0,
                 message: format!("cannot read the trace again: {e}"),
             })

@@ -78,3 +78,27 @@ pub fn message(
         advice(u, args, input)
     )
 }
+
+/// `explain`'s message for a tool name the loaded catalog does not hold
+/// (exit 5): the name (clipped), up to 5 close names of the catalog
+/// ([`toolgate::diag::close_matches`]), and which catalog is loaded.
+pub fn explain_message(name: &str, plan: &Plan, args: &PlanArgs, input: &EvalInput) -> String {
+    let close = toolgate::diag::close_matches(name, plan.by_name.keys().map(|s| s.as_str()), 5);
+    let hint = match close.as_slice() {
+        [] => "; no name of the catalog is close (`toolgate eval` lists them all)".to_string(),
+        [one] => format!(" (did you mean `{one}`?)"),
+        many => format!(
+            " (did you mean one of: {}?)",
+            many.iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    format!(
+        "unknown tool `{}`{hint}\n  the loaded catalog: {} tool(s) from {}",
+        toolgate::diag::echo(name),
+        plan.tools.len(),
+        catalog_name(args, input)
+    )
+}

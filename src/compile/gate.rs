@@ -40,7 +40,19 @@ pub fn load_gate_config(policy: &PolicySource) -> Result<GateConfig, LoadError> 
         Ok(Wrapper { gate: Some(g) }) => g,
         Ok(Wrapper { gate: None }) => shipped().clone(),
         Err(e) => {
-            let msg = e.message().trim().to_string();
+            let mut msg = e.message().trim().to_string();
+            // serde quotes a float in full digits (`1e308`: 309 of them):
+            // quote it as written instead.
+            if let (Some(sp), Some(rest)) =
+                (e.span(), msg.strip_prefix("invalid type: floating point `"))
+                && let Some((_, tail)) = rest.split_once('`')
+                && let Some(written) = policy.file.text.get(sp)
+            {
+                msg = format!(
+                    "invalid type: floating point `{}`{tail}",
+                    crate::diag::number_as_written(written)
+                );
+            }
             let span = e
                 .span()
                 .or_else(|| policy.gate.as_ref().map(|g| g.span.clone()))
@@ -62,14 +74,43 @@ fn validate(cfg: &GateConfig, policy: &PolicySource) -> Result<(), LoadError> {
     let span = policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0);
     let text = &policy.file.text;
     let mut problems: Vec<(String, std::ops::Range<usize>)> = Vec::new();
-    let mut at_gate = |m: String| problems.push((m, span.clone()));
+    // A value out of range stands at its key's value, echoed as written
+    // (at the `[gate]` table when the text does not hold it).
+    let at_value =
+        |problems: &mut Vec<(String, std::ops::Range<usize>)>, path: &[&str], rule: &str| {
+            let key = format!("gate.{}", path.join("."));
+            match value_span(text, path) {
+                Some(sp) => {
+                    let found = crate::diag::number_as_written(&text[sp.clone()]).into_owned();
+                    problems.push((format!("`{key}` must be {rule}, found {found}"), sp));
+                }
+                None => problems.push((format!("`{key}` must be {rule}"), span.clone())),
+            }
+        };
     let e = &cfg.execution;
-    if !(e.timeout_seconds.is_finite() && e.timeout_seconds > 0.0) {
-        at_gate("`gate.execution.timeout_seconds` must be a positive number".to_string());
+    // (at most what a time-out can hold: never silently the default)
+    if !(e.timeout_seconds > 0.0
+        && std::time::Duration::try_from_secs_f64(e.timeout_seconds).is_ok())
+    {
+        let rule = format!("a positive number of seconds (at most {})", u64::MAX);
+        at_value(&mut problems, &["execution", "timeout_seconds"], &rule);
     }
     if !(e.backoff_factor.is_finite() && e.backoff_factor >= 1.0) {
-        at_gate("`gate.execution.backoff_factor` must be at least 1".to_string());
+        at_value(
+            &mut problems,
+            &["execution", "backoff_factor"],
+            "at least 1",
+        );
     }
+    for (key, v) in [
+        ("max_depth", cfg.limits.max_depth),
+        ("max_argument_bytes", cfg.limits.max_argument_bytes),
+    ] {
+        if v == 0 {
+            at_value(&mut problems, &["limits", key], "1 or more");
+        }
+    }
+    let mut at_gate = |m: String| problems.push((m, span.clone()));
     let c = &cfg.coercion;
     for t in &c.true_values {
         if c.false_values
@@ -80,9 +121,6 @@ fn validate(cfg: &GateConfig, policy: &PolicySource) -> Result<(), LoadError> {
                 "`gate.coercion`: \"{t}\" is both a true and a false spelling"
             ));
         }
-    }
-    if cfg.limits.max_depth == 0 || cfg.limits.max_argument_bytes == 0 {
-        at_gate("`gate.limits` values must be positive".to_string());
     }
     problems.extend(validate_shell(cfg, text, &span));
     if problems.is_empty() {
@@ -95,6 +133,21 @@ fn validate(cfg: &GateConfig, policy: &PolicySource) -> Result<(), LoadError> {
                 .collect(),
         })
     }
+}
+
+/// The byte span of the value at `path` under the document's `[gate]`
+/// table (`["limits", "max_depth"]`), when the text writes it.
+fn value_span(text: &str, path: &[&str]) -> Option<std::ops::Range<usize>> {
+    use toml::de::{DeTable, DeValue};
+    let doc = DeTable::parse(text).ok()?;
+    let mut v = doc.get_ref().get("gate")?;
+    for key in path {
+        match v.get_ref() {
+            DeValue::Table(t) => v = t.get(*key)?,
+            _ => return None,
+        }
+    }
+    Some(v.span())
 }
 
 /// The span of the `n`-th (0-based) occurrence of `needle` in a line of

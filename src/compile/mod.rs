@@ -20,6 +20,7 @@
 pub mod bounds;
 pub mod catalog;
 pub mod condition;
+mod cut;
 mod examples;
 pub mod findings;
 pub mod formula;
@@ -501,6 +502,7 @@ fn compile_with(
         sink.push(d.clone());
     }
     warnings.extend(linked.warnings.iter().cloned());
+    warnings.extend(cut::no_final_newline(policy));
     let by_name = &linked.by_name;
 
     // Pinned tools and set controls.

@@ -64,6 +64,8 @@
 //! are marked sensitive; a server is displayed by its URL without query or
 //! user info).
 
+mod toml_error;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -632,12 +634,25 @@ impl ProxyConfig {
                 crate::datafile::decode_text(b).map_err(|e| format!("{}: {e}", path.display()))
             })?;
         let base = path.parent().unwrap_or(Path::new("."));
+        // A TOML or key error reads `FILE:LINE:COLUMN: message`.
+        if let Err(e) = toml::from_str::<RawConfig>(&text) {
+            return Err(match toml_error::describe(&text, &e) {
+                (Some((l, c)), m) => format!("{}:{l}:{c}: {m}", path.display()),
+                (None, m) => format!("{}: {m}", path.display()),
+            });
+        }
         Self::from_toml_str(&text, base).map_err(|e| format!("{}: {e}", path.display()))
     }
 
-    /// Parses configuration text; relative paths are joined to `base`.
+    /// Parses configuration text; relative paths are joined to `base`. A
+    /// TOML or key error reads `line L, column C: message`, with a
+    /// did-you-mean for a misspelt key.
     pub fn from_toml_str(text: &str, base: &Path) -> Result<Self, String> {
-        let raw: RawConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        let raw: RawConfig =
+            toml::from_str(text).map_err(|e| match toml_error::describe(text, &e) {
+                (Some((l, c)), m) => format!("line {l}, column {c}: {m}"),
+                (None, m) => m,
+            })?;
         let abs = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
         let d = ProxyConfig::default();
         let ms = |v: Option<u64>, dflt: Duration| v.map(Duration::from_millis).unwrap_or(dflt);

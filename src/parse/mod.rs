@@ -11,3 +11,4 @@ pub mod schema_text;
 pub mod selection;
 pub mod semantic_model;
 pub mod tags;
+pub mod tool_file;

@@ -128,8 +128,8 @@ pub struct ColdStart {
 /// `[activation]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActivationSection {
-    /// Activation threshold (any finite number; it must be reachable: at most the
-    /// clamp's upper bound here, at most the highest score at compile): a tool is
+    /// Activation threshold (a finite number within the clamp `[low, high]`;
+    /// it must be reachable: at most the highest score at compile): a tool is
     /// active when its (clamped) score ≥ this.
     pub threshold: Sp<f64>,
     /// Clamp bounds `[low, high]` of the score.
@@ -357,12 +357,19 @@ fn in_range(
 ) -> Option<f64> {
     let (x, span) = v?;
     if x < lo || x > hi {
+        let found = t.reader().written(&span);
         t.reader().error(
             ErrorKind::OutOfRange,
             span,
             format!(
-                "`{}` must be within [{lo}, {hi}], found {x}",
-                join(t.path(), key)
+                "`{}` must be within [{}, {}], found {found}",
+                join(t.path(), key),
+                crate::diag::short_number(lo),
+                if hi == f64::MAX {
+                    "∞".to_string()
+                } else {
+                    crate::diag::short_number(hi)
+                }
             ),
         );
         return None;
@@ -385,10 +392,11 @@ fn non_negative(t: &Table<'_, '_>, key: &str, v: Option<(f64, Range<usize>)>) ->
 fn count(t: &Table<'_, '_>, key: &str) -> Option<usize> {
     let (x, span) = t.int(key)?;
     if x < 0 {
+        let found = t.reader().written(&span);
         t.reader().error(
             ErrorKind::OutOfRange,
             span,
-            format!("`{}` must be 0 or more, found {x}", join(t.path(), key)),
+            format!("`{}` must be 0 or more, found {found}", join(t.path(), key)),
         );
         return None;
     }
@@ -645,9 +653,33 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                         ErrorKind::OutOfRange,
                         span.clone(),
                         format!(
-                            "threshold {x} can never be reached: the highest score is {} (scores are clamped to [{}, {}])",
-                            clamp.value.1, clamp.value.0, clamp.value.1
+                            "threshold {} can never be reached: the highest score is {} (scores are clamped to [{}, {}])",
+                            r.written(span), clamp.value.1, clamp.value.0, clamp.value.1
                         ),
+                    );
+                }
+                // Below the clamp's lower bound every score passes it, in
+                // every session, whatever the catalog: the threshold decides
+                // nothing (at the bound itself it is a plain top-k with
+                // `max_active`, which compile's findings report).
+                if let (Some(x), Some((_, span))) = (threshold_ok, &threshold)
+                    && clamp.value.0.is_finite()
+                    && x < clamp.value.0
+                {
+                    r.push(
+                        Diagnostic::at(
+                            ErrorKind::OutOfRange,
+                            &r.file,
+                            span.clone(),
+                            format!(
+                                "threshold {} is below the lowest score {}: every tool passes it (scores are clamped to [{}, {}])",
+                                r.written(span), clamp.value.0, clamp.value.0, clamp.value.1
+                            ),
+                        )
+                        .with_help(format!(
+                            "a threshold lies within the clamp [{}, {}]",
+                            clamp.value.0, clamp.value.1
+                        )),
                     );
                 }
                 ActivationSection {

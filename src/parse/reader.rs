@@ -35,6 +35,14 @@ impl Reader {
         self.push(Diagnostic::at(kind, &self.file, span, msg));
     }
 
+    /// The text of the value at `span` as written in the file, clipped: how
+    /// a range error echoes a number (`1e308`, not 309 digits;
+    /// [`crate::diag::number_as_written`]).
+    pub fn written(&self, span: &Range<usize>) -> String {
+        let text = self.file.text.get(span.clone()).unwrap_or_default();
+        crate::diag::number_as_written(text).into_owned()
+    }
+
     /// Records a prepared diagnostic.
     pub fn push(&self, d: Diagnostic) {
         self.sink.borrow_mut().push(d);

@@ -271,11 +271,12 @@ fn range(
         } else {
             hi.to_string()
         };
+        let found = t.reader().written(&span);
         t.reader().error(
             ErrorKind::OutOfRange,
             span,
             format!(
-                "`{}.{key}` must be within [{lo}, {hi_s}], found {x}",
+                "`{}.{key}` must be within [{lo}, {hi_s}], found {found}",
                 t.path()
             ),
         );

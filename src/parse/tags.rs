@@ -163,11 +163,16 @@ fn read_gate(t: &Table<'_, '_>) -> GateTags {
         }
     });
     let timeout_seconds = t.f64("timeout_seconds").and_then(|(x, span)| {
-        if x <= 0.0 {
+        // (at most what a time-out can hold: never silently the default)
+        if x <= 0.0 || std::time::Duration::try_from_secs_f64(x).is_err() {
             r.error(
                 ErrorKind::OutOfRange,
-                span,
-                format!("timeout_seconds must be positive, found {x}"),
+                span.clone(),
+                format!(
+                    "timeout_seconds must be a positive number of seconds (at most {}), found {}",
+                    u64::MAX,
+                    r.written(&span)
+                ),
             );
             None
         } else {
@@ -371,7 +376,10 @@ fn read_tool(file: &Arc<SourceFile>, t: &Table<'_, '_>) -> Option<ToolSpec> {
                 r.error(
                     ErrorKind::OutOfRange,
                     span.clone(),
-                    format!("base_priority must be within [0, 1], found {x}"),
+                    format!(
+                        "base_priority must be within [0, 1], found {}",
+                        r.written(&span)
+                    ),
                 );
                 None
             }
@@ -789,7 +797,14 @@ fn generic_listing(
             };
             match tools {
                 Some(Value::Array(a)) => (prefix, a),
-                _ => return Err(bad("expected an MCP tools/list result (an object with a \"tools\" array) or an OpenAI tools array".into())),
+                _ => {
+                    // (the error path: the text is read again to locate it)
+                    let whole = serde_json::from_str::<Value>(text).unwrap_or_default();
+                    return Err(match super::tool_file::listing_problem(text, &whole) {
+                        Some((span, msg)) => bad_at(span.start, msg),
+                        None => bad("expected an MCP tools/list result (an object with a \"tools\" array) or an OpenAI tools array".into()),
+                    });
+                }
             }
         }
         _ => return Err(bad("expected a JSON object or array".into())),
@@ -855,13 +870,25 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
     // problems with a tool are then located at file:line:column.
     let mut cursor = 0;
     for (i, (openai, has_function, fname, desc, schema, ann)) in list.into_iter().enumerate() {
+        // A tool refused is located at its object, with its index.
+        let at_tool = |msg: &str| match super::tool_file::tool_span(&file.text, i) {
+            Some((span, path)) => bad_at(span.start, format!("tool {i} (`{path}`): {msg}")),
+            None => bad(format!("tool {i}: {msg}")),
+        };
         if openai && !has_function {
-            return Err(bad(format!(
-                "tool {i}: an OpenAI tool needs a \"function\" object"
-            )));
+            return Err(at_tool("an OpenAI tool needs a \"function\" object"));
         }
         let Some(Value::String(tool_name)) = fname else {
-            return Err(bad(format!("tool {i} has no \"name\" string")));
+            let found = match &fname {
+                Some(v) => format!(", found {}", crate::diag::json_kind(v)),
+                None => String::new(),
+            };
+            let whose = if openai {
+                "its \"function\" object has"
+            } else {
+                "it has"
+            };
+            return Err(at_tool(&format!("{whose} no \"name\" string{found}")));
         };
         let hint = |k: &str| {
             ann.as_ref()

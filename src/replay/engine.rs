@@ -138,6 +138,7 @@ pub fn replay(plan: &Arc<Plan>, trace: &Trace, opts: &ReplayOptions) -> Result<R
 /// undeclared stage is an error naming the line.
 pub fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError> {
     let err = |message: String| TraceError {
+        column: None,
         line: l.line,
         message,
     };

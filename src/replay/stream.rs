@@ -60,6 +60,7 @@ impl TraceIndex {
 
 fn read_err(line: usize, e: std::io::Error) -> TraceError {
     TraceError {
+        column: None,
         line,
         message: format!("cannot read the trace: {e}"),
     }
@@ -88,6 +89,7 @@ fn text_lines(reader: impl BufRead) -> impl Iterator<Item = (usize, Result<Strin
             bytes.pop();
         }
         let text = String::from_utf8(bytes).map_err(|e| TraceError {
+            column: None,
             line,
             message: format!(
                 "not valid UTF-8 at byte {} (line {line}, column {})",
@@ -122,6 +124,7 @@ pub fn index_trace(
         }
         let parsed = parse_line(&raw, line).and_then(|l| match last_t.get(&l.session) {
             Some(&prev) if l.t < prev => Err(TraceError {
+                column: None,
                 line,
                 message: format!(
                     "time goes back in session `{}`: t = {} after t = {prev}",
@@ -246,6 +249,7 @@ pub fn replay_sessions<T: Send>(
         let l = parse_line(&raw, line)?;
         let Some(&(place, last)) = index.sessions.get(&l.session) else {
             return Err(TraceError {
+                column: None,
                 line,
                 message: "the trace changed between the two passes".into(),
             });
@@ -267,6 +271,7 @@ pub fn replay_sessions<T: Send>(
     flush(&mut batch, &mut done);
     if !open.is_empty() || !done.is_empty() {
         return Err(TraceError {
+            column: None,
             line: index.lines,
             message: "the trace changed between the two passes".into(),
         });

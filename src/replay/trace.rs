@@ -19,15 +19,29 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-/// A problem with one trace line.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("trace line {line}: {message}")]
+/// A problem with one trace line: `trace line 3, column 22: message` (the
+/// column when the problem is a value or key of the line).
+#[derive(Debug, Clone, PartialEq)]
 pub struct TraceError {
     /// 1-based line number.
     pub line: usize,
+    /// 1-based column (in characters) of the value or key at fault, when
+    /// the problem has one.
+    pub column: Option<usize>,
     /// What is wrong.
     pub message: String,
 }
+
+impl std::fmt::Display for TraceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.column {
+            Some(c) => write!(f, "trace line {}, column {c}: {}", self.line, self.message),
+            None => write!(f, "trace line {}: {}", self.line, self.message),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
 
 /// A change of the session context: only the fields present change.
 /// `Some(None)` clears an optional field (JSON `null`).
@@ -145,21 +159,42 @@ const CONTEXT_KEYS: [&str; 8] = [
     "user_intent_entities",
 ];
 
-fn check_keys(o: &Map<String, Value>, allowed: &[&str], event: &str) -> Result<(), String> {
+/// The first key of `o` that a line of this `event` does not hold, with
+/// the message naming it (and a did-you-mean).
+fn check_keys<'a>(
+    o: &'a Map<String, Value>,
+    allowed: &[&str],
+    event: &str,
+) -> Result<(), (&'a str, String)> {
     for k in o.keys() {
         if COMMON_KEYS.contains(&k.as_str()) || allowed.contains(&k.as_str()) {
             continue;
         }
-        let hint = crate::diag::did_you_mean(k, allowed.iter().copied())
+        let hint = crate::diag::did_you_mean(k, allowed.iter().chain(&COMMON_KEYS).copied())
             .map(|s| format!(" (did you mean `{s}`?)"))
             .unwrap_or_default();
-        return Err(format!(
-            "unknown key `{}` in a `{event}` event{hint}; allowed: {}",
-            crate::diag::echo(k),
-            allowed.join(", ")
+        return Err((
+            k,
+            format!(
+                "unknown key `{}` in a `{event}` event{hint}; allowed: {}",
+                crate::diag::echo(k),
+                allowed.join(", ")
+            ),
         ));
     }
     Ok(())
+}
+
+/// "a string \"5\"", "an array [1, 2]": a found value's JSON kind and its
+/// text as written in `line` at `span` (clipped), for type errors.
+fn found(v: &Value, line: &str, span: Option<std::ops::Range<usize>>) -> String {
+    let kind = crate::diag::json_kind(v);
+    match span.and_then(|s| line.get(s)) {
+        Some(w) if !matches!(v, Value::Null) => {
+            format!("{kind} {}", crate::diag::clip_chars(w, 40))
+        }
+        _ => kind.to_string(),
+    }
 }
 
 fn opt_string(v: &Value, key: &str) -> Result<Option<String>, String> {
@@ -180,9 +215,34 @@ fn string_list(v: &Value, key: &str) -> Result<Vec<String>, String> {
         .ok_or_else(|| format!("`{key}` must be an array of strings"))
 }
 
-/// Parses one line's JSON object (without the time-order check).
+/// Parses one line's JSON object (without the time-order check). An error
+/// about a key or a value gives its column.
 pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
-    let err = |message: String| TraceError { line, message };
+    use crate::diag::json_path::{Seg, key_span, value_span};
+    let err = |message: String| TraceError {
+        line,
+        column: None,
+        message,
+    };
+    let column = |at: usize| Some(1 + text[..at.min(text.len())].chars().count());
+    // at the value of a top-level key / at the key itself
+    let at_value = |key: &str, message: String| TraceError {
+        line,
+        column: value_span(text, &[Seg::Key(key)]).and_then(|s| column(s.start)),
+        message,
+    };
+    let at_key = |key: &str, message: String| TraceError {
+        line,
+        column: key_span(text, &[], key).and_then(|s| column(s.start)),
+        message,
+    };
+    let bad_type = |key: &str, v: &Value, want: &str| {
+        let span = value_span(text, &[Seg::Key(key)]);
+        at_value(
+            key,
+            format!("`{key}` must be {want}, found {}", found(v, text, span)),
+        )
+    };
     let v: Value = serde_json::from_str(text).map_err(|e| {
         err(format!(
             "not valid JSON at column {}: {e}",
@@ -190,43 +250,74 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
         ))
     })?;
     let Value::Object(o) = v else {
-        return Err(err("a trace line must be a JSON object".into()));
+        return Err(err(format!(
+            "a trace line must be a JSON object, found {}",
+            crate::diag::json_kind(&v)
+        )));
+    };
+    // A required key that is missing, when another key looks like it
+    // misspelt: the error stands at that key.
+    let missing = |key: &str, what: String| {
+        let near = o.keys().find(|k| {
+            !COMMON_KEYS.contains(&k.as_str()) && crate::diag::did_you_mean(k, [key]).is_some()
+        });
+        match near {
+            Some(k) => at_key(
+                k,
+                format!(
+                    "unknown key `{}` (did you mean `{key}`?); {what}",
+                    crate::diag::echo(k)
+                ),
+            ),
+            None => err(what),
+        }
     };
     let session = match o.get("session") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
         Some(Value::Number(n)) => n.to_string(),
-        Some(_) => return Err(err("`session` must be a non-empty string".into())),
-        None => return Err(err("missing `session` (the session id)".into())),
+        Some(v) => return Err(bad_type("session", v, "a non-empty string")),
+        None => {
+            return Err(missing(
+                "session",
+                "missing `session` (the session id)".into(),
+            ));
+        }
     };
     let t = match o.get("t") {
         Some(Value::Number(n)) => match n.as_f64() {
             Some(x) if x.is_finite() => x,
-            _ => return Err(err("`t` must be a finite number of seconds".into())),
+            _ => {
+                return Err(at_value(
+                    "t",
+                    "`t` must be a finite number of seconds".into(),
+                ));
+            }
         },
-        Some(_) => return Err(err("`t` must be a number of seconds".into())),
-        None => return Err(err("missing `t` (the time in seconds)".into())),
+        Some(v) => return Err(bad_type("t", v, "a number of seconds")),
+        None => return Err(missing("t", "missing `t` (the time in seconds)".into())),
     };
     let kind = match o.get("event") {
         Some(Value::String(s)) => s.as_str(),
-        Some(_) => return Err(err("`event` must be a string".into())),
+        Some(v) => return Err(bad_type("event", v, "a string")),
         None => {
-            return Err(err(format!(
-                "missing `event` (one of {})",
-                EVENTS.join(", ")
-            )));
+            return Err(missing(
+                "event",
+                format!("missing `event` (one of {})", EVENTS.join(", ")),
+            ));
         }
     };
+    let keys = |allowed: &[&str]| check_keys(&o, allowed, kind).map_err(|(k, m)| at_key(k, m));
     let event = match kind {
         "user_message" => {
-            check_keys(&o, &["text"], kind).map_err(err)?;
+            keys(&["text"])?;
             match o.get("text") {
                 Some(Value::String(s)) => Event::UserMessage { text: s.clone() },
-                Some(_) => return Err(err("`text` must be a string".into())),
+                Some(v) => return Err(bad_type("text", v, "a string")),
                 None => return Err(err("a `user_message` event needs `text`".into())),
             }
         }
         "context" => {
-            check_keys(&o, &CONTEXT_KEYS, kind).map_err(err)?;
+            keys(&CONTEXT_KEYS)?;
             let mut c = ContextChange::default();
             for (k, v) in &o {
                 match k.as_str() {
@@ -247,10 +338,10 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
             Event::Context(c)
         }
         "tool_call" => {
-            check_keys(&o, &["tool", "arguments", "outcome"], kind).map_err(err)?;
+            keys(&["tool", "arguments", "outcome"])?;
             let tool = match o.get("tool") {
                 Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                Some(_) => return Err(err("`tool` must be a non-empty string".into())),
+                Some(v) => return Err(bad_type("tool", v, "a non-empty string")),
                 None => return Err(err("a `tool_call` event needs `tool`".into())),
             };
             Event::ToolCall {
@@ -260,7 +351,7 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
             }
         }
         "shadow" => {
-            check_keys(&o, &SHADOW_KEYS, kind).map_err(err)?;
+            keys(&SHADOW_KEYS)?;
             let kind = match o.get("kind") {
                 Some(Value::String(s)) if !s.is_empty() => s.clone(),
                 _ => return Err(err("a `shadow` event needs `kind` (a string)".into())),
@@ -276,11 +367,14 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
             let hint = crate::diag::did_you_mean(other, EVENTS)
                 .map(|s| format!(" (did you mean `{s}`?)"))
                 .unwrap_or_default();
-            return Err(err(format!(
-                "unknown event `{}`{hint}; events: {}",
-                crate::diag::echo(other),
-                EVENTS.join(", ")
-            )));
+            return Err(at_value(
+                "event",
+                format!(
+                    "unknown event `{}`{hint}; events: {}",
+                    crate::diag::echo(other),
+                    EVENTS.join(", ")
+                ),
+            ));
         }
     };
     Ok(TraceLine {
@@ -304,6 +398,7 @@ pub fn parse_trace(text: &str, skip_invalid: bool) -> Result<Trace, TraceError> 
         }
         let parsed = parse_line(raw, line).and_then(|l| match last_t.get(&l.session) {
             Some(&prev) if l.t < prev => Err(TraceError {
+                column: None,
                 line,
                 message: format!(
                     "time goes back in session `{}`: t = {} after t = {prev}",

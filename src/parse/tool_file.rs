@@ -1,0 +1,113 @@
+//! Where a problem of a JSON tool file (`--tools`: an MCP `tools/list`
+//! result, a captured catalog or an OpenAI `tools` array) stands: the
+//! tool at an index, a misspelt wrapper key, a `tools` that is not an
+//! array (issue 29). [`super::tags::import_tools`] reads the file; this
+//! module only locates what it refuses, by walking the text again
+//! ([`crate::diag::json_path`]).
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use crate::diag::json_path::{Seg, key_span, value_span};
+
+/// The keys of a tool file's top-level object that are read.
+pub const LISTING_KEYS: [&str; 3] = ["tools", "result", "server"];
+
+/// The byte span of the `i`-th (0-based) tool of the listing in `text`
+/// (an array of tools, or an object's `tools` or `result.tools`), with
+/// the JSON path that leads there (`tools[1]`).
+pub fn tool_span(text: &str, i: usize) -> Option<(Range<usize>, String)> {
+    if text.trim_start().starts_with('[') {
+        return value_span(text, &[Seg::Index(i)]).map(|s| (s, format!("[{i}]")));
+    }
+    if value_span(text, &[Seg::Key("tools")]).is_some() {
+        return value_span(text, &[Seg::Key("tools"), Seg::Index(i)])
+            .map(|s| (s, format!("tools[{i}]")));
+    }
+    value_span(
+        text,
+        &[Seg::Key("result"), Seg::Key("tools"), Seg::Index(i)],
+    )
+    .map(|s| (s, format!("result.tools[{i}]")))
+}
+
+/// What is wrong with a top-level object that holds no `tools` array (nor
+/// `result.tools`), and where: a `tools` (or `result.tools`) of another
+/// type at its value, else a key close to one that is read at that key
+/// (with a did-you-mean), else `None` (the caller's general message).
+pub fn listing_problem(text: &str, v: &Value) -> Option<(Range<usize>, String)> {
+    let o = v.as_object()?;
+    const WANT: &str =
+        "an MCP tools/list result (an object with a \"tools\" array) or an OpenAI tools array";
+    let wrong = |path: &[Seg<'_>], name: &str, found: &Value| {
+        value_span(text, path).map(|s| {
+            (
+                s,
+                format!(
+                    "`{name}` must be an array of tools, found {} (expected {WANT})",
+                    crate::diag::json_kind(found)
+                ),
+            )
+        })
+    };
+    if let Some(t) = o.get("tools") {
+        return wrong(&[Seg::Key("tools")], "tools", t);
+    }
+    if let Some(t) = o.get("result").and_then(|r| r.get("tools")) {
+        return wrong(&[Seg::Key("result"), Seg::Key("tools")], "result.tools", t);
+    }
+    for k in o.keys() {
+        if LISTING_KEYS.contains(&k.as_str()) {
+            continue;
+        }
+        if let Some(s) = crate::diag::did_you_mean(k, LISTING_KEYS) {
+            let span = key_span(text, &[], k)?;
+            return Some((
+                span,
+                format!(
+                    "unknown key `{}` (did you mean `{s}`?); expected {WANT}",
+                    crate::diag::echo(k)
+                ),
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tools_and_wrapper_keys_are_located() {
+        let t = "{\"tools\": [{\"name\": \"a\"},\n {\"description\": \"b\"}]}";
+        let (s, p) = tool_span(t, 1).unwrap();
+        assert_eq!(
+            (&t[s], p.as_str()),
+            ("{\"description\": \"b\"}", "tools[1]")
+        );
+        let t = "[{}, {\"type\": \"function\"}]";
+        assert_eq!(tool_span(t, 1).unwrap().1, "[1]");
+        let t = "{\"result\": {\"tools\": [{}]}}";
+        assert_eq!(tool_span(t, 0).unwrap().1, "result.tools[0]");
+        let t = "{\"tool\": []}";
+        let v: Value = serde_json::from_str(t).unwrap();
+        let (s, m) = listing_problem(t, &v).unwrap();
+        assert_eq!(&t[s], "\"tool\"");
+        assert!(
+            m.starts_with("unknown key `tool` (did you mean `tools`?)"),
+            "{m}"
+        );
+        let t = "{\"tools\": {\"a\": 1}}";
+        let v: Value = serde_json::from_str(t).unwrap();
+        let (s, m) = listing_problem(t, &v).unwrap();
+        assert_eq!(&t[s], "{\"a\": 1}");
+        assert!(
+            m.starts_with("`tools` must be an array of tools, found an object"),
+            "{m}"
+        );
+        let t = "{\"other\": []}";
+        assert!(listing_problem(t, &serde_json::from_str(t).unwrap()).is_none());
+    }
+}
