@@ -712,6 +712,24 @@ fn bad_new_keys_are_load_errors_with_positions() {
             "\"words\"",
         ),
         (
+            "[features.semantic_match]\nmodel = \"m\"\nnormalization = \"confidence\"\n",
+            ErrorKind::MissingKey,
+            "missing the required key `confidence_rank`",
+            "[features.semantic_match]",
+        ),
+        (
+            "[features.semantic_match]\nmodel = \"m\"\nnormalization = \"confidence\"\nconfidence_rank = 1\n",
+            ErrorKind::InvalidValue,
+            "`confidence_rank` = 1 must be within [2, 10000]",
+            "1\n",
+        ),
+        (
+            "[features.semantic_match]\nmodel = \"m\"\nnormalization = \"best\"\nconfidence_rank = 5\n",
+            ErrorKind::InvalidValue,
+            "`confidence_rank` is read only with `normalization = \"confidence\"`",
+            "5\n",
+        ),
+        (
             "[features.semantic_match]\nmodel = \"m\"\nnormalisation = \"best\"\n",
             ErrorKind::UnknownKey,
             "unknown key `normalisation`",

@@ -203,6 +203,21 @@ pub enum SemanticNormalization {
     Best,
     /// `"none"`: `max(cos, 0)`, the plain cosine.
     None,
+    /// `"confidence"`: `"best"` scaled by the query's confidence, how far
+    /// the `confidence_rank`-th closest tool falls below the closest:
+    /// `max(cos, 0) / best × (best − cos_k) / best`, with `cos_k` =
+    /// `max(k-th largest cos, 0)`. A request whose closest tools are all
+    /// about as close (near-synonyms, where a sentence vector cannot tell
+    /// them apart) gets a small `semantic_match` for every tool, so the
+    /// other terms decide; a request with one clearly closest tool keeps
+    /// most of it (issue 24: a fusion whose weight follows the matcher's
+    /// per-query confidence). `k` ≥ 2; a catalog of fewer than `k` tools
+    /// uses its farthest tool.
+    Confidence {
+        /// `confidence_rank`: which closest tool (2 = the second) the best
+        /// is compared with.
+        rank: usize,
+    },
 }
 
 /// A model folder as loaded: the files are read, checked and loaded by the
@@ -221,6 +236,21 @@ impl PartialEq for SemanticData {
     }
 }
 
+/// `[features.semantic_match] confidence_rank`: an integer in [2, 10000].
+fn read_confidence_rank(t: &Table<'_, '_>) -> Option<usize> {
+    t.require("confidence_rank")?;
+    let (n, span) = t.int("confidence_rank")?;
+    if !(2..=10_000).contains(&n) {
+        t.reader().error(
+            ErrorKind::InvalidValue,
+            span,
+            format!("`confidence_rank` = {n} must be within [2, 10000] (the k-th closest tool the closest is compared with)"),
+        );
+        return None;
+    }
+    Some(n as usize)
+}
+
 /// Reads `[features.semantic_match]`, if present.
 pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
     let model = t
@@ -233,9 +263,29 @@ pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
             &[
                 ("best", SemanticNormalization::Best),
                 ("none", SemanticNormalization::None),
+                ("confidence", SemanticNormalization::Confidence { rank: 0 }),
             ],
         )
     });
+    // `confidence_rank`: required with "confidence", refused without it.
+    let normalization = match normalization {
+        Some(SemanticNormalization::Confidence { .. }) => {
+            read_confidence_rank(t).map(|rank| SemanticNormalization::Confidence { rank })
+        }
+        other => {
+            if let Some(v) = t.get("confidence_rank") {
+                t.reader().error(
+                    ErrorKind::InvalidValue,
+                    v.span.clone(),
+                    "`confidence_rank` is read only with `normalization = \"confidence\"`"
+                        .to_string(),
+                );
+                None
+            } else {
+                other
+            }
+        }
+    };
     let encoder = match t.get("encoder") {
         None => Some(SemanticEncoder::Static),
         Some(_) => crate::parse::policy::choice(

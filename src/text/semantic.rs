@@ -31,7 +31,9 @@
 //!   `decay^k`, each embedded and summed, then normalised.
 //! * **Score.** `cos` = the dot product of the two unit vectors, in
 //!   \[−1,1\]; `semantic_match` = `max(cos, 0)` divided by the best tool's
-//!   (normalization `"best"`) or not (`"none"`), in \[0,1\].
+//!   (normalization `"best"`), or not (`"none"`), or divided by the best and
+//!   scaled by the query's confidence `(best − cos_k) / best` (`"confidence"`,
+//!   `cos_k` the `confidence_rank`-th largest), in \[0,1\].
 //!
 //! Inference is model2vec-rs (MIT), the reference Rust implementation of
 //! Model2Vec, behind the cargo feature `semantic`; without it a policy that
@@ -340,14 +342,32 @@ impl SemanticIndex {
             *o = c;
             best = best.max(c);
         }
-        if self.normalization == SemanticNormalization::Best {
-            if best > 0.0 {
-                for o in out.iter_mut() {
-                    *o = (*o / best).clamp(0.0, 1.0);
+        let factor = match self.normalization {
+            SemanticNormalization::None => return,
+            SemanticNormalization::Best => 1.0,
+            SemanticNormalization::Confidence { rank } => {
+                // the rank-th largest cosine (the farthest tool's when the
+                // catalog is smaller), in O(n)
+                let mut rest = out.clone();
+                let k = rank.clamp(1, rest.len().max(1)) - 1;
+                let kth = if rest.is_empty() {
+                    0.0
+                } else {
+                    *rest.select_nth_unstable_by(k, |a, b| b.total_cmp(a)).1
+                };
+                if best > 0.0 {
+                    ((best - kth) / best).clamp(0.0, 1.0)
+                } else {
+                    0.0
                 }
-            } else {
-                out.iter_mut().for_each(|o| *o = 0.0);
             }
+        };
+        if best > 0.0 {
+            for o in out.iter_mut() {
+                *o = (*o / best * factor).clamp(0.0, 1.0);
+            }
+        } else {
+            out.iter_mut().for_each(|o| *o = 0.0);
         }
     }
 }
@@ -493,6 +513,46 @@ mod tests {
             let mut zero = Vec::new();
             idx.score(&[(&a, 1.0), (&b, 0.0)], &mut zero);
             assert_eq!(zero, now, "a weight of 0 changes nothing");
+        }
+
+        /// `"confidence"`: `"best"` scaled by `(best − cos_k) / best`; a
+        /// request as close to two tools as to the best one gets 0.
+        #[test]
+        fn confidence_scales_best_by_the_gap_to_the_kth_tool() {
+            let plain = index(SemanticNormalization::None);
+            let best = index(SemanticNormalization::Best);
+            let conf = index(SemanticNormalization::Confidence { rank: 2 });
+            let w = words("will it be sunny tomorrow");
+            let (mut cos, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+            plain.score(&[(&w, 1.0)], &mut cos);
+            best.score(&[(&w, 1.0)], &mut b);
+            conf.score(&[(&w, 1.0)], &mut c);
+            let mut sorted = cos.clone();
+            sorted.sort_by(|x, y| y.total_cmp(x));
+            let factor = (sorted[0] - sorted[1]) / sorted[0];
+            assert!(factor > 0.0 && factor < 1.0, "{cos:?}");
+            for (x, y) in b.iter().zip(&c) {
+                assert!((x * factor - y).abs() < 1e-12, "{b:?} {c:?}");
+            }
+            // rank past the catalog: the farthest tool
+            let far = index(SemanticNormalization::Confidence { rank: 99 });
+            let mut f = Vec::new();
+            far.score(&[(&w, 1.0)], &mut f);
+            let factor = (sorted[0] - sorted[2]) / sorted[0];
+            assert!((f[1] - factor).abs() < 1e-12, "{f:?}");
+            // two tools with the same text: no confidence at all
+            let twins = SemanticIndex::build(
+                SemanticModel::load(shipped()).expect("loads"),
+                SemanticNormalization::Confidence { rank: 2 },
+                [
+                    "get forecast. Weather forecast",
+                    "get forecast. Weather forecast",
+                ]
+                .iter()
+                .map(|s| s.to_string()),
+            );
+            twins.score(&[(&w, 1.0)], &mut f);
+            assert_eq!(f, vec![0.0, 0.0]);
         }
 
         #[test]
