@@ -527,6 +527,17 @@ fn semantic_input_message_embeds_the_text_as_written() {
             .collect::<Vec<_>>()],
     );
     assert_eq!(feats(&message, &bare), by_keywords);
+    // An `eval` input's `message` is the text too (unless the context has one).
+    let input: toolgate::input::EvalInput =
+        serde_json::from_value(serde_json::json!({"message": latest})).unwrap();
+    let (resolved, _, _) = input.resolve(&message).unwrap();
+    assert_eq!(resolved.user_message.as_deref(), Some(latest));
+    let input: toolgate::input::EvalInput = serde_json::from_value(
+        serde_json::json!({"message": latest, "context": {"user_message": first}}),
+    )
+    .unwrap();
+    let (resolved, _, _) = input.resolve(&message).unwrap();
+    assert_eq!(resolved.user_message.as_deref(), Some(first));
     // A turn recorded without text keeps the lists aligned.
     let mut s = toolgate::context::Session::new();
     s.user_message(vec!["erase".into()], 2);

@@ -150,6 +150,7 @@ impl Session {
                     Some(m) => {
                         let mut ctx = s.context.clone();
                         ctx.user_intent_keywords.extend(plan.analyzer.extract(m));
+                        ctx.user_message.get_or_insert_with(|| m.to_string());
                         plan.evaluate(&ctx, &s.usage, st.now)
                     }
                 }
