@@ -172,6 +172,9 @@ impl EvalInput {
         }
         if let Some(m) = &self.message {
             ctx.user_intent_keywords.extend(plan.analyzer.extract(m));
+            // the text for `[features.semantic_match] input = "message"`,
+            // unless the context gives its own
+            ctx.user_message.get_or_insert_with(|| m.clone());
         }
         if let Some(u) = self.unknown_tool(plan) {
             return Err(u.message(plan));

@@ -150,6 +150,7 @@ impl Session {
                     Some(m) => {
                         let mut ctx = s.context.clone();
                         ctx.user_intent_keywords.extend(plan.analyzer.extract(m));
+                        ctx.user_message.get_or_insert_with(|| m.to_string());
                         plan.evaluate(&ctx, &s.usage, st.now)
                     }
                 }
@@ -250,7 +251,9 @@ impl Session {
         guarded(py, || {
             let remember = plan.memory.as_ref().map(|m| m.turns).unwrap_or(0);
             let keywords = plan.analyzer.extract(text);
-            self.state().session.user_message(keywords, remember);
+            self.state()
+                .session
+                .user_message_text(text, keywords, remember);
         })
     }
 

@@ -152,6 +152,9 @@ pub struct SemanticParams {
     /// `encoder`: what kind of model `model` names (`"static"`, the
     /// default, or `"transformer"`).
     pub encoder: SemanticEncoder,
+    /// `input`: what of a request is embedded (`"keywords"`, the default,
+    /// or `"message"`).
+    pub input: SemanticInput,
     /// The model, loaded by the loader from `model` (`None` until then).
     pub data: Option<SemanticData>,
 }
@@ -172,6 +175,25 @@ pub enum SemanticEncoder {
     Transformer,
 }
 
+/// `[features.semantic_match] input`: what of a request the model embeds.
+/// Tools are embedded from the same text either way
+/// ([`crate::text::semantic::tool_text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SemanticInput {
+    /// `"keywords"`: the intent keywords of each user message
+    /// (`SessionContext.user_intent_keywords`, the `[keywords]` extraction:
+    /// lowercased, stop words dropped, stemmed when the policy stems),
+    /// joined by spaces.
+    #[default]
+    Keywords,
+    /// `"message"`: each user message as written
+    /// (`SessionContext.user_message`, `previous_user_messages`), so that a
+    /// transformer sees the words, their order and the stop words it was
+    /// trained on. A turn whose text the context does not carry (a host that
+    /// sends keywords only) is embedded from its keywords.
+    Message,
+}
+
 /// `[features.semantic_match] normalization`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SemanticNormalization {
@@ -181,6 +203,21 @@ pub enum SemanticNormalization {
     Best,
     /// `"none"`: `max(cos, 0)`, the plain cosine.
     None,
+    /// `"confidence"`: `"best"` scaled by the query's confidence, how far
+    /// the `confidence_rank`-th closest tool falls below the closest:
+    /// `max(cos, 0) / best × (best − cos_k) / best`, with `cos_k` =
+    /// `max(k-th largest cos, 0)`. A request whose closest tools are all
+    /// about as close (near-synonyms, where a sentence vector cannot tell
+    /// them apart) gets a small `semantic_match` for every tool, so the
+    /// other terms decide; a request with one clearly closest tool keeps
+    /// most of it (issue 24: a fusion whose weight follows the matcher's
+    /// per-query confidence). `k` ≥ 2; a catalog of fewer than `k` tools
+    /// uses its farthest tool.
+    Confidence {
+        /// `confidence_rank`: which closest tool (2 = the second) the best
+        /// is compared with.
+        rank: usize,
+    },
 }
 
 /// A model folder as loaded: the files are read, checked and loaded by the
@@ -199,6 +236,21 @@ impl PartialEq for SemanticData {
     }
 }
 
+/// `[features.semantic_match] confidence_rank`: an integer in [2, 10000].
+fn read_confidence_rank(t: &Table<'_, '_>) -> Option<usize> {
+    t.require("confidence_rank")?;
+    let (n, span) = t.int("confidence_rank")?;
+    if !(2..=10_000).contains(&n) {
+        t.reader().error(
+            ErrorKind::InvalidValue,
+            span,
+            format!("`confidence_rank` = {n} must be within [2, 10000] (the k-th closest tool the closest is compared with)"),
+        );
+        return None;
+    }
+    Some(n as usize)
+}
+
 /// Reads `[features.semantic_match]`, if present.
 pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
     let model = t
@@ -211,9 +263,29 @@ pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
             &[
                 ("best", SemanticNormalization::Best),
                 ("none", SemanticNormalization::None),
+                ("confidence", SemanticNormalization::Confidence { rank: 0 }),
             ],
         )
     });
+    // `confidence_rank`: required with "confidence", refused without it.
+    let normalization = match normalization {
+        Some(SemanticNormalization::Confidence { .. }) => {
+            read_confidence_rank(t).map(|rank| SemanticNormalization::Confidence { rank })
+        }
+        other => {
+            if let Some(v) = t.get("confidence_rank") {
+                t.reader().error(
+                    ErrorKind::InvalidValue,
+                    v.span.clone(),
+                    "`confidence_rank` is read only with `normalization = \"confidence\"`"
+                        .to_string(),
+                );
+                None
+            } else {
+                other
+            }
+        }
+    };
     let encoder = match t.get("encoder") {
         None => Some(SemanticEncoder::Static),
         Some(_) => crate::parse::policy::choice(
@@ -222,6 +294,17 @@ pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
             &[
                 ("static", SemanticEncoder::Static),
                 ("transformer", SemanticEncoder::Transformer),
+            ],
+        ),
+    };
+    let input = match t.get("input") {
+        None => Some(SemanticInput::Keywords),
+        Some(_) => crate::parse::policy::choice(
+            t,
+            "input",
+            &[
+                ("keywords", SemanticInput::Keywords),
+                ("message", SemanticInput::Message),
             ],
         ),
     };
@@ -238,6 +321,7 @@ pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
         model: model?,
         normalization: normalization?,
         encoder: encoder?,
+        input: input?,
         data: None,
     })
 }

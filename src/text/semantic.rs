@@ -31,7 +31,9 @@
 //!   `decay^k`, each embedded and summed, then normalised.
 //! * **Score.** `cos` = the dot product of the two unit vectors, in
 //!   \[−1,1\]; `semantic_match` = `max(cos, 0)` divided by the best tool's
-//!   (normalization `"best"`) or not (`"none"`), in \[0,1\].
+//!   (normalization `"best"`), or not (`"none"`), or divided by the best and
+//!   scaled by the query's confidence `(best − cos_k) / best` (`"confidence"`,
+//!   `cos_k` the `confidence_rank`-th largest), in \[0,1\].
 //!
 //! Inference is model2vec-rs (MIT), the reference Rust implementation of
 //! Model2Vec, behind the cargo feature `semantic`; without it a policy that
@@ -39,7 +41,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::parse::selection::SemanticNormalization;
+use crate::parse::selection::{SemanticInput, SemanticNormalization};
 pub use crate::parse::semantic_model::{
     MAX_EMBED_CHARS, MAX_INPUT_CHARS_PER_WORD, ModelFiles, SemanticModel,
 };
@@ -92,6 +94,10 @@ pub struct SemanticIndex {
     pub model: Arc<SemanticModel>,
     /// How cosines become `semantic_match`.
     pub normalization: SemanticNormalization,
+    /// What of a request is embedded (`[features.semantic_match] input`):
+    /// the caller (`Plan::evaluate`) picks each turn's text accordingly and
+    /// [`SemanticIndex::score`] embeds what it is given.
+    pub input: SemanticInput,
     /// Every tool's vector (shared by the plans of one catalog and model:
     /// a policy edit does not embed the catalog again).
     pub vectors: Arc<ToolVectors>,
@@ -228,6 +234,7 @@ impl PartialEq for SemanticIndex {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.model, &other.model)
             && self.normalization == other.normalization
+            && self.input == other.input
             && self.vectors == other.vectors
     }
 }
@@ -244,7 +251,8 @@ impl SemanticIndex {
         Self::with_vectors(model, normalization, vectors)
     }
 
-    /// An index over vectors already embedded with `model`.
+    /// An index over vectors already embedded with `model`, embedding the
+    /// requests' keywords (see [`SemanticIndex::with_input`]).
     pub fn with_vectors(
         model: Arc<SemanticModel>,
         normalization: SemanticNormalization,
@@ -253,14 +261,23 @@ impl SemanticIndex {
         SemanticIndex {
             model,
             normalization,
+            input: SemanticInput::Keywords,
             vectors,
             last: Arc::default(),
         }
     }
 
+    /// The same index, embedding `input` of each request.
+    pub fn with_input(mut self, input: SemanticInput) -> SemanticIndex {
+        self.input = input;
+        self
+    }
+
     /// `semantic_match` of every tool, in catalog order, for a request made
-    /// of `turns`: (the intent keywords of one user message, its weight),
-    /// the latest first. Every value is in \[0,1\]; all 0 when the request
+    /// of `turns`: (the words of one user message, its weight), the latest
+    /// first. A turn's words are joined by spaces and embedded as one text:
+    /// its intent keywords, or (with `input = "message"`) a one-element
+    /// slice holding the message as written. Every value is in \[0,1\]; all 0 when the request
     /// has no known token.
     pub fn score(&self, turns: &[(&[String], f64)], out: &mut Vec<f64>) {
         let counted = |t: &&(&[String], f64)| counts(t);
@@ -325,14 +342,32 @@ impl SemanticIndex {
             *o = c;
             best = best.max(c);
         }
-        if self.normalization == SemanticNormalization::Best {
-            if best > 0.0 {
-                for o in out.iter_mut() {
-                    *o = (*o / best).clamp(0.0, 1.0);
+        let factor = match self.normalization {
+            SemanticNormalization::None => return,
+            SemanticNormalization::Best => 1.0,
+            SemanticNormalization::Confidence { rank } => {
+                // the rank-th largest cosine (the farthest tool's when the
+                // catalog is smaller), in O(n)
+                let mut rest = out.clone();
+                let k = rank.clamp(1, rest.len().max(1)) - 1;
+                let kth = if rest.is_empty() {
+                    0.0
+                } else {
+                    *rest.select_nth_unstable_by(k, |a, b| b.total_cmp(a)).1
+                };
+                if best > 0.0 {
+                    ((best - kth) / best).clamp(0.0, 1.0)
+                } else {
+                    0.0
                 }
-            } else {
-                out.iter_mut().for_each(|o| *o = 0.0);
             }
+        };
+        if best > 0.0 {
+            for o in out.iter_mut() {
+                *o = (*o / best * factor).clamp(0.0, 1.0);
+            }
+        } else {
+            out.iter_mut().for_each(|o| *o = 0.0);
         }
     }
 }
@@ -478,6 +513,46 @@ mod tests {
             let mut zero = Vec::new();
             idx.score(&[(&a, 1.0), (&b, 0.0)], &mut zero);
             assert_eq!(zero, now, "a weight of 0 changes nothing");
+        }
+
+        /// `"confidence"`: `"best"` scaled by `(best − cos_k) / best`; a
+        /// request as close to two tools as to the best one gets 0.
+        #[test]
+        fn confidence_scales_best_by_the_gap_to_the_kth_tool() {
+            let plain = index(SemanticNormalization::None);
+            let best = index(SemanticNormalization::Best);
+            let conf = index(SemanticNormalization::Confidence { rank: 2 });
+            let w = words("will it be sunny tomorrow");
+            let (mut cos, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+            plain.score(&[(&w, 1.0)], &mut cos);
+            best.score(&[(&w, 1.0)], &mut b);
+            conf.score(&[(&w, 1.0)], &mut c);
+            let mut sorted = cos.clone();
+            sorted.sort_by(|x, y| y.total_cmp(x));
+            let factor = (sorted[0] - sorted[1]) / sorted[0];
+            assert!(factor > 0.0 && factor < 1.0, "{cos:?}");
+            for (x, y) in b.iter().zip(&c) {
+                assert!((x * factor - y).abs() < 1e-12, "{b:?} {c:?}");
+            }
+            // rank past the catalog: the farthest tool
+            let far = index(SemanticNormalization::Confidence { rank: 99 });
+            let mut f = Vec::new();
+            far.score(&[(&w, 1.0)], &mut f);
+            let factor = (sorted[0] - sorted[2]) / sorted[0];
+            assert!((f[1] - factor).abs() < 1e-12, "{f:?}");
+            // two tools with the same text: no confidence at all
+            let twins = SemanticIndex::build(
+                SemanticModel::load(shipped()).expect("loads"),
+                SemanticNormalization::Confidence { rank: 2 },
+                [
+                    "get forecast. Weather forecast",
+                    "get forecast. Weather forecast",
+                ]
+                .iter()
+                .map(|s| s.to_string()),
+            );
+            twins.score(&[(&w, 1.0)], &mut f);
+            assert_eq!(f, vec![0.0, 0.0]);
         }
 
         #[test]
