@@ -107,6 +107,7 @@ fn main() {
         .map(|r| {
             let ctx = SessionContext {
                 user_intent_keywords: plan.analyzer.extract(&r.text),
+                user_message: Some(r.text.clone()),
                 ..Default::default()
             };
             let act = plan.evaluate(&ctx, &UsageStats::default(), 0.0);

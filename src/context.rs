@@ -20,6 +20,18 @@ pub struct SessionContext {
     /// decide how many turns count and with what weight; the seed keeps none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub previous_intent_keywords: Vec<Vec<String>>,
+    /// The user's latest message as written (the text `user_intent_keywords`
+    /// were extracted from), read only by policies with
+    /// `[features.semantic_match] input = "message"`; `None` (a host that
+    /// sends keywords only) embeds the keywords instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_message: Option<String>,
+    /// The earlier user messages as written, the most recent first, one per
+    /// list of `previous_intent_keywords` (the same index is the same turn);
+    /// read only with `input = "message"` and `[keywords.memory]`. A turn
+    /// missing here (a shorter list) or empty is embedded from its keywords.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub previous_user_messages: Vec<String>,
     /// Entities named in the message (file names, database names). Not scored by
     /// the seed's formula; kept for rules and explanations.
     #[serde(default)]
@@ -90,17 +102,43 @@ impl Session {
     /// `remember` lists (the policy's `[keywords.memory] turns`; 0 keeps none,
     /// as the seed does).
     pub fn user_message(&mut self, keywords: Vec<String>, remember: usize) {
-        let old = std::mem::replace(&mut self.context.user_intent_keywords, keywords);
-        let prev = &mut self.context.previous_intent_keywords;
+        self.record_message(None, keywords, remember);
+    }
+
+    /// As [`Session::user_message`], keeping the message as written too:
+    /// `text` becomes `user_message`, and the previous message's text moves
+    /// to the front of `previous_user_messages` beside its keywords (for
+    /// `[features.semantic_match] input = "message"`).
+    pub fn user_message_text(&mut self, text: &str, keywords: Vec<String>, remember: usize) {
+        self.record_message(Some(text.to_string()), keywords, remember);
+    }
+
+    fn record_message(&mut self, text: Option<String>, keywords: Vec<String>, remember: usize) {
+        let ctx = &mut self.context;
+        let old = std::mem::replace(&mut ctx.user_intent_keywords, keywords);
+        let old_text = std::mem::replace(&mut ctx.user_message, text);
+        let prev = &mut ctx.previous_intent_keywords;
+        let prev_text = &mut ctx.previous_user_messages;
         if remember == 0 {
             prev.clear();
+            prev_text.clear();
             return;
         }
         if prev.is_empty() && old.is_empty() {
-            return; // the session's first message: nothing to remember yet
+            // the session's first message (or one with no keyword before
+            // any): nothing to remember yet, as the seed's memory does
+            return;
         }
+        // The texts stay aligned with the keyword lists (a host that gave
+        // some turns without text leaves those empty).
+        prev_text.resize(prev.len(), String::new());
         prev.insert(0, old);
+        prev_text.insert(0, old_text.unwrap_or_default());
         prev.truncate(remember);
+        prev_text.truncate(remember);
+        if prev_text.iter().all(String::is_empty) {
+            prev_text.clear();
+        }
     }
 
     /// Records a call of `tool` at time `at` (seconds, caller's clock), keeping

@@ -460,6 +460,83 @@ fn semantic_match_reaches_a_tool_named_in_other_words() {
     assert!((0..4).all(|i| act.features(i)[F_SEMANTIC] == 0.0));
 }
 
+/// `[features.semantic_match] input = "message"` embeds each user message
+/// as written (the context's `user_message` and `previous_user_messages`,
+/// kept by `Session::user_message_text`), where the default `"keywords"`
+/// embeds the stemmed keywords without stop words; a turn without text
+/// falls back to its keywords.
+#[test]
+fn semantic_input_message_embeds_the_text_as_written() {
+    let d = Dir::new();
+    let tools = &[
+        ("delete_file", "Delete a file at the given path"),
+        ("get_forecast", "Weather forecast for a city"),
+        ("send_email", "Send an email message to a recipient"),
+    ];
+    let table = format!(
+        "[features.semantic_match]\nmodel = {:?}\nnormalization = \"best\"\n",
+        shipped_model()
+    );
+    let keywords = sem_with_memory(&d, tools, &table);
+    let message = sem_with_memory(&d, tools, &format!("{table}input = \"message\"\n"));
+    let (first, latest) = (
+        "Erase the documents in the archive",
+        "then the mailing of them to Bob",
+    );
+    let mut s = toolgate::context::Session::new();
+    for text in [first, latest] {
+        s.user_message_text(text, message.analyzer.extract(text), 1);
+    }
+    let c = &s.context;
+    assert_eq!(c.user_message.as_deref(), Some(latest));
+    assert_eq!(c.previous_user_messages, [first]);
+    assert_eq!(c.previous_intent_keywords.len(), 1);
+    assert_ne!(c.user_intent_keywords.join(" "), latest.to_lowercase());
+
+    let usage = UsageStats::default();
+    let feats = |plan: &Arc<Plan>, c: &SessionContext| -> Vec<f64> {
+        let act = plan.evaluate(c, &usage, 0.0);
+        (0..3).map(|i| act.features(i)[F_SEMANTIC]).collect()
+    };
+    let expect = |plan: &Arc<Plan>, turns: &[(&[String], f64)]| {
+        let mut out = Vec::new();
+        plan.semantic.as_ref().unwrap().score(turns, &mut out);
+        out
+    };
+    let (t_latest, t_first) = ([latest.to_string()], [first.to_string()]);
+    let by_text = expect(&message, &[(&t_latest, 1.0), (&t_first, 0.5)]);
+    let by_keywords = expect(
+        &keywords,
+        &[
+            (&c.user_intent_keywords, 1.0),
+            (&c.previous_intent_keywords[0], 0.5),
+        ],
+    );
+    assert_eq!(feats(&message, c), by_text);
+    assert_eq!(feats(&keywords, c), by_keywords);
+    assert_ne!(by_text, by_keywords, "the texts are not the keywords");
+    // A context without the texts (a host that sends keywords only).
+    let bare = ctx(
+        &c.user_intent_keywords
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &[&c.previous_intent_keywords[0]
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()],
+    );
+    assert_eq!(feats(&message, &bare), by_keywords);
+    // A turn recorded without text keeps the lists aligned.
+    let mut s = toolgate::context::Session::new();
+    s.user_message(vec!["erase".into()], 2);
+    s.user_message_text("mail it", vec!["mail".into()], 2);
+    assert!(s.context.previous_user_messages.is_empty());
+    s.user_message_text("to Bob", vec!["bob".into()], 2);
+    assert_eq!(s.context.previous_user_messages, ["mail it", ""]);
+    assert_eq!(s.context.previous_intent_keywords, [["mail"], ["erase"]]);
+}
+
 fn sem_with_memory(d: &Dir, tools: &[(&str, &str)], extra: &str) -> Arc<Plan> {
     let f = "w_k*keyword_match + w_t*semantic_match";
     let text = policy_text(f, extra).replace(
@@ -627,6 +704,12 @@ fn bad_new_keys_are_load_errors_with_positions() {
             ErrorKind::InvalidValue,
             "`features.semantic_match.model`: ",
             "\"broken\"",
+        ),
+        (
+            "[features.semantic_match]\nmodel = \"m\"\nnormalization = \"best\"\ninput = \"words\"\n",
+            ErrorKind::InvalidValue,
+            "input` = \"words\" is not one of: keywords, message",
+            "\"words\"",
         ),
         (
             "[features.semantic_match]\nmodel = \"m\"\nnormalisation = \"best\"\n",

@@ -250,7 +250,9 @@ impl Session {
         guarded(py, || {
             let remember = plan.memory.as_ref().map(|m| m.turns).unwrap_or(0);
             let keywords = plan.analyzer.extract(text);
-            self.state().session.user_message(keywords, remember);
+            self.state()
+                .session
+                .user_message_text(text, keywords, remember);
         })
     }
 

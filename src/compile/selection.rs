@@ -164,7 +164,9 @@ pub(crate) fn build_semantic(
         return None;
     };
     let model = data.model.clone();
-    let index = |vectors| SemanticIndex::with_vectors(model.clone(), sp.normalization, vectors);
+    let index = |vectors| {
+        SemanticIndex::with_vectors(model.clone(), sp.normalization, vectors).with_input(sp.input)
+    };
     let Some(memo) = memo else {
         stats.embeddings_computed = tools.len();
         let vectors = ToolVectors::embed(&model, tools.iter().map(text));

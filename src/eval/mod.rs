@@ -561,12 +561,23 @@ impl Plan {
         }
 
         // Semantic match (once per context): the latest message and the
-        // remembered ones, weighted as BM25 weighs them.
+        // remembered ones, weighted as BM25 weighs them; each turn's
+        // keywords, or its text as written (`input = "message"`) where the
+        // context carries it.
         let mut semantic = Vec::new();
         if let Some(sem) = &self.semantic {
             let mut turns: Vec<(&[String], f64)> = Vec::with_capacity(1 + remembered.len());
             turns.push((&context.user_intent_keywords, 1.0));
             turns.extend(remembered.iter().copied());
+            if sem.input == crate::parse::selection::SemanticInput::Message {
+                let texts = std::iter::once(context.user_message.as_ref())
+                    .chain(context.previous_user_messages.iter().map(Some));
+                for ((words, _), text) in turns.iter_mut().zip(texts) {
+                    if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
+                        *words = std::slice::from_ref(text);
+                    }
+                }
+            }
             sem.score(&turns, &mut semantic);
         }
 

@@ -96,6 +96,8 @@ pub fn context(plan: &Plan) -> impl Strategy<Value = SessionContext> + use<> {
             SessionContext {
                 user_intent_keywords,
                 previous_intent_keywords: vec![],
+                user_message: None,
+                previous_user_messages: vec![],
                 user_intent_entities: vec![],
                 conversation_stage: stage,
                 recent_tool_calls: recent,

@@ -10,7 +10,7 @@
 //!
 //! | key | type | effect |
 //! | --- | --- | --- |
-//! | `message` | string | raw user text; its keywords (the policy's `[keywords]`) become `user_intent_keywords` (after any given explicitly) |
+//! | `message` | string | raw user text; its keywords (the policy's `[keywords]`) become `user_intent_keywords` (after any given explicitly), and the text itself `user_message` (embedded by `[features.semantic_match] input = "message"`; keywords given without a message clear it) |
 //! | `user_intent_keywords` | string array | the intent keywords |
 //! | `user_intent_entities` | string array | entities of the message |
 //! | `conversation_stage` | string or null | must be a stage the policy declares |
@@ -171,6 +171,7 @@ impl ContextUpdate {
                 kws.extend(plan.analyzer.extract(m));
             }
             ctx.user_intent_keywords = kws;
+            ctx.user_message = self.message.clone();
         }
         if let Some(v) = &self.user_intent_entities {
             ctx.user_intent_entities = v.clone();

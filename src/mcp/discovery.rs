@@ -302,7 +302,8 @@ pub fn no_match_text(query: &str, best: f64, threshold: f64, call_tool: Option<&
 
 /// One search over catalog `cat` (the work of `find_tools` between reading
 /// its arguments and answering): `context` is the session's context with the
-/// query's keywords (the policy's `[keywords]` extraction) as the intent;
+/// query's keywords (the policy's `[keywords]` extraction) as the intent
+/// and the query as the message (`user_message`);
 /// the plan is evaluated at session time `now` with `usage`, and the best
 /// `limit` tools for which `keep` holds are returned with the result to send.
 #[allow(clippy::too_many_arguments)]
@@ -317,6 +318,7 @@ pub fn search(
     call_tool: Option<&str>,
 ) -> (CallToolResult, Vec<Match>) {
     context.user_intent_keywords = cat.plan.analyzer.extract(query);
+    context.user_message = Some(query.to_string());
     let act = cat.plan.evaluate(&context, usage, now);
     let matches = best_matches(&act, limit, &keep);
     // The best score among the tools the search may return: a withheld

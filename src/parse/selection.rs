@@ -152,6 +152,9 @@ pub struct SemanticParams {
     /// `encoder`: what kind of model `model` names (`"static"`, the
     /// default, or `"transformer"`).
     pub encoder: SemanticEncoder,
+    /// `input`: what of a request is embedded (`"keywords"`, the default,
+    /// or `"message"`).
+    pub input: SemanticInput,
     /// The model, loaded by the loader from `model` (`None` until then).
     pub data: Option<SemanticData>,
 }
@@ -170,6 +173,25 @@ pub enum SemanticEncoder {
     /// loads with a one-time warning that says how to install them, and
     /// `semantic_match` is 0 for every tool.
     Transformer,
+}
+
+/// `[features.semantic_match] input`: what of a request the model embeds.
+/// Tools are embedded from the same text either way
+/// ([`crate::text::semantic::tool_text`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SemanticInput {
+    /// `"keywords"`: the intent keywords of each user message
+    /// (`SessionContext.user_intent_keywords`, the `[keywords]` extraction:
+    /// lowercased, stop words dropped, stemmed when the policy stems),
+    /// joined by spaces.
+    #[default]
+    Keywords,
+    /// `"message"`: each user message as written
+    /// (`SessionContext.user_message`, `previous_user_messages`), so that a
+    /// transformer sees the words, their order and the stop words it was
+    /// trained on. A turn whose text the context does not carry (a host that
+    /// sends keywords only) is embedded from its keywords.
+    Message,
 }
 
 /// `[features.semantic_match] normalization`.
@@ -225,6 +247,17 @@ pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
             ],
         ),
     };
+    let input = match t.get("input") {
+        None => Some(SemanticInput::Keywords),
+        Some(_) => crate::parse::policy::choice(
+            t,
+            "input",
+            &[
+                ("keywords", SemanticInput::Keywords),
+                ("message", SemanticInput::Message),
+            ],
+        ),
+    };
     if !cfg!(feature = "semantic") {
         t.reader().error(
             ErrorKind::InvalidValue,
@@ -238,6 +271,7 @@ pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
         model: model?,
         normalization: normalization?,
         encoder: encoder?,
+        input: input?,
         data: None,
     })
 }

@@ -6,8 +6,8 @@
 //!
 //! * `user_message`: the intent keywords become the policy's keywords of that
 //!   message; the previous ones are remembered for `[keywords.memory] turns`
-//!   messages ([`crate::context::Session::user_message`]; none without memory,
-//!   as the seed does);
+//!   messages ([`crate::context::Session::user_message_text`], which keeps the
+//!   text as written too; none without memory, as the seed does);
 //! * `context`: the given fields change;
 //! * `tool_call`: the plan is evaluated at the call's time `t` (session
 //!   duration = `t` − the session's first time; hysteresis against the
@@ -403,7 +403,7 @@ fn walk_session<'l>(
                     step(&mut state, line, t, None);
                 }
                 let remember = plan.memory.as_ref().map(|m| m.turns).unwrap_or(0);
-                state.user_message(plan.analyzer.extract(text), remember);
+                state.user_message_text(text, plan.analyzer.extract(text), remember);
                 pending = Some((l.line, l.t));
             }
             Event::Context(c) => {

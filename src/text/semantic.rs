@@ -39,7 +39,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::parse::selection::SemanticNormalization;
+use crate::parse::selection::{SemanticInput, SemanticNormalization};
 pub use crate::parse::semantic_model::{
     MAX_EMBED_CHARS, MAX_INPUT_CHARS_PER_WORD, ModelFiles, SemanticModel,
 };
@@ -92,6 +92,10 @@ pub struct SemanticIndex {
     pub model: Arc<SemanticModel>,
     /// How cosines become `semantic_match`.
     pub normalization: SemanticNormalization,
+    /// What of a request is embedded (`[features.semantic_match] input`):
+    /// the caller (`Plan::evaluate`) picks each turn's text accordingly and
+    /// [`SemanticIndex::score`] embeds what it is given.
+    pub input: SemanticInput,
     /// Every tool's vector (shared by the plans of one catalog and model:
     /// a policy edit does not embed the catalog again).
     pub vectors: Arc<ToolVectors>,
@@ -228,6 +232,7 @@ impl PartialEq for SemanticIndex {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.model, &other.model)
             && self.normalization == other.normalization
+            && self.input == other.input
             && self.vectors == other.vectors
     }
 }
@@ -244,7 +249,8 @@ impl SemanticIndex {
         Self::with_vectors(model, normalization, vectors)
     }
 
-    /// An index over vectors already embedded with `model`.
+    /// An index over vectors already embedded with `model`, embedding the
+    /// requests' keywords (see [`SemanticIndex::with_input`]).
     pub fn with_vectors(
         model: Arc<SemanticModel>,
         normalization: SemanticNormalization,
@@ -253,14 +259,23 @@ impl SemanticIndex {
         SemanticIndex {
             model,
             normalization,
+            input: SemanticInput::Keywords,
             vectors,
             last: Arc::default(),
         }
     }
 
+    /// The same index, embedding `input` of each request.
+    pub fn with_input(mut self, input: SemanticInput) -> SemanticIndex {
+        self.input = input;
+        self
+    }
+
     /// `semantic_match` of every tool, in catalog order, for a request made
-    /// of `turns`: (the intent keywords of one user message, its weight),
-    /// the latest first. Every value is in \[0,1\]; all 0 when the request
+    /// of `turns`: (the words of one user message, its weight), the latest
+    /// first. A turn's words are joined by spaces and embedded as one text:
+    /// its intent keywords, or (with `input = "message"`) a one-element
+    /// slice holding the message as written. Every value is in \[0,1\]; all 0 when the request
     /// has no known token.
     pub fn score(&self, turns: &[(&[String], f64)], out: &mut Vec<f64>) {
         let counted = |t: &&(&[String], f64)| counts(t);
