@@ -565,6 +565,7 @@ impl Plan {
         // keywords, or its text as written (`input = "message"`) where the
         // context carries it.
         let mut semantic = Vec::new();
+        let mut fits = true;
         if let Some(sem) = &self.semantic {
             let mut turns: Vec<(&[String], f64)> = Vec::with_capacity(1 + remembered.len());
             turns.push((&context.user_intent_keywords, 1.0));
@@ -578,7 +579,13 @@ impl Plan {
                     }
                 }
             }
-            sem.score(&turns, &mut semantic);
+            fits = sem.fits(&turns, &mut semantic);
+            if !fits {
+                // "Nothing fits" (`min_cosine`): no tool gets a term from
+                // the request, neither semantic nor keyword (any method).
+                semantic.clear();
+                bm25_scores.divisor = 0.0;
+            }
         }
 
         // Usage (once per context, only the tools that were used).
@@ -632,7 +639,7 @@ impl Plan {
             norm_total,
             domain_neutral,
             bits,
-            n_intent: terms.len() as u32,
+            n_intent: if fits { terms.len() as u32 } else { 0 },
             usage: per_tool,
             stage_bit,
             bm25: bm25_scores,
