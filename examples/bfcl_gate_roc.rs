@@ -80,7 +80,10 @@ fn main() {
         let message = q.messages.join(" ");
         let keywords = plan.analyzer.extract(&message);
         let (vm, vk) = match &plan.semantic {
-            Some(s) => (unit(&s.model, &message), unit(&s.model, &keywords.join(" "))),
+            Some(s) => (
+                unit(&s.model, &message),
+                unit(&s.model, &keywords.join(" ")),
+            ),
             None => (Vec::new(), Vec::new()),
         };
         // BM25: raw scores and coverage of the request's terms.

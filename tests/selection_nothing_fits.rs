@@ -121,9 +121,8 @@ fn bfcl_per_question_the_gate_says_nothing_fits_where_the_benchmark_does() {
         &std::fs::read_to_string("tests/data/bfcl-slice/nothing-fits.jsonl").unwrap(),
     )
     .unwrap();
-    let judge_all = |p: &PolicySource| -> Vec<Judged> {
-        qs.iter().map(|q| judge(p, q).unwrap()).collect()
-    };
+    let judge_all =
+        |p: &PolicySource| -> Vec<Judged> { qs.iter().map(|q| judge(p, q).unwrap()).collect() };
     let (g, o) = (judge_all(&gated), judge_all(&open));
     let (rg, ro) = (QuestionReport::of(&g), QuestionReport::of(&o));
     assert_eq!((ro.relevant, ro.irrelevant), (10, 14));
