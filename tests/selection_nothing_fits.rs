@@ -265,6 +265,8 @@ fn a_request_nothing_fits_exposes_nothing_and_a_fitting_one_its_tool() {
         ..Default::default()
     };
     let act = g.evaluate(&ctx, &UsageStats::default(), 0.0);
+    assert!(act.nothing_fits());
+    assert!(!o.evaluate(&ctx, &UsageStats::default(), 0.0).nothing_fits());
     let terms = act.explain(0);
     let term = |name: &str| {
         terms

@@ -95,6 +95,8 @@ struct Prepared {
     transition: Vec<f64>,
     /// `semantic_match` per tool (empty = 0 for every tool).
     semantic: Vec<f64>,
+    /// Whether the "nothing fits" gate fired (`min_cosine`).
+    nothing_fits: bool,
 }
 
 impl Prepared {
@@ -317,6 +319,13 @@ impl Activation {
     /// [`FEATURES`] order, as this evaluation computed them.
     pub fn features(&self, tool: usize) -> [f64; FEATURES.len()] {
         self.prepared.features(&self.plan, tool)
+    }
+
+    /// Whether the "nothing fits" gate (`[features.semantic_match]
+    /// min_cosine`) fired for this request: no tool's raw cosine reached
+    /// it, so `keyword_match` and `semantic_match` are 0 for every tool.
+    pub fn nothing_fits(&self) -> bool {
+        self.prepared.nothing_fits
     }
 
     /// The raw BM25 score of tool `tool` (before the relevance floors and the
@@ -645,6 +654,7 @@ impl Plan {
             bm25: bm25_scores,
             transition,
             semantic,
+            nothing_fits: !fits,
         };
 
         Head {
