@@ -262,7 +262,7 @@ fn read_transformer_folder(dir: &Path) -> crate::parse::selection::SemanticData 
         if !warned.iter().any(|d| d == dir) {
             warned.push(dir.to_path_buf());
             eprintln!(
-                "toolgate: warning: `[features.semantic_match]` transformer model {shown}: {e}; semantic_match is 0 for every tool until it is there ({TRANSFORMER_INSTALL_HINT})"
+                "toolgate: warning: `[features.semantic_match]` transformer model {shown}: {e}; semantic_match is 0 for every tool and its `min_cosine` gate, if any, is off until it is there ({TRANSFORMER_INSTALL_HINT})"
             );
         }
         SemanticModel::absent()

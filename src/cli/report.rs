@@ -91,6 +91,14 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
     }
     w!(o, "rules applied: {}", or_none(&act.rule_names(), ", "));
     w!(o, "intent terms: {}", or_none(&act.intent_terms, " "));
+    if act.nothing_fits() {
+        let min = plan.semantic.as_ref().and_then(|s| s.min_cosine);
+        w!(
+            o,
+            "nothing fits: no tool's raw cosine with the request reaches min_cosine {} ([features.semantic_match]): keyword_match and semantic_match are 0 for every tool",
+            min.unwrap_or(0.0)
+        );
+    }
     for w in &act.warnings {
         w!(o, "warning: {w}");
     }

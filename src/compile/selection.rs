@@ -206,7 +206,9 @@ pub(crate) fn build_semantic(
     };
     let model = data.model.clone();
     let index = |vectors| {
-        SemanticIndex::with_vectors(model.clone(), sp.normalization, vectors).with_input(sp.input)
+        SemanticIndex::with_vectors(model.clone(), sp.normalization, vectors)
+            .with_input(sp.input)
+            .with_min_cosine(sp.min_cosine)
     };
     let Some(memo) = memo else {
         stats.embeddings_computed = tools.len();

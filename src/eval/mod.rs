@@ -95,6 +95,8 @@ struct Prepared {
     transition: Vec<f64>,
     /// `semantic_match` per tool (empty = 0 for every tool).
     semantic: Vec<f64>,
+    /// Whether the "nothing fits" gate fired (`min_cosine`).
+    nothing_fits: bool,
 }
 
 impl Prepared {
@@ -317,6 +319,13 @@ impl Activation {
     /// [`FEATURES`] order, as this evaluation computed them.
     pub fn features(&self, tool: usize) -> [f64; FEATURES.len()] {
         self.prepared.features(&self.plan, tool)
+    }
+
+    /// Whether the "nothing fits" gate (`[features.semantic_match]
+    /// min_cosine`) fired for this request: no tool's raw cosine reached
+    /// it, so `keyword_match` and `semantic_match` are 0 for every tool.
+    pub fn nothing_fits(&self) -> bool {
+        self.prepared.nothing_fits
     }
 
     /// The raw BM25 score of tool `tool` (before the relevance floors and the
@@ -565,6 +574,7 @@ impl Plan {
         // keywords, or its text as written (`input = "message"`) where the
         // context carries it.
         let mut semantic = Vec::new();
+        let mut fits = true;
         if let Some(sem) = &self.semantic {
             let mut turns: Vec<(&[String], f64)> = Vec::with_capacity(1 + remembered.len());
             turns.push((&context.user_intent_keywords, 1.0));
@@ -578,7 +588,13 @@ impl Plan {
                     }
                 }
             }
-            sem.score(&turns, &mut semantic);
+            fits = sem.fits(&turns, &mut semantic);
+            if !fits {
+                // "Nothing fits" (`min_cosine`): no tool gets a term from
+                // the request, neither semantic nor keyword (any method).
+                semantic.clear();
+                bm25_scores.divisor = 0.0;
+            }
         }
 
         // Usage (once per context, only the tools that were used).
@@ -632,12 +648,13 @@ impl Plan {
             norm_total,
             domain_neutral,
             bits,
-            n_intent: terms.len() as u32,
+            n_intent: if fits { terms.len() as u32 } else { 0 },
             usage: per_tool,
             stage_bit,
             bm25: bm25_scores,
             transition,
             semantic,
+            nothing_fits: !fits,
         };
 
         Head {

@@ -155,6 +155,13 @@ pub struct SemanticParams {
     /// `input`: what of a request is embedded (`"keywords"`, the default,
     /// or `"message"`).
     pub input: SemanticInput,
+    /// `min_cosine`: the "nothing fits" gate, in \[0,1\]; `None` = no gate.
+    /// When the request has a vector and no tool's raw cosine with it (not
+    /// divided by the best tool's) reaches this value, the request is taken
+    /// to fit no tool: `semantic_match` and `keyword_match` are 0 for every
+    /// tool ([`crate::text::semantic::SemanticIndex::fits`]). Inert without
+    /// the model's files (the loader's warning says so).
+    pub min_cosine: Option<f64>,
     /// The model, loaded by the loader from `model` (`None` until then).
     pub data: Option<SemanticData>,
 }
@@ -308,6 +315,10 @@ pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
             ],
         ),
     };
+    let min_cosine = match t.get("min_cosine") {
+        None => Some(None),
+        Some(_) => range(t, "min_cosine", t.f64("min_cosine"), 0.0, 1.0).map(|(x, _)| Some(x)),
+    };
     if !cfg!(feature = "semantic") {
         t.reader().error(
             ErrorKind::InvalidValue,
@@ -322,6 +333,7 @@ pub fn read_semantic(t: &Table<'_, '_>) -> Option<SemanticParams> {
         normalization: normalization?,
         encoder: encoder?,
         input: input?,
+        min_cosine: min_cosine?,
         data: None,
     })
 }

@@ -101,6 +101,9 @@ pub struct SemanticIndex {
     /// Every tool's vector (shared by the plans of one catalog and model:
     /// a policy edit does not embed the catalog again).
     pub vectors: Arc<ToolVectors>,
+    /// The "nothing fits" gate (`[features.semantic_match] min_cosine`):
+    /// see [`SemanticIndex::fits`]; `None` = no gate.
+    pub min_cosine: Option<f64>,
     /// The last request scored and its values: a session evaluates the same
     /// messages again after every call (only the recent calls change), and
     /// `semantic_match` does not depend on them.
@@ -227,14 +230,16 @@ impl ToolVectors {
     }
 }
 
-/// A request's turns (keywords, weight bits) and the values they gave.
-type LastRequest = (Vec<(Vec<String>, u64)>, Vec<f64>);
+/// A request's turns (keywords, weight bits), the values they gave and the
+/// best tool's raw cosine (`None`: the request had no vector).
+type LastRequest = (Vec<(Vec<String>, u64)>, Vec<f64>, Option<f64>);
 
 impl PartialEq for SemanticIndex {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.model, &other.model)
             && self.normalization == other.normalization
             && self.input == other.input
+            && self.min_cosine.map(f64::to_bits) == other.min_cosine.map(f64::to_bits)
             && self.vectors == other.vectors
     }
 }
@@ -263,6 +268,7 @@ impl SemanticIndex {
             normalization,
             input: SemanticInput::Keywords,
             vectors,
+            min_cosine: None,
             last: Arc::default(),
         }
     }
@@ -273,6 +279,35 @@ impl SemanticIndex {
         self
     }
 
+    /// The same index with the "nothing fits" gate `min_cosine` (see
+    /// [`SemanticIndex::fits`]).
+    pub fn with_min_cosine(mut self, min_cosine: Option<f64>) -> SemanticIndex {
+        self.min_cosine = min_cosine;
+        self
+    }
+
+    /// [`SemanticIndex::score`], and whether the request fits some tool
+    /// under the "nothing fits" gate (`[features.semantic_match]
+    /// min_cosine`): `false` when the gate is set, the request has a vector
+    /// and no tool's raw cosine with it, `max(cos, 0)` before any division
+    /// by the best tool's, reaches `min_cosine`. A request without a vector
+    /// (no turn with words, no token the model knows, or an absent model)
+    /// is not judged: `true`, since nothing was measured. The caller
+    /// (`Plan::evaluate`) then sets `semantic_match` and `keyword_match` to
+    /// 0 for every tool.
+    ///
+    /// Why an absolute cosine: with one or few candidates, the terms divided
+    /// by the best tool's give the best candidate 1 whenever it shares a
+    /// word with the request, so only an absolute value can say that
+    /// nothing fits (docs/selection.md, "nothing fits" with the transformer).
+    pub fn fits(&self, turns: &[(&[String], f64)], out: &mut Vec<f64>) -> bool {
+        let best = self.score_best(turns, out);
+        match (self.min_cosine, best) {
+            (Some(min), Some(best)) => best >= min,
+            _ => true,
+        }
+    }
+
     /// `semantic_match` of every tool, in catalog order, for a request made
     /// of `turns`: (the words of one user message, its weight), the latest
     /// first. A turn's words are joined by spaces and embedded as one text:
@@ -280,6 +315,12 @@ impl SemanticIndex {
     /// slice holding the message as written. Every value is in \[0,1\]; all 0 when the request
     /// has no known token.
     pub fn score(&self, turns: &[(&[String], f64)], out: &mut Vec<f64>) {
+        self.score_best(turns, out);
+    }
+
+    /// [`SemanticIndex::score`], returning the best tool's raw cosine
+    /// (`max(cos, 0)`, in \[0,1\]), or `None` when the request has no vector.
+    fn score_best(&self, turns: &[(&[String], f64)], out: &mut Vec<f64>) -> Option<f64> {
         let counted = |t: &&(&[String], f64)| counts(t);
         let same = |key: &[(Vec<String>, u64)]| {
             key.len() == turns.iter().filter(counted).count()
@@ -288,23 +329,25 @@ impl SemanticIndex {
                     .zip(turns.iter().filter(counted))
                     .all(|((k, w), (k2, w2))| *w == w2.to_bits() && k[..] == k2[..])
         };
-        if let Some((key, values)) = &*self.last.lock().unwrap_or_else(|e| e.into_inner())
+        if let Some((key, values, best)) = &*self.last.lock().unwrap_or_else(|e| e.into_inner())
             && same(key)
         {
             out.clear();
             out.extend_from_slice(values);
-            return;
+            return *best;
         }
-        self.score_uncached(turns, out);
+        let best = self.score_uncached(turns, out);
         let key = turns
             .iter()
             .filter(counted)
             .map(|(k, w)| (k.to_vec(), w.to_bits()))
             .collect();
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, out.clone()));
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, out.clone(), best));
+        best
     }
 
-    fn score_uncached(&self, turns: &[(&[String], f64)], out: &mut Vec<f64>) {
+    /// Scores into `out`; the best raw cosine, `None` without a vector.
+    fn score_uncached(&self, turns: &[(&[String], f64)], out: &mut Vec<f64>) -> Option<f64> {
         let dim = self.model.dim();
         let n = self.vectors.scales.len();
         out.clear();
@@ -326,7 +369,7 @@ impl SemanticIndex {
         }
         let norm = q.iter().map(|x| x * x).sum::<f32>().sqrt();
         if norm.is_nan() || norm <= 1e-12 || !norm.is_finite() {
-            return;
+            return None;
         }
         for x in q.iter_mut() {
             *x /= norm;
@@ -343,7 +386,7 @@ impl SemanticIndex {
             best = best.max(c);
         }
         let factor = match self.normalization {
-            SemanticNormalization::None => return,
+            SemanticNormalization::None => return Some(best),
             SemanticNormalization::Best => 1.0,
             SemanticNormalization::Confidence { rank } => {
                 // the rank-th largest cosine (the farthest tool's when the
@@ -369,6 +412,7 @@ impl SemanticIndex {
         } else {
             out.iter_mut().for_each(|o| *o = 0.0);
         }
+        Some(best)
     }
 }
 
@@ -475,6 +519,28 @@ mod tests {
 
         fn words(s: &str) -> Vec<String> {
             s.split_whitespace().map(String::from).collect()
+        }
+
+        #[test]
+        fn the_nothing_fits_gate_reads_the_best_raw_cosine() {
+            let mut out = Vec::new();
+            let none = index(SemanticNormalization::None);
+            let w = words("will it be sunny tomorrow");
+            none.score(&[(&w, 1.0)], &mut out);
+            let best = out.iter().copied().fold(0.0, f64::max);
+            assert!(best > 0.0 && best < 1.0, "{best}");
+            for (min, fits) in [(None, true), (Some(best), true), (Some(best + 0.01), false)] {
+                let idx = index(SemanticNormalization::Best).with_min_cosine(min);
+                assert_eq!(idx.fits(&[(&w, 1.0)], &mut out), fits, "{min:?}");
+                // The values are the ungated ones: the caller zeroes them.
+                assert_eq!(out.iter().copied().fold(0.0, f64::max), 1.0);
+                // Again, from the last-request cache.
+                assert_eq!(idx.fits(&[(&w, 1.0)], &mut out), fits, "{min:?} cached");
+            }
+            // A request without a vector is not judged.
+            let idx = index(SemanticNormalization::Best).with_min_cosine(Some(0.9));
+            assert!(idx.fits(&[], &mut out));
+            assert!(idx.fits(&[(&words("qqqq zzzz"), 0.0)], &mut out));
         }
 
         #[test]
