@@ -439,6 +439,11 @@ impl Walker<'_> {
 /// Shortens text quoted in messages.
 fn excerpt(s: &str) -> String {
     const MAX: usize = 120;
+    // Most words are short and on one line: copied as they are (at most
+    // MAX bytes is at most MAX characters).
+    if s.len() <= MAX && !s.as_bytes().contains(&b'\n') {
+        return s.to_owned();
+    }
     let one_line = s.replace('\n', "\\n");
     if one_line.chars().count() <= MAX {
         one_line
