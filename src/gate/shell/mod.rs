@@ -374,10 +374,11 @@ struct Walker<'c> {
     found_out: Option<String>,
 }
 
-/// Parsed options and operands of a command.
-struct Parsed {
+/// Parsed options and operands of a command (the operands borrowed from
+/// its arguments).
+struct Parsed<'a> {
     flags: BTreeSet<String>,
-    operands: Vec<Arg>,
+    operands: Vec<&'a Arg>,
     /// An argument from an expansion could hold options.
     unknown_flags: bool,
     /// The values of options that take one: (canonical option, value), in
