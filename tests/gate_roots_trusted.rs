@@ -12,7 +12,9 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use toolgate::gate::config::shipped;
-use toolgate::gate::{Action, Finding, PathConfig, ShellInput, analyze_path, analyze_shell, decide};
+use toolgate::gate::{
+    Action, Finding, PathConfig, ShellInput, analyze_path, analyze_shell, decide,
+};
 
 /// `base/root` (holds `notes.txt` and `sub/`), `base/outside/secret.txt`,
 /// and directly under the root: `out-dir` -> `base/outside`, `out-file`
