@@ -376,7 +376,11 @@ pub fn label_call(
         let r = &a.rule;
         let mut detail = String::new();
         if !r.tools.is_empty() {
-            if !r.tools.iter().any(|g| g.is_match(name)) {
+            let hit = match &a.tools_any {
+                Some(set) => set.is_match(name),
+                None => r.tools.iter().any(|g| g.is_match(name)),
+            };
+            if !hit {
                 continue;
             }
             detail = name.to_string();
@@ -408,32 +412,32 @@ pub fn label_call(
         {
             continue;
         }
-        let path_of = |e: &EffectFound| {
-            if e.resolved.is_empty() || e.resolved == "dynamic" {
-                e.operand.clone()
-            } else {
-                e.resolved.clone()
-            }
-        };
         if !r.paths.is_empty() {
+            let any = |p: &str| match &a.paths_any {
+                Some(set) => set.is_match(p),
+                None => r.paths.iter().any(|g| g.is_match(p)),
+            };
             let hit = verdict.effects.iter().find(|e| {
-                a.path_kinds.contains(&e.kind)
-                    && (r.paths.iter().any(|g| g.is_match(&path_of(e)))
-                        || r.paths.iter().any(|g| g.is_match(&e.operand)))
+                a.path_kinds.contains(&e.kind) && {
+                    let at = path_of(e);
+                    any(at) || (at != e.operand && any(&e.operand))
+                }
             });
             match hit {
-                Some(e) => detail = path_of(e),
+                Some(e) => detail = path_of(e).to_string(),
                 None => continue,
             }
         }
         if r.sensitive_reads {
+            let sensitive = &cfg.shell.sensitive_reads;
             let hit = verdict.effects.iter().find(|e| {
-                e.kind == "read"
-                    && (cfg.shell.sensitive_reads.is_match(&path_of(e))
-                        || cfg.shell.sensitive_reads.is_match(&e.operand))
+                e.kind == "read" && {
+                    let at = path_of(e);
+                    sensitive.is_match(at) || (at != e.operand && sensitive.is_match(&e.operand))
+                }
             });
             match hit {
-                Some(e) => detail = path_of(e),
+                Some(e) => detail = path_of(e).to_string(),
                 None => continue,
             }
         }
@@ -443,7 +447,7 @@ pub fn label_call(
                     .effects
                     .iter()
                     .find(|e| matches!(e.kind.as_str(), "write" | "delete"))
-                    .map(path_of),
+                    .map(|e| path_of(e).to_string()),
                 Writes::Outside => write_outside(paths, &verdict.effects),
             };
             match hit {
@@ -481,6 +485,15 @@ pub fn label_call(
         });
     }
     out
+}
+
+/// The path an effect names: where it resolved, else as written.
+fn path_of(e: &EffectFound) -> &str {
+    if e.resolved.is_empty() || e.resolved == "dynamic" {
+        &e.operand
+    } else {
+        &e.resolved
+    }
 }
 
 /// Raises `verdict` by the rules it completes: one finding per rule (kind

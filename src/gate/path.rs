@@ -23,8 +23,25 @@ pub use crate::plan::gate::path::{PathChecks, PathConfig};
 
 /// Analyzes a path argument at JSON pointer `path_ptr`; `write` tells
 /// whether the tool writes to it. Relative paths resolve against the first
-/// root.
+/// root. The roots are resolved through [`roots`] (once per roots and
+/// working directory, then cached).
 pub fn analyze_path(cfg: &PathConfig, path_ptr: &str, value: &str, write: bool) -> Vec<Finding> {
+    analyze_path_in(cfg, None, path_ptr, value, write)
+}
+
+/// [`analyze_path`] with `cfg`'s roots as [`roots`] gives them, when the
+/// caller has them already (`None`: looked up here, only when the path
+/// gets that far). The roots' own components are not looked at again:
+/// the real path of a root is known, so a path under it is resolved from
+/// there, each component below the root `lstat`ed and each symlink
+/// followed (a path that names no root as written is resolved from `/`).
+pub fn analyze_path_in(
+    cfg: &PathConfig,
+    resolved: Option<&Roots>,
+    path_ptr: &str,
+    value: &str,
+    write: bool,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     let c = &cfg.checks;
     let shown = value.escape_debug().to_string();
@@ -62,11 +79,19 @@ pub fn analyze_path(cfg: &PathConfig, path_ptr: &str, value: &str, write: bool) 
         out.push(c.no_roots.finding(FindingKind::Path, path_ptr, &d));
         return out;
     }
-    let lexical_roots: Vec<PathBuf> = cfg.roots.iter().map(|r| lexical(Path::new(r))).collect();
-    let mut real_roots = Vec::new();
-    for r in &lexical_roots {
-        match resolve(r, cfg.max_symlinks) {
-            Some(p) => real_roots.push(p),
+    let cached;
+    let resolved = match resolved {
+        Some(r) => r,
+        None => {
+            cached = roots(cfg);
+            &cached
+        }
+    };
+    let lexical_roots = &resolved.lexical;
+    let mut real_roots: Vec<PathBuf> = Vec::with_capacity(lexical_roots.len());
+    for (r, real) in lexical_roots.iter().zip(&resolved.real) {
+        match real {
+            Some(p) => real_roots.push(p.clone()),
             None => {
                 let d = format!("root `{}` cannot be resolved", r.display());
                 out.push(c.unresolvable.finding(FindingKind::Path, path_ptr, &d));
@@ -78,7 +103,7 @@ pub fn analyze_path(cfg: &PathConfig, path_ptr: &str, value: &str, write: bool) 
     let abs = lexical(&joined);
     let roots_list = cfg.roots.join(", ");
     let inside = |p: &Path, roots: &[PathBuf]| roots.iter().any(|r| p.starts_with(r));
-    let lexically_inside = inside(&abs, &lexical_roots) || inside(&abs, &real_roots);
+    let lexically_inside = inside(&abs, lexical_roots) || inside(&abs, &real_roots);
     if !lexically_inside {
         let via = if Path::new(&text)
             .components()
@@ -100,7 +125,24 @@ pub fn analyze_path(cfg: &PathConfig, path_ptr: &str, value: &str, write: bool) 
         out.push(check.finding(FindingKind::Path, path_ptr, &d));
         return out;
     }
-    match resolve(&joined, cfg.max_symlinks) {
+    // From the real root the path names as written (`..` included, taken
+    // after the symlinks before it as the kernel does), else from `/`.
+    let from_root = lexical_roots
+        .iter()
+        .zip(&real_roots)
+        .find_map(|(lex, real)| Some((real, joined.strip_prefix(lex).ok()?)))
+        .or_else(|| {
+            real_roots
+                .iter()
+                .find_map(|real| Some((real, joined.strip_prefix(real).ok()?)))
+        });
+    let real = match from_root {
+        Some((root, rest)) => {
+            resolve_under(root.clone(), rest, cfg.max_symlinks, &mut Lstats::default())
+        }
+        None => resolve(&joined, cfg.max_symlinks),
+    };
+    match real {
         None => {
             let d = format!(
                 "`{shown}`: more than {} symlinks to follow",

@@ -169,15 +169,22 @@ impl Walk<'_> {
     /// A path argument: its checks, patterns and effect.
     fn path(&mut self, s: &str, ptr: &str) {
         let (g, gt) = (self.g, self.gt);
-        self.out
-            .extend(path::analyze_path(self.paths, ptr, s, !gt.read_only));
+        let roots = self
+            .roots
+            .get_or_insert_with(|| path::roots(self.paths))
+            .clone();
+        self.out.extend(path::analyze_path_in(
+            self.paths,
+            Some(&roots),
+            ptr,
+            s,
+            !gt.read_only,
+        ));
         // Credentials, inside the roots or not (`[gate.shell]
         // sensitive_reads`, matched on the path as written and made
         // absolute against the first root).
         let sensitive = &g.config.shell.sensitive_reads;
-        let abs = self
-            .roots
-            .get_or_insert_with(|| path::roots(self.paths))
+        let abs = roots
             .lexical
             .first()
             .map(|r| path::normalize(&r.join(s)).to_string_lossy().into_owned());

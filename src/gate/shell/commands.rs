@@ -907,23 +907,28 @@ impl Walker<'_> {
     }
 }
 
-/// The argument a target's source names.
-pub(super) fn source_arg(rest: &[Arg], src: &Source) -> Option<Arg> {
+/// The argument a target's source names: borrowed from `rest` when it is
+/// a whole argument (the usual case), built otherwise.
+pub(super) fn source_arg<'a>(rest: &'a [Arg], src: &Source) -> Option<Cow<'a, Arg>> {
     match src {
-        Source::Arg(i) => rest.get(*i).cloned(),
-        Source::Part(i, off) => rest.get(*i).map(|a| Arg {
-            text: a.text.get(*off..).unwrap_or("").to_string(),
-            ..a.clone()
+        Source::Arg(i) => rest.get(*i).map(Cow::Borrowed),
+        Source::Part(i, off) => rest.get(*i).map(|a| {
+            Cow::Owned(Arg {
+                text: a.text.get(*off..).unwrap_or("").to_string(),
+                dynamic: a.dynamic,
+                procsub: a.procsub,
+                glob: a.glob,
+            })
         }),
-        Source::Fixed(p) => Some(Arg::literal(p)),
+        Source::Fixed(p) => Some(Cow::Owned(Arg::literal(p))),
         Source::Pair(k, v) => {
             let (k, v) = (rest.get(*k)?, rest.get(*v)?);
-            Some(Arg {
+            Some(Cow::Owned(Arg {
                 text: format!("{}={}", k.text, v.text),
                 dynamic: k.dynamic || v.dynamic,
                 procsub: false,
                 glob: false,
-            })
+            }))
         }
     }
 }

@@ -374,10 +374,11 @@ struct Walker<'c> {
     found_out: Option<String>,
 }
 
-/// Parsed options and operands of a command.
-struct Parsed {
+/// Parsed options and operands of a command (the operands borrowed from
+/// its arguments).
+struct Parsed<'a> {
     flags: BTreeSet<String>,
-    operands: Vec<Arg>,
+    operands: Vec<&'a Arg>,
     /// An argument from an expansion could hold options.
     unknown_flags: bool,
     /// The values of options that take one: (canonical option, value), in
@@ -439,6 +440,11 @@ impl Walker<'_> {
 /// Shortens text quoted in messages.
 fn excerpt(s: &str) -> String {
     const MAX: usize = 120;
+    // Most words are short and on one line: copied as they are (at most
+    // MAX bytes is at most MAX characters).
+    if s.len() <= MAX && !s.as_bytes().contains(&b'\n') {
+        return s.to_owned();
+    }
     let one_line = s.replace('\n', "\\n");
     if one_line.chars().count() <= MAX {
         one_line

@@ -261,7 +261,7 @@ impl Walker<'_> {
         }
     }
 
-    pub(super) fn parse_args(&self, name: &str, rest: &[Arg]) -> Parsed {
+    pub(super) fn parse_args<'a>(&self, name: &str, rest: &'a [Arg]) -> Parsed<'a> {
         let spec = self.cfg.command(name);
         let alias = |f: &str| -> String {
             spec.and_then(|s| s.flag_aliases.get(f))
@@ -290,7 +290,7 @@ impl Walker<'_> {
                 p.unknown_flags = true;
             }
             if only_operands || a.text == "-" || !a.text.starts_with('-') {
-                p.operands.push(a.clone());
+                p.operands.push(a);
                 continue;
             }
             if a.text == "--" {

@@ -34,6 +34,16 @@ impl Walker<'_> {
 
     pub(super) fn rules(&mut self, name: &str, parsed: &Parsed, args: &[Arg]) {
         let mut hits = Vec::new();
+        // Each operand normalised once, when a rule first tests it (a
+        // command several rules name tests the same operands again).
+        let norms: Vec<std::cell::OnceCell<String>> = parsed
+            .operands
+            .iter()
+            .map(|_| std::cell::OnceCell::new())
+            .collect();
+        let norm = |i: usize| -> &str {
+            norms[i].get_or_init(|| normalize_operand(&parsed.operands[i].text))
+        };
         for rule in &self.cfg.rules {
             let named = rule.commands.iter().any(|c| c == name)
                 || rule
@@ -43,14 +53,20 @@ impl Walker<'_> {
             if !named {
                 continue;
             }
-            // The operands after the rule's subcommand, if it names one.
-            let mut ops: &[Arg] = &parsed.operands;
+            // The operands after the rule's subcommand, if it names one
+            // (`ops` starts at operand `start`).
+            let mut start = 0;
             if !rule.subcommands.is_empty() {
-                match rule.subcommands.iter().find_map(|s| subcommand_len(s, ops)) {
-                    Some(k) => ops = &ops[k..],
+                match rule
+                    .subcommands
+                    .iter()
+                    .find_map(|s| subcommand_len(s, &parsed.operands))
+                {
+                    Some(k) => start = k,
                     None => continue,
                 }
             }
+            let ops: &[&Arg] = &parsed.operands[start..];
             if rule.flags_none.iter().any(|f| parsed.flags.contains(f)) {
                 continue;
             }
@@ -58,7 +74,9 @@ impl Walker<'_> {
                 && (rule.flags_any.is_empty()
                     || rule.flags_any.iter().any(|f| parsed.flags.contains(f)));
             let n = ops.len();
-            let selected: Vec<&Arg> = if rule.option_values.is_empty() {
+            // (index among the operands, or `None` for an option's value;
+            // the argument)
+            let selected: Vec<(Option<usize>, &Arg)> = if rule.option_values.is_empty() {
                 ops.iter()
                     .enumerate()
                     .filter(|(k, _)| match rule.operand_position {
@@ -67,26 +85,23 @@ impl Walker<'_> {
                         OperandPosition::Last => *k + 1 == n,
                         OperandPosition::NotLast => *k + 1 < n,
                     })
-                    .map(|(_, a)| a)
+                    .map(|(k, a)| (Some(start + k), *a))
                     .collect()
             } else {
                 parsed
                     .values
                     .iter()
                     .filter(|(f, _)| rule.option_values.contains(f))
-                    .map(|(_, a)| a)
+                    .map(|(_, a)| (None, a))
                     .collect()
             };
             let needs_operand =
                 rule.operand.is_some() || rule.operand_dynamic || !rule.option_values.is_empty();
-            let operand_hit = |a: &&Arg| {
+            let operand_hit = |(i, a): &(Option<usize>, &Arg)| {
                 (!rule.operand_dynamic || a.dynamic)
-                    && rule.operand.as_ref().is_none_or(|r| {
-                        if rule.option_values.is_empty() {
-                            r.is_match(&normalize_operand(&a.text))
-                        } else {
-                            r.is_match(&a.text)
-                        }
+                    && rule.operand.as_ref().is_none_or(|r| match i {
+                        Some(i) => r.is_match(norm(*i)),
+                        None => r.is_match(&a.text),
                     })
             };
             let matched = if needs_operand {
@@ -94,7 +109,7 @@ impl Walker<'_> {
                 // An argument from an expansion may hold the required flags:
                 // a dangerous static target is enough then.
                 let static_hit = !rule.operand_dynamic
-                    && selected.iter().filter(|a| !a.dynamic).any(operand_hit);
+                    && selected.iter().filter(|(_, a)| !a.dynamic).any(operand_hit);
                 hit && (flags_present || (parsed.unknown_flags && static_hit))
             } else {
                 flags_present
@@ -126,7 +141,7 @@ impl Walker<'_> {
 
 /// How many operands `sub` (`"stash drop"`: words separated by blanks)
 /// spans at the start of `ops`, if they spell it.
-fn subcommand_len(sub: &str, ops: &[Arg]) -> Option<usize> {
+fn subcommand_len(sub: &str, ops: &[&Arg]) -> Option<usize> {
     let mut k = 0;
     for w in sub.split_whitespace() {
         let a = ops.get(k)?;

@@ -288,6 +288,39 @@ pub struct CompiledAttach {
     pub rule: AttachRule,
     /// The effect kinds `paths` look at (`effects`, or `read`).
     pub path_kinds: Vec<String>,
+    /// `paths` as one set: whether any glob matches a path is one search
+    /// instead of one per glob (`None` when `paths` is empty, or too large
+    /// for one set: each glob is then searched alone).
+    pub paths_any: Option<GlobSet>,
+    /// `tools` as one set, the same way.
+    pub tools_any: Option<GlobSet>,
+}
+
+/// Globs searched together (an attach rule's `paths` or `tools`, compiled
+/// once): one search tells whether any of them matches.
+#[derive(Debug, Clone)]
+pub struct GlobSet(regex::RegexSet);
+
+impl GlobSet {
+    /// The glob regexes as one set; `None` for no glob, or when the set
+    /// would pass the regex size limit (1 MiB per glob, as each glob has
+    /// alone: `glob_regex`).
+    pub fn new<'a>(globs: impl ExactSizeIterator<Item = &'a regex::Regex>) -> Option<GlobSet> {
+        let n = globs.len();
+        if n == 0 {
+            return None;
+        }
+        regex::RegexSetBuilder::new(globs.map(regex::Regex::as_str))
+            .size_limit(n.saturating_mul(1 << 20))
+            .build()
+            .ok()
+            .map(GlobSet)
+    }
+
+    /// Whether any of the globs matches the whole of `text`.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.0.is_match(text)
+    }
 }
 
 /// One history rule, compiled: label indices.
@@ -403,6 +436,8 @@ impl CompiledFlow {
                     label,
                     rule: a.clone(),
                     path_kinds,
+                    paths_any: GlobSet::new(a.paths.iter().map(|g| &g.0)),
+                    tools_any: GlobSet::new(a.tools.iter().map(|g| &g.0)),
                 });
             }
         }
@@ -486,6 +521,35 @@ mod tests {
         assert!(p.is_match("/srv/a/secret.txt"));
         assert!(!p.is_match("/srv/a/b/secret.txt"));
         assert!(glob_regex("", true).is_err());
+    }
+
+    #[test]
+    fn a_glob_set_matches_where_one_of_its_globs_does() {
+        let globs: Vec<PathGlob> = ["**/.env", "**/*.pem", "/srv/*/secret.txt"]
+            .iter()
+            .map(|g| PathGlob(glob_regex(g, true).unwrap()))
+            .collect();
+        let set = GlobSet::new(globs.iter().map(|g| &g.0)).unwrap();
+        for p in [
+            "/home/u/proj/.env",
+            ".env",
+            "a/b/key.pem",
+            "/srv/a/secret.txt",
+            "/home/u/proj/.env.bak",
+            "/srv/a/b/secret.txt",
+            "key.pem.txt",
+            "",
+        ] {
+            assert_eq!(
+                set.is_match(p),
+                globs.iter().any(|g| g.is_match(p)),
+                "{p:?}"
+            );
+        }
+        assert!(GlobSet::new(std::iter::empty()).is_none());
+        let names = NameGlob(glob_regex("fetch.*", false).unwrap());
+        let set = GlobSet::new(std::iter::once(&names.0)).unwrap();
+        assert!(set.is_match("fetch.fetch") && !set.is_match("x.fetch"));
     }
 
     #[test]
