@@ -857,6 +857,7 @@ impl Walker<'_> {
                 ));
             }
             self.check_targets(&full, rest, &reading, &ctx, scope);
+            self.url_directory(entry, rest, &reading, &ctx);
             if let Some(lang) = &entry.stdin_code
                 && !reading.operands.iter().any(|&i| {
                     reading

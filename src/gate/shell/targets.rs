@@ -535,8 +535,8 @@ impl Walker<'_> {
                 self.st = saved;
                 return;
             }
-            "sqlite" => {
-                self.sqlite_code(a, cmd);
+            "sqlite" | "sqlite-readonly" => {
+                self.sqlite_code(a, cmd, lang == "sqlite-readonly");
                 return;
             }
             "sqlite-file" => {

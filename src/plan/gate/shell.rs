@@ -790,6 +790,14 @@ pub struct CommandSpec {
     /// `HOST:PATH` operands are remote (network), not local paths.
     #[serde(default)]
     pub remote_operands: bool,
+    /// Given a single operand (a repository URL), the command writes the
+    /// directory it derives from the URL, as `git clone` does: the last
+    /// path component (after the last `/` or `:`), with trailing `/`,
+    /// `/.git` and a `.git` or `.bundle` suffix stripped
+    /// (`https://host/org/repo.git` and `git@host:org/repo` give `repo`).
+    /// The directory is written like a directory operand would be.
+    #[serde(default)]
+    pub url_directory: bool,
     /// The option tables as one lookup per option, built on first use (not
     /// configuration).
     #[serde(skip)]
