@@ -370,6 +370,7 @@ impl Walker<'_> {
                     let n = a.text.split_once('=').map(|(n, _)| n).unwrap_or(&a.text);
                     if is_name(n) {
                         self.st_mut().vars.insert(n.to_string(), Var::Unknown);
+                        self.found_read_var(n);
                     }
                 }
                 Some(Flow::both(self.st.clone()))
@@ -455,6 +456,9 @@ impl Walker<'_> {
             if let Some((flag, v)) = &value {
                 if spec.code_flags.contains(flag) {
                     self.code(v, true, &format!("`{flag}` code"), scope);
+                }
+                if spec.input_flags.contains(flag) {
+                    self.found_input(v);
                 }
                 if spec.chdir_flags.contains(flag) {
                     let base = self.cwd_of(ctx).clone();

@@ -353,8 +353,8 @@ impl Walker<'_> {
     /// script.
     pub(super) fn path_target(&mut self, effect: Effect, text: &str, dynamic: bool, ctx: &Ctx) {
         let kind = effect.kind();
-        if self.found.is_some() && matches!(effect, Effect::Read) {
-            self.found_read(text, ctx);
+        if matches!(effect, Effect::Read) && self.found_any() {
+            self.found_read(text, dynamic, ctx);
         }
         // `rm h` removes a link `h` itself; `rm -r h/` what it leads to.
         let follow_last = !matches!(effect, Effect::Delete) || text.ends_with('/');

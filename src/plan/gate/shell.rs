@@ -613,6 +613,12 @@ pub struct WrapperSpec {
     /// Options whose value is the directory the command runs in (`env -C`).
     #[serde(default)]
     pub chdir_flags: Vec<String>,
+    /// Options whose value is the file the wrapper reads its input from
+    /// (`xargs -a FILE`, `--arg-file`), instead of standard input: a file
+    /// holding what a `find` for credentials listed makes the wrapped
+    /// command read them (src/gate/shell/found.rs).
+    #[serde(default)]
+    pub input_flags: Vec<String>,
 }
 
 /// Where an interpreter finds code without a code flag.
