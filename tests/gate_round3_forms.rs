@@ -32,6 +32,10 @@ fn a_credential_listing_reaching_a_reader_by_other_forms_is_a_sensitive_read() {
             "cat \"$(find ~/.ssh -type f)\"",
             "f=$(find ~ -name id_rsa); cat \"$f\"",
             "for f in $(find ~ -name 'id_*'); do cat \"$f\"; done",
+            // through commands that print what they read
+            "cat $(find ~ -name id_rsa | head -n 1)",
+            "find ~ -name 'id_*' | grep -v pub | xargs cat",
+            "find ~ -name '*.pem' | sort | uniq | xargs cat",
             // xargs -a
             "xargs -a <(find ~ -name id_rsa) cat",
             "find ~ -name id_rsa > /tmp/list && xargs -a /tmp/list cat",
@@ -70,6 +74,8 @@ fn a_credential_listing_reaching_a_reader_by_other_forms_is_a_sensitive_read() {
             "find . \\( -name '*.rs' -o -type f \\) | xargs wc -l",
             "find ~ -name '*.log' -prune -o -name '*.tmp' -print",
             "xargs -a files.txt wc -l",
+            "find ~ -name 'id_*' | sort | wc -l",
+            "find . -name '*.rs' | sort | xargs wc -l",
         ],
     );
 }

@@ -814,6 +814,7 @@ impl Walker<'_> {
         mut first: Option<Reading>,
     ) {
         let cfg = self.cfg;
+        self.found_passes(name);
         // `git`, then `git diff` (a copy only for a subcommand).
         let mut full = Cow::Borrowed(name);
         let mut start = 1;

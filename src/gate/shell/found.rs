@@ -237,6 +237,17 @@ impl Walker<'_> {
         }
     }
 
+    /// A command named `name` that prints what it reads
+    /// (`[gate.shell.find] passes_listing`), run for a listing of
+    /// credentials (`| sort`): it prints the listing on.
+    pub(super) fn found_passes(&mut self, name: &str) {
+        if let Some(r) = &self.found
+            && self.cfg.find.passes_listing.iter().any(|p| p == name)
+        {
+            self.found_out = Some(r.clone());
+        }
+    }
+
     /// `read NAME` while the input is a listing of credentials (`find ~
     /// -name 'id_*' | while read f`): NAME holds what it lists.
     pub(super) fn found_read_var(&mut self, name: &str) {

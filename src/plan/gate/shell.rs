@@ -718,6 +718,11 @@ pub struct FindSpec {
     /// with find").
     #[serde(default = "crate::plan::gate::config::d::shell_find_sensitive_names")]
     pub sensitive_names: Vec<String>,
+    /// Commands that print what they read (`head`, `sort`, `grep`): in a
+    /// pipeline after a `find` that may list credentials, their output
+    /// is still that listing (`find ~ -name 'id_*' | sort | xargs cat`).
+    #[serde(default = "crate::plan::gate::config::d::shell_find_passes_listing")]
+    pub passes_listing: Vec<String>,
 }
 
 fn read() -> Effect {
