@@ -160,6 +160,42 @@ fn sqlite3_readonly_and_operands_of_several_statements() {
     );
 }
 
+// --------------------------------------------------------------- tar
+
+#[test]
+fn tar_reads_the_archive_it_lists_or_extracts() {
+    let g = shipped();
+    // the archive outside the roots is read, not written: reads of
+    // ordinary files outside are allowed, as `cat /tmp/a.tgz` is
+    expect_lines(
+        &g,
+        Action::Allow,
+        None,
+        &[
+            "tar tzf /tmp/a.tgz",
+            "tar -tf /tmp/a.tar",
+            "tar --list --file=/tmp/a.tar",
+            "tar xzf /tmp/a.tgz",
+            "tar -xf /tmp/a.tar -C vendor",
+            "tar czf out.tgz src",
+        ],
+    );
+    // creating an archive outside the roots still writes it; reading
+    // credentials through tar is a sensitive read
+    expect_lines(
+        &g,
+        Action::Ask,
+        None,
+        &["tar czf /tmp/a.tgz src", "tar -rf /tmp/a.tar src"],
+    );
+    expect_lines(
+        &g,
+        Action::Ask,
+        Some("shell.read-sensitive"),
+        &["tar tzf ~/.ssh/keys.tgz", "tar xzf ~/.aws/backup.tgz"],
+    );
+}
+
 // ------------------------------------------------------------------- CLI
 
 fn guard(line: &str) -> i32 {
@@ -195,6 +231,8 @@ fn guard_exit_codes_for_each_form() {
         ("sqlite3 app.db \"SELECT 1; INSERT INTO t VALUES (1)\"", 6),
         ("sqlite3 -readonly app.db \".shell id\"", 6),
         ("sqlite3 app.db \"SELECT 1; DROP TABLE users\"", 7),
+        ("tar tzf /tmp/a.tgz", 0),
+        ("tar czf /tmp/a.tgz src", 6),
     ] {
         assert_eq!(guard(line), code, "{line}");
     }

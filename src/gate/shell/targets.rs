@@ -130,6 +130,7 @@ impl Walker<'_> {
                 | Effect::Project
                 | Effect::Clear
                 | Effect::Operands(_)
+                | Effect::OptionValue(..)
                 | Effect::Link(_)
                 | Effect::Fixed(..) => {}
             }
