@@ -326,7 +326,10 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
             }));
     }
     // `option:NAME=EFFECT` flags: the values of NAME take EFFECT.
-    if r.effects.iter().any(|e| matches!(e, Effect::OptionValue(..))) {
+    if r.effects
+        .iter()
+        .any(|e| matches!(e, Effect::OptionValue(..)))
+    {
         let mut overrides: Vec<(String, Effect)> = Vec::new();
         r.effects.retain(|e| match e {
             Effect::OptionValue(n, x) => {

@@ -307,7 +307,10 @@ mod tests {
             worst("sqlite3 -readonly db \"SELECT writefile('x', 'y')\""),
             Action::Deny
         );
-        assert_ne!(worst("sqlite3 -readonly db \"VACUUM INTO 'x.db'\""), Action::Allow);
+        assert_ne!(
+            worst("sqlite3 -readonly db \"VACUUM INTO 'x.db'\""),
+            Action::Allow
+        );
         assert_eq!(
             worst("sqlite3 -readonly db \"ATTACH 'o.db' AS o\""),
             Action::Ask
@@ -340,8 +343,14 @@ mod tests {
             Action::Deny
         );
         // a `;` in a string or a comment does not end a statement
-        assert_eq!(worst("sqlite3 db \"SELECT ';DROP TABLE t'\""), Action::Allow);
-        assert_eq!(worst("sqlite3 db 'SELECT 1 -- ; DROP TABLE t'"), Action::Allow);
+        assert_eq!(
+            worst("sqlite3 db \"SELECT ';DROP TABLE t'\""),
+            Action::Allow
+        );
+        assert_eq!(
+            worst("sqlite3 db 'SELECT 1 -- ; DROP TABLE t'"),
+            Action::Allow
+        );
     }
 
     #[test]
