@@ -185,7 +185,7 @@ impl Effect {
                     return Err(format!("`{s}`: expected `option:NAME=EFFECT`"));
                 };
                 let inner = Effect::parse(e)?;
-                if name.is_empty() || !inner.is_path() && inner != Effect::None {
+                if name.is_empty() || (!inner.is_path() && inner != Effect::None) {
                     return Err(format!(
                         "`{s}`: an option's value can become a path effect (read, write, delete, chdir, script) or none"
                     ));
