@@ -100,7 +100,6 @@ fn the_sqlite3_cli_running_writing_or_unseen_code_asks() {
             "sqlite3 app.db \".import data.csv t\"",
             "sqlite3 app.db \".read other.sql\"",
             "sqlite3 app.db \"INSERT INTO t VALUES (1)\"",
-            "sqlite3 -readonly app.db \"UPDATE t SET a = 1 WHERE id = 2\"",
             "sqlite3 app.db \"ATTACH '/tmp/x.db' AS x\"",
             "sqlite3 app.db \"PRAGMA writable_schema = 1\"",
             "sqlite3 app.db < script.sql",

@@ -133,6 +133,25 @@ pub fn analyze_sql(
     out
 }
 
+/// The kinds of the statements of `sql` (`sqlparser::ast::Statement`
+/// variant names, `Pragma` for a `PRAGMA` statement), parsed as
+/// [`analyze_sql`] parses them; `None` when the text does not parse (the
+/// analysis reports that).
+pub fn statement_kinds(cfg: &SqlConfig, sql: &str, dialect: &str) -> Option<Vec<String>> {
+    if pragma::parse_pragma(sql).is_some() {
+        return Some(vec!["Pragma".to_string()]);
+    }
+    let tag = dialect.trim().to_ascii_lowercase();
+    let name = cfg.dialects.get(&tag).cloned().unwrap_or(tag);
+    let dialect = dialect_from_str(&name)?;
+    let statements = Parser::new(dialect.as_ref())
+        .with_recursion_limit(cfg.max_nesting)
+        .try_with_sql(sql)
+        .and_then(|mut p| p.parse_statements())
+        .ok()?;
+    Some(statements.iter().map(variant_name).collect())
+}
+
 /// A single `PRAGMA` statement: a read when `[gate.sql.read_only]
 /// pragmas` lists its name and it sets nothing (no `=`); otherwise the
 /// `Pragma` rule of `[gate.sql.statements]`, and on a read-only tool

@@ -370,6 +370,7 @@ impl Walker<'_> {
                     let n = a.text.split_once('=').map(|(n, _)| n).unwrap_or(&a.text);
                     if is_name(n) {
                         self.st_mut().vars.insert(n.to_string(), Var::Unknown);
+                        self.found_read_var(n);
                     }
                 }
                 Some(Flow::both(self.st.clone()))
@@ -455,6 +456,9 @@ impl Walker<'_> {
             if let Some((flag, v)) = &value {
                 if spec.code_flags.contains(flag) {
                     self.code(v, true, &format!("`{flag}` code"), scope);
+                }
+                if spec.input_flags.contains(flag) {
+                    self.found_input(v);
                 }
                 if spec.chdir_flags.contains(flag) {
                     let base = self.cwd_of(ctx).clone();
@@ -810,6 +814,7 @@ impl Walker<'_> {
         mut first: Option<Reading>,
     ) {
         let cfg = self.cfg;
+        self.found_passes(name);
         // `git`, then `git diff` (a copy only for a subcommand).
         let mut full = Cow::Borrowed(name);
         let mut start = 1;
@@ -857,6 +862,7 @@ impl Walker<'_> {
                 ));
             }
             self.check_targets(&full, rest, &reading, &ctx, scope);
+            self.url_directory(entry, rest, &reading, &ctx);
             if let Some(lang) = &entry.stdin_code
                 && !reading.operands.iter().any(|&i| {
                     reading

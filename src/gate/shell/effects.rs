@@ -168,6 +168,8 @@ impl Walker<'_> {
                 self.command_node(cmd, &s);
                 listed = self.found_out.take();
             }
+            // What the last stage prints is the pipeline's output.
+            self.found_out = listed;
             self.found = outer;
             self.st = saved.clone();
             Flow::both(saved)
@@ -177,7 +179,12 @@ impl Walker<'_> {
 
     fn command_node(&mut self, cmd: &ast::Command, scope: &Scope) -> Flow {
         match cmd {
-            ast::Command::Simple(sc) => self.simple(sc, scope),
+            ast::Command::Simple(sc) => {
+                let saved = self.found_enter();
+                let f = self.simple(sc, scope);
+                self.found_leave(saved);
+                f
+            }
             ast::Command::Compound(cc, redirects) => {
                 let mut s = scope.clone();
                 let mark = self.written.len();
@@ -186,7 +193,13 @@ impl Walker<'_> {
                 }
                 // The output of a compound command is not followed.
                 self.settle_written(mark, None);
-                self.compound(cc, &s)
+                // `while read f; do ...; done < list`.
+                let outer = self.found_stdin.take().map(|r| self.found.replace(r));
+                let f = self.compound(cc, &s);
+                if let Some(o) = outer {
+                    self.found = o;
+                }
+                f
             }
             ast::Command::Function(def) => {
                 let name = self.word(&def.fname.value, scope).text;
@@ -291,6 +304,7 @@ impl Walker<'_> {
             C::ForClause(f) => {
                 let mut values: Vec<Arg> = Vec::new();
                 let mut known = f.values.is_some();
+                let subst = self.found_subst.take();
                 for w in f.values.iter().flatten() {
                     for a in self.expand_word(&w.value, scope) {
                         known &= !a.dynamic;
@@ -298,6 +312,9 @@ impl Walker<'_> {
                     }
                 }
                 let name = f.variable_name.clone();
+                // `for f in $(find ~ -name 'id_*')`: f holds what it lists.
+                self.found_subst_var(&name);
+                self.found_subst = subst;
                 if known && values.len() <= 4 {
                     // Each value in turn, in order; a glob stands for the
                     // names it matches (maybe none).
@@ -497,6 +514,9 @@ impl Walker<'_> {
         }
         if sc.word_or_name.is_none() || args.is_empty() {
             // Assignments alone set shell variables.
+            for (name, _, _) in &assigns {
+                self.found_subst_var(name);
+            }
             for (name, value, append) in assigns {
                 self.set_var(&name, &value, append, None);
             }
@@ -505,7 +525,11 @@ impl Walker<'_> {
         // `tee f <<EOF`: the files tee writes hold the here-document.
         let tee = super::written::tee_content(&args, &s.stdin);
         let before = self.written.len();
+        if let Some(r) = self.found_stdin.take() {
+            self.found = Some(r);
+        }
         let flow = self.command(args, &s, 0, None);
+        self.found_to_files(mark, before);
         if let Some(text) = tee {
             self.written_known(before, text);
         }
@@ -599,7 +623,9 @@ impl Walker<'_> {
             self.check(|c| &c.too_complex, FindingKind::Shell, &d);
         } else {
             let saved = self.st.clone();
+            let out = self.found_out.take();
             self.compound_list(&sub.list, &s);
+            self.found_pipe(out);
             self.st = saved;
         }
         Arg {
@@ -663,6 +689,7 @@ impl Walker<'_> {
                                 self.written_pending(mark);
                             }
                             if is_stdin && !matches!(mode, RedirectMode::ReadWrite) {
+                                self.found_stdin_from(&arg.text);
                                 scope.stdin = if arg.procsub {
                                     Stdin::Pipe
                                 } else {
@@ -673,6 +700,7 @@ impl Walker<'_> {
                         T::ProcessSubstitution(pkind, sub) => {
                             self.process_substitution(pkind, sub, scope);
                             if is_stdin {
+                                self.found_stdin_from(super::found::PIPE);
                                 scope.stdin = Stdin::Pipe;
                             }
                         }

@@ -222,6 +222,10 @@ pub(crate) fn analyze(
         judging: Vec::new(),
         found: None,
         found_out: None,
+        found_subst: None,
+        found_stdin: None,
+        found_files: Vec::new(),
+        found_vars: Vec::new(),
     };
     let scope = Scope::default();
     match input {
@@ -372,6 +376,20 @@ struct Walker<'c> {
     /// The last `find` of the pipeline stage being walked prints what may
     /// be credentials: why (passed to the next stage as `found`).
     found_out: Option<String>,
+    /// A command substitution in the words of the command being read
+    /// prints what a `find` that may list credentials lists: why (a read
+    /// of a path built from `$(...)` is then a sensitive read; [`found`]).
+    found_subst: Option<String>,
+    /// The standard input of the command being read is a file that holds
+    /// such a listing (`xargs cat < list`): why.
+    found_stdin: Option<String>,
+    /// Files the line wrote such a listing to (`find ~ -name id_rsa >
+    /// list`; a process substitution's pipe is `/dev/fd/63`), and why
+    /// (empty for a line without such a `find`).
+    found_files: Vec<(std::path::PathBuf, String)>,
+    /// Variables the line read such a listing into (`while read f`,
+    /// `f=$(find ...)`, `for f in $(find ...)`), and why.
+    found_vars: Vec<(String, String)>,
 }
 
 /// Parsed options and operands of a command (the operands borrowed from

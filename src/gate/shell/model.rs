@@ -133,6 +133,8 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
     let mut buf = [0u8; 8];
     let mut i = 0;
     let mut after_dashdash = false;
+    // Targets from option values, and the option (for `option:NAME=...`).
+    let mut from_options: Vec<(usize, &str)> = Vec::new();
     // Old-style first argument: `tar xzf archive.tar`.
     if spec.old_style_flags
         && let Some(first) = args.first()
@@ -145,6 +147,7 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
             let o = spec.opt(f);
             if let Some(e) = o.and_then(|o| o.option.as_ref()) {
                 if i < args.len() {
+                    note_option(&mut from_options, spec, f, r.targets.len());
                     r.targets.push(Target {
                         effect: e.clone(),
                         source: Source::Arg(i),
@@ -210,6 +213,7 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                     None => None,
                 };
                 if let Some(source) = src {
+                    note_option(&mut from_options, spec, name, r.targets.len());
                     r.targets.push(Target {
                         effect: e.clone(),
                         source,
@@ -239,6 +243,7 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 seen.note(canon_of(o, t));
                 if i + 1 < args.len() {
                     i += 1;
+                    note_option(&mut from_options, spec, t, r.targets.len());
                     r.targets.push(Target {
                         effect: e.clone(),
                         source: Source::Arg(i),
@@ -279,6 +284,7 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                     None
                 };
                 if let Some(source) = src {
+                    note_option(&mut from_options, spec, f, r.targets.len());
                     r.targets.push(Target {
                         effect: e.clone(),
                         source,
@@ -318,6 +324,25 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
                 }
                 other => Some(other.clone()),
             }));
+    }
+    // `option:NAME=EFFECT` flags: the values of NAME take EFFECT.
+    if r.effects
+        .iter()
+        .any(|e| matches!(e, Effect::OptionValue(..)))
+    {
+        let mut overrides: Vec<(String, Effect)> = Vec::new();
+        r.effects.retain(|e| match e {
+            Effect::OptionValue(n, x) => {
+                overrides.push((n.clone(), (**x).clone()));
+                false
+            }
+            _ => true,
+        });
+        for (t, name) in &from_options {
+            if let Some((_, e)) = overrides.iter().rev().find(|(n, _)| n == name) {
+                r.targets[*t].effect = e.clone();
+            }
+        }
     }
     // The program operand (sed's script, grep's pattern).
     let mut rest: Vec<(usize, bool)> = operands;
@@ -392,6 +417,14 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         }
     }
     r
+}
+
+/// Notes that target `at` is the value of option `name`, as the entry's
+/// `options` spells it (for `option:NAME=EFFECT` flags).
+fn note_option<'s>(v: &mut Vec<(usize, &'s str)>, spec: &'s CommandSpec, name: &str, at: usize) {
+    if let Some((k, _)) = spec.options.get_key_value(name) {
+        v.push((at, k.as_str()));
+    }
 }
 
 /// `host:path` or `user@host:path` (a `:` before any `/`), not `./a:b`.
@@ -482,6 +515,29 @@ flags = { "-x" = ["operands:none", "write:."] }"#,
             texts(&read_args(&s, &a), &a),
             ["write=out.tar", "exec=sh x", "read=src"]
         );
+        // `option:NAME=EFFECT`: listing and extracting read the archive,
+        // whichever comes first; creating still writes it.
+        let t = spec(
+            r#"names = ["tar"]
+old_style_flags = true
+options = { "-f" = "write", "--file" = "write", "--index-file" = "write" }
+flags = { "-x" = ["operands:none", "write:.", "option:-f=read", "option:--file=read"], "-t" = ["operands:none", "option:-f=read", "option:--file=read"] }"#,
+        );
+        for (a, want) in [
+            (&["xzf", "a.tgz"][..], &["write=.", "read=a.tgz"][..]),
+            (&["tzf", "a.tgz"], &["read=a.tgz"]),
+            (&["-f", "a.tar", "-t"], &["read=a.tar"]),
+            (&["--file=a.tar", "-x"], &["read=a.tar", "write=."]),
+            (
+                &["-t", "--index-file", "out.txt", "-f", "a.tar"],
+                &["write=out.txt", "read=a.tar"],
+            ),
+            (&["cf", "a.tar", "src"], &["write=a.tar", "read=src"]),
+        ] {
+            let r = read_args(&t, a);
+            assert_eq!(texts(&r, a), want, "{a:?}");
+            assert!(r.effects.is_empty(), "{a:?}: {:?}", r.effects);
+        }
         let g = spec(
             r#"names = ["git"]
 subcommands = true

@@ -176,11 +176,11 @@ impl Walker<'_> {
                 }
                 WordPiece::CommandSubstitution(code) => {
                     f.dynamic("$(...)");
-                    self.subshell_code(code, &scope.deeper());
+                    self.found_substitution(code, &scope.deeper());
                 }
                 WordPiece::BackquotedCommandSubstitution(code) => {
                     f.dynamic("$(...)");
-                    self.subshell_code(&unescape_backquoted(code), &scope.deeper());
+                    self.found_substitution(&unescape_backquoted(code), &scope.deeper());
                 }
                 WordPiece::ArithmeticExpression(e) => {
                     f.dynamic("$((...))");

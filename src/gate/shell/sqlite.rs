@@ -15,10 +15,24 @@
 //!   other (`.shell`, `.system`, `.output`, `.once`, `.load`, `.import`,
 //!   `.read`, `.open`, `.backup`...) asks (`effects.code`), and so does a
 //!   dot command that runs on over a line;
-//! - SQL goes through the SQL analysis (`[gate.sql]`, dialect `sqlite`):
-//!   its findings as they are (a rule that denies still denies), and SQL
-//!   that is not one read statement (`INSERT`, `DROP`, `ATTACH`, a
-//!   setting `PRAGMA`) asks (`effects.code`), `-readonly` or not;
+//! - SQL is cut into its statements as the CLI runs them (at each `;`
+//!   outside a trigger's `BEGIN ... END`), and each statement goes
+//!   through the SQL analysis (`[gate.sql]`, dialect `sqlite`): its
+//!   findings as they are (a rule that denies still denies), and a
+//!   statement that is not a read (`INSERT`, `DROP`, `ATTACH`, a setting
+//!   `PRAGMA`) asks (`effects.code`); `SELECT 1; SELECT 2` is two reads;
+//! - with `-readonly` the CLI opens the database with
+//!   `SQLITE_OPEN_READONLY` (the CLI's manual: "-readonly  open the
+//!   database read-only"), and attached databases inherit it: a statement
+//!   whose kind `[gate.shell.code.sqlite] readonly_statements` lists
+//!   (`INSERT`, `UPDATE`, `DELETE`, `CREATE`, `DROP`, `ALTER`) fails with
+//!   "attempt to write a readonly database", so its write findings (the
+//!   statement's own rule, a `DELETE`/`UPDATE` without `WHERE`, an
+//!   `ALTER` operation, not being a read) are dropped. What reaches past
+//!   the database even so keeps its findings: the functions of
+//!   `[[gate.sql.functions]]` (`writefile()`, `load_extension()`), and
+//!   the kinds not listed (`VACUUM INTO` writes a new file, `ATTACH`
+//!   opens another, `PRAGMA`); dot commands are judged as without it;
 //! - SQL from a file (`-init FILE`, `code:sqlite-file`) or from standard
 //!   input the line does not show (a pipe, a file, the terminal) asks; a
 //!   here-document or here-string is read line by line as the CLI does: a
@@ -26,12 +40,13 @@
 //!   lines gather into statements ended by a line ending in `;`.
 
 use super::{Arg, Scope, Stdin, Walker, excerpt};
-use crate::gate::sql::analyze_sql;
+use crate::gate::sql::{SqlConfig, analyze_sql, statement_kinds};
 
 impl Walker<'_> {
     /// Judges one piece of sqlite3 code (an operand, a `-cmd` value): a dot
-    /// command or SQL. `cmd` names the command for messages.
-    pub(super) fn sqlite_code(&mut self, a: &Arg, cmd: &str) {
+    /// command or SQL. `cmd` names the command for messages; `readonly`:
+    /// the CLI opens the database with `-readonly`.
+    pub(super) fn sqlite_code(&mut self, a: &Arg, cmd: &str, readonly: bool) {
         self.effect("code", &a.text, "sqlite");
         if a.dynamic || a.procsub {
             let d = format!(
@@ -44,7 +59,9 @@ impl Walker<'_> {
         if a.text.starts_with('.') {
             self.sqlite_dot(&a.text, cmd);
         } else {
-            self.sqlite_sql(&a.text, cmd);
+            for statement in split_statements(&a.text) {
+                self.sqlite_sql(&statement, cmd, readonly);
+            }
         }
     }
 
@@ -85,18 +102,18 @@ impl Walker<'_> {
         for line in doc.lines() {
             if sql.trim().is_empty() && line.starts_with('.') {
                 sql.clear();
-                self.sqlite_code(&Arg::literal(line), cmd);
+                self.sqlite_code(&Arg::literal(line), cmd, false);
                 continue;
             }
             sql.push_str(line);
             sql.push('\n');
             if line.trim_end().ends_with(';') {
-                self.sqlite_code(&Arg::literal(&sql), cmd);
+                self.sqlite_code(&Arg::literal(&sql), cmd, false);
                 sql.clear();
             }
         }
         if !sql.trim().is_empty() {
-            self.sqlite_code(&Arg::literal(&sql), cmd);
+            self.sqlite_code(&Arg::literal(&sql), cmd, false);
         }
     }
 
@@ -122,24 +139,110 @@ impl Walker<'_> {
         self.effect_check(|c| &c.code, &d);
     }
 
-    /// SQL: the SQL rules' findings, and a finding when it is not one read
-    /// statement.
-    fn sqlite_sql(&mut self, text: &str, cmd: &str) {
+    /// One SQL statement: the SQL rules' findings, and a finding when it
+    /// is not a read; with `readonly`, a kind the read-only connection
+    /// refuses keeps only the findings that do not concern writing the
+    /// database.
+    fn sqlite_sql(&mut self, text: &str, cmd: &str, readonly: bool) {
         let sql = self.sql;
-        let rules = analyze_sql(sql, self.path, text, "sqlite", false);
+        let mut rules = analyze_sql(sql, self.path, text, "sqlite", false);
         let read = analyze_sql(sql, self.path, text, "sqlite", true);
-        let not_read = read
+        let mut not_read = read
             .iter()
             .any(|f| !rules.iter().any(|r| r.rule_id == f.rule_id));
+        if readonly && (not_read || !rules.is_empty()) && self.refused_when_readonly(text) {
+            let writes = write_rule_ids(sql);
+            rules.retain(|f| !writes.contains(&f.rule_id.as_str()));
+            not_read = false;
+        }
         self.findings.extend(rules);
         if not_read {
             let d = format!(
-                "`{cmd}` runs SQL that is not one read statement (it may write, attach or change settings): `{}`",
+                "`{cmd}` runs SQL that is not a read statement (it may write, attach or change settings): `{}`",
                 excerpt(text.trim())
             );
             self.effect_check(|c| &c.code, &d);
         }
     }
+
+    /// Whether every statement of `text` is of a kind that
+    /// `[gate.shell.code.sqlite] readonly_statements` lists.
+    fn refused_when_readonly(&self, text: &str) -> bool {
+        let Some(listed) = self.cfg.code.get("sqlite").map(|r| &r.readonly_statements) else {
+            return false;
+        };
+        statement_kinds(self.sql, text, "sqlite")
+            .is_some_and(|k| !k.is_empty() && k.iter().all(|k| listed.contains(k)))
+    }
+}
+
+/// The ids of the SQL rules that judge a change of the database itself:
+/// the statement rules, `DELETE`/`UPDATE` without `WHERE`, the `ALTER
+/// TABLE` operations and `not_read_only`.
+fn write_rule_ids(sql: &SqlConfig) -> Vec<&str> {
+    let c = &sql.checks;
+    sql.statements
+        .values()
+        .chain(sql.alter_operations.values())
+        .chain([
+            &c.delete_without_where,
+            &c.update_without_where,
+            &c.not_read_only,
+        ])
+        .map(|r| r.id.as_str())
+        .collect()
+}
+
+/// The statements of an SQL text as the CLI runs them: cut at each `;`
+/// outside a `CREATE TRIGGER`'s `BEGIN ... END` (whose body holds `;`s;
+/// `CASE ... END` inside it is followed), each piece with its `;`;
+/// pieces of blanks and comments only are left out. A text the SQL
+/// tokenizer cannot read stays whole (the analysis reports it).
+fn split_statements(text: &str) -> Vec<String> {
+    use sqlparser::keywords::Keyword;
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    if !text.contains(';') {
+        return vec![text.to_string()];
+    }
+    let dialect = sqlparser::dialect::SQLiteDialect {};
+    let Ok(tokens) = Tokenizer::new(&dialect, text).tokenize() else {
+        return vec![text.to_string()];
+    };
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut content = false;
+    // Keywords of the piece so far: CREATE first, TRIGGER seen.
+    let (mut create, mut trigger) = (false, false);
+    let (mut body, mut case) = (0usize, 0usize);
+    for t in &tokens {
+        cur.push_str(&t.to_string());
+        match t {
+            Token::Whitespace(_) => continue,
+            Token::SemiColon if body == 0 => {
+                if content {
+                    out.push(std::mem::take(&mut cur));
+                }
+                cur.clear();
+                (content, create, trigger, case) = (false, false, false, 0);
+                continue;
+            }
+            Token::Word(w) => match w.keyword {
+                Keyword::CREATE if !content => create = true,
+                Keyword::TRIGGER if create => trigger = true,
+                Keyword::BEGIN if trigger => body += 1,
+                Keyword::CASE if body > 0 => case += 1,
+                Keyword::END if case > 0 => case -= 1,
+                Keyword::END if body > 0 => body -= 1,
+                _ => {}
+            },
+            _ => {}
+        }
+        content = true;
+    }
+    if content {
+        out.push(cur);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -184,5 +287,86 @@ mod tests {
         );
         assert_eq!(worst("echo 'SELECT 1' | sqlite3 db"), Action::Ask);
         assert_eq!(worst("sqlite3 db < q.sql"), Action::Ask);
+    }
+
+    #[test]
+    fn readonly_makes_database_writes_harmless() {
+        for line in [
+            "sqlite3 -readonly db 'INSERT INTO t VALUES (1)'",
+            "sqlite3 -readonly db 'UPDATE t SET a = 1'",
+            "sqlite3 -readonly db 'DELETE FROM t'",
+            "sqlite3 -readonly db 'DROP TABLE t'",
+            "sqlite3 -readonly db 'CREATE TABLE x (a)'",
+            "sqlite3 -readonly db 'SELECT 1; INSERT INTO t VALUES (2)'",
+            "sqlite3 -json -readonly db 'ALTER TABLE t DROP COLUMN a'",
+        ] {
+            assert_eq!(worst(line), Action::Allow, "{line}");
+        }
+        // what reaches past the database keeps its findings
+        assert_eq!(
+            worst("sqlite3 -readonly db \"SELECT writefile('x', 'y')\""),
+            Action::Deny
+        );
+        assert_ne!(
+            worst("sqlite3 -readonly db \"VACUUM INTO 'x.db'\""),
+            Action::Allow
+        );
+        assert_eq!(
+            worst("sqlite3 -readonly db \"ATTACH 'o.db' AS o\""),
+            Action::Ask
+        );
+        assert_eq!(worst("sqlite3 -readonly db '.shell id'"), Action::Ask);
+        assert_eq!(
+            worst("sqlite3 -readonly db 'PRAGMA writable_schema = 1'"),
+            Action::Ask
+        );
+        // without -readonly the same writes ask or deny as before
+        assert_eq!(worst("sqlite3 db 'INSERT INTO t VALUES (1)'"), Action::Ask);
+        assert_eq!(worst("sqlite3 db 'DROP TABLE t'"), Action::Deny);
+    }
+
+    #[test]
+    fn each_statement_of_an_operand_is_judged() {
+        assert_eq!(worst("sqlite3 db 'SELECT 1; SELECT 2'"), Action::Allow);
+        assert_eq!(worst("sqlite3 db 'SELECT 1; SELECT 2;'"), Action::Allow);
+        assert_eq!(
+            worst("sqlite3 db 'PRAGMA table_info(t); SELECT a FROM t'"),
+            Action::Allow
+        );
+        assert_eq!(
+            worst("sqlite3 db 'SELECT 1; INSERT INTO t VALUES (1)'"),
+            Action::Ask
+        );
+        assert_eq!(worst("sqlite3 db 'SELECT 1; DROP TABLE t'"), Action::Deny);
+        assert_eq!(
+            worst("sqlite3 db \"SELECT 1; SELECT load_extension('x')\""),
+            Action::Deny
+        );
+        // a `;` in a string or a comment does not end a statement
+        assert_eq!(
+            worst("sqlite3 db \"SELECT ';DROP TABLE t'\""),
+            Action::Allow
+        );
+        assert_eq!(
+            worst("sqlite3 db 'SELECT 1 -- ; DROP TABLE t'"),
+            Action::Allow
+        );
+    }
+
+    #[test]
+    fn statements_are_cut_as_the_cli_runs_them() {
+        use super::split_statements;
+        assert_eq!(split_statements("SELECT 1"), vec!["SELECT 1"]);
+        assert_eq!(
+            split_statements("SELECT 1; SELECT 2;"),
+            vec!["SELECT 1;", " SELECT 2;"]
+        );
+        assert_eq!(split_statements("SELECT ';'; -- x\n"), vec!["SELECT ';';"]);
+        let trigger = "CREATE TRIGGER r AFTER INSERT ON t BEGIN DELETE FROM u; \
+                       SELECT CASE WHEN 1 THEN 2 END; END; SELECT 3";
+        let parts = split_statements(trigger);
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert!(parts[0].ends_with("END; END;"), "{parts:?}");
+        assert_eq!(parts[1], " SELECT 3");
     }
 }

@@ -130,6 +130,7 @@ impl Walker<'_> {
                 | Effect::Project
                 | Effect::Clear
                 | Effect::Operands(_)
+                | Effect::OptionValue(..)
                 | Effect::Link(_)
                 | Effect::Fixed(..) => {}
             }
@@ -353,8 +354,8 @@ impl Walker<'_> {
     /// script.
     pub(super) fn path_target(&mut self, effect: Effect, text: &str, dynamic: bool, ctx: &Ctx) {
         let kind = effect.kind();
-        if self.found.is_some() && matches!(effect, Effect::Read) {
-            self.found_read(text, ctx);
+        if matches!(effect, Effect::Read) && self.found_any() {
+            self.found_read(text, dynamic, ctx);
         }
         // `rm h` removes a link `h` itself; `rm -r h/` what it leads to.
         let follow_last = !matches!(effect, Effect::Delete) || text.ends_with('/');
@@ -535,8 +536,8 @@ impl Walker<'_> {
                 self.st = saved;
                 return;
             }
-            "sqlite" => {
-                self.sqlite_code(a, cmd);
+            "sqlite" | "sqlite-readonly" => {
+                self.sqlite_code(a, cmd, lang == "sqlite-readonly");
                 return;
             }
             "sqlite-file" => {

@@ -24,7 +24,9 @@
 use std::path::PathBuf;
 
 use super::commands::Ctx;
-use super::{Arg, Scope, Stdin, Walker, excerpt};
+use super::model::Reading;
+use super::{Arg, CommandSpec, Scope, Stdin, Walker, excerpt};
+use crate::plan::gate::effect::Effect;
 use crate::plan::gate::written::WrittenContent;
 
 /// A file the line writes.
@@ -70,6 +72,39 @@ impl Walker<'_> {
             abs,
             content: Content::Unknown,
         });
+    }
+
+    /// A command whose entry has `url_directory` (`git clone URL`), given
+    /// its single operand only: the directory it derives from the URL is
+    /// written, as `git clone URL dir` writes `dir` (`--bare` and
+    /// `--mirror` add `.git`, as git does). A URL whose last component is
+    /// only known at run time names no directory the line can follow.
+    pub(super) fn url_directory(
+        &mut self,
+        spec: &CommandSpec,
+        rest: &[Arg],
+        reading: &Reading,
+        ctx: &Ctx,
+    ) {
+        if !spec.url_directory || reading.operands.len() != 1 {
+            return;
+        }
+        let Some(url) = rest.get(reading.operands[0]) else {
+            return;
+        };
+        let Some(mut dir) = url_directory_name(&url.text) else {
+            return;
+        };
+        if url.dynamic && dir.contains('$') {
+            return;
+        }
+        if rest
+            .iter()
+            .any(|a| a.text == "--bare" || a.text == "--mirror")
+        {
+            dir.push_str(".git");
+        }
+        self.path_target(Effect::Write, &dir, false, ctx);
     }
 
     /// Marks the files written since `mark` as holding the output of the
@@ -276,6 +311,24 @@ impl Walker<'_> {
     }
 }
 
+/// The directory `git clone` derives from a repository URL (git's
+/// `git_url_basename`, builtin/clone.c): trailing `/` and `/.git`
+/// stripped, the part after the last `/` or `:`, without a `.git` or
+/// `.bundle` suffix (`https://host/` gives `host`, as git's does). `None`
+/// when nothing is left.
+fn url_directory_name(url: &str) -> Option<String> {
+    let mut s = url.trim_end_matches(|c: char| c == '/' || c.is_whitespace());
+    if let Some(t) = s.strip_suffix("/.git") {
+        s = t.trim_end_matches('/');
+    }
+    let name = s.rsplit(['/', ':']).next().unwrap_or(s);
+    let name = name
+        .strip_suffix(".git")
+        .or_else(|| name.strip_suffix(".bundle"))
+        .unwrap_or(name);
+    (!name.is_empty()).then(|| name.to_string())
+}
+
 /// What a command writes to its standard output, when the line shows it
 /// in full: `echo` (with `-n` at most), `printf` with a format of plain
 /// text and `\n`/`\t`/`\\` escapes and no arguments, `cat` reading a
@@ -420,6 +473,26 @@ mod tests {
         let mut built = Arg::literal("echo $X\n");
         built.dynamic = true;
         assert!(tee_content(&a(&["tee", "f"]), &Stdin::Literal(built)).is_none());
+    }
+
+    #[test]
+    fn clone_directories_are_derived_from_the_url() {
+        for (url, dir) in [
+            ("https://github.com/org/repo.git", Some("repo")),
+            ("https://github.com/org/repo", Some("repo")),
+            ("https://github.com/org/repo/", Some("repo")),
+            ("https://github.com/org/repo.git/", Some("repo")),
+            ("https://host/org/repo/.git", Some("repo")),
+            ("git@github.com:org/repo.git", Some("repo")),
+            ("git@github.com:repo", Some("repo")),
+            ("ssh://git@host:22/srv/tools.git", Some("tools")),
+            ("../local/proj", Some("proj")),
+            ("/srv/git/x.bundle", Some("x")),
+            ("https://host/", Some("host")),
+            ("", None),
+        ] {
+            assert_eq!(url_directory_name(url).as_deref(), dir, "{url}");
+        }
     }
 
     #[test]

@@ -45,6 +45,15 @@ pub struct CodeRules {
     /// such as `tables` for `.tables`; src/gate/shell/sqlite.rs).
     #[serde(default)]
     pub commands: Vec<String>,
+    /// `sqlite`: the statement kinds (`sqlparser::ast::Statement` variant
+    /// names: `Insert`, `Drop`...) that only change the database, which a
+    /// connection opened with the CLI's `-readonly` (`SQLITE_OPEN_READONLY`)
+    /// refuses ("attempt to write a readonly database"): with `-readonly`
+    /// they are harmless (src/gate/shell/sqlite.rs). Kinds that reach past
+    /// the database on a read-only connection too (`VACUUM INTO` writes a
+    /// new file, `ATTACH` opens another) are not listed.
+    #[serde(default)]
+    pub readonly_statements: Vec<String>,
     /// Longest code analysed, in bytes; longer code asks.
     #[serde(default = "default_max_bytes")]
     pub max_bytes: usize,

@@ -378,6 +378,7 @@ pub(crate) mod d {
         shell_find: FindSpec = shell.find;
         shell_find_broad_starts: ConfigRegex = shell.find.broad_starts;
         shell_find_sensitive_names: Vec<String> = shell.find.sensitive_names;
+        shell_find_passes_listing: Vec<String> = shell.find.passes_listing;
         shell_commands: Vec<CommandSpec> = shell.commands;
         shell_rules: Vec<ShellRule> = shell.rules;
         shell_redirect_rules: Vec<RedirectRule> = shell.redirect_rules;

@@ -8,7 +8,9 @@
 //! links that later commands of the line follow) and `link:copy` (it
 //! moves or copies such links), in `effects` and `flags`, and
 //! `read:PATH` / `write:PATH` / `delete:PATH` (a fixed
-//! target, in `effects` and `flags`).
+//! target, in `effects` and `flags`), and `option:NAME=EFFECT` (flags
+//! only: the value of option NAME takes EFFECT instead of its own: `tar
+//! -x` reads the archive that `-f` names).
 
 use serde::Deserialize;
 use std::fmt;
@@ -61,6 +63,10 @@ pub enum Effect {
     Clear,
     /// Flags only: the operands' effect becomes this one.
     Operands(Box<Effect>),
+    /// Flags only: the value of the named option (as spelled in the
+    /// entry's `options`) takes this effect instead of its own
+    /// (`option:-f=read`: `tar -x` and `tar -t` read the archive).
+    OptionValue(String, Box<Effect>),
     /// A fixed target: `write:~/.gitconfig`.
     Fixed(Box<Effect>, String),
     /// The run makes links (`link:symbolic`, `link:hard`) or moves or
@@ -112,6 +118,7 @@ impl Effect {
             Effect::Project => "project",
             Effect::Clear => "clear",
             Effect::Operands(_) => "operands",
+            Effect::OptionValue(..) => "option",
             Effect::Fixed(e, _) => e.kind(),
             Effect::Link(_) => "link",
         }
@@ -173,6 +180,18 @@ impl Effect {
                 }
                 Ok(Effect::Operands(Box::new(inner)))
             }
+            "option" => {
+                let Some((name, e)) = arg.split_once('=') else {
+                    return Err(format!("`{s}`: expected `option:NAME=EFFECT`"));
+                };
+                let inner = Effect::parse(e)?;
+                if name.is_empty() || (!inner.is_path() && inner != Effect::None) {
+                    return Err(format!(
+                        "`{s}`: an option's value can become a path effect (read, write, delete, chdir, script) or none"
+                    ));
+                }
+                Ok(Effect::OptionValue(name.to_string(), Box::new(inner)))
+            }
             "link" => match arg {
                 "hard" => Ok(Effect::Link(LinkKind::Hard)),
                 "symbolic" => Ok(Effect::Link(LinkKind::Symbolic)),
@@ -196,6 +215,7 @@ impl fmt::Display for Effect {
             Effect::Code(l) => write!(f, "code:{l}"),
             Effect::Config(n) => write!(f, "config:{n}"),
             Effect::Operands(e) => write!(f, "operands:{e}"),
+            Effect::OptionValue(n, e) => write!(f, "option:{n}={e}"),
             Effect::Fixed(e, p) => write!(f, "{e}:{p}"),
             Effect::Link(LinkKind::Hard) => f.write_str("link:hard"),
             Effect::Link(LinkKind::Symbolic) => f.write_str("link:symbolic"),
@@ -262,5 +282,16 @@ mod tests {
                 .contains("link:hard")
         );
         assert!(Effect::parse("operands:link:hard").is_err());
+    }
+
+    #[test]
+    fn option_value_effects_parse_and_print() {
+        let e = Effect::parse("option:-f=read").unwrap();
+        assert_eq!(e, Effect::OptionValue("-f".into(), Box::new(Effect::Read)));
+        assert_eq!(e.to_string(), "option:-f=read");
+        assert_eq!(e.kind(), "option");
+        assert!(Effect::parse("option:-f").is_err());
+        assert!(Effect::parse("option:=read").is_err());
+        assert!(Effect::parse("option:-f=network").is_err());
     }
 }

@@ -613,6 +613,12 @@ pub struct WrapperSpec {
     /// Options whose value is the directory the command runs in (`env -C`).
     #[serde(default)]
     pub chdir_flags: Vec<String>,
+    /// Options whose value is the file the wrapper reads its input from
+    /// (`xargs -a FILE`, `--arg-file`), instead of standard input: a file
+    /// holding what a `find` for credentials listed makes the wrapped
+    /// command read them (src/gate/shell/found.rs).
+    #[serde(default)]
+    pub input_flags: Vec<String>,
 }
 
 /// Where an interpreter finds code without a code flag.
@@ -712,6 +718,11 @@ pub struct FindSpec {
     /// with find").
     #[serde(default = "crate::plan::gate::config::d::shell_find_sensitive_names")]
     pub sensitive_names: Vec<String>,
+    /// Commands that print what they read (`head`, `sort`, `grep`): in a
+    /// pipeline after a `find` that may list credentials, their output
+    /// is still that listing (`find ~ -name 'id_*' | sort | xargs cat`).
+    #[serde(default = "crate::plan::gate::config::d::shell_find_passes_listing")]
+    pub passes_listing: Vec<String>,
 }
 
 fn read() -> Effect {
@@ -790,6 +801,14 @@ pub struct CommandSpec {
     /// `HOST:PATH` operands are remote (network), not local paths.
     #[serde(default)]
     pub remote_operands: bool,
+    /// Given a single operand (a repository URL), the command writes the
+    /// directory it derives from the URL, as `git clone` does: the last
+    /// path component (after the last `/` or `:`), with trailing `/`,
+    /// `/.git` and a `.git` or `.bundle` suffix stripped
+    /// (`https://host/org/repo.git` and `git@host:org/repo` give `repo`).
+    /// The directory is written like a directory operand would be.
+    #[serde(default)]
+    pub url_directory: bool,
     /// The option tables as one lookup per option, built on first use (not
     /// configuration).
     #[serde(skip)]
