@@ -12,6 +12,10 @@
 //!   keyword analysis, BM25, the request's embedding (the transformer's
 //!   forward pass included) and one dot product per tool, then the scores
 //!   and the active set. Target: ≤ 30 ms median.
+//! * `selection_embed/new_message_in_session/{static,transformer}/4076`:
+//!   the same in a session: the two previous requests are remembered
+//!   (`[keywords.memory] turns = 2`) and were evaluated when they were new,
+//!   so only the new message needs the forward pass. Target: ≤ 30 ms.
 //! * `selection_embed/re_evaluation/{static,transformer}/1000`: the same
 //!   context evaluated again after a call (the first 1,000 tools; only the
 //!   recent calls change, the request's embedding is reused). Target:
@@ -133,6 +137,26 @@ fn bench(c: &mut Criterion) {
                 || {
                     i += 1;
                     context(&plan, &msgs[i % msgs.len()])
+                },
+                |ctx| black_box(plan.evaluate(&ctx, &UsageStats::default(), 0.0)),
+                BatchSize::SmallInput,
+            )
+        });
+        // The same, in a session: the two previous Seal-Tools requests are
+        // remembered (`[keywords.memory] turns = 2`) and were evaluated when
+        // they were new (in the untimed setup).
+        let mut j = 0usize;
+        g.bench_function(format!("new_message_in_session/{kind}/{n}"), |b| {
+            b.iter_batched(
+                || {
+                    j += 1;
+                    let kw = |k: usize| plan.analyzer.extract(&msgs[(j + k) % msgs.len()]);
+                    let mut ctx = context(&plan, &msgs[(j + 2) % msgs.len()]);
+                    ctx.previous_intent_keywords = vec![kw(1), kw(0)];
+                    let mut prev = context(&plan, &msgs[(j + 1) % msgs.len()]);
+                    prev.previous_intent_keywords = vec![kw(0)];
+                    plan.evaluate(&prev, &UsageStats::default(), 0.0);
+                    ctx
                 },
                 |ctx| black_box(plan.evaluate(&ctx, &UsageStats::default(), 0.0)),
                 BatchSize::SmallInput,
