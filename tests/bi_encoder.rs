@@ -239,10 +239,7 @@ fn a_remembered_message_is_not_encoded_again() {
     let mut memo = vec![0.0f32; 384];
     m.add_embedding(&text, 1.0, &mut memo);
     assert_eq!(m.forward_passes(), before, "from the memo");
-    let fresh = m
-        .encode_tools(&[text])
-        .expect("a transformer")
-        .remove(0);
+    let fresh = m.encode_tools(&[text]).expect("a transformer").remove(0);
     assert!(memo.iter().any(|x| *x != 0.0));
     assert!(memo.iter().zip(&fresh).all(|(x, y)| (x - y).abs() < 1e-5));
 }

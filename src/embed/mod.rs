@@ -25,7 +25,10 @@
 //! Tool texts are encoded once per machine: [`cache::EmbeddingCache`] keeps
 //! each tool text's vector on disk, keyed by a SHA-256 of the text, in one
 //! file per model (keyed by a SHA-256 of the model's three files) under
-//! [`cache::cache_dir`]. Requests are never cached.
+//! [`cache::cache_dir`]. Requests are never cached on disk; the vectors of
+//! the last [`QUERY_MEMO`] request texts are kept in memory
+//! ([`BiEncoder::encode_query`]), so that the remembered messages of a
+//! session are not encoded again with every new one.
 
 pub mod cache;
 
