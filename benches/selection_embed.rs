@@ -12,10 +12,18 @@
 //!   keyword analysis, BM25, the request's embedding (the transformer's
 //!   forward pass included) and one dot product per tool, then the scores
 //!   and the active set. Target: ≤ 30 ms median.
+//! * `selection_embed/new_message_in_session/{static,transformer}/4076`:
+//!   the same in a session: the two previous requests are remembered
+//!   (`[keywords.memory] turns = 2`) and were evaluated when they were new,
+//!   so only the new message needs the forward pass. Target: ≤ 30 ms.
 //! * `selection_embed/re_evaluation/{static,transformer}/1000`: the same
 //!   context evaluated again after a call (the first 1,000 tools; only the
 //!   recent calls change, the request's embedding is reused). Target:
 //!   ≤ 1 ms median.
+//! * `selection_embed/policy_reload/{static,transformer}/4076`: the policy
+//!   file loaded again and compiled by a `CompileCache` that compiled it
+//!   before (catalog and embeddings reused, the model not read again): a
+//!   policy-only reload.
 //! * `selection_embed/compile_warm/4076`: `compile` of the whole catalog
 //!   with the transformer policy, every tool's vector in the on-disk cache
 //!   (`embed::cache`; the model already loaded, as in a running process).
@@ -24,6 +32,11 @@
 //!   first, so every tool text goes through the transformer. N is
 //!   `TOOLGATE_COLD_TOOLS` (default 4,076; a smaller N gives the per-tool
 //!   cost faster).
+//!
+//! With `TOOLGATE_BENCH_CPU=N`, each new-message case is also run `N`
+//! times outside criterion, and the CPU time (all threads), the wall time
+//! and the forward passes per evaluation are printed on standard error:
+//! on a shared machine the wall time mostly measures the other processes.
 //!
 //! The cache folder is a temporary one (`TOOLGATE_CACHE_DIR`, set before any
 //! thread starts), never the user's; `TOOLGATE_BENCH_CACHE=DIR` copies the
@@ -39,7 +52,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use toolgate::compile::compile;
+use toolgate::compile::{CompileCache, compile};
 use toolgate::load::load_policy;
 use toolgate::parse::policy::PolicySource;
 use toolgate::parse::tags::{ToolSpec, import_tools_json};
@@ -87,6 +100,62 @@ fn has_transformer(p: &PolicySource) -> bool {
         .as_ref()
         .and_then(|s| s.data.as_ref())
         .is_some_and(|d| d.model.is_transformer())
+}
+
+/// CPU time of this process so far, in nanoseconds: the sum over its
+/// threads (candle's workers included) of the time on a CPU, from
+/// `/proc/self/task/*/schedstat` (Linux; `None` elsewhere).
+fn process_cpu_ns() -> Option<u64> {
+    let mut sum = 0u64;
+    for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let text = std::fs::read_to_string(e.path().join("schedstat")).ok()?;
+        sum += text.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(sum)
+}
+
+/// With `TOOLGATE_BENCH_CPU=N`: evaluates `N` contexts made by `make` (one
+/// per call, untimed) and prints, on standard error, the CPU time and the
+/// wall time per evaluation and the forward passes per evaluation. On a
+/// shared machine the wall time follows the other processes' load; the
+/// CPU time much less (it still counts candle's workers spinning).
+fn cpu_report(
+    name: &str,
+    plan: &Arc<Plan>,
+    model: Option<&toolgate::parse::semantic_model::SemanticModel>,
+    mut make: impl FnMut(usize) -> SessionContext,
+) {
+    let Some(n) = std::env::var("TOOLGATE_BENCH_CPU")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    else {
+        return;
+    };
+    let (mut cpu, mut wall) = (0u64, 0u128);
+    let passes = model.map_or(0, |m| m.forward_passes());
+    let mut made = 0u64;
+    for k in 0..n {
+        let before = model.map_or(0, |m| m.forward_passes());
+        let ctx = make(k);
+        made += model.map_or(0, |m| m.forward_passes()) - before;
+        let (c0, t0) = (process_cpu_ns(), std::time::Instant::now());
+        black_box(plan.evaluate(&ctx, &UsageStats::default(), 0.0));
+        wall += t0.elapsed().as_nanos();
+        if let (Some(a), Some(b)) = (c0, process_cpu_ns()) {
+            cpu += b - a;
+        }
+    }
+    let timed = model.map_or(0, |m| m.forward_passes()) - passes - made;
+    eprintln!(
+        "{name}: CPU {:.2} ms, wall {:.2} ms, forward passes {:.2} per evaluation (mean of {n}; load {})",
+        cpu as f64 / n as f64 / 1e6,
+        wall as f64 / n as f64 / 1e6,
+        timed as f64 / n as f64,
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
 }
 
 fn context(plan: &Plan, text: &str) -> SessionContext {
@@ -137,6 +206,66 @@ fn bench(c: &mut Criterion) {
                 |ctx| black_box(plan.evaluate(&ctx, &UsageStats::default(), 0.0)),
                 BatchSize::SmallInput,
             )
+        });
+        // The same, in a session: the two previous Seal-Tools requests are
+        // remembered (`[keywords.memory] turns = 2`) and were evaluated when
+        // they were new (in the untimed setup).
+        let mut j = 0usize;
+        g.bench_function(format!("new_message_in_session/{kind}/{n}"), |b| {
+            b.iter_batched(
+                || {
+                    j += 1;
+                    let kw = |k: usize| plan.analyzer.extract(&msgs[(j + k) % msgs.len()]);
+                    let mut ctx = context(&plan, &msgs[(j + 2) % msgs.len()]);
+                    ctx.previous_intent_keywords = vec![kw(1), kw(0)];
+                    let mut prev = context(&plan, &msgs[(j + 1) % msgs.len()]);
+                    prev.previous_intent_keywords = vec![kw(0)];
+                    plan.evaluate(&prev, &UsageStats::default(), 0.0);
+                    ctx
+                },
+                |ctx| black_box(plan.evaluate(&ctx, &UsageStats::default(), 0.0)),
+                BatchSize::SmallInput,
+            )
+        });
+        let model = p.features.semantic.as_ref().and_then(|s| s.data.as_ref());
+        let model = model.map(|d| d.model.as_ref());
+        cpu_report(&format!("new_message/{kind}/{n}"), &plan, model, |k| {
+            context(&plan, &msgs[(k * 7 + 3) % msgs.len()])
+        });
+        cpu_report(
+            &format!("new_message_in_session/{kind}/{n}"),
+            &plan,
+            model,
+            |k| {
+                let at = |d: usize| (k * 7 + 5 + d) % msgs.len();
+                let kw = |d: usize| plan.analyzer.extract(&msgs[at(d)]);
+                let mut prev = context(&plan, &msgs[at(1)]);
+                prev.previous_intent_keywords = vec![kw(0)];
+                plan.evaluate(&prev, &UsageStats::default(), 0.0);
+                let mut ctx = context(&plan, &msgs[at(2)]);
+                ctx.previous_intent_keywords = vec![kw(1), kw(0)];
+                ctx
+            },
+        );
+        // A policy-only reload, as the reloader does it: the policy file
+        // read again (the model's files are only looked at, see
+        // `load::read_transformer_folder`) and compiled by a `CompileCache`
+        // that keeps the catalog and its embeddings.
+        let path = if *kind == "static" {
+            STATIC
+        } else {
+            TRANSFORMER
+        };
+        let units = vec![Arc::new(tools.clone())];
+        let mut cache = CompileCache::default();
+        cache.compile(p, &units).expect("plan");
+        g.bench_function(format!("policy_reload/{kind}/{n}"), |b| {
+            b.iter(|| {
+                let plan = cache.compile(&policy(path), &units).expect("plan");
+                assert!(cache.stats().catalog_reused);
+                assert_eq!(cache.stats().embeddings_computed, 0);
+                black_box(plan)
+            })
         });
         let small = Arc::new(compile(p, tools[..1000.min(n)].to_vec()).expect("plan"));
         let mut ctx = context(&small, &msgs[0]);

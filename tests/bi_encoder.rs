@@ -198,3 +198,48 @@ fn a_missing_model_still_loads_and_scores_zero() {
     let sem = toolgate::plan::F_SEMANTIC;
     assert!((0..plan.tools.len()).all(|t| act.features(t)[sem] == 0.0));
 }
+
+/// A new message with `[keywords.memory]` runs one forward pass: the
+/// remembered messages' vectors come from the encoder's memo of request
+/// texts (`embed::QUERY_MEMO`), and they are the vectors a fresh forward
+/// pass gives.
+#[test]
+fn a_remembered_message_is_not_encoded_again() {
+    let _serial = init();
+    let p = policy(Path::new(POLICY));
+    let m = model(&p);
+    let tools = import_tools_json("tools.json", TOOLS).expect("tools");
+    let plan = std::sync::Arc::new(compile(&p, tools).expect("plan"));
+    // texts no other test of this binary encodes
+    let msgs = [
+        "wipe the old invoice scan from my laptop",
+        "then tell me if snow is expected in Oslo",
+        "and how many euros are 40 pounds",
+    ];
+    let mut ctx = SessionContext::default();
+    for (k, msg) in msgs.iter().enumerate() {
+        let now = plan.analyzer.extract(msg);
+        if k > 0 {
+            let last = std::mem::take(&mut ctx.user_intent_keywords);
+            ctx.previous_intent_keywords.insert(0, last);
+        }
+        ctx.user_intent_keywords = now;
+        let before = m.forward_passes();
+        plan.evaluate(&ctx, &UsageStats::default(), 0.0);
+        assert_eq!(
+            m.forward_passes() - before,
+            1,
+            "message {k} with {} remembered: only the new one is encoded",
+            ctx.previous_intent_keywords.len()
+        );
+    }
+    // A remembered text's vector is the one a forward pass gives.
+    let text = ctx.previous_intent_keywords[0].join(" ");
+    let before = m.forward_passes();
+    let mut memo = vec![0.0f32; 384];
+    m.add_embedding(&text, 1.0, &mut memo);
+    assert_eq!(m.forward_passes(), before, "from the memo");
+    let fresh = m.encode_tools(&[text]).expect("a transformer").remove(0);
+    assert!(memo.iter().any(|x| *x != 0.0));
+    assert!(memo.iter().zip(&fresh).all(|(x, y)| (x - y).abs() < 1e-5));
+}

@@ -25,7 +25,10 @@
 //! Tool texts are encoded once per machine: [`cache::EmbeddingCache`] keeps
 //! each tool text's vector on disk, keyed by a SHA-256 of the text, in one
 //! file per model (keyed by a SHA-256 of the model's three files) under
-//! [`cache::cache_dir`]. Requests are never cached.
+//! [`cache::cache_dir`]. Requests are never cached on disk; the vectors of
+//! the last [`QUERY_MEMO`] request texts are kept in memory
+//! ([`BiEncoder::encode_query`]), so that the remembered messages of a
+//! session are not encoded again with every new one.
 
 pub mod cache;
 
@@ -41,6 +44,15 @@ pub const MAX_TEXT_CHARS: usize = 4096;
 /// Texts encoded in one forward pass when many are encoded at once (tool
 /// texts at compile time), sorted by length so padding stays small.
 pub const BATCH: usize = 16;
+
+/// Request texts whose vectors a [`BiEncoder`] keeps in memory
+/// ([`BiEncoder::encode_query`]), the most recently used first. A session's
+/// request is its latest message and up to `[keywords.memory] turns`
+/// earlier ones, each encoded apart: without this memo every new message
+/// would run the forward pass again for the remembered messages, whose
+/// vectors were computed when they were new. 16 texts cover the memory of
+/// several sessions evaluated in turn (the proxy's clients).
+pub const QUERY_MEMO: usize = 16;
 
 /// The files of one transformer model folder, as read.
 #[derive(Debug, Clone, Copy)]
@@ -62,6 +74,12 @@ pub struct BiEncoder {
     dim: usize,
     /// SHA-256 of the three files, hex: the cache's file name.
     digest: String,
+    /// The last [`QUERY_MEMO`] request texts and their vectors, the most
+    /// recent first.
+    queries: std::sync::Mutex<Vec<(String, Vec<f32>)>>,
+    /// Forward passes run so far (one per batch), see
+    /// [`BiEncoder::forward_passes`].
+    passes: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for BiEncoder {
@@ -102,6 +120,8 @@ impl BiEncoder {
                 inner,
                 dim,
                 digest: digest(&files),
+                queries: std::sync::Mutex::new(Vec::with_capacity(QUERY_MEMO)),
+                passes: std::sync::atomic::AtomicU64::new(0),
             })
         }
         #[cfg(not(feature = "embed"))]
@@ -137,6 +157,8 @@ impl BiEncoder {
             order.sort_by_key(|&i| texts[i].len());
             for chunk in order.chunks(BATCH) {
                 let batch: Vec<&str> = chunk.iter().map(|&i| texts[i]).collect();
+                self.passes
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 match self.inner.encode_batch(&batch) {
                     Ok(vs) => {
                         for (&i, v) in chunk.iter().zip(vs) {
@@ -157,6 +179,38 @@ impl BiEncoder {
         {
             texts.iter().map(|_| vec![0.0; self.dim]).collect()
         }
+    }
+
+    /// The unit vector of one request text, as [`BiEncoder::encode`] gives
+    /// it: from the memo of the last [`QUERY_MEMO`] request texts when the
+    /// same text was encoded lately (no forward pass), else encoded and
+    /// remembered. Only the process's memory holds request texts; nothing
+    /// of them is written to disk.
+    pub fn encode_query(&self, text: &str) -> Vec<f32> {
+        let lock = || self.queries.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let mut memo = lock();
+            if let Some(k) = memo.iter().position(|(t, _)| t == text) {
+                let entry = memo.remove(k);
+                let v = entry.1.clone();
+                memo.insert(0, entry);
+                return v;
+            }
+        }
+        // Encoded outside the lock: another session's request need not wait.
+        let v = self.encode(&[text]).pop().unwrap_or_default();
+        let mut memo = lock();
+        if !memo.iter().any(|(t, _)| t == text) {
+            memo.insert(0, (text.to_string(), v.clone()));
+            memo.truncate(QUERY_MEMO);
+        }
+        v
+    }
+
+    /// How many forward passes this encoder has run (each batch of at most
+    /// [`BATCH`] texts is one), for tests and diagnostics.
+    pub fn forward_passes(&self) -> u64 {
+        self.passes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The unit vectors of tool texts: those in this machine's cache

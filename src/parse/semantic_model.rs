@@ -223,6 +223,14 @@ impl SemanticModel {
         Ok(model)
     }
 
+    /// The forward passes the transformer has run (0 for a static or an
+    /// absent model): see [`crate::embed::BiEncoder::forward_passes`].
+    pub fn forward_passes(&self) -> u64 {
+        self.encoder
+            .as_ref()
+            .map_or(0, crate::embed::BiEncoder::forward_passes)
+    }
+
     /// Whether this is a transformer bi-encoder.
     pub fn is_transformer(&self) -> bool {
         self.encoder.is_some()
@@ -254,7 +262,8 @@ impl SemanticModel {
                     .map_or(text, |(i, _)| &text[..i])
             };
             if let Some(enc) = &self.encoder {
-                let v = enc.encode(&[text]).pop().unwrap_or_default();
+                // a remembered message's vector comes from the encoder's memo
+                let v = enc.encode_query(text);
                 for (o, x) in out.iter_mut().zip(v) {
                     *o += weight * x;
                 }
