@@ -29,22 +29,28 @@ use super::proxy::{
     CALL_CONSISTENCY_WAIT, DEFAULT_TIMEOUT_SECONDS, lock, metas, tool_error, unix_now,
 };
 
-/// The policy's per-call limits for `tool`: (timeout, retries), from
-/// `[gate.execution]` with the tool tags' `timeout_seconds` / `max_retries`
-/// overrides (the call gate's `ExecSettings`).
-pub(crate) fn call_limits(plan: &Plan, tool: usize) -> (Duration, u32) {
+/// The policy's per-call limits for `tool`: (timeout, retries, whether a
+/// timed-out attempt is retried), from `[gate.execution]` with the tool
+/// tags' `timeout_seconds` / `max_retries` overrides (the call gate's
+/// `ExecSettings`; seed 002). Without a `[gate]` table a timeout is not
+/// retried: the attempt may still be running downstream.
+pub(crate) fn call_limits(plan: &Plan, tool: usize) -> (Duration, u32, bool) {
     let t = &plan.tools[tool].gate;
     match plan.gate.as_ref() {
         Some(g) => {
             let s = crate::gate::exec::ExecSettings::for_tool(&g.config.execution, Some(t));
-            (s.timeout, s.max_retries)
+            (s.timeout, s.max_retries, s.retry_timeouts)
         }
         None => {
             let secs = t
                 .timeout_seconds
                 .filter(|s| s.is_finite() && *s > 0.0)
                 .unwrap_or(DEFAULT_TIMEOUT_SECONDS);
-            (Duration::from_secs_f64(secs), t.max_retries.unwrap_or(0))
+            (
+                Duration::from_secs_f64(secs),
+                t.max_retries.unwrap_or(0),
+                false,
+            )
         }
     }
 }
@@ -274,12 +280,12 @@ impl ProxySession {
         tool: &str,
         bare: &str,
         args: Value,
-        limits: (Duration, u32),
+        limits: (Duration, u32, bool),
         progress: Option<ProgressToken>,
         context: &RequestContext<RoleServer>,
         retry: Option<DownstreamRetry>,
     ) -> CallEnd {
-        let (timeout, retries) = limits;
+        let (timeout, retries, retry_timeouts) = limits;
         let args: JsonObject = match args {
             Value::Object(o) => o,
             Value::Null => Map::new(),
@@ -389,7 +395,9 @@ impl ProxySession {
                     Outcome::Timeout,
                 ),
             };
-            if attempts > retries {
+            // `[gate.execution] retry_timeouts = false`: a timed-out attempt
+            // may still be running downstream, so it is not sent again
+            if attempts > retries || (outcome == Outcome::Timeout && !retry_timeouts) {
                 let msg = if attempts > 1 {
                     format!("{retryable_msg} (after {attempts} attempts)")
                 } else {

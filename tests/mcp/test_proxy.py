@@ -594,7 +594,8 @@ async def test_rm_rf_through_the_shell_is_denied(tmp_path):
     assert (victim / "data.txt").exists()
 
 
-async def test_timeout_and_retries_come_from_the_tags(tmp_path):
+def slow_tool(tmp_path):
+    """The dynamic server and tags that give `dyn.slow` a 0.5 s time-out and one retry."""
     script = tmp_path / "dyn_server.py"
     script.write_text(DYNAMIC_SERVER)
     tags = tmp_path / "tags"
@@ -605,9 +606,20 @@ async def test_timeout_and_retries_come_from_the_tags(tmp_path):
         timeout_seconds = 0.5
         max_retries = 1
     """))
+    return script, tags
+
+
+async def test_timeout_and_retries_come_from_the_tags(tmp_path):
+    # with `[gate.execution] retry_timeouts = true` a timed-out attempt is
+    # sent again, up to the tags' max_retries
+    script, tags = slow_tool(tmp_path)
+    policy = tmp_path / "policy.toml"
+    text = (ROOT / "policies/default.toml").read_text()
+    assert "retry_timeouts = false" in text
+    policy.write_text(text.replace("retry_timeouts = false", "retry_timeouts = true", 1))
     audit = tmp_path / "audit.jsonl"
     async with proxy(tmp_path, "--server", f"dyn={VENV1 / 'python'} {script}",
-                     "--tags", str(tags), "--audit", str(audit)) as p:
+                     "--tags", str(tags), "--policy", str(policy), "--audit", str(audit)) as p:
         fast = await p.call("dyn.slow", {"seconds": 0.01})
         assert text_of(fast) == "slept"
         t0 = time.monotonic()
@@ -617,6 +629,23 @@ async def test_timeout_and_retries_come_from_the_tags(tmp_path):
         assert 1.0 <= took < 6.0, took
     last = json.loads(audit.read_text().splitlines()[-1])
     assert (last["outcome"], last["attempts"]) == ("timeout", 2)
+
+
+async def test_a_timed_out_call_is_not_sent_again_under_the_shipped_policy(tmp_path):
+    # policies/default.toml: `retry_timeouts = false` ("a timed-out attempt
+    # may still be running"): even with max_retries = 1, the call goes down once
+    script, tags = slow_tool(tmp_path)
+    audit = tmp_path / "audit.jsonl"
+    async with proxy(tmp_path, "--server", f"dyn={VENV1 / 'python'} {script}",
+                     "--tags", str(tags), "--audit", str(audit)) as p:
+        t0 = time.monotonic()
+        r = await p.call("dyn.slow", {"seconds": 3})
+        took = time.monotonic() - t0
+        assert r.is_error and "no answer within 0.5 s" in text_of(r), text_of(r)
+        assert "attempts" not in text_of(r), text_of(r)
+        assert took < 1.0, took
+    last = json.loads(audit.read_text().splitlines()[-1])
+    assert (last["outcome"], last["attempts"]) == ("timeout", 1)
 
 
 async def test_inactive_calls_follow_the_policy(tmp_path, db, repo):
