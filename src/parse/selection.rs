@@ -159,7 +159,7 @@ pub struct SemanticParams {
     /// When the request has a vector and no tool's raw cosine with it (not
     /// divided by the best tool's) reaches this value, the request is taken
     /// to fit no tool: `semantic_match` and `keyword_match` are 0 for every
-    /// tool ([`crate::text::semantic::SemanticIndex::fits`]). Inert without
+    /// tool (`text::semantic::SemanticIndex::fits`). Inert without
     /// the model's files (the loader's warning says so).
     pub min_cosine: Option<f64>,
     /// The model, loaded by the loader from `model` (`None` until then).
@@ -184,7 +184,7 @@ pub enum SemanticEncoder {
 
 /// `[features.semantic_match] input`: what of a request the model embeds.
 /// Tools are embedded from the same text either way
-/// ([`crate::text::semantic::tool_text`]).
+/// (`text::semantic::tool_text`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SemanticInput {
     /// `"keywords"`: the intent keywords of each user message

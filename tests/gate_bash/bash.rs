@@ -20,7 +20,7 @@ pub struct World {
 
 const LOG: &str = r#"d="$STUB_LOG"; f="$d/r.$$"; n=0
 while [ -e "$f.$n" ]; do n=$((n+1)); done
-printf '%s\000' "${0##*/}" "$PWD" "$#" "$@" > "$f.$n"
+printf '%s\000' "${0##*/}" "$PWD" "$#" "$@" > "$d/tmp.$$.$n" && mv "$d/tmp.$$.$n" "$f.$n"
 "#;
 
 impl World {
@@ -100,6 +100,10 @@ impl World {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(&logs)
             .expect("read logs")
             .map(|e| e.expect("entry").path())
+            // a record is written under a temporary name and renamed when
+            // whole: one still being written (a stub bash left running in
+            // the background) is not read half-written
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("r.")))
             .collect();
         entries.sort();
         for p in entries {
