@@ -537,7 +537,11 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 flow.as_ref().map(|s| (s, confirmed)),
             )
             .map_err(fail)?;
+            let (v, audit_failed) = v;
             cli::guard::print_verdict(o, &v, format);
+            if let Some(m) = audit_failed {
+                return Err((ExitCode::from(3), None, Some(m)));
+            }
             let code = cli::guard::exit_code(&v);
             if code != 0 {
                 return Err((ExitCode::from(code), None, None));
