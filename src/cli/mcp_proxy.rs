@@ -26,7 +26,8 @@ pub struct McpProxyArgs {
     pub policy: Option<PathBuf>,
     /// The project folder the call gate keeps file access in when the client
     /// sends no MCP roots (repeatable; default: the working directory, which
-    /// some clients set to `/`). Relative: from the working directory.
+    /// some clients set to `/`). Relative: from the working directory. A folder
+    /// that does not exist, or a file, is a usage error (exit 2).
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// Tool-tags directory (default: the shipped tool-tags/, embedded); reloaded when a file changes.
