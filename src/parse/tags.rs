@@ -647,7 +647,9 @@ impl InlineTool {
 /// array (`[{"type": "function", "function": {...}}]`). The tools come without
 /// semantic tags and are auto-tagged; MCP annotations `readOnlyHint` and
 /// `destructiveHint` set `read_only` and the destructive risk level,
-/// `openWorldHint` sets `open_world`.
+/// `openWorldHint` sets `open_world`. A key of a tool that is neither the
+/// MCP `Tool`'s nor an OpenAI tool's, or a `type` other than `"function"`,
+/// is an error at that key ([`super::tool_file::tool_problem`]).
 /// `name` names the file in messages; see [`import_tools`].
 pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadError> {
     import_tools(SourceFile::new(name.to_string(), text))
