@@ -537,7 +537,20 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
                 flow.as_ref().map(|s| (s, confirmed)),
             )
             .map_err(fail)?;
+            let cli::guard::Guarded {
+                verdict: v,
+                audit_error: audit_failed,
+                warnings,
+            } = v;
+            if format == Format::Text {
+                for w in warnings {
+                    eprintln!("warning: {w}");
+                }
+            }
             cli::guard::print_verdict(o, &v, format);
+            if let Some(m) = audit_failed {
+                return Err((ExitCode::from(3), None, Some(m)));
+            }
             let code = cli::guard::exit_code(&v);
             if code != 0 {
                 return Err((ExitCode::from(code), None, None));

@@ -124,6 +124,7 @@ pub fn run(
     let catalog = ManuallyDrop::new(CatalogBounds::of(&p));
     let reports = check_properties(&policy, &p, &catalog, CheckOptions { samples, seed });
     let ok = violations.as_ref().is_none_or(|v| v.is_empty()) && reports.iter().all(|r| r.holds);
+    let schema_warnings = super::schema_warnings::warnings(&p, 0..p.tools.len());
     if format == Format::Json {
         w!(
             o,
@@ -140,7 +141,7 @@ pub fn run(
                 "formula_terms": p.formula.terms.len(),
                 "examples_checked": p.examples_checked,
                 "examples_skipped": p.examples_skipped,
-                "warnings": p.warnings,
+                "warnings": p.warnings.iter().chain(&schema_warnings).collect::<Vec<_>>(),
                 "notes": p.notes,
                 "score_bounds": bounds_json(&bounds),
                 "catalog_bounds": (!p.tools.is_empty()).then(|| bounds_json(&catalog.overall)),
@@ -224,7 +225,7 @@ pub fn run(
                 .join(", "))
             .unwrap_or_default()
     );
-    for w in &p.warnings {
+    for w in p.warnings.iter().chain(&schema_warnings) {
         w!(o, "  warning: {w}");
     }
     for n in &p.notes {

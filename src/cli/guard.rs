@@ -35,7 +35,20 @@ fn inline_text(arg: &std::ffi::OsStr) -> Result<String, String> {
     toolgate::datafile::decode_text(bytes)
 }
 
-/// Runs the gate on one call; returns the verdict. `tool` is a catalog
+/// What `guard` found: the verdict, and what the caller reports beside it.
+pub struct Guarded {
+    /// The gate's verdict.
+    pub verdict: Verdict,
+    /// The message of the `--audit` record that could not be written (the
+    /// caller prints the verdict, then exits 3 with it).
+    pub audit_error: Option<String>,
+    /// Unknown keywords of the called tool's schema
+    /// ([`super::schema_warnings`]).
+    pub warnings: Vec<String>,
+}
+
+/// Runs the gate on one call; returns the verdict with the audit failure
+/// and schema warnings ([`Guarded`]). `tool` is a catalog
 /// name or alias, or the client-visible name of `toolgate mcp-proxy`
 /// (`sqlite__read_query`), as for `explain`. `--args` that is not
 /// JSON is an input error (exit 3), not a verdict.
@@ -46,7 +59,7 @@ pub fn guard(
     session: Option<&str>,
     audit: Option<&PathBuf>,
     state: Option<(&super::guard_session::SessionState, bool)>,
-) -> Result<Verdict, Fail> {
+) -> Result<Guarded, Fail> {
     if let Some(path) = audit {
         super::paths::existing_folder("--audit", path).map_err(Fail::Input)?;
     }
@@ -72,14 +85,33 @@ pub fn guard(
     };
     let tool = tool.as_str();
     let mut gate = Gate::new(Arc::clone(&p));
+    let mut sink = None;
     if let Some(path) = audit {
-        let sink = JsonlSink::open(path).map_err(|e| {
+        let s = Arc::new(JsonlSink::open(path).map_err(|e| {
             Fail::Input(format!("cannot open the audit log {}: {e}", path.display()))
-        })?;
-        gate = gate.with_audit(Arc::new(sink));
+        })?);
+        gate = gate.with_audit(Arc::clone(&s) as Arc<dyn toolgate::gate::audit::AuditSink>);
+        sink = Some(s);
     }
+    // A record that could not be written is a failure (exit 3), whatever
+    // the verdict (issue 29).
+    let warnings = match p.tool_index(tool) {
+        Some(i) => super::schema_warnings::warnings(&p, [i]),
+        None => Vec::new(),
+    };
+    let audited = |verdict: Verdict| {
+        Ok(Guarded {
+            verdict,
+            audit_error: sink
+                .as_ref()
+                .and_then(|s| s.write_error())
+                .zip(audit)
+                .map(|(e, path)| format!("--audit {}: {e}", path.display())),
+            warnings,
+        })
+    };
     let (Some(id), Some((state, confirmed))) = (session, state) else {
-        return Ok(gate.check_json(session, tool, &text));
+        return audited(gate.check_json(session, tool, &text));
     };
     gate.set_flow_history(id, state.load().map_err(Fail::Input)?);
     let v = gate.check_json(session, tool, &text);
@@ -89,7 +121,7 @@ pub fn guard(
     if let Some(h) = gate.flow_history(id) {
         state.save(&h).map_err(Fail::Input)?;
     }
-    Ok(v)
+    audited(v)
 }
 
 /// Prints a verdict.

@@ -26,7 +26,8 @@ pub struct McpProxyArgs {
     pub policy: Option<PathBuf>,
     /// The project folder the call gate keeps file access in when the client
     /// sends no MCP roots (repeatable; default: the working directory, which
-    /// some clients set to `/`). Relative: from the working directory.
+    /// some clients set to `/`). Relative: from the working directory. A folder
+    /// that does not exist, or a file, is a usage error (exit 2).
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// Tool-tags directory (default: the shipped tool-tags/, embedded); reloaded when a file changes.
@@ -146,7 +147,19 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     if !args.roots.is_empty() {
         let cwd =
             std::env::current_dir().map_err(|e| format!("--root: no working directory: {e}"))?;
+        for r in &args.roots {
+            root_folder(&cwd.join(r)).map_err(|why| format!("--root {}: {why}", r.display()))?;
+        }
         c.roots = args.roots.iter().map(|r| cwd.join(r)).collect();
+    } else if let Some(file) = &args.config {
+        for r in &c.roots {
+            root_folder(r).map_err(|why| {
+                let at = config_root_at(file, r)
+                    .map(|(l, col)| format!(":{l}:{col}"))
+                    .unwrap_or_default();
+                format!("{}{at}: roots: {}: {why}", file.display(), r.display())
+            })?;
+        }
     }
     if args.audit.is_some() {
         c.audit = args.audit.clone();
@@ -200,6 +213,40 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     }
     c.check()?;
     Ok(c)
+}
+
+/// `Ok` when `root` is a folder that exists; else why it cannot be a
+/// project root of the call gate (a root that does not exist or is a file
+/// would leave every file access to ask, or name the wrong project).
+fn root_folder(root: &std::path::Path) -> Result<(), String> {
+    match std::fs::metadata(root) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err("not a folder (a project root is a folder)".into()),
+        Err(e) => Err(format!("no such folder ({e})")),
+    }
+}
+
+/// Where the `--config` file writes the root that became `root` (its
+/// folder joined to a relative path): the 1-based line and column of the
+/// first quoted string that names it, `None` when not found.
+fn config_root_at(file: &std::path::Path, root: &std::path::Path) -> Option<(usize, usize)> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let base = file.parent().unwrap_or(std::path::Path::new("."));
+    for (l, line) in text.lines().enumerate() {
+        let mut rest = line;
+        let mut col = 0;
+        while let Some(q) = rest.find(['"', '\'']) {
+            let quote = rest.as_bytes()[q] as char;
+            let after = &rest[q + 1..];
+            let Some(end) = after.find(quote) else { break };
+            if base.join(&after[..end]) == root {
+                return Some((l + 1, line[..col + q].chars().count() + 1));
+            }
+            col += q + end + 2;
+            rest = &after[end + 1..];
+        }
+    }
+    None
 }
 
 /// Runs the proxy on stdin/stdout until the client disconnects (writing

@@ -15,6 +15,7 @@ pub mod plot;
 pub mod replay;
 pub mod replay_flow;
 pub mod report;
+pub mod schema_warnings;
 pub mod stream;
 pub mod unknown_tool;
 pub mod watch;

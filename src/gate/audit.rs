@@ -69,6 +69,8 @@ pub trait AuditSink: Send + Sync {
 /// Appends records as JSON Lines to a writer (a file opened for append).
 pub struct JsonlSink {
     out: Mutex<Box<dyn Write + Send>>,
+    /// The first write failure (see [`JsonlSink::write_error`]).
+    failed: Mutex<Option<String>>,
 }
 
 impl JsonlSink {
@@ -85,7 +87,27 @@ impl JsonlSink {
     pub fn new(out: Box<dyn Write + Send>) -> JsonlSink {
         JsonlSink {
             out: Mutex::new(out),
+            failed: Mutex::new(None),
         }
+    }
+
+    /// The first record that could not be serialized or written, as its
+    /// error's text (`None`: every record so far was written). A caller
+    /// for whom a lost audit record is a failure (`toolgate guard --audit`:
+    /// exit 3) checks it after the call.
+    pub fn write_error(&self) -> Option<String> {
+        match self.failed.lock() {
+            Ok(f) => f.clone(),
+            Err(p) => p.into_inner().clone(),
+        }
+    }
+
+    fn fail(&self, e: String) {
+        let mut f = match self.failed.lock() {
+            Ok(f) => f,
+            Err(p) => p.into_inner(),
+        };
+        f.get_or_insert(e);
     }
 }
 
@@ -95,6 +117,7 @@ impl AuditSink for JsonlSink {
             Ok(l) => l,
             Err(e) => {
                 tracing::error!(target: "toolgate::audit", "cannot serialize an audit record: {e}");
+                self.fail(format!("cannot serialize an audit record: {e}"));
                 return;
             }
         };
@@ -105,6 +128,8 @@ impl AuditSink for JsonlSink {
         };
         if let Err(e) = out.write_all(line.as_bytes()).and_then(|_| out.flush()) {
             tracing::error!(target: "toolgate::audit", "cannot write an audit record: {e}");
+            drop(out);
+            self.fail(format!("cannot write an audit record: {e}"));
         }
     }
 }
@@ -442,12 +467,35 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
     let (mut records, mut gate_records, mut skipped) = (0, 0, 0);
     let mut first_skipped = None;
     let mut skipped_numbers = Vec::new();
-    for (i, line) in input.lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
+    // Read as bytes, line by line: a line that is not UTF-8 is skipped (with
+    // the byte offset of its first bad byte), not the end of the summary; a
+    // UTF-8 byte-order mark at the start of the file is accepted.
+    let mut input = input;
+    let mut buf = Vec::new();
+    let mut offset = 0usize;
+    for i in 0.. {
+        buf.clear();
+        let n = input.read_until(b'\n', &mut buf)?;
+        if n == 0 {
+            break;
         }
-        let r = match parse_line(&line) {
+        let start = offset;
+        offset += n;
+        let mut bytes = &buf[..];
+        let mut at = start;
+        if i == 0 && bytes.starts_with(b"\xEF\xBB\xBF") {
+            bytes = &bytes[3..];
+            at += 3;
+        }
+        let parsed = match std::str::from_utf8(bytes) {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => parse_line(line),
+            Err(e) => Err(format!(
+                "not valid UTF-8 (byte offset {} of the file)",
+                at + e.valid_up_to()
+            )),
+        };
+        let r = match parsed {
             Ok(Line::Gate(r)) => r,
             Ok(Line::Proxy(p)) => {
                 records += 1;

@@ -7,6 +7,7 @@ pub mod policy;
 pub mod properties;
 pub mod reader;
 pub mod roles;
+pub mod schema_keywords;
 pub mod schema_text;
 pub mod selection;
 pub mod semantic_model;

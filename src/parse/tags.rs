@@ -13,6 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use crate::diag::{Diagnostic, ErrorKind, LoadError, SourceFile};
@@ -646,7 +647,9 @@ impl InlineTool {
 /// array (`[{"type": "function", "function": {...}}]`). The tools come without
 /// semantic tags and are auto-tagged; MCP annotations `readOnlyHint` and
 /// `destructiveHint` set `read_only` and the destructive risk level,
-/// `openWorldHint` sets `open_world`.
+/// `openWorldHint` sets `open_world`. A key of a tool that is neither the
+/// MCP `Tool`'s nor an OpenAI tool's, or a `type` other than `"function"`,
+/// is an error at that key ([`super::tool_file::tool_problem`]).
 /// `name` names the file in messages; see [`import_tools`].
 pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadError> {
     import_tools(SourceFile::new(name.to_string(), text))
@@ -671,6 +674,7 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
 /// One tool of a tool file as the fast path reads it: only the fields
 /// import uses, the wrappers never built as JSON trees.
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FastTool {
     #[serde(rename = "type", default, deserialize_with = "present")]
     kind: Option<Value>,
@@ -684,9 +688,21 @@ struct FastTool {
     input_schema: Option<SchemaText>,
     #[serde(default, deserialize_with = "present")]
     annotations: Option<Value>,
+    // Keys of the MCP `Tool` that import does not read (accepted).
+    #[serde(default, deserialize_with = "present")]
+    title: Option<IgnoredAny>,
+    #[serde(rename = "outputSchema", default, deserialize_with = "present")]
+    output_schema: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "present")]
+    execution: Option<IgnoredAny>,
+    #[serde(default, deserialize_with = "present")]
+    icons: Option<IgnoredAny>,
+    #[serde(rename = "_meta", default, deserialize_with = "present")]
+    meta: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct FastFunction {
     #[serde(default, deserialize_with = "present")]
     name: Option<Value>,
@@ -694,6 +710,9 @@ struct FastFunction {
     description: Option<Value>,
     #[serde(default, deserialize_with = "present")]
     parameters: Option<SchemaText>,
+    /// (accepted, not read)
+    #[serde(rename = "strict", default, deserialize_with = "present")]
+    _strict: Option<IgnoredAny>,
 }
 
 #[derive(Deserialize)]
@@ -725,8 +744,31 @@ type RawTool = (
 );
 
 impl FastTool {
-    fn raw(self) -> RawTool {
-        let openai = self.kind.as_ref().and_then(Value::as_str) == Some("function");
+    /// `None` for a tool whose keys mix the two shapes or whose `type` is
+    /// not `"function"`: the generic path reports it.
+    fn raw(self) -> Option<RawTool> {
+        let openai = match &self.kind {
+            None => false,
+            Some(Value::String(t)) if t == "function" => true,
+            Some(_) => return None,
+        };
+        let mcp_keys = self.name.is_some()
+            || self.description.is_some()
+            || self.input_schema.is_some()
+            || self.annotations.is_some()
+            || self.title.is_some()
+            || self.output_schema.is_some()
+            || self.execution.is_some()
+            || self.icons.is_some()
+            || self.meta.is_some();
+        // (an OpenAI tool with an MCP key, an MCP tool with `function`)
+        if (openai && mcp_keys) || (!openai && self.function.is_some()) {
+            return None;
+        }
+        Some(self.raw_checked(openai))
+    }
+
+    fn raw_checked(self, openai: bool) -> RawTool {
         if openai {
             match self.function {
                 Some(f) => (true, true, f.name, f.description, f.parameters, None),
@@ -751,9 +793,16 @@ impl FastTool {
 /// field of an unexpected type), which the generic path then reads (and
 /// reports) exactly as before.
 fn fast_listing(text: &str) -> Option<(Option<String>, Vec<RawTool>)> {
-    let raw = |list: Vec<FastTool>| list.into_iter().map(FastTool::raw).collect();
+    let raw = |list: Vec<FastTool>| {
+        list.into_iter()
+            .map(FastTool::raw)
+            .collect::<Option<Vec<_>>>()
+    };
     match text.trim_start().as_bytes().first()? {
-        b'[' => Some((None, raw(serde_json::from_str::<Vec<FastTool>>(text).ok()?))),
+        b'[' => Some((
+            None,
+            raw(serde_json::from_str::<Vec<FastTool>>(text).ok()?)?,
+        )),
         b'{' => {
             let l: FastListing = serde_json::from_str(text).ok()?;
             let prefix = match l.server {
@@ -765,7 +814,7 @@ fn fast_listing(text: &str) -> Option<(Option<String>, Vec<RawTool>)> {
                 (None, Some(FastResult { tools: Some(t) })) => t,
                 _ => return None,
             };
-            Some((prefix, raw(tools)))
+            Some((prefix, raw(tools)?))
         }
         _ => None,
     }
@@ -809,6 +858,19 @@ fn generic_listing(
         }
         _ => return Err(bad("expected a JSON object or array".into())),
     };
+    // An unknown key of a tool is an error at that key (issue 29).
+    for (i, item) in list.iter().enumerate() {
+        if let Some((span, msg)) = super::tool_file::tool_problem(text, i, item) {
+            let path = super::tool_file::tool_span(text, i)
+                .map(|(_, p)| p)
+                .unwrap_or_else(|| format!("[{i}]"));
+            let mut e = bad_at(span.start, format!("tool {i} (`{path}`): {msg}"));
+            for d in &mut e.diagnostics {
+                d.kind = ErrorKind::UnknownKey;
+            }
+            return Err(e);
+        }
+    }
     let raw = list
         .into_iter()
         .map(|mut item| {
@@ -971,9 +1033,9 @@ mod tests {
         let bad = |m: String| LoadError::single(Diagnostic::bare(ErrorKind::Syntax, m));
         let cases = [
             r#"[{"type": "function", "function": {"name": "a", "description": "d", "parameters": {"type": "object"}}}]"#,
-            r#"[{"type": "function", "function": {"name": "a", "parameters": null}, "name": "ignored"}]"#,
+            r#"[{"type": "function", "function": {"name": "a", "parameters": null, "strict": true}}]"#,
             r#"[{"type": "function"}]"#,
-            r#"[{"name": "b", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}, "x": [1, {"y": 2}]}]"#,
+            r#"[{"name": "b", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}, "title": "B", "outputSchema": {"type": "object"}, "execution": {"taskSupport": "forbidden"}, "icons": [], "_meta": {"x": [1, {"y": 2}]}}]"#,
             r#"[{"name": "b", "description": null}]"#,
             r#"{"server": "s", "tools": [{"name": "c"}]}"#,
             r#"{"server": 5, "result": {"tools": [{"name": "c"}]}}"#,
@@ -1000,6 +1062,31 @@ mod tests {
         assert_eq!(f(r#"[{"name": "a", "name": "b"}]"#).unwrap(), 1);
         assert!(f(r#"{"tools": null, "result": {"tools": []}}"#).is_err());
         assert!(f(r#"[{"type": "function", "function": "f"}]"#).is_err());
+        // Unknown keys of a tool (issue 29): the fast path declines them,
+        // the generic path refuses them at the key.
+        for (c, key) in [
+            (
+                r#"[{"name": "a", "inputschema": {}}]"#,
+                "key `inputschema` (did you mean `inputSchema`?)",
+            ),
+            (
+                r#"[{"type": "function", "function": {"name": "a"}, "name": "x"}]"#,
+                "key `name`",
+            ),
+            (
+                r#"[{"type": "function", "function": {"name": "a", "descripton": "d"}}]"#,
+                "key `descripton` (did you mean `description`?)",
+            ),
+            (
+                r#"[{"type": "functon", "function": {"name": "a"}}]"#,
+                "type `functon` (did you mean `function`?)",
+            ),
+            (r#"[{"name": "a", "function": {}}]"#, "key `function`"),
+        ] {
+            assert!(fast_listing(c).is_none(), "{c}");
+            let e = import_tools_json("t.json", c).unwrap_err().to_string();
+            assert!(e.contains(&format!("unknown {key}")), "{c}: {e}");
+        }
     }
 
     #[test]

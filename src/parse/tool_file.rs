@@ -32,6 +32,115 @@ pub fn tool_span(text: &str, i: usize) -> Option<(Range<usize>, String)> {
     .map(|s| (s, format!("result.tools[{i}]")))
 }
 
+/// The keys of an MCP tool (`Tool` of the MCP specification, 2025-11-25:
+/// `name`, `title`, `description`, `inputSchema`, `outputSchema`,
+/// `annotations`, `execution`, `icons`, `_meta`). Keys toolgate does not
+/// read are accepted; any other key of an MCP tool is an error.
+pub const MCP_TOOL_KEYS: [&str; 9] = [
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "execution",
+    "icons",
+    "_meta",
+];
+
+/// The keys of an OpenAI tool (`{"type": "function", "function": {...}}`,
+/// OpenAI's Chat Completions `tools`).
+pub const OPENAI_TOOL_KEYS: [&str; 2] = ["type", "function"];
+
+/// The keys of an OpenAI tool's `function` object (`name`, `description`,
+/// `parameters`, `strict`).
+pub const OPENAI_FUNCTION_KEYS: [&str; 4] = ["name", "description", "parameters", "strict"];
+
+/// The JSON path segments of the `i`-th tool of the listing in `text`, as
+/// [`tool_span`] finds it.
+fn tool_segs(text: &str, i: usize) -> Option<Vec<Seg<'static>>> {
+    if text.trim_start().starts_with('[') {
+        return Some(vec![Seg::Index(i)]);
+    }
+    if value_span(text, &[Seg::Key("tools")]).is_some() {
+        return Some(vec![Seg::Key("tools"), Seg::Index(i)]);
+    }
+    Some(vec![Seg::Key("result"), Seg::Key("tools"), Seg::Index(i)])
+}
+
+/// The first unknown key of an object, with a did-you-mean among `known`
+/// and the list of known keys (`what` names the object in the message).
+fn unknown_key(
+    text: &str,
+    path: &[Seg<'_>],
+    o: &serde_json::Map<String, Value>,
+    known: &[&'static str],
+    what: &str,
+) -> Option<(Range<usize>, String)> {
+    let k = o.keys().find(|k| !known.contains(&k.as_str()))?;
+    let hint = crate::diag::did_you_mean(k, known.iter().copied())
+        .map(|s| format!(" (did you mean `{s}`?)"))
+        .unwrap_or_default();
+    let span = key_span(text, path, k).unwrap_or(0..0);
+    Some((
+        span,
+        format!(
+            "unknown key `{}`{hint} of {what}; known keys: {}",
+            crate::diag::echo(k),
+            known.join(", ")
+        ),
+    ))
+}
+
+/// What is wrong with the keys of the `i`-th tool `item` of the listing in
+/// `text`, and where (issue 29: a misspelt `inputSchema` used to be
+/// ignored, and the gate then validated nothing): a `type` other than
+/// `"function"` (did you mean `function`?), a key that is neither an MCP
+/// tool's ([`MCP_TOOL_KEYS`]) nor an OpenAI tool's ([`OPENAI_TOOL_KEYS`],
+/// [`OPENAI_FUNCTION_KEYS`]). `None`: every key is known (or the item is
+/// not an object, which the caller reports).
+pub fn tool_problem(text: &str, i: usize, item: &Value) -> Option<(Range<usize>, String)> {
+    let o = item.as_object()?;
+    let path = tool_segs(text, i)?;
+    match o.get("type") {
+        None => unknown_key(text, &path, o, &MCP_TOOL_KEYS, "an MCP tool"),
+        Some(Value::String(t)) if t == "function" => {
+            if let Some(p) = unknown_key(text, &path, o, &OPENAI_TOOL_KEYS, "an OpenAI tool") {
+                return Some(p);
+            }
+            let f = o.get("function")?.as_object()?;
+            let mut fpath = path.clone();
+            fpath.push(Seg::Key("function"));
+            unknown_key(
+                text,
+                &fpath,
+                f,
+                &OPENAI_FUNCTION_KEYS,
+                "an OpenAI tool's \"function\" object",
+            )
+        }
+        Some(t) => {
+            let mut tpath = path.clone();
+            tpath.push(Seg::Key("type"));
+            let span = value_span(text, &tpath).unwrap_or(0..0);
+            let msg = match t {
+                Value::String(t) => format!(
+                    "unknown type `{}`{}; an OpenAI tool is `\"type\": \"function\"` (an MCP tool has no `type`)",
+                    crate::diag::echo(t),
+                    crate::diag::did_you_mean(t, ["function"])
+                        .map(|s| format!(" (did you mean `{s}`?)"))
+                        .unwrap_or_default()
+                ),
+                other => format!(
+                    "`type` must be the string \"function\", found {}",
+                    crate::diag::json_kind(other)
+                ),
+            };
+            Some((span, msg))
+        }
+    }
+}
+
 /// What is wrong with a top-level object that holds no `tools` array (nor
 /// `result.tools`), and where: a `tools` (or `result.tools`) of another
 /// type at its value, else a key close to one that is read at that key
