@@ -103,7 +103,10 @@ impl World {
             // a record is written under a temporary name and renamed when
             // whole: one still being written (a stub bash left running in
             // the background) is not read half-written
-            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("r.")))
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("r."))
+            })
             .collect();
         entries.sort();
         for p in entries {
