@@ -18,9 +18,11 @@ pub struct World {
     logs: PathBuf,
 }
 
+// The record is written under a temporary name and renamed by `/bin/mv`
+// (not `mv`: that is one of the stubs, first on PATH).
 const LOG: &str = r#"d="$STUB_LOG"; f="$d/r.$$"; n=0
 while [ -e "$f.$n" ]; do n=$((n+1)); done
-printf '%s\000' "${0##*/}" "$PWD" "$#" "$@" > "$d/tmp.$$.$n" && mv "$d/tmp.$$.$n" "$f.$n"
+printf '%s\000' "${0##*/}" "$PWD" "$#" "$@" > "$d/tmp.$$.$n" && /bin/mv "$d/tmp.$$.$n" "$f.$n"
 "#;
 
 impl World {
