@@ -5,24 +5,8 @@
 //! properties saying which tools each covers, a misspelt required argument,
 //! and "… N more" on capped lists.
 
-use std::process::Output;
-
 mod common;
-use common::toolgate;
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
+use common::{stderr, stdout, toolgate, write};
 
 fn default_policy() -> String {
     std::fs::read_to_string("policies/default.toml").unwrap()

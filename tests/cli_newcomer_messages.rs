@@ -11,21 +11,7 @@ use std::process::Output;
 use serde_json::Value;
 
 mod common;
-use common::toolgate;
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
-}
+use common::{stderr, stdout, toolgate, write};
 
 /// The JSON error object on stderr (one line), checked for its shape.
 fn json_error(o: &Output) -> Value {

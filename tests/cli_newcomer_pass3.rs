@@ -4,18 +4,8 @@
 //! line that is not UTF-8 instead of giving up, and `mcp-proxy` checks its
 //! roots are folders.
 
-use std::process::Output;
-
 mod common;
-use common::toolgate;
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use common::{stderr, stdout, toolgate};
 
 fn write(dir: &std::path::Path, name: &str, text: &[u8]) -> String {
     let p = dir.join(name);

@@ -4,18 +4,8 @@
 //! range-checked at their value, and did-you-means where a key, a tool
 //! name or a type is wrong.
 
-use std::process::Output;
-
 mod common;
-use common::toolgate;
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use common::{stderr, stdout, toolgate, write};
 
 /// The rendered report with miette's wrapping undone (a wrapped message
 /// continues on a line that starts with `│`).
@@ -34,12 +24,6 @@ fn flat(text: &str) -> String {
         }
     }
     out
-}
-
-fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p.to_str().unwrap().to_string()
 }
 
 fn default_policy() -> String {

@@ -24,3 +24,23 @@ pub fn toolgate(args: &[&str], stdin: Option<&str>) -> Output {
     drop(child.stdin.take());
     child.wait_with_output().unwrap()
 }
+
+/// The standard error of `o`, as text (lossy).
+#[allow(dead_code)] // not every test binary that shares this module reads it
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The standard output of `o`, as text (lossy).
+#[allow(dead_code)]
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Writes `text` to `dir/name`; returns the path as a string.
+#[allow(dead_code)]
+pub fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
