@@ -7,8 +7,10 @@
 //! (`tests/data/mcp-catalogs`), where a request whose words every tool of
 //! one server shares must still find that server's tools.
 
+mod trace_requests;
 use std::path::Path;
 use std::sync::Arc;
+use trace_requests::requests;
 
 use toolgate::compile::compile;
 use toolgate::load::load_policy;
@@ -163,23 +165,6 @@ fn plan(policy: &PolicySource, servers: &[&str]) -> Arc<Plan> {
         tools.extend(import_tools_json(&path, &text).unwrap());
     }
     Arc::new(compile(policy, tools).unwrap())
-}
-
-/// `(message, called tool)` of a trace of one-question sessions.
-fn requests(path: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut msg = None;
-    for line in std::fs::read_to_string(path).unwrap().lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        match v["event"].as_str() {
-            Some("user_message") => msg = v["text"].as_str().map(String::from),
-            Some("tool_call") => {
-                out.push((msg.take().unwrap(), v["tool"].as_str().unwrap().to_string()))
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 #[test]

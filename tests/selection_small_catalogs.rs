@@ -12,7 +12,9 @@
 //! servers' tools, before any floor was measured on them, and were not used
 //! to choose any value of the policy.
 
+mod trace_requests;
 use std::sync::Arc;
+use trace_requests::requests;
 
 use toolgate::compile::compile;
 use toolgate::load::load_policy;
@@ -162,23 +164,6 @@ fn a_five_tool_catalog_finds_its_tools_and_nothing_for_an_unrelated_request() {
     // failure a floor must not have.
     let q = plan(&policy(Some(&raw)), &["time", "sqlite"], Some(&FIVE));
     assert!(found(&q, "which tables are in my sqlite database").is_empty());
-}
-
-/// `(message, called tool)` of a trace of one-question sessions.
-fn requests(path: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut msg = None;
-    for line in std::fs::read_to_string(path).unwrap().lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        match v["event"].as_str() {
-            Some("user_message") => msg = v["text"].as_str().map(String::from),
-            Some("tool_call") => {
-                out.push((msg.take().unwrap(), v["tool"].as_str().unwrap().to_string()))
-            }
-            _ => {}
-        }
-    }
-    out
 }
 
 #[test]
