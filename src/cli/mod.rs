@@ -172,7 +172,11 @@ pub fn evaluate_input(
 ) -> Result<(Activation, EvalInput), Fail> {
     let (parsed, text) = read_input_text(input).map_err(Fail::Input)?;
     let file = input.as_deref().unwrap_or("-");
-    let plan = build_located(args, Some(&parsed), input.is_some().then_some((file, &text)))?;
+    let plan = build_located(
+        args,
+        Some(&parsed),
+        input.is_some().then_some((file, &text)),
+    )?;
     if let Some(u) = parsed.unknown_tool(&plan) {
         return Err(Fail::Input(unknown_tool::message(
             &u, &plan, args, &parsed, file, &text,

@@ -40,7 +40,10 @@ pub fn absurd_weights(policy: &PolicySource) -> Vec<Diagnostic> {
         let span = value_span(text, &name.value).unwrap_or(name.span.clone());
         let written = text
             .get(span.clone())
-            .filter(|s| s.trim_start().starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c)))
+            .filter(|s| {
+                s.trim_start()
+                    .starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c))
+            })
             .map(|s| crate::diag::number_as_written(s).into_owned())
             .unwrap_or_else(|| crate::diag::short_number(*w));
         out.push(

@@ -327,7 +327,8 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
                 match k.as_str() {
                     "stage" | "conversation_stage" => {
                         c.conversation_stage = Some(opt_string(v, k).map_err(err)?);
-                        stage_column = value_span(text, &[Seg::Key(k)]).and_then(|s| column(s.start));
+                        stage_column =
+                            value_span(text, &[Seg::Key(k)]).and_then(|s| column(s.start));
                     }
                     "language" | "active_language" => {
                         c.active_language = Some(opt_string(v, k).map_err(err)?)

@@ -409,7 +409,9 @@ mod tests {
         assert!(m[0].contains("write `[[server]]`"), "{m:?}");
         assert_eq!(
             msgs("[[server]]\nname = \"t\"\ncommand = \"x\"\nera = \"moden\"\n"),
-            ["unknown era `moden`; did you mean `modern`? (server[0].era is one of: auto, modern, legacy)"]
+            [
+                "unknown era `moden`; did you mean `modern`? (server[0].era is one of: auto, modern, legacy)"
+            ]
         );
         let m = msgs("[[server]]\nname = \"t\"\nurl = \"notaurl\"\n");
         assert!(
