@@ -19,6 +19,9 @@
 //! state_key_env = "TOOLGATE_STATE_KEY" # signs modern-era session handles and confirmations
 //!                                     # (>= 32 bytes; replicas share it; default: random per start)
 //! confirm_ttl_ms = 300000             # a modern client's confirmation expires after this
+//! max_concurrent_calls = 256          # tools/call in progress, whole proxy
+//! max_concurrent_calls_per_session = 16
+//! call_queue_ms = 10000               # wait this long for a free slot, then refuse
 //!
 //! [find_tools]                        # the search tool: enabled, name, description
 //! enabled = true
@@ -43,10 +46,6 @@
 //! name = "github"
 //! url = "https://api.githubcopilot.com/mcp/"
 //! headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }   # ${VAR}: from the environment
-//!
-//! max_concurrent_calls = 256          # tools/call in progress, whole proxy
-//! max_concurrent_calls_per_session = 16
-//! call_queue_ms = 10000               # wait this long for a free slot, then refuse
 //!
 //! [http]                              # serving clients over Streamable HTTP (--listen)
 //! listen = "127.0.0.1:8765"

@@ -401,6 +401,30 @@ mod tests {
         assert!(msgs("max_concurrent_calls = 4\n[http]\npath = \"/x\"\n").is_empty());
     }
 
+    /// The configuration examples of docs/mcp-proxy.md and of the module
+    /// docs read as they say (a top-level key written after a table
+    /// belongs to that table and was refused as unknown there).
+    #[test]
+    fn the_documented_examples_read() {
+        let docs = include_str!("../../../docs/mcp-proxy.md");
+        let from = docs.find("The same as a file").unwrap();
+        let block = &docs[from..];
+        let block = &block[block.find("```toml\n").unwrap() + 8..];
+        let block = &block[..block.find("```").unwrap()];
+        let module = include_str!("../config.rs");
+        let module: String = module[module.find("//! ```toml\n").unwrap() + 12..]
+            .lines()
+            .take_while(|l| !l.starts_with("//! ```"))
+            .map(|l| format!("{}\n", l.strip_prefix("//!").unwrap_or(l).trim_start_matches(' ')))
+            .collect();
+        for text in [block, module.as_str()] {
+            assert!(msgs(text).is_empty(), "{:?}\n{text}", msgs(text));
+            if let Err(e) = toml::from_str::<super::super::RawConfig>(text) {
+                panic!("{e}\n{text}");
+            }
+        }
+    }
+
     #[test]
     fn servers_tables_eras_and_urls() {
         let m = msgs("[server]\nname = \"t\"\ncommand = \"x\"\n");
