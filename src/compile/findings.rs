@@ -207,10 +207,12 @@ pub struct Findings {
 ///   clamp is declared, so cutting them is by design), saying that it
 ///   covers any tool the policy admits.
 pub fn findings(policy: &PolicySource, plan: &Plan) -> Findings {
-    let mut out = Findings::default();
     // A weight past the clamp's rounding (super::weights) makes every bound
     // below meaningless: its error alone.
-    out.errors = super::weights::absurd_weights(policy);
+    let mut out = Findings {
+        errors: super::weights::absurd_weights(policy),
+        ..Findings::default()
+    };
     if !out.errors.is_empty() {
         return out;
     }

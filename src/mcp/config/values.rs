@@ -415,7 +415,12 @@ mod tests {
         let module: String = module[module.find("//! ```toml\n").unwrap() + 12..]
             .lines()
             .take_while(|l| !l.starts_with("//! ```"))
-            .map(|l| format!("{}\n", l.strip_prefix("//!").unwrap_or(l).trim_start_matches(' ')))
+            .map(|l| {
+                format!(
+                    "{}\n",
+                    l.strip_prefix("//!").unwrap_or(l).trim_start_matches(' ')
+                )
+            })
             .collect();
         for text in [block, module.as_str()] {
             assert!(msgs(text).is_empty(), "{:?}\n{text}", msgs(text));
