@@ -27,6 +27,7 @@ use crate::context::{SessionContext, UsageStats};
 use crate::parse::tags::InlineTool;
 use crate::plan::Plan;
 
+pub mod located;
 mod ranges;
 
 /// Usage as given in an input: counts, seconds since the last call, frequencies.
@@ -120,10 +121,18 @@ impl EvalInput {
             }
         })?;
         for (i, t) in input.tools.iter().flatten().enumerate() {
-            t.check().map_err(|m| InputError {
-                line: 0,
-                column: 0,
-                message: format!("tools[{i}]: {m}"),
+            t.check().map_err(|m| {
+                // at the tool's object (json_path; 0:0 if not found)
+                use crate::diag::json_path::{Seg, value_span};
+                let at = value_span(text, &[Seg::Key("tools"), Seg::Index(i)]);
+                let (line, column) = at.map_or((0, 0), |s| {
+                    crate::diag::SourceFile::new("", text).line_col(s.start)
+                });
+                InputError {
+                    line,
+                    column,
+                    message: format!("tools[{i}]: {m}"),
+                }
             })?;
         }
         ranges::check(&input, text)?;

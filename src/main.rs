@@ -77,7 +77,7 @@ enum Command {
         /// RNG seed for --fuzz and for the property searches.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Random sessions tried for a property that cannot be decided statically (a property's own `samples` wins).
+        /// Random sessions tried for a property that cannot be decided statically (1 to 100000; a property's own `samples` wins).
         #[arg(long, value_name = "N", default_value_t = 256)]
         samples: u64,
         #[arg(long, value_enum, default_value = "text")]

@@ -114,6 +114,20 @@ pub fn run(
     samples: u64,
     format: Format,
 ) -> Result<bool, Fail> {
+    // 0 random sessions would check nothing, yet read as "no
+    // counterexample": an input error, like a property's own `samples`
+    // outside [1, MAX_SAMPLES] is a policy error (issue 29).
+    let max = toolgate::parse::properties::MAX_SAMPLES;
+    if !(1..=max).contains(&samples) {
+        return Err(Fail::Input(format!(
+            "--samples must be within [1, {max}] (random sessions tried per property), found {samples}{}",
+            if samples == 0 {
+                ": 0 sessions would check nothing"
+            } else {
+                ""
+            }
+        )));
+    }
     // `check` is the process's last work: the plan, the policy and the
     // catalog bounds are left to the process exit instead of being freed
     // (freeing a 10,000-tool plan is a tenth of the run).

@@ -122,14 +122,32 @@ pub enum Fail {
 }
 
 pub fn build(args: &PlanArgs, input: Option<&EvalInput>) -> Result<Arc<Plan>, Fail> {
+    build_located(args, input, None)
+}
+
+/// [`build`], the input's inline tools located in its file (`(name,
+/// text)`): their errors stand at `NAME:LINE:COLUMN`.
+pub fn build_located(
+    args: &PlanArgs,
+    input: Option<&EvalInput>,
+    file: Option<(&str, &str)>,
+) -> Result<Arc<Plan>, Fail> {
     let sources = Sources {
         policy: args.policy.clone(),
         tags: args.tags.clone(),
         tools: args.tools.clone(),
     };
     let policy = load_policy(sources.policy.as_deref());
-    let catalog = match input.and_then(|i| i.tools.clone()) {
-        Some(tools) => Ok(tools.into_iter().map(|t| t.into_spec()).collect()),
+    let located = match (input, file) {
+        (Some(i), Some((name, text))) => toolgate::input::located::located_tools(i, name, text),
+        _ => None,
+    };
+    let catalog = match located.or_else(|| {
+        input
+            .and_then(|i| i.tools.clone())
+            .map(|tools| tools.into_iter().map(|t| t.into_spec()).collect())
+    }) {
+        Some(tools) => Ok(tools),
         None => load_catalog(&sources),
     };
     let plan = match (policy, catalog) {
@@ -153,12 +171,19 @@ pub fn evaluate_input(
     input: &Option<String>,
 ) -> Result<(Activation, EvalInput), Fail> {
     let (parsed, text) = read_input_text(input).map_err(Fail::Input)?;
-    let plan = build(args, Some(&parsed))?;
+    let file = input.as_deref().unwrap_or("-");
+    let plan = build_located(
+        args,
+        Some(&parsed),
+        input.is_some().then_some((file, &text)),
+    )?;
     if let Some(u) = parsed.unknown_tool(&plan) {
-        let file = input.as_deref().unwrap_or("-");
         return Err(Fail::Input(unknown_tool::message(
             &u, &plan, args, &parsed, file, &text,
         )));
+    }
+    if let Some(m) = toolgate::input::located::undeclared_stage(&parsed, &plan, file, &text) {
+        return Err(Fail::Input(m));
     }
     let (ctx, usage, now) = parsed.resolve(&plan).map_err(Fail::Input)?;
     Ok((plan.evaluate(&ctx, &usage, now), parsed))

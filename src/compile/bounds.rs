@@ -728,12 +728,17 @@ pub fn clamp(plan: &Plan, x: f64) -> f64 {
     x.min(plan.clamp.1).max(plan.clamp.0)
 }
 
-/// A number for messages: at most 6 decimals, no trailing zeros.
+/// A number for messages: at most 6 decimals, no trailing zeros; past
+/// [`crate::diag::MAX_ECHOED_NUMBER`] characters, the exponent form.
 pub fn num(x: f64) -> String {
     if !x.is_finite() {
         return x.to_string();
     }
     let s = format!("{x:.6}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s.len() > crate::diag::MAX_ECHOED_NUMBER {
+        // 1e300: the exponent form, never 301 digits
+        return format!("{x:e}");
+    }
     if s == "-0" { "0".into() } else { s.to_string() }
 }

@@ -380,8 +380,17 @@ fn compile_tool(
                     ErrorKind::OutOfRange,
                     tags.base_priority.span.clone(),
                     format!(
-                        "tool `{}`: base_priority must be within [0, 1], found {bp}",
-                        t.name.value
+                        "tool `{}`: base_priority must be within [0, 1], found {}",
+                        t.name.value,
+                        // as written (`1e300`, not 301 digits)
+                        t.file
+                            .as_ref()
+                            .and_then(|f| f.text.get(tags.base_priority.span.clone()))
+                            .filter(|w| !w.is_empty())
+                            .map_or_else(
+                                || crate::diag::short_number(bp),
+                                |w| crate::diag::number_as_written(w).into_owned()
+                            )
                     ),
                 ));
                 ok = false;

@@ -14,7 +14,11 @@
 //!   matter. With `max_active` or `min_active` only constant terms are
 //!   reported (any varying term can reorder tools);
 //! * raw scores beyond the clamp, for inputs that reach them (the extreme
-//!   combination of feature values), are a warning: scores past the clamp tie.
+//!   combination of feature values), are a warning: scores past the clamp tie;
+//! * a weight too large for any score to mean anything is an error, and the
+//!   only finding then; raw scores all at or beyond one end of the clamp
+//!   give one warning instead of the threshold's and the terms'
+//!   ([`super::weights`]).
 
 use crate::diag::{Diagnostic, ErrorKind};
 use crate::parse::policy::{PolicySource, Sp};
@@ -203,7 +207,15 @@ pub struct Findings {
 ///   clamp is declared, so cutting them is by design), saying that it
 ///   covers any tool the policy admits.
 pub fn findings(policy: &PolicySource, plan: &Plan) -> Findings {
-    let mut out = Findings::default();
+    // A weight past the clamp's rounding (super::weights) makes every bound
+    // below meaningless: its error alone.
+    let mut out = Findings {
+        errors: super::weights::absurd_weights(policy),
+        ..Findings::default()
+    };
+    if !out.errors.is_empty() {
+        return out;
+    }
     let dw = DomainWeights::of(plan);
     let ranges = policy_ranges(plan, &dw, false);
     let b = raw_bounds(plan, &ranges);
@@ -264,6 +276,15 @@ pub fn findings(policy: &PolicySource, plan: &Plan) -> Findings {
                 num(c.threshold_factor.value)
             ),
         ));
+    }
+    // Every score at one end of the clamp: one finding says it all.
+    if !raw.is_empty() && (raw.lo >= chi || raw.hi <= clo) {
+        out.warnings.push(super::weights::pinned_scores(
+            policy,
+            (raw.lo, raw.hi),
+            (clo, chi),
+        ));
+        return out;
     }
     if t <= lowest {
         out.warnings.push(at(

@@ -29,6 +29,7 @@ pub mod gate;
 pub mod interval;
 mod properties;
 pub mod selection;
+pub mod weights;
 pub mod witness;
 
 use std::collections::HashMap;

@@ -19,6 +19,9 @@
 //! state_key_env = "TOOLGATE_STATE_KEY" # signs modern-era session handles and confirmations
 //!                                     # (>= 32 bytes; replicas share it; default: random per start)
 //! confirm_ttl_ms = 300000             # a modern client's confirmation expires after this
+//! max_concurrent_calls = 256          # tools/call in progress, whole proxy
+//! max_concurrent_calls_per_session = 16
+//! call_queue_ms = 10000               # wait this long for a free slot, then refuse
 //!
 //! [find_tools]                        # the search tool: enabled, name, description
 //! enabled = true
@@ -44,10 +47,6 @@
 //! url = "https://api.githubcopilot.com/mcp/"
 //! headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }   # ${VAR}: from the environment
 //!
-//! max_concurrent_calls = 256          # tools/call in progress, whole proxy
-//! max_concurrent_calls_per_session = 16
-//! call_queue_ms = 10000               # wait this long for a free slot, then refuse
-//!
 //! [http]                              # serving clients over Streamable HTTP (--listen)
 //! listen = "127.0.0.1:8765"
 //! path = "/mcp"
@@ -65,6 +64,7 @@
 //! user info).
 
 mod toml_error;
+mod values;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -634,7 +634,8 @@ impl ProxyConfig {
                 crate::datafile::decode_text(b).map_err(|e| format!("{}: {e}", path.display()))
             })?;
         let base = path.parent().unwrap_or(Path::new("."));
-        // A TOML or key error reads `FILE:LINE:COLUMN: message`.
+        // A TOML, key or value error reads `FILE:LINE:COLUMN: message`.
+        values::check(&text, |l, c| format!("{}:{l}:{c}: ", path.display()))?;
         if let Err(e) = toml::from_str::<RawConfig>(&text) {
             return Err(match toml_error::describe(&text, &e) {
                 (Some((l, c)), m) => format!("{}:{l}:{c}: {m}", path.display()),
@@ -645,9 +646,11 @@ impl ProxyConfig {
     }
 
     /// Parses configuration text; relative paths are joined to `base`. A
-    /// TOML or key error reads `line L, column C: message`, with a
-    /// did-you-mean for a misspelt key.
+    /// TOML, key or value error reads `line L, column C: message`, with a
+    /// did-you-mean for a misspelt key or era (every value problem at once,
+    /// one a line: `values`).
     pub fn from_toml_str(text: &str, base: &Path) -> Result<Self, String> {
+        values::check(text, |l, c| format!("line {l}, column {c}: "))?;
         let raw: RawConfig =
             toml::from_str(text).map_err(|e| match toml_error::describe(text, &e) {
                 (Some((l, c)), m) => format!("line {l}, column {c}: {m}"),
@@ -1020,7 +1023,7 @@ headers = { Authorization = "Bearer ${TOOLGATE_TEST_CONFIG_TOKEN}", "X-Team" = "
                 "[[server]]\nname='r'\ncommand='x'\nheaders={A='b'}\n",
                 "remote server",
             ),
-            ("max_concurrent_calls = 0\n", ">= 1"),
+            ("max_concurrent_calls = 0\n", "≥ 1, found 0"),
             (
                 "[http]\nbearer_token_env = 'TOOLGATE_TEST_UNSET_VAR'\n",
                 "not set",

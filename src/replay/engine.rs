@@ -159,12 +159,18 @@ pub fn validate(plan: &Plan, l: &TraceLine) -> Result<Option<usize>, TraceError>
             if let Some(Some(stage)) = &c.conversation_stage
                 && plan.stage_index(stage).is_none()
             {
-                return Err(err(format!(
-                    "stage `{}` is not declared by policy `{}` (declared: {})",
-                    crate::diag::echo(stage),
-                    plan.policy_name,
-                    plan.stages.join(", ")
-                )));
+                let hint = crate::diag::did_you_mean(stage, plan.stages.iter().map(|s| s.as_str()))
+                    .map(|s| format!("; did you mean `{s}`?"))
+                    .unwrap_or_default();
+                return Err(TraceError {
+                    column: l.stage_column,
+                    ..err(format!(
+                        "stage `{}` is not declared by policy `{}` (declared: {}){hint}",
+                        crate::diag::echo(stage),
+                        plan.policy_name,
+                        plan.stages.join(", ")
+                    ))
+                });
             }
             Ok(None)
         }

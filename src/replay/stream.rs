@@ -123,15 +123,7 @@ pub fn index_trace(
             continue;
         }
         let parsed = parse_line(&raw, line).and_then(|l| match last_t.get(&l.session) {
-            Some(&prev) if l.t < prev => Err(TraceError {
-                column: None,
-                line,
-                message: format!(
-                    "time goes back in session `{}`: t = {} after t = {prev}",
-                    crate::diag::echo(&l.session),
-                    l.t
-                ),
-            }),
+            Some(&prev) if l.t < prev => Err(super::trace::time_goes_back(&l, prev, &raw)),
             _ => Ok(l),
         });
         let l = match parsed {

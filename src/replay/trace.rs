@@ -101,6 +101,9 @@ pub struct TraceLine {
     pub t: f64,
     /// The event.
     pub event: Event,
+    /// 1-based column (in characters) of a context event's stage value,
+    /// for a message about it (an undeclared stage); `None` otherwise.
+    pub stage_column: Option<usize>,
 }
 
 /// A parsed trace: the valid lines, in file order, and the lines skipped.
@@ -306,6 +309,7 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
             ));
         }
     };
+    let mut stage_column = None;
     let keys = |allowed: &[&str]| check_keys(&o, allowed, kind).map_err(|(k, m)| at_key(k, m));
     let event = match kind {
         "user_message" => {
@@ -322,7 +326,9 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
             for (k, v) in &o {
                 match k.as_str() {
                     "stage" | "conversation_stage" => {
-                        c.conversation_stage = Some(opt_string(v, k).map_err(err)?)
+                        c.conversation_stage = Some(opt_string(v, k).map_err(err)?);
+                        stage_column =
+                            value_span(text, &[Seg::Key(k)]).and_then(|s| column(s.start));
                     }
                     "language" | "active_language" => {
                         c.active_language = Some(opt_string(v, k).map_err(err)?)
@@ -382,6 +388,7 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
         session,
         t,
         event,
+        stage_column,
     })
 }
 
@@ -397,15 +404,7 @@ pub fn parse_trace(text: &str, skip_invalid: bool) -> Result<Trace, TraceError> 
             continue;
         }
         let parsed = parse_line(raw, line).and_then(|l| match last_t.get(&l.session) {
-            Some(&prev) if l.t < prev => Err(TraceError {
-                column: None,
-                line,
-                message: format!(
-                    "time goes back in session `{}`: t = {} after t = {prev}",
-                    crate::diag::echo(&l.session),
-                    l.t
-                ),
-            }),
+            Some(&prev) if l.t < prev => Err(time_goes_back(&l, prev, raw)),
             _ => Ok(l),
         });
         match parsed {
@@ -418,6 +417,27 @@ pub fn parse_trace(text: &str, skip_invalid: bool) -> Result<Trace, TraceError> 
         }
     }
     Ok(trace)
+}
+
+/// The error for line `l` (text `raw`) of a session whose previous line
+/// had the later time `prev`: `time goes back in session `S`: t = 5 after
+/// t = 1e300`, this line's `t` as written, clipped
+/// ([`crate::diag::number_as_written`]), the previous one in short form
+/// ([`crate::diag::short_number`]): never a float's 300 digits.
+pub fn time_goes_back(l: &TraceLine, prev: f64, raw: &str) -> TraceError {
+    use crate::diag::json_path::{Seg, value_span};
+    let now = value_span(raw, &[Seg::Key("t")])
+        .map(|s| crate::diag::number_as_written(&raw[s]).into_owned())
+        .unwrap_or_else(|| crate::diag::short_number(l.t));
+    TraceError {
+        column: None,
+        line: l.line,
+        message: format!(
+            "time goes back in session `{}`: t = {now} after t = {}",
+            crate::diag::echo(&l.session),
+            crate::diag::short_number(prev)
+        ),
+    }
 }
 
 #[cfg(test)]
