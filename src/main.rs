@@ -71,7 +71,8 @@ enum Command {
     Check {
         #[command(flatten)]
         plan: PlanArgs,
-        /// Also evaluate N random sessions and report scores outside the clamp bounds, NaNs and active-count breaches.
+        /// Also evaluate N random sessions (1 to 1,000,000; progress on stderr on long runs) and report
+        /// scores outside the clamp bounds, NaNs and active-count breaches.
         #[arg(long, value_name = "N")]
         fuzz: Option<usize>,
         /// RNG seed for --fuzz and for the property searches.
@@ -352,6 +353,9 @@ fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
             samples,
             format,
         } => {
+            if let Some(n) = fuzz {
+                cli::check::fuzz_count(n).map_err(|m| (ExitCode::from(2), None, Some(m)))?;
+            }
             if !cli::check::run(o, &plan, fuzz, seed, samples, format).map_err(fail)? {
                 return Err((ExitCode::from(4), None, None));
             }
