@@ -49,14 +49,11 @@ pub fn run_import_bfcl(
     }
     if !data.is_dir() {
         let what = if data.exists() {
-            "is a file"
+            format!("--data must be a folder; {} is a file", data.display())
         } else {
-            "does not exist"
+            format!("--data {}: the folder does not exist", data.display())
         };
-        return Err(Fail::Input(format!(
-            "--data must be a folder; {} {what}; {WHAT_DATA_HOLDS}",
-            data.display()
-        )));
+        return Err(Fail::Input(format!("{what}; {WHAT_DATA_HOLDS}")));
     }
     // `out` is created, not its parents (`cli::paths`).
     super::paths::existing_folder("--out", out).map_err(Fail::Input)?;
