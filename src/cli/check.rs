@@ -130,7 +130,7 @@ fn fuzz_with_progress(p: &Arc<Plan>, n: usize, seed: u64) -> Vec<toolgate::fuzz:
     let mut last = start;
     let mut report = |done: usize| {
         // the clock is read every 64 sessions only
-        if done % 64 != 0 || last.elapsed() < FUZZ_PROGRESS_EVERY {
+        if !done.is_multiple_of(64) || last.elapsed() < FUZZ_PROGRESS_EVERY {
             return;
         }
         last = std::time::Instant::now();
