@@ -76,12 +76,50 @@ pub fn read_text_file(path: &Path) -> std::io::Result<String> {
     decode_text(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// How `bytes`, the start of a file, show UTF-16 (which Windows tools such
+/// as PowerShell's `>` and Notepad's "Unicode" write), if they do: `byte-order
+/// mark FF FE` (little-endian) or `FE FF` (big-endian); without a mark,
+/// `no byte-order mark; every second byte is 0` when, in the first 64 code
+/// units, at least three quarters have a zero high byte on one side and
+/// none on the other (text in the Latin script; neither JSON nor TOML holds
+/// a NUL byte). `None` for anything else.
+pub fn utf16_mark(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(&[0xFF, 0xFE]) {
+        return Some("byte-order mark FF FE");
+    }
+    if bytes.starts_with(&[0xFE, 0xFF]) {
+        return Some("byte-order mark FE FF");
+    }
+    let units: Vec<&[u8]> = bytes.chunks_exact(2).take(64).collect();
+    if units.is_empty() {
+        return None;
+    }
+    let zero = |i: usize| units.iter().filter(|u| u[i] == 0).count();
+    let (even, odd) = (zero(0), zero(1));
+    let most = units.len() * 3 / 4;
+    ((odd >= most.max(1) && even == 0) || (even >= most.max(1) && odd == 0))
+        .then_some("no byte-order mark; every second byte is 0")
+}
+
+/// The error for a file whose bytes are UTF-16 ([`utf16_mark`]): `this
+/// file looks like UTF-16 (byte-order mark FF FE); save it as UTF-8`.
+pub fn utf16_message(mark: &str) -> String {
+    format!("this file looks like UTF-16 ({mark}); save it as UTF-8")
+}
+
 /// The text of a file's bytes: UTF-8, with a leading byte-order mark
 /// (EF BB BF, written by some Windows editors) dropped. Bytes that are not
 /// UTF-8 are an error naming the byte offset in the file of the first bad
 /// byte (0-based, the mark counted) and its line and column
 /// ([`utf8_line_column`]): `not valid UTF-8 at byte 17 (line 2, column 8)`.
+/// UTF-16 (with or without its byte-order mark) is named as such
+/// ([`utf16_message`]). Every file the CLI and the loader read as text
+/// comes through here (traces and audit logs, read line by line, check
+/// their first line with [`utf16_mark`]).
 pub fn decode_text(mut bytes: Vec<u8>) -> Result<String, String> {
+    if let Some(mark) = utf16_mark(&bytes) {
+        return Err(utf16_message(mark));
+    }
     let mut bom = 0;
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
         bytes.drain(..3);
@@ -170,6 +208,42 @@ mod tests {
             std::os::unix::fs::symlink(&p, &l).unwrap();
             assert_eq!(read_text_file(&l).unwrap(), "x = 1\n");
         }
+    }
+
+    #[test]
+    fn utf16_is_named_with_or_without_its_mark() {
+        let le: Vec<u8> = "{\"a\": 1}"
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        let be: Vec<u8> = "x = 1\n"
+            .encode_utf16()
+            .flat_map(u16::to_be_bytes)
+            .collect();
+        let marked = [vec![0xFF, 0xFE], le.clone()].concat();
+        assert_eq!(
+            decode_text(marked).unwrap_err(),
+            "this file looks like UTF-16 (byte-order mark FF FE); save it as UTF-8"
+        );
+        let marked = [vec![0xFE, 0xFF], be.clone()].concat();
+        assert!(
+            decode_text(marked)
+                .unwrap_err()
+                .contains("byte-order mark FE FF")
+        );
+        for bare in [le, be] {
+            assert!(
+                decode_text(bare)
+                    .unwrap_err()
+                    .contains("UTF-16 (no byte-order mark; every second byte is 0)")
+            );
+        }
+        // UTF-8 text, CJK included, is not taken for UTF-16
+        assert_eq!(
+            decode_text("帮我 x = 1".as_bytes().to_vec()).unwrap(),
+            "帮我 x = 1"
+        );
+        assert_eq!(utf16_mark(b"a"), None);
     }
 
     #[test]

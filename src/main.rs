@@ -71,7 +71,8 @@ enum Command {
     Check {
         #[command(flatten)]
         plan: PlanArgs,
-        /// Also evaluate N random sessions and report scores outside the clamp bounds, NaNs and active-count breaches.
+        /// Also evaluate N random sessions (1 to 1,000,000; progress on stderr on long runs) and report
+        /// scores outside the clamp bounds, NaNs and active-count breaches.
         #[arg(long, value_name = "N")]
         fuzz: Option<usize>,
         /// RNG seed for --fuzz and for the property searches.
@@ -257,7 +258,8 @@ enum Command {
         args: std::ffi::OsString,
         /// Session id recorded in the audit log. The session's data-flow history
         /// (`[gate.flow]`) is kept in a state file between calls: --state, else
-        /// $TOOLGATE_STATE_DIR/ID.json, else $XDG_STATE_HOME (~/.local/state)/toolgate/sessions/ID.json.
+        /// $TOOLGATE_STATE_DIR/ID.json (a folder that must exist), else $XDG_STATE_HOME
+        /// (~/.local/state)/toolgate/sessions/ID.json (created when missing).
         #[arg(long, value_name = "ID")]
         session: Option<String>,
         /// The session's state file (JSON; created when missing, in a folder that must exist). Needs --session.
@@ -316,12 +318,33 @@ enum AuditCommand {
     },
 }
 
-fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Option<String>)> {
-    let fail = |f: Fail| match f {
+type Failed = (ExitCode, Option<LoadError>, Option<String>);
+
+fn fail(f: Fail) -> Failed {
+    match f {
         Fail::Load(e) => (ExitCode::from(1), Some(e), None),
         Fail::Input(m) => (ExitCode::from(3), None, Some(m)),
         Fail::NotWritten(e, m) => (ExitCode::from(1), e, Some(m)),
-    };
+    }
+}
+
+/// Checks the paths the command names for reading (each error names its
+/// option: `cli::path_options`), runs it, and on a failed load says when
+/// the files given look swapped (a tag file as `--policy`, policies as
+/// `--tags`).
+fn run(o: &mut String, cli: Cli) -> Result<(), Failed> {
+    let paths = cli.command.read_paths();
+    cli::path_options::check(&paths).map_err(fail)?;
+    run_command(o, cli).map_err(|(code, load, m)| match load {
+        Some(e) if code == ExitCode::from(1) => {
+            let e = cli::path_options::swapped(&paths, &e).unwrap_or(e);
+            (code, Some(e), m)
+        }
+        load => (code, load, m),
+    })
+}
+
+fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
     match cli.command {
         Command::Check {
             plan,
@@ -330,6 +353,9 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
             samples,
             format,
         } => {
+            if let Some(n) = fuzz {
+                cli::check::fuzz_count(n).map_err(|m| (ExitCode::from(2), None, Some(m)))?;
+            }
             if !cli::check::run(o, &plan, fuzz, seed, samples, format).map_err(fail)? {
                 return Err((ExitCode::from(4), None, None));
             }
@@ -567,6 +593,79 @@ fn run(o: &mut String, cli: Cli) -> Result<(), (ExitCode, Option<LoadError>, Opt
 }
 
 impl Command {
+    /// The files and folders the command reads, with the options that name
+    /// them (`cli::path_options`). Output paths are checked where they are
+    /// written (`cli::paths`); `import bfcl --data` and `mcp-proxy
+    /// --config` by their commands, with what they expect.
+    fn read_paths(&self) -> Vec<cli::path_options::PathOption> {
+        use cli::path_options::{PathOption, Role, Want, of_plan, plan_paths};
+        let input =
+            |option: &'static str, p: &str| PathOption::new(option, p, Want::File, Role::Input);
+        match self {
+            Command::Check { plan, .. } => of_plan(plan),
+            Command::Eval { plan, input: i, .. } | Command::Explain { plan, input: i, .. } => {
+                let mut v = of_plan(plan);
+                v.extend(i.as_deref().map(|p| input("--input", p)));
+                v
+            }
+            Command::Watch { plan, input: i, .. } => {
+                let mut v = of_plan(plan);
+                v.push(input("--input", i));
+                v
+            }
+            Command::Replay { trace, plan, .. } | Command::Fit { trace, plan, .. } => {
+                let mut v = of_plan(plan);
+                v.push(input("--trace", trace));
+                v
+            }
+            Command::Compare {
+                policy_a,
+                policy_b,
+                trace,
+                tags,
+                tools,
+                ..
+            } => {
+                let mut v = plan_paths(Some(("--policy-a", policy_a)), tags.as_deref(), tools);
+                v.insert(
+                    1,
+                    PathOption::new("--policy-b", policy_b, Want::File, Role::Policy),
+                );
+                v.push(input("--trace", trace));
+                v
+            }
+            Command::Guard { plan, args, .. } => {
+                let mut v = of_plan(plan);
+                if let Some(f) = args.to_str().and_then(|a| a.strip_prefix('@')) {
+                    v.push(input("--args", f));
+                }
+                v
+            }
+            Command::McpProxy(a) => {
+                let mut v = plan_paths(
+                    a.policy.as_deref().map(|p| ("--policy", p)),
+                    a.tags.as_deref(),
+                    &[],
+                );
+                v.extend(
+                    a.shadow_policy
+                        .as_deref()
+                        .map(|p| PathOption::new("--shadow-policy", p, Want::File, Role::Policy)),
+                );
+                v
+            }
+            Command::Audit {
+                command: AuditCommand::Summary { file, .. },
+            } => vec![PathOption::new(
+                "audit summary",
+                file,
+                Want::File,
+                Role::Input,
+            )],
+            Command::Import { .. } => Vec::new(),
+        }
+    }
+
     /// The `--format` the command was given (`None`: a command without one).
     fn format(&self) -> Option<Format> {
         match self {

@@ -692,29 +692,20 @@ fn huge_names_in_inputs_and_traces_are_echoed_clipped() {
 #[test]
 fn audit_summary_cuts_long_lists_and_long_names_of_a_crafted_log() {
     // issue 29 (h): every list the CLI cuts says "… N more"; the error kinds
-    // of a crafted log were printed all, each whole
+    // of a crafted log were printed all, each whole. (The kinds are the gate
+    // records' free-form `error_kind`: an outcome outside the known ones is
+    // a skipped line since round 6, tests/cli_newcomer_round6.rs.)
     let d = tempfile::tempdir().unwrap();
+    let gate_line = |i: usize, kind: &str| {
+        format!(
+            r#"{{"time":"t","event":"verdict","call_id":"c{i}","tool":"sqlite.read_query","decision":"deny","rule_ids":[],"args_digest":"d","args_preview":"{{}}","latency_ms":1.0,"outcome":"denied","error_kind":"{kind}"}}"#
+        )
+    };
     let mut lines: Vec<String> = (0..30)
-        .map(|i| {
-            proxy_line(
-                "sqlite.read_query",
-                "deny",
-                "null",
-                1.0,
-                &format!("kind_{i:02}"),
-                0,
-            )
-        })
+        .map(|i| gate_line(i, &format!("kind_{i:02}")))
         .collect();
     let long = "x".repeat(5_000);
-    lines.push(proxy_line(
-        "sqlite.read_query",
-        "deny",
-        "null",
-        1.0,
-        &long,
-        0,
-    ));
+    lines.push(gate_line(30, &long));
     let log = write(d.path(), "crafted.jsonl", &lines.join("\n"));
     let o = toolgate(&["audit", "summary", &log], None);
     assert!(o.status.success(), "{}", stderr(&o));

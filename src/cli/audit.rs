@@ -41,7 +41,8 @@ pub fn summary(path: &Path) -> Result<AuditSummary, String> {
 const SKIPPED_SHOWN: usize = 5;
 
 /// `line 3`, `lines 3, 7, 9`, `lines 3, 7, 9, 12, 15, … 8 more`: the first
-/// skipped lines by number (the first of them with why it was skipped).
+/// skipped lines by number, then why each of those shown was skipped
+/// (`; line 3: not JSON …; line 7: unknown outcome …`).
 fn skipped_lines(s: &AuditSummary) -> String {
     let shown: Vec<String> = s
         .skipped_line_numbers
@@ -58,7 +59,12 @@ fn skipped_lines(s: &AuditSummary) -> String {
         text.push_str(", ");
         text.push_str(&toolgate::diag::more(s.skipped_lines - shown.len()));
     }
-    if let Some((line, why)) = &s.first_skipped {
+    for (line, why) in s
+        .skipped_line_numbers
+        .iter()
+        .zip(&s.skipped_why)
+        .take(SKIPPED_SHOWN)
+    {
         text.push_str(&format!("; line {line}: {}", toolgate::diag::echo(why)));
     }
     text

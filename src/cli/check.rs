@@ -105,6 +105,56 @@ fn print_properties(o: &mut String, reports: &[PropertyReport]) {
     }
 }
 
+/// How often a long `--fuzz` run reports its progress on stderr.
+const FUZZ_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `--fuzz N`'s range: 1 to [`toolgate::fuzz::MAX_FUZZ_SAMPLES`].
+///
+/// # Errors
+/// The message for a count out of range, naming the cap (exit 2).
+pub fn fuzz_count(n: usize) -> Result<usize, String> {
+    let cap = toolgate::fuzz::MAX_FUZZ_SAMPLES;
+    if (1..=cap).contains(&n) {
+        return Ok(n);
+    }
+    Err(format!(
+        "--fuzz {n} is out of range: give 1 to {cap} random sessions (the cap of one run; for more, run several checks with different --seed values)"
+    ))
+}
+
+/// [`toolgate::fuzz::fuzz`], with a line on stderr every
+/// [`FUZZ_PROGRESS_EVERY`] once the run has taken that long: sessions done,
+/// the share, and the time left at the rate so far.
+fn fuzz_with_progress(p: &Arc<Plan>, n: usize, seed: u64) -> Vec<toolgate::fuzz::Violation> {
+    let start = std::time::Instant::now();
+    let mut last = start;
+    let mut report = |done: usize| {
+        // the clock is read every 64 sessions only
+        if !done.is_multiple_of(64) || last.elapsed() < FUZZ_PROGRESS_EVERY {
+            return;
+        }
+        last = std::time::Instant::now();
+        let spent = start.elapsed().as_secs_f64();
+        let left = spent / done as f64 * (n - done) as f64;
+        eprintln!(
+            "fuzz: {done} of {n} random sessions ({:.1}%), about {} left",
+            done as f64 * 100.0 / n as f64,
+            seconds(left)
+        );
+    };
+    toolgate::fuzz::fuzz_with_progress(p, n, seed, &mut report)
+}
+
+/// `45 s`, `3 min 20 s`, `2 h 5 min`.
+fn seconds(s: f64) -> String {
+    let s = s.round() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
 /// Runs `check`; `Ok(false)` when a property fails or the fuzzer finds a breach.
 pub fn run(
     o: &mut String,
@@ -133,7 +183,7 @@ pub fn run(
     // (freeing a 10,000-tool plan is a tenth of the run).
     let (policy, p) = build_with_source(args).map_err(Fail::Load)?;
     let (policy, p) = (ManuallyDrop::new(policy), ManuallyDrop::new(p));
-    let violations = fuzz.map(|n| toolgate::fuzz::fuzz(&p, n, seed));
+    let violations = fuzz.map(|n| fuzz_with_progress(&p, n, seed));
     let bounds = score_bounds(&policy, &p);
     let catalog = ManuallyDrop::new(CatalogBounds::of(&p));
     let reports = check_properties(&policy, &p, &catalog, CheckOptions { samples, seed });
@@ -286,4 +336,20 @@ pub fn run(
         }
     }
     Ok(ok)
+}
+
+#[cfg(test)]
+mod fuzz_tests {
+    use super::{fuzz_count, seconds};
+
+    #[test]
+    fn the_fuzz_count_is_capped_and_times_read_plainly() {
+        assert_eq!(fuzz_count(1), Ok(1));
+        assert!(fuzz_count(0).is_err());
+        let e = fuzz_count(99_999_999_999).unwrap_err();
+        assert!(e.contains("1 to 1000000"), "{e}");
+        assert_eq!(seconds(45.2), "45 s");
+        assert_eq!(seconds(200.0), "3 min 20 s");
+        assert_eq!(seconds(7500.0), "2 h 5 min");
+    }
 }

@@ -32,6 +32,9 @@ fn inline_text(arg: &std::ffi::OsStr) -> Result<String, String> {
         .ok_or_else(|| "not valid UTF-8".to_string())?
         .as_bytes()
         .to_vec();
+    if let Some(mark) = toolgate::datafile::utf16_mark(&bytes) {
+        return Err(format!("not valid UTF-8: it looks like UTF-16 ({mark})"));
+    }
     toolgate::datafile::decode_text(bytes)
 }
 

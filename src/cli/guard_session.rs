@@ -8,9 +8,10 @@
 //! since the Unix epoch; one entry per label: the last call that carried
 //! it). It is written whole to a temporary file beside it and renamed, so a
 //! reader never sees half a file. Where it lives: `--state FILE`, else
-//! `$TOOLGATE_STATE_DIR/ID.json`, else
-//! `$XDG_STATE_HOME/toolgate/sessions/ID.json` (`~/.local/state` when
-//! `XDG_STATE_HOME` is not set).
+//! `$TOOLGATE_STATE_DIR/ID.json` (a folder that must exist, as every
+//! folder you name), else `$XDG_STATE_HOME/toolgate/sessions/ID.json`
+//! (`~/.local/state` when `XDG_STATE_HOME` is not set; created when
+//! missing).
 
 use std::path::PathBuf;
 
@@ -71,7 +72,24 @@ impl SessionState {
             )));
         }
         let dir = match std::env::var_os("TOOLGATE_STATE_DIR") {
-            Some(d) if !d.is_empty() => PathBuf::from(d),
+            // A folder you name must exist (README, "A file you name for
+            // output"); only the default home below is created.
+            Some(d) if !d.is_empty() => {
+                let d = PathBuf::from(d);
+                if !d.is_dir() {
+                    let what = if d.exists() {
+                        "is not a folder"
+                    } else {
+                        "does not exist"
+                    };
+                    return Err(super::Fail::Input(format!(
+                        "TOOLGATE_STATE_DIR={}: the folder {what}; create it first (mkdir -p {}), or unset TOOLGATE_STATE_DIR for the default $XDG_STATE_HOME/toolgate/sessions, or give --state FILE (toolgate creates no folder you name)",
+                        d.display(),
+                        d.display()
+                    )));
+                }
+                d
+            }
             _ => {
                 let base = match std::env::var_os("XDG_STATE_HOME") {
                     Some(d) if !d.is_empty() => PathBuf::from(d),
@@ -124,8 +142,8 @@ impl SessionState {
     }
 
     /// Writes `history`. The default folder is created when missing; the
-    /// folder of a `--state FILE` was checked to exist by [`Self::locate`]
-    /// (`cli::paths`).
+    /// folder of a `--state FILE` and `$TOOLGATE_STATE_DIR` were checked to
+    /// exist by [`Self::locate`] (`cli::paths`).
     pub fn save(&self, history: &FlowHistory) -> Result<(), String> {
         let shown = self.path.display();
         if let Some(dir) = self.path.parent()

@@ -13,9 +13,13 @@ fn read_opt(path: &Path) -> Result<Option<String>, Fail> {
     if !path.exists() {
         return Ok(None);
     }
-    std::fs::read_to_string(path)
+    std::fs::read(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        .and_then(|b| {
+            toolgate::datafile::decode_text(b).map_err(|e| format!("{}: {e}", path.display()))
+        })
         .map(Some)
-        .map_err(|e| Fail::Input(format!("cannot read {}: {e}", path.display())))
+        .map_err(Fail::Input)
 }
 
 fn pair(dir: &Path, name: &str) -> Result<Option<(String, String)>, Fail> {
@@ -38,16 +42,18 @@ pub fn run_import_bfcl(
     out: &Path,
     limit: Option<usize>,
 ) -> Result<(), Fail> {
+    if limit == Some(0) {
+        return Err(Fail::Input(
+            "--limit must be ≥ 1 (the questions kept from each file; leave it out to keep them all): --limit 0 would write empty traces".into(),
+        ));
+    }
     if !data.is_dir() {
         let what = if data.exists() {
-            "is not a folder"
+            format!("--data must be a folder; {} is a file", data.display())
         } else {
-            "does not exist"
+            format!("--data {}: the folder does not exist", data.display())
         };
-        return Err(Fail::Input(format!(
-            "--data {}: the folder {what}; {WHAT_DATA_HOLDS}",
-            data.display()
-        )));
+        return Err(Fail::Input(format!("{what}; {WHAT_DATA_HOLDS}")));
     }
     // `out` is created, not its parents (`cli::paths`).
     super::paths::existing_folder("--out", out).map_err(Fail::Input)?;

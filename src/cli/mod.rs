@@ -10,6 +10,7 @@ pub mod guard_session;
 pub mod import;
 pub mod json_error;
 pub mod mcp_proxy;
+pub mod path_options;
 pub mod paths;
 pub mod plot;
 pub mod replay;

@@ -4,8 +4,8 @@
 //! naming the option, the folder and how to make it. The only folders
 //! toolgate creates are the one `import bfcl --out DIR` names (its parent
 //! must exist) and the default place of `guard --session`'s state files
-//! (`$TOOLGATE_STATE_DIR`, `$XDG_STATE_HOME/toolgate/sessions`), which are
-//! toolgate's own.
+//! (`$XDG_STATE_HOME/toolgate/sessions`), which is toolgate's own; a
+//! `$TOOLGATE_STATE_DIR` you set names a folder, which must exist.
 
 use std::path::Path;
 

@@ -36,8 +36,26 @@ pub struct Violation {
     pub context: serde_json::Value,
 }
 
+/// The most random sessions one `check --fuzz N` evaluates: 1,000,000
+/// (each evaluates every tool of the catalog, so a run's time grows with
+/// both; `check` prints its progress on long runs). For more, run several
+/// checks with different `--seed` values.
+pub const MAX_FUZZ_SAMPLES: usize = 1_000_000;
+
 /// Runs `samples` random evaluations with RNG seed `seed`; returns the breaches.
 pub fn fuzz(plan: &Arc<Plan>, samples: usize, seed: u64) -> Vec<Violation> {
+    fuzz_with_progress(plan, samples, seed, &mut |_| {})
+}
+
+/// [`fuzz`], calling `progress` with the number of sessions evaluated so
+/// far after each one (the caller decides when to report; the library
+/// prints nothing).
+pub fn fuzz_with_progress(
+    plan: &Arc<Plan>,
+    samples: usize,
+    seed: u64,
+    progress: &mut dyn FnMut(usize),
+) -> Vec<Violation> {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
@@ -115,6 +133,7 @@ pub fn fuzz(plan: &Arc<Plan>, samples: usize, seed: u64) -> Vec<Violation> {
                 );
             }
         }
+        progress(sample + 1);
     }
     out
 }

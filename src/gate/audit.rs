@@ -380,6 +380,10 @@ pub struct AuditSummary {
     /// The 1-based numbers of the first [`SKIPPED_LINES_KEPT`] skipped
     /// lines, in file order (`skipped_lines` counts them all).
     pub skipped_line_numbers: Vec<usize>,
+    /// Why each of `skipped_line_numbers` was skipped (same order): a line
+    /// that is not JSON, not a record, or a record with an unknown outcome
+    /// or a latency that is not a duration (negative).
+    pub skipped_why: Vec<String>,
 }
 
 /// How many skipped line numbers an [`AuditSummary`] keeps.
@@ -434,17 +438,76 @@ enum Line {
     Proxy(ProxyLine),
 }
 
+/// The outcomes of the gate's records, by event ([`AuditRecord::verdict`],
+/// [`AuditRecord::execution`]).
+pub const GATE_OUTCOMES: [(&str, &[&str]); 2] = [
+    ("verdict", &["allowed", "asked", "denied"]),
+    ("execution", &["success", "not_run", "error"]),
+];
+
+/// The outcomes of the MCP proxy's records (`toolgate::mcp::audit::Outcome`,
+/// snake case; a test there checks that the two lists agree).
+pub const PROXY_OUTCOMES: [&str; 15] = [
+    "ok",
+    "tool_error",
+    "rpc_error",
+    "timeout",
+    "unavailable",
+    "denied",
+    "declined",
+    "confirmation_required",
+    "inactive",
+    "cancelled",
+    "limited",
+    "definition_changed",
+    "definition_accepted",
+    "input_required",
+    "state_refused",
+];
+
+/// `Err` when `outcome` is not one of `known` (the line is skipped with
+/// why), or `latency_ms` is negative (a latency is a duration; JSON has no
+/// NaN, and a number too large for a float does not parse).
+fn check_values(what: &str, outcome: &str, known: &[&str], latency_ms: f64) -> Result<(), String> {
+    if !known.contains(&outcome) {
+        return Err(format!(
+            "unknown outcome `{}` of a {what} (expected one of: {})",
+            crate::diag::echo(outcome),
+            known.join(", ")
+        ));
+    }
+    if !(latency_ms >= 0.0 && latency_ms.is_finite()) {
+        return Err(format!(
+            "latency_ms {latency_ms} of a {what} is not a duration (a number of milliseconds, 0 or more)"
+        ));
+    }
+    Ok(())
+}
+
 fn parse_line(line: &str) -> Result<Line, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     // The gate's records carry a `call_id` and an `event`; the proxy's do not.
     if v.get("call_id").is_some() || v.get("event").is_some() {
-        serde_json::from_value::<AuditRecord>(v)
-            .map(Line::Gate)
-            .map_err(|e| format!("not a gate audit record: {e}"))
+        let r = serde_json::from_value::<AuditRecord>(v)
+            .map_err(|e| format!("not a gate audit record: {e}"))?;
+        let Some((_, known)) = GATE_OUTCOMES.iter().find(|(e, _)| *e == r.event) else {
+            return Err(format!(
+                "unknown event `{}` of a gate record (expected verdict or execution)",
+                crate::diag::echo(&r.event)
+            ));
+        };
+        check_values(
+            &format!("gate {} record", r.event),
+            &r.outcome,
+            known,
+            r.latency_ms,
+        )?;
+        Ok(Line::Gate(r))
     } else {
-        serde_json::from_value::<ProxyLine>(v)
-            .map(Line::Proxy)
-            .map_err(|e| format!("not an audit record (gate or proxy): {e}"))
+        let p = serde_json::from_value::<ProxyLine>(v)
+            .map_err(|e| format!("not an audit record (gate or proxy): {e}"))?;
+        check_values("proxy record", &p.outcome, &PROXY_OUTCOMES, p.latency_ms)?;
+        Ok(Line::Proxy(p))
     }
 }
 
@@ -466,6 +529,7 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
     let mut events = BTreeMap::new();
     let (mut records, mut gate_records, mut skipped) = (0, 0, 0);
     let mut first_skipped = None;
+    let mut skipped_why = Vec::new();
     let mut skipped_numbers = Vec::new();
     // Read as bytes, line by line: a line that is not UTF-8 is skipped (with
     // the byte offset of its first bad byte), not the end of the summary; a
@@ -487,7 +551,12 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
             bytes = &bytes[3..];
             at += 3;
         }
+        // a UTF-16 log is named on its first line
+        let utf16 = (i == 0)
+            .then(|| crate::datafile::utf16_mark(bytes))
+            .flatten();
         let parsed = match std::str::from_utf8(bytes) {
+            _ if let Some(mark) = utf16 => Err(crate::datafile::utf16_message(mark)),
             Ok(line) if line.trim().is_empty() => continue,
             Ok(line) => parse_line(line),
             Err(e) => Err(format!(
@@ -510,6 +579,7 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
                 skipped += 1;
                 if skipped_numbers.len() < SKIPPED_LINES_KEPT {
                     skipped_numbers.push(i + 1);
+                    skipped_why.push(why.clone());
                 }
                 first_skipped.get_or_insert((i + 1, why));
                 continue;
@@ -601,6 +671,7 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
         skipped_lines: skipped,
         first_skipped,
         skipped_line_numbers: skipped_numbers,
+        skipped_why,
     })
 }
 

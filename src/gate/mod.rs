@@ -264,6 +264,10 @@ fn gate_of(plan: &Plan) -> Arc<CompiledGate> {
     }
 }
 
+/// The nesting depth of arrays and objects past which serde_json stops
+/// parsing (its recursion limit): deeper arguments are `call.too-large`.
+const JSON_PARSER_DEPTH: usize = 128;
+
 fn parse_arguments(plan: &Plan, tool: &str, text: &str) -> Result<Value, Box<Verdict>> {
     let g = gate_of(plan);
     let cfg = &g.config;
@@ -284,6 +288,17 @@ fn parse_arguments(plan: &Plan, tool: &str, text: &str) -> Result<Value, Box<Ver
     }
     match serde_json::from_str::<Value>(text) {
         Ok(v) => Ok(v),
+        // Valid JSON nested past serde_json's recursion limit (128) is too
+        // deep to check, not malformed: `call.too-large`, as past
+        // `[gate.limits] max_depth` (issue 29).
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => Err(fail(
+            &cfg.checks.too_large,
+            format!(
+                "nested more than {JSON_PARSER_DEPTH} levels deep (the JSON parser's limit; [gate.limits] max_depth is {})",
+                cfg.limits.max_depth
+            ),
+            FindingKind::Input,
+        )),
         Err(e) => Err(fail(
             &cfg.checks.invalid_json,
             format!("{e}"),

@@ -160,6 +160,55 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_summary_knows_every_outcome() {
+        // a new variant breaks this match, and must join both lists
+        let all = |o: Outcome| match o {
+            Outcome::Ok
+            | Outcome::ToolError
+            | Outcome::RpcError
+            | Outcome::Timeout
+            | Outcome::Unavailable
+            | Outcome::Denied
+            | Outcome::Declined
+            | Outcome::ConfirmationRequired
+            | Outcome::Inactive
+            | Outcome::Cancelled
+            | Outcome::Limited
+            | Outcome::DefinitionChanged
+            | Outcome::DefinitionAccepted
+            | Outcome::InputRequired
+            | Outcome::StateRefused => o,
+        };
+        let names: Vec<String> = [
+            Outcome::Ok,
+            Outcome::ToolError,
+            Outcome::RpcError,
+            Outcome::Timeout,
+            Outcome::Unavailable,
+            Outcome::Denied,
+            Outcome::Declined,
+            Outcome::ConfirmationRequired,
+            Outcome::Inactive,
+            Outcome::Cancelled,
+            Outcome::Limited,
+            Outcome::DefinitionChanged,
+            Outcome::DefinitionAccepted,
+            Outcome::InputRequired,
+            Outcome::StateRefused,
+        ]
+        .into_iter()
+        .map(|o| {
+            serde_json::to_value(all(o))
+                .unwrap()
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+        assert_eq!(names, crate::gate::audit::PROXY_OUTCOMES);
+    }
+
+    #[test]
     fn jsonl_audit_appends_one_line_per_record() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a.jsonl");

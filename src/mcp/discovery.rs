@@ -393,6 +393,73 @@ pub(crate) fn append_text(result: &mut CallToolResult, note: &str) {
     }
 }
 
+/// The arguments of `toolgate__find_tools`: name, JSON type, and whether
+/// it is required (its input schema, [`find_input_schema`]; `session` is the
+/// modern era's, [`super::stateless::SESSION_ARGUMENT`]).
+const FIND_ARGUMENTS: [(&str, &str, bool); 3] = [
+    ("query", "string", true),
+    ("limit", "integer", false),
+    (super::stateless::SESSION_ARGUMENT, "string", false),
+];
+
+/// The arguments of `toolgate__call_tool` (as [`FIND_ARGUMENTS`]).
+const CALL_ARGUMENTS: [(&str, &str, bool); 3] = [
+    ("name", "string", true),
+    ("arguments", "object", false),
+    (super::stateless::SESSION_ARGUMENT, "string", false),
+];
+
+/// The answer to a call of the proxy's tool `tool` with an argument its
+/// schema does not have (`{"qurey": …}`), for a model to act on: each
+/// unknown name (clipped), the closest known one ("did you mean"), and the
+/// tool's arguments with their types; `None` when every argument is known.
+/// Nothing is searched or called: a misspelt `query` would otherwise be
+/// answered as if none was given, a misspelt `limit` silently ignored.
+fn unknown_arguments(
+    tool: &str,
+    args: &JsonObject,
+    known: &[(&str, &str, bool)],
+) -> Option<String> {
+    let names = || known.iter().map(|(n, _, _)| *n);
+    let unknown: Vec<String> = args
+        .keys()
+        .filter(|k| !names().any(|n| n == k.as_str()))
+        .take(5)
+        .map(|k| {
+            let shown = crate::diag::clip_chars(k, 64);
+            match crate::diag::did_you_mean(k, names()) {
+                Some(n) => format!("`{shown}` (did you mean `{n}`?)"),
+                None => format!("`{shown}`"),
+            }
+        })
+        .collect();
+    if unknown.is_empty() {
+        return None;
+    }
+    let listed: Vec<String> = known
+        .iter()
+        .map(|(n, t, required)| {
+            let need = if *required { "required" } else { "optional" };
+            format!("`{n}` ({t}, {need})")
+        })
+        .collect();
+    let total = args
+        .keys()
+        .filter(|k| !names().any(|n| n == k.as_str()))
+        .count();
+    let more = total - unknown.len();
+    Some(format!(
+        "{tool} has no argument {}{}; nothing was done. Its arguments are {}. Call it again with the names as written.",
+        unknown.join(", "),
+        if more > 0 {
+            format!(" ({})", crate::diag::more(more))
+        } else {
+            String::new()
+        },
+        listed.join(", ")
+    ))
+}
+
 /// Reads `limit`: a positive integer (an integral number or a numeric string
 /// is accepted too).
 fn read_limit(v: Option<&Value>) -> Result<Option<usize>, String> {
@@ -432,6 +499,9 @@ impl ProxySession {
             &metas(context, request.meta.as_ref().map(|m| &m.0.0)),
             &cat.plan,
         )?;
+        if let Some(m) = unknown_arguments(&name, &args, &FIND_ARGUMENTS) {
+            return Ok(tool_error(m));
+        }
         let query = match args.get("query") {
             Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
             _ => {
@@ -551,6 +621,9 @@ impl ProxySession {
     ) -> Result<CallToolResponse, McpError> {
         let via = request.name.to_string();
         let args = request.arguments.clone().unwrap_or_default();
+        if let Some(m) = unknown_arguments(&via, &args, &CALL_ARGUMENTS) {
+            return Ok(tool_error(m));
+        }
         let Some(Value::String(name)) = args.get("name") else {
             return Ok(tool_error(format!(
                 "{via} needs `name` (the tool's name, a string) and `arguments` (an object), e.g. {{\"name\": \"sqlite__read_query\", \"arguments\": {{\"query\": \"SELECT 1\"}}}}"
@@ -628,6 +701,31 @@ mod tests {
             )),
             "{t}"
         );
+    }
+
+    #[test]
+    fn a_misspelt_argument_is_named_with_the_known_ones() {
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let m = unknown_arguments(
+            "toolgate__find_tools",
+            &args(json!({"qurey": "which tables"})),
+            &FIND_ARGUMENTS,
+        )
+        .unwrap();
+        assert!(
+            m.starts_with(
+                "toolgate__find_tools has no argument `qurey` (did you mean `query`?); nothing was done."
+            ),
+            "{m}"
+        );
+        assert!(
+            m.contains("`query` (string, required), `limit` (integer, optional)"),
+            "{m}"
+        );
+        let ok = args(json!({"query": "x", "limit": 2, "session": "s"}));
+        assert_eq!(unknown_arguments("t", &ok, &FIND_ARGUMENTS), None);
+        let m = unknown_arguments("t", &args(json!({"nmae": "a"})), &CALL_ARGUMENTS).unwrap();
+        assert!(m.contains("`nmae` (did you mean `name`?)"), "{m}");
     }
 
     #[test]

@@ -81,6 +81,18 @@ fn text_lines(reader: impl BufRead) -> impl Iterator<Item = (usize, Result<Strin
         };
         let mut start = offset;
         offset += bytes.len() + 1;
+        if line == 1
+            && let Some(mark) = crate::datafile::utf16_mark(&bytes)
+        {
+            return (
+                line,
+                Err(TraceError {
+                    column: None,
+                    line,
+                    message: crate::datafile::utf16_message(mark),
+                }),
+            );
+        }
         if line == 1 && bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
             bytes.drain(..3);
             start += 3;
