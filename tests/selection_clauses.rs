@@ -6,7 +6,7 @@
 //! its cut than the shipped policy (the numbers asserted are the measured
 //! ones); on a small real catalog a one-clause request is unchanged, a
 //! two-step request exposes both steps' tools, a step done drops out, and
-//! the explanation names the clause; bad keys are errors at file:line:column.
+//! `eval` / `explain` name the clauses; bad keys are errors at file:line:column.
 
 use std::sync::Arc;
 
@@ -117,8 +117,9 @@ fn on_seal_tools_the_clause_policy_ranks_with_plain_bm25_and_finds_more_at_its_c
 const CLAUSES_AT: [usize; 6] = [76, 166, 180, 182, 182, 182];
 const CLAUSES_CUT: (usize, usize, usize, usize) = (181, 4, 69, 49);
 
-/// Four tools of two unrelated kinds, as an OpenAI `tools` array.
-fn small_plan(policy: &PolicySource) -> (tempfile::TempDir, Arc<Plan>) {
+/// Four tools of two unrelated kinds, as an OpenAI `tools` array in
+/// `tools.json` of the folder returned.
+fn tools_file() -> tempfile::TempDir {
     let tools = serde_json::json!([
         {"type": "function", "function": {"name": "getWeatherForecast",
             "description": "Get the weather forecast for a city",
@@ -134,15 +135,90 @@ fn small_plan(policy: &PolicySource) -> (tempfile::TempDir, Arc<Plan>) {
             "parameters": {"type": "object", "properties": {"reference": {"type": "string", "description": "The booking reference"}}}}}
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("tools.json");
-    std::fs::write(&p, tools.to_string()).unwrap();
+    std::fs::write(dir.path().join("tools.json"), tools.to_string()).unwrap();
+    dir
+}
+
+/// The four tools of [`tools_file`] compiled under `policy`.
+fn small_plan(policy: &PolicySource) -> (tempfile::TempDir, Arc<Plan>) {
+    let dir = tools_file();
     let catalog = load_catalog(&Sources {
         policy: None,
         tags: None,
-        tools: vec![p],
+        tools: vec![dir.path().join("tools.json")],
     })
     .unwrap();
     (dir, Arc::new(compile(policy, catalog).unwrap()))
+}
+
+/// `toolgate eval` lists the clauses (a done one marked) and `explain`
+/// names the clause a tool's `keyword_match` came from, on the same four
+/// tools, with the policy file as a user writes it.
+#[test]
+fn eval_lists_the_clauses_and_explain_names_the_one_that_counted() {
+    let (dir, _) = selection_with(|t| t);
+    let text = std::fs::read_to_string(dir.path().join("policy.toml"))
+        .unwrap()
+        .replacen(
+            "[features.keyword_match.fields]",
+            &format!(
+                "{}[features.keyword_match.fields]",
+                CLAUSES.replace("min_terms = 5", "min_terms = 2")
+            ),
+            1,
+        );
+    let policy = dir.path().join("clauses.toml");
+    std::fs::write(&policy, text).unwrap();
+    let tools_dir = tools_file();
+    let tools = tools_dir.path().join("tools.json");
+    let input = dir.path().join("input.json");
+    std::fs::write(
+        &input,
+        serde_json::json!({
+            "message": "Get the weather forecast for the city of Paris tomorrow morning. \
+                        After that, book a hotel room in that city for three nights.",
+            "context": {"recent_tool_calls": ["getWeatherForecast"]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (p, t, i) = (
+        policy.to_str().unwrap(),
+        tools.to_str().unwrap(),
+        input.to_str().unwrap(),
+    );
+    let eval = run(&["eval", "--policy", p, "--tools", t, "--input", i]);
+    assert!(
+        eval.contains("clauses ([features.keyword_match.clauses]): 2 scored one by one, 1 done: [done] Get the weather forecast"),
+        "{eval}"
+    );
+    let explain = run(&[
+        "explain",
+        "bookHotelRoom",
+        "--policy",
+        p,
+        "--tools",
+        t,
+        "--input",
+        i,
+    ]);
+    assert!(
+        explain
+            .contains("keyword_match 1.0000 comes from the clause \"After that, book a hotel room"),
+        "{explain}"
+    );
 }
 
 fn ask(plan: &Arc<Plan>, message: &str, called: &[&str]) -> Activation {
