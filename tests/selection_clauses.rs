@@ -4,7 +4,7 @@
 //! tools, 70 requests) the clause policy of docs/selection-fifth-round.md
 //! ranks at least as well as plain BM25 at every k and finds more calls at
 //! its cut than the shipped policy (the numbers asserted are the measured
-//! ones); on a small real catalog a one-clause request is unchanged, a
+//! ones); on four hand-written tools a one-clause request is unchanged, a
 //! two-step request exposes both steps' tools, a step done drops out, and
 //! `eval` / `explain` name the clauses; bad keys are errors at file:line:column.
 
