@@ -91,6 +91,24 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
     }
     w!(o, "rules applied: {}", or_none(&act.rule_names(), ", "));
     w!(o, "intent terms: {}", or_none(&act.intent_terms, " "));
+    let clauses = act.clauses();
+    if !clauses.is_empty() {
+        let done = clauses.iter().filter(|c| c.1).count();
+        w!(
+            o,
+            "clauses ([features.keyword_match.clauses]): {} scored one by one, {done} done: {}",
+            clauses.len(),
+            clauses
+                .iter()
+                .map(|(t, d)| if *d {
+                    format!("[done] {t}")
+                } else {
+                    t.to_string()
+                })
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
     if act.nothing_fits() {
         let min = plan.semantic.as_ref().and_then(|s| s.min_cosine);
         w!(
@@ -251,6 +269,13 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
         "",
         fixed(s.score, 4)
     );
+    if let Some((clause, v)) = act.keyword_clause(i) {
+        w!(
+            o,
+            "  keyword_match {} comes from the clause \"{clause}\" ([features.keyword_match.clauses]), above the whole request's value",
+            fixed(v, 4)
+        );
+    }
     w!(o);
     let doms: Vec<String> = t
         .domains

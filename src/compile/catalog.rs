@@ -103,6 +103,7 @@ impl CatalogKey {
                 score_floor: 0.0,
                 relevance: None,
                 query_counting: Default::default(),
+                clauses: None,
                 ..b.clone()
             }),
             gate: policy.gate.as_ref().map(|g| g.value.clone()),

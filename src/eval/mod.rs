@@ -6,6 +6,7 @@
 //! resolved to tool indices. Then each tool costs a handful of array reads and
 //! the lowered formula. Time is an input (`now`), never read here.
 
+pub(crate) mod clauses;
 pub mod condition;
 pub mod formula;
 pub mod report;
@@ -91,6 +92,8 @@ struct Prepared {
     stage_bit: u64,
     /// Raw BM25 scores per tool and the normalisation, when `keyword_match` uses BM25.
     bm25: Scored,
+    /// Per-clause BM25 values (`[features.keyword_match.clauses]`; empty = none).
+    clauses: clauses::ClauseMatch,
     /// `transition_match` per tool (empty = 0 for every tool).
     transition: Vec<f64>,
     /// `semantic_match` per tool (empty = 0 for every tool).
@@ -119,7 +122,9 @@ impl Prepared {
         let n_kw = t.keywords_len as u32;
         f[F_KEYWORD] = if fp.keyword_method == KeywordMethod::Bm25 {
             match &plan.bm25 {
-                Some(idx) => self.bm25.normalized(&idx.params, i),
+                Some(idx) => self
+                    .clauses
+                    .combine(i, self.bm25.normalized(&idx.params, i)),
                 None => 0.0,
             }
         } else if n_kw == 0 || self.n_intent == 0 {
@@ -334,6 +339,35 @@ impl Activation {
         self.prepared.bm25.raw.get(tool).copied().unwrap_or(0.0)
     }
 
+    /// The clause of the latest message that gave tool `tool` its
+    /// `keyword_match` (`[features.keyword_match.clauses]`), with that
+    /// clause's value (`weight` × its normalised BM25 score): `Some` only
+    /// when the request was cut into clauses and a clause scored the tool
+    /// above the whole request did. `None` otherwise.
+    pub fn keyword_clause(&self, tool: usize) -> Option<(&str, f64)> {
+        let c = &self.prepared.clauses;
+        let v = c.value(tool);
+        let whole = match &self.plan.bm25 {
+            Some(idx) => self.prepared.bm25.normalized(&idx.params, tool),
+            None => return None,
+        };
+        (v > 0.0 && v > c.whole_weight * whole)
+            .then(|| (c.texts[c.from[tool] as usize].as_str(), v))
+    }
+
+    /// The clauses the latest message was cut into and scored
+    /// (`[features.keyword_match.clauses]`), in message order, each with
+    /// whether it is done (`done_share`: a tool the session called matched
+    /// it, so it no longer counts); empty when the request was not cut.
+    pub fn clauses(&self) -> Vec<(&str, bool)> {
+        let c = &self.prepared.clauses;
+        c.texts
+            .iter()
+            .enumerate()
+            .map(|(k, t)| (t.as_str(), c.done.contains(&(k as u16))))
+            .collect()
+    }
+
     /// The IDF-weighted coverage and the share of the attainable score of
     /// tool `tool`, each in \[0,1\], as the relevance floors
     /// (`[features.keyword_match.relevance]`) see them; `(0, 0)` when
@@ -539,12 +573,16 @@ impl Plan {
 
         // BM25 keyword scores (once per context), when the policy uses them.
         let mut bm25_scores = Scored::default();
+        let mut clause_match = clauses::ClauseMatch::default();
         if let (Some(idx), KeywordMethod::Bm25) = (&self.bm25, fp.keyword_method) {
             let mut turns: Vec<(&[String], f64)> = Vec::with_capacity(1 + remembered.len());
             turns.push((&terms, 1.0));
             turns.extend(remembered.iter().copied());
             let q = idx.query(&self.analyzer, &turns);
             idx.score_query(&q.terms, q.unknown_mass, &mut bm25_scores);
+            if let Some(cp) = &idx.params.clauses {
+                clause_match = clauses::score(self, idx, cp, context, &remembered);
+            }
         }
 
         // Transitions from the last call (once per context).
@@ -594,6 +632,7 @@ impl Plan {
                 // the request, neither semantic nor keyword (any method).
                 semantic.clear();
                 bm25_scores.divisor = 0.0;
+                clause_match = clauses::ClauseMatch::default();
             }
         }
 
@@ -652,6 +691,7 @@ impl Plan {
             usage: per_tool,
             stage_bit,
             bm25: bm25_scores,
+            clauses: clause_match,
             transition,
             semantic,
             nothing_fits: !fits,

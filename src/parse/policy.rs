@@ -94,6 +94,8 @@ pub struct Bm25Params {
     pub expansion: Option<ExpansionParams>,
     /// `query_term_count`: each distinct query term once (default) or every occurrence.
     pub query_counting: crate::parse::selection::QueryCounting,
+    /// `[features.keyword_match.clauses]`: per-clause scores, if any.
+    pub clauses: Option<crate::parse::selection::ClauseParams>,
 }
 
 /// How CJK text is cut into terms.
@@ -510,6 +512,7 @@ fn read_bm25(t: &Table<'_, '_>) -> Bm25Params {
         relevance: read_relevance(t),
         expansion: read_expansion(t),
         query_counting: crate::parse::selection::read_query_counting(t),
+        clauses: crate::parse::selection::read_clauses(t),
     }
 }
 
@@ -785,7 +788,7 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 if fp.keyword_method == KeywordMethod::Bm25 {
                     fp.bm25 = Some(read_bm25(&t));
                 } else {
-                    for key in ["relevance", "expansion"] {
+                    for key in ["relevance", "expansion", "clauses"] {
                         if let Some(span) = t.key_span(key) {
                             t.get(key);
                             r.error(

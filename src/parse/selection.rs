@@ -12,6 +12,11 @@
 //! * `[features.keyword_match.expansion]`: query expansion from the catalog
 //!   itself. Terms that co-occur in the same tools' names and descriptions are
 //!   related; each query term brings its closest relatives with a lower weight.
+//! * `[features.keyword_match.clauses]`: a request that names several steps
+//!   ("Get the quote. After that, create an administrator.") is also scored
+//!   clause by clause, each clause relative to its own best tool, so every
+//!   step's best match scores as the best of a one-step request would
+//!   (`text::clauses`, `eval::clauses`).
 //! * `[features.transition_match]`: the `transition_match` feature, "this tool
 //!   often follows the last one called": learned counts from a transitions
 //!   file (written by `toolgate fit --transitions-out`), smoothed, and the
@@ -123,6 +128,131 @@ pub struct ExpansionParams {
     pub min_similarity: f64,
     /// Least number of tools that must contain both terms (≥ 1).
     pub min_shared: usize,
+}
+
+/// `[features.keyword_match.clauses]`: per-clause keyword scores (BM25 only).
+///
+/// The latest user message as written (`SessionContext.user_message`) is cut
+/// into clauses after each `split_after` string that is followed by
+/// whitespace or ends the text; each clause with at least `min_terms`
+/// distinct known terms is scored by BM25 as a request of its own (with the
+/// remembered turns of `[keywords.memory]`, as the whole request is) and
+/// normalised by its own best tool. `keyword_match` is then the larger of
+/// `whole_weight` × the whole request's value and `weight` × the best
+/// value among the clauses still open (see `done_share`) that reach
+/// `min_share`. A message of one clause, or a context without the
+/// message's text, gets the whole request's value alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClauseParams {
+    /// `split_after`: the strings a clause ends after (non-empty strings;
+    /// e.g. `[".", "!", "?", ";"]`), when followed by whitespace or the end
+    /// of the text, so `3.5` or `v1.2` do not end a clause.
+    pub split_after: Vec<String>,
+    /// `min_terms`: the least number of distinct query terms the catalog
+    /// knows that a clause needs to stand on its own (≥ 1): a shorter clause
+    /// ("Please sort by popularity.") joins the clause before it (a short
+    /// first clause, the one after it).
+    pub min_terms: usize,
+    /// `max_clauses`: at most this many clauses are scored, the first ones
+    /// (≥ 1; each costs one BM25 pass over the catalog's postings).
+    pub max_clauses: usize,
+    /// `weight`: a clause's normalised score counts with this factor, in
+    /// \[0,1\] (default 1: a clause's best tool gets `keyword_match` = 1,
+    /// like the best tool of a one-step request).
+    pub weight: f64,
+    /// `done_share`: a clause is done, and no longer counts, once a tool
+    /// the session called (`SessionContext.recent_tool_calls`) reaches this
+    /// share of the clause's best score, in (0,1\]; absent = a clause is
+    /// never done. A step the agent has already carried out stops holding
+    /// its near-synonyms in the active set.
+    pub done_share: Option<f64>,
+    /// `min_share`: a clause gives its value only to the tools whose score
+    /// reaches this share of the clause's best, in \[0,1\] (default 0:
+    /// every tool it matches): a per-step relative cut.
+    pub min_share: f64,
+    /// `whole_weight`: in a request cut into clauses, the whole request's
+    /// value counts with this factor, in \[0,1\] (default 1); a request of
+    /// one clause keeps its whole value.
+    pub whole_weight: f64,
+}
+
+/// Reads `[features.keyword_match.clauses]`, if present.
+pub fn read_clauses(km: &Table<'_, '_>) -> Option<ClauseParams> {
+    let t = km.table("clauses")?;
+    if t.get("split_after").is_none() {
+        t.require("split_after");
+    }
+    let split_after = t.str_list("split_after").and_then(|list| {
+        let mut ok = !list.is_empty();
+        if list.is_empty() {
+            t.reader().error(
+                ErrorKind::InvalidValue,
+                t.key_span("split_after").unwrap_or(t.span.clone()),
+                format!("`{}.split_after` must name at least one string", t.path()),
+            );
+        }
+        for (s, span) in &list {
+            if s.is_empty() {
+                ok = false;
+                t.reader().error(
+                    ErrorKind::InvalidValue,
+                    span.clone(),
+                    format!("`{}.split_after` holds an empty string", t.path()),
+                );
+            }
+        }
+        ok.then(|| list.into_iter().map(|(s, _)| s).collect::<Vec<_>>())
+    });
+    let weight = match t.get("weight") {
+        None => Some(1.0),
+        Some(_) => range(&t, "weight", t.f64("weight"), 0.0, 1.0).map(|x| x.0),
+    };
+    let min_terms = if t.get("min_terms").is_some() {
+        positive_int(&t, "min_terms", 1)
+    } else {
+        Some(1)
+    };
+    let max_clauses = if t.get("max_clauses").is_some() {
+        positive_int(&t, "max_clauses", 1)
+    } else {
+        Some(16)
+    };
+    let done_share = match t.get("done_share") {
+        None => Some(None),
+        Some(_) => positive_fraction(&t, "done_share").map(Some),
+    };
+    let min_share = match t.get("min_share") {
+        None => Some(0.0),
+        Some(_) => range(&t, "min_share", t.f64("min_share"), 0.0, 1.0).map(|x| x.0),
+    };
+    let whole_weight = match t.get("whole_weight") {
+        None => Some(1.0),
+        Some(_) => range(&t, "whole_weight", t.f64("whole_weight"), 0.0, 1.0).map(|x| x.0),
+    };
+    Some(ClauseParams {
+        min_share: min_share?,
+        whole_weight: whole_weight?,
+        split_after: split_after?,
+        min_terms: min_terms?,
+        max_clauses: max_clauses?,
+        weight: weight?,
+        done_share: done_share?,
+    })
+}
+
+/// A float in (0, 1] at `key`.
+fn positive_fraction(t: &Table<'_, '_>, key: &str) -> Option<f64> {
+    let (x, span) = range(t, key, t.f64(key), 0.0, 1.0)?;
+    if x <= 0.0 {
+        let found = t.reader().written(&span);
+        t.reader().error(
+            ErrorKind::OutOfRange,
+            span,
+            format!("`{}.{key}` must be within (0, 1], found {found}", t.path()),
+        );
+        return None;
+    }
+    Some(x)
 }
 
 /// `[features.transition_match]`: "this tool often follows the last one called".
@@ -456,7 +586,10 @@ pub fn read_expansion(km: &Table<'_, '_>) -> Option<ExpansionParams> {
         }
     }
     let neighbours = positive_int(&t, "neighbours", 1);
-    let weight = range(&t, "weight", t.f64("weight"), 0.0, 1.0);
+    let weight = match t.get("weight") {
+        None => Some(1.0),
+        Some(_) => range(&t, "weight", t.f64("weight"), 0.0, 1.0).map(|x| x.0),
+    };
     let min_similarity = range(&t, "min_similarity", t.f64("min_similarity"), 0.0, 1.0)
         .map(|x| x.0)
         .unwrap_or(0.0);
@@ -467,7 +600,7 @@ pub fn read_expansion(km: &Table<'_, '_>) -> Option<ExpansionParams> {
     };
     Some(ExpansionParams {
         neighbours: neighbours?,
-        weight: weight?.0,
+        weight: weight?,
         min_similarity,
         min_shared,
     })

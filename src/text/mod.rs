@@ -5,6 +5,7 @@
 //! evaluate queries them.
 
 pub mod bm25;
+pub mod clauses;
 pub mod keywords;
 pub mod semantic;
 

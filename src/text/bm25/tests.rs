@@ -32,6 +32,7 @@ fn params(split: bool, stem: bool) -> Bm25Params {
         relevance: None,
         expansion: None,
         query_counting: QueryCounting::Distinct,
+        clauses: None,
     }
 }
 
