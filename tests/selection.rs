@@ -707,7 +707,7 @@ fn bad_new_keys_are_load_errors_with_positions() {
         (
             "[features.semantic_match]\nmodel = \"nowhere\"\nnormalization = \"best\"\n",
             ErrorKind::Io,
-            "cannot read the semantic model file",
+            "does not exist (a model folder holds",
             "\"nowhere\"",
         ),
         (

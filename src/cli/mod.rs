@@ -27,7 +27,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use toolgate::compile::compile;
 use toolgate::input::EvalInput;
-use toolgate::load::{Sources, load_catalog, load_policy};
+use toolgate::load::{Sources, load_catalog};
 use toolgate::{Activation, LoadError, Plan};
 
 /// Where the plan comes from.
@@ -127,18 +127,20 @@ pub fn build(args: &PlanArgs, input: Option<&EvalInput>) -> Result<Arc<Plan>, Fa
         tags: args.tags.clone(),
         tools: args.tools.clone(),
     };
-    let policy = load_policy(sources.policy.as_deref());
+    let policy = toolgate::load::load_policy_partial(sources.policy.as_deref());
     let catalog = match input.and_then(|i| i.tools.clone()) {
         Some(tools) => Ok(tools.into_iter().map(|t| t.into_spec()).collect()),
         None => load_catalog(&sources),
     };
     let plan = match (policy, catalog) {
         (Ok(p), Ok(c)) => compile(&p, c),
-        (Err(mut a), Err(b)) => {
+        // (only the data files failed: the policy's other problems too)
+        (Err(e), Ok(c)) => Err(toolgate::load::compile_failed_policy(e, c)),
+        (Err(toolgate::load::PolicyLoadError { error: mut a, .. }), Err(b)) => {
             a.diagnostics.extend(b.diagnostics);
             Err(a)
         }
-        (Err(a), _) | (_, Err(a)) => Err(a),
+        (_, Err(a)) => Err(a),
     };
     plan.map(Arc::new).map_err(Fail::Load)
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use toolgate::Plan;
 use toolgate::compile::compile;
-use toolgate::load::{Sources, load_catalog, load_policy};
+use toolgate::load::{Sources, load_catalog};
 use toolgate::parse::tags::ToolSpec;
 use toolgate::replay::engine::Step;
 use toolgate::replay::stats::Summary;
@@ -47,15 +47,18 @@ pub fn replay_catalog(args: &PlanArgs) -> Result<Vec<ToolSpec>, Fail> {
 
 /// The plan of a replay: the policy of `args` with [`replay_catalog`].
 pub fn replay_plan(args: &PlanArgs) -> Result<Arc<Plan>, Fail> {
-    let policy = load_policy(args.policy.as_deref());
+    let policy = toolgate::load::load_policy_partial(args.policy.as_deref());
     let catalog = replay_catalog(args);
     match (policy, catalog) {
         (Ok(p), Ok(c)) => compile(&p, c).map(Arc::new).map_err(Fail::Load),
-        (Err(mut a), Err(Fail::Load(b))) => {
+        // (only the data files failed: the policy's other problems too)
+        (Err(e), Ok(c)) => Err(Fail::Load(toolgate::load::compile_failed_policy(e, c))),
+        (Err(e), Err(Fail::Load(b))) => {
+            let mut a = e.error;
             a.diagnostics.extend(b.diagnostics);
             Err(Fail::Load(a))
         }
-        (Err(a), _) => Err(Fail::Load(a)),
+        (Err(e), _) => Err(Fail::Load(e.error)),
         (_, Err(e)) => Err(e),
     }
 }

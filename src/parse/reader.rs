@@ -64,6 +64,24 @@ impl Reader {
         file: Arc<SourceFile>,
         read: impl FnOnce(&Table<'_, '_>) -> T,
     ) -> Result<T, LoadError> {
+        let (value, diagnostics) = Self::parse_document_partial(file, read)?;
+        if diagnostics.is_empty() {
+            Ok(value)
+        } else {
+            Err(LoadError { diagnostics })
+        }
+    }
+
+    /// [`Reader::parse_document`], also giving back what was read when the
+    /// document has problems past its syntax: the value (placeholders where
+    /// a value was wrong) with the problems found. A check that reads only
+    /// values that were right (a data file a valid key names) can then run
+    /// in the same load, so its problems are reported with these (issue 29).
+    /// `Err`: a syntax error or an empty file, when nothing could be read.
+    pub fn parse_document_partial<T>(
+        file: Arc<SourceFile>,
+        read: impl FnOnce(&Table<'_, '_>) -> T,
+    ) -> Result<(T, Vec<Diagnostic>), LoadError> {
         let reader = Reader::new(file.clone());
         let text: &str = &file.text;
         let doc = match DeTable::parse(text) {
@@ -93,12 +111,7 @@ impl Reader {
         let root = Table::new(&reader, doc.get_ref(), span, String::new());
         let value = read(&root);
         drop(root);
-        let diags = reader.into_diagnostics();
-        if diags.is_empty() {
-            Ok(value)
-        } else {
-            Err(LoadError { diagnostics: diags })
-        }
+        Ok((value, reader.into_diagnostics()))
     }
 }
 

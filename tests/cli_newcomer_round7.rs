@@ -1,0 +1,105 @@
+//! Issue 29, round 7: every problem found is reported at once (item 6).
+//! A copied `selection.toml` names both missing data files in one run, a
+//! `--tools` file names each broken entry, `[gate]` names each bad key;
+//! and the i29f leftovers (schema-keyword warnings in `guard --format
+//! json`, one message for a failed audit write).
+
+mod common;
+use common::{stderr, stdout, toolgate, write};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The `× FILE:LINE:COL: …` lines of a report (as one line each: the
+/// renderer wraps long ones at `│`), and its "N problems found".
+fn problems(e: &str) -> (Vec<String>, Option<&str>) {
+    let mut lines: Vec<String> = Vec::new();
+    let mut open = false;
+    for l in e.lines() {
+        let t = l.trim_start();
+        if let Some(rest) = t.strip_prefix('×') {
+            lines.push(rest.trim().to_string());
+            open = true;
+        } else if open && let Some(rest) = t.strip_prefix('│') {
+            let last = lines.last_mut().unwrap();
+            last.push(' ');
+            last.push_str(rest.trim());
+        } else {
+            open = false;
+        }
+    }
+    let count = e.lines().find(|l| l.contains("found") && l.contains("problem"));
+    (lines, count)
+}
+
+/// The 1-based line and column of the first `needle` in `text`.
+fn line_col(text: &str, needle: &str) -> String {
+    let at = text.find(needle).unwrap_or_else(|| panic!("{needle} not in the text"));
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    format!("{line}:{col}")
+}
+
+/// (1) `policies/selection.toml` copied alone to another folder: its
+/// transitions file and its model folder are both missing, and both are
+/// reported in one run, each at the key that names it; a misspelt weight
+/// of the same copy is reported in that run too.
+#[test]
+fn a_copied_selection_policy_reports_every_missing_data_file_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(format!("{ROOT}/policies/selection.toml")).unwrap();
+    let copy = write(d.path(), "selection.toml", &text);
+    let o = toolgate(&["check", "--policy", &copy], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let e = stderr(&o);
+    let (lines, count) = problems(&e);
+    let file_at = line_col(&text, "\"transitions/bfcl-multi-turn.toml\"");
+    let model_at = line_col(&text, "\"models/minilm-static-128\"");
+    assert!(
+        lines.iter().any(|l| l.contains(&format!("{copy}:{file_at}: cannot read the transitions file"))),
+        "{e}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains(&format!(
+            "{copy}:{model_at}: the semantic model folder {}/models/minilm-static-128 does not exist",
+            d.path().display()
+        ))),
+        "{e}"
+    );
+    assert_eq!(lines.len(), 2, "{e}");
+    assert_eq!(count, Some("2 problems found"), "{e}");
+
+    // With a misspelt weight as well: three problems, one run.
+    let typo = text.replacen("w_keyword = 0.8", "w_keywrd = 0.8", 1);
+    assert_ne!(typo, text);
+    let copy = write(d.path(), "selection.toml", &typo);
+    let o = toolgate(&["eval", "--policy", &copy], None);
+    let e = stderr(&o);
+    let (lines, count) = problems(&e);
+    let weight_at = line_col(&typo, "w_keywrd");
+    assert!(
+        lines.iter().any(|l| l.contains(&format!(
+            "{copy}:{weight_at}: weight `w_keywrd` is not used by the formula"
+        ))),
+        "{e}"
+    );
+    assert_eq!(count, Some("3 problems found"), "{e}");
+    // The compile's "was not read" echo of the read errors is not a fourth.
+    assert!(!e.contains("was not read"), "{e}");
+
+    // A model folder that is there but empty: each missing file is named.
+    std::fs::create_dir_all(d.path().join("models/minilm-static-128")).unwrap();
+    std::fs::write(d.path().join("models/minilm-static-128/config.json"), "{}").unwrap();
+    let copy = write(d.path(), "selection.toml", &text);
+    let o = toolgate(&["check", "--policy", &copy], None);
+    let e = stderr(&o);
+    let (lines, count) = problems(&e);
+    for f in ["tokenizer.json", "model.safetensors"] {
+        assert!(
+            lines.iter().any(|l| l.contains(&format!("{copy}:{model_at}: cannot read the semantic model file")) && l.contains(f)),
+            "{f}: {e}"
+        );
+    }
+    assert!(!lines.iter().any(|l| l.contains("config.json:")), "{e}");
+    assert_eq!(count, Some("3 problems found"), "{e}");
+}
