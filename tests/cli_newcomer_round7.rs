@@ -103,3 +103,48 @@ fn a_copied_selection_policy_reports_every_missing_data_file_at_once() {
     assert!(!lines.iter().any(|l| l.contains("config.json:")), "{e}");
     assert_eq!(count, Some("3 problems found"), "{e}");
 }
+
+/// (2) A `--tools` file with three broken entries (a misspelt key, a tool
+/// without a name, a second misspelt key) and a good one: all three are
+/// reported, each at its place with its index, and counted right.
+#[test]
+fn every_broken_entry_of_a_tools_file_is_reported() {
+    let d = tempfile::tempdir().unwrap();
+    let text = r#"{"tools": [
+  {"name": "good", "description": "fine"},
+  {"name": "a", "inputschema": {"type": "object"}},
+  {"description": "no name"},
+  {"name": "c", "descripton": "x"}
+]}
+"#;
+    let f = write(d.path(), "tools.json", text);
+    for cmd in ["check", "eval", "guard"] {
+        let mut args = vec![cmd, "--tools", &f];
+        if cmd == "guard" {
+            args.extend(["--tool", "good", "--args", "{}"]);
+        }
+        let o = toolgate(&args, None);
+        assert_eq!(o.status.code(), Some(1), "{cmd}: {}", stdout(&o));
+        let e = stderr(&o);
+        let (lines, count) = problems(&e);
+        let want = [
+            format!(
+                "{f}:{}: tool 1 (`tools[1]`): unknown key `inputschema` (did you mean `inputSchema`?)",
+                line_col(text, "\"inputschema\"")
+            ),
+            format!(
+                "{f}:{}: tool 2 (`tools[2]`): it has no \"name\" string",
+                line_col(text, "{\"description\": \"no name\"")
+            ),
+            format!(
+                "{f}:{}: tool 3 (`tools[3]`): unknown key `descripton` (did you mean `description`?)",
+                line_col(text, "\"descripton\"")
+            ),
+        ];
+        assert_eq!(lines.len(), 3, "{cmd}: {e}");
+        for (l, w) in lines.iter().zip(&want) {
+            assert!(l.starts_with(w.as_str()), "{cmd}: {l}\nshould start with {w}");
+        }
+        assert_eq!(count, Some("3 problems found"), "{cmd}: {e}");
+    }
+}
