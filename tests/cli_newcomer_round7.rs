@@ -33,7 +33,12 @@ fn problems(e: &str) -> (Vec<String>, Option<&str>) {
 
 /// The 1-based line and column of the first `needle` in `text`.
 fn line_col(text: &str, needle: &str) -> String {
-    let at = text.find(needle).unwrap_or_else(|| panic!("{needle} not in the text"));
+    line_col_after(text, needle, 0)
+}
+
+/// The 1-based line and column `skip` bytes after the first `needle`.
+fn line_col_after(text: &str, needle: &str, skip: usize) -> String {
+    let at = text.find(needle).unwrap_or_else(|| panic!("{needle} not in the text")) + skip;
     let before = &text[..at];
     let line = before.matches('\n').count() + 1;
     let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
@@ -147,4 +152,42 @@ fn every_broken_entry_of_a_tools_file_is_reported() {
         }
         assert_eq!(count, Some("3 problems found"), "{cmd}: {e}");
     }
+}
+
+/// (1) `[gate]` is read by serde, which stops at the first problem: a
+/// misspelt key, a wrong type and a value out of range in the shipped
+/// policy's `[gate]` are now reported in one run, each at its place (the
+/// misspelt key with a did-you-mean).
+#[test]
+fn every_bad_key_of_gate_is_reported_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(format!("{ROOT}/policies/default.toml")).unwrap();
+    let bad = text
+        .replacen("max_depth = 32 ", "max_dept = 32 ", 1)
+        .replacen("timeout_seconds = 30.0", "timeout_seconds = \"30\"", 1)
+        .replacen("backoff_factor = 2.0", "backoff_factor = 0.5", 1);
+    for edit in ["max_dept = 32 ", "timeout_seconds = \"30\"", "backoff_factor = 0.5"] {
+        assert!(bad.contains(edit), "the edit {edit} applies");
+    }
+    let f = write(d.path(), "policy.toml", &bad);
+    let o = toolgate(&["check", "--policy", &f], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let e = stderr(&o);
+    let (lines, count) = problems(&e);
+    let want = [
+        format!("{f}:{}: [gate]: unknown field `max_dept`", line_col(&bad, "max_dept")),
+        format!(
+            "{f}:{}: [gate]: invalid type: string \"30\", expected f64",
+            line_col(&bad, "\"30\"")
+        ),
+        format!(
+            "{f}:{}: `gate.execution.backoff_factor` must be at least 1, found 0.5",
+            line_col_after(&bad, "backoff_factor = 0.5", "backoff_factor = ".len())
+        ),
+    ];
+    for w in &want {
+        assert!(lines.iter().any(|l| l.starts_with(w.as_str())), "{w}\n{e}");
+    }
+    assert!(e.contains("help: did you mean `max_depth`?"), "{e}");
+    assert_eq!(count, Some("3 problems found"), "{e}");
 }

@@ -26,6 +26,8 @@ pub mod findings;
 pub mod formula;
 #[cfg(feature = "gate")]
 pub mod gate;
+#[cfg(feature = "gate")]
+mod gate_serde;
 pub mod interval;
 mod properties;
 pub mod selection;
