@@ -191,3 +191,77 @@ fn every_bad_key_of_gate_is_reported_at_once() {
     assert!(e.contains("help: did you mean `max_depth`?"), "{e}");
     assert_eq!(count, Some("3 problems found"), "{e}");
 }
+
+/// (3) The schema-keyword warnings that `guard` prints in the text format
+/// are in `guard --format json` too, as `warnings` (`[]` when none).
+#[test]
+fn guard_json_carries_the_schema_keyword_warnings() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        d.path(),
+        "t.json",
+        r#"{"tools":[{"name":"d","inputSchema":{"type":"object","propertes":{"n":{"type":"integer"}}}},{"name":"e","inputSchema":{"type":"object"}}]}"#,
+    );
+    let run = |tool: &str| {
+        let o = toolgate(
+            &["guard", "--tools", &f, "--tool", tool, "--args", "{}", "--format", "json"],
+            None,
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        (v, stderr(&o))
+    };
+    let (v, e) = run("d");
+    let w = v["warnings"].as_array().expect("a warnings array");
+    assert_eq!(w.len(), 1, "{v}");
+    let w = w[0].as_str().unwrap();
+    assert!(w.contains("inputSchema keyword `propertes`"), "{w}");
+    assert!(w.contains("did you mean `properties`?"), "{w}");
+    assert_eq!(v["decision"], "allow", "{v}");
+    // (JSON on stdout only: no text warning on stderr beside it)
+    assert!(!e.contains("warning:"), "{e}");
+    let (v, _) = run("e");
+    assert_eq!(v["warnings"], serde_json::json!([]), "{v}");
+}
+
+/// (3) An audit record that cannot be written is said once, by the
+/// message that names the option and the path, not also by a log line.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_failed_audit_write_is_reported_once() {
+    let o = toolgate(
+        &["guard", "--tool", "sqlite.read_query", "--args", r#"{"query":"select 1"}"#, "--audit", "/dev/full"],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert_eq!(e.matches("cannot write an audit record").count(), 1, "{e}");
+    assert!(
+        e.contains("error: --audit /dev/full: cannot write an audit record: No space left on device"),
+        "{e}"
+    );
+    assert!(!e.contains("ERROR"), "{e}");
+}
+
+/// (3) A `--config` root that is not a folder stands at its element of
+/// `roots` (from the TOML spans, not a search of the text: a comment that
+/// names the same path came first), and every bad root is named.
+#[test]
+fn config_roots_stand_at_their_element() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("afile"), "x").unwrap();
+    let text = "# roots = [\"nowhere\"] was the old setting\nroots = [\n  \"nowhere\",\n  \".\",\n  'afile',\n]\n\n[[server]]\nname = \"a\"\ncommand = \"true\"\n";
+    let cfg = write(d.path(), "proxy.toml", text);
+    let o = toolgate(&["mcp-proxy", "--config", &cfg], Some(""));
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let e = stderr(&o);
+    let dir = d.path().display();
+    assert!(
+        e.contains(&format!("{cfg}:3:3: roots: {dir}/nowhere: no such folder")),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!("{cfg}:5:3: roots: {dir}/afile: not a folder")),
+        "{e}"
+    );
+}
