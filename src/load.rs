@@ -69,6 +69,11 @@ fn parse_with_data_partial(
         Err(e) => return (None, e.diagnostics),
     };
     let parsed = diagnostics.is_empty();
+    if !parsed {
+        // (what compiling would find in parts that parsed: not compiled,
+        // the rest of the policy holding placeholders)
+        diagnostics.extend(crate::compile::standalone_problems(&policy));
+    }
     if let Err(e) = load_data_files(&mut policy) {
         diagnostics.extend(e.diagnostics);
     }

@@ -265,3 +265,80 @@ fn config_roots_stand_at_their_element() {
         "{e}"
     );
 }
+
+/// (4) The sweep: eight keys misspelt across one policy (required and
+/// optional keys, a weight, two `[gate]` keys) are eight problems in one
+/// run, each at its key; a misspelt required key is one problem (at the
+/// typo), not also a "missing" one at its table.
+#[test]
+fn eight_typos_in_one_policy_are_eight_problems_at_their_keys() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(format!("{ROOT}/policies/default.toml")).unwrap();
+    let typos = [
+        ("recent_calls_window = 5", "recent_calls_windw = 5", "unknown key `recent_calls_windw` in [activation], and the required key `recent_calls_window` is missing"),
+        ("hysteresis_margin = 0.0", "hysteresis_margn = 0.0", "unknown key `hysteresis_margn` in [activation]"),
+        ("w_stage = 0.20", "w_stag = 0.20", "weight `w_stag` is not used by the formula"),
+        ("neutral = 0.5", "nuetral = 0.5", "unknown key `nuetral` in [features.domain_match], and the required key `neutral` is missing"),
+        ("multiplier = 2.0", "multiplyer = 2.0", "unknown key `multiplyer` in [features.usage_bonus], and the required key `multiplier` is missing"),
+        ("bonus = 0.15", "bonsu = 0.15", "unknown key `bonsu` in [features.recency_bonus], and the required key `bonus` is missing"),
+        ("max_depth = 32 ", "max_dept = 32 ", "[gate]: unknown field `max_dept`"),
+        ("backoff_factor = 2.0", "backof_factor = 2.0", "[gate]: unknown field `backof_factor`"),
+    ];
+    let mut bad = text.clone();
+    for (from, to, _) in typos {
+        assert!(bad.contains(from), "{from}");
+        bad = bad.replacen(from, to, 1);
+    }
+    let f = write(d.path(), "policy.toml", &bad);
+    let o = toolgate(&["check", "--policy", &f], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let e = stderr(&o);
+    let (lines, count) = problems(&e);
+    for (_, to, want) in typos {
+        let at = format!("{f}:{}: {want}", line_col(&bad, to));
+        assert!(lines.iter().any(|l| l.starts_with(&at)), "{at}\n{e}");
+    }
+    assert_eq!(count, Some("8 problems found"), "{e}");
+    assert!(!e.contains("is missing the required key"), "{e}");
+}
+
+/// (4) The sweep, in a tag file: six keys or values misspelt over two
+/// tools are six problems, in the order of the file.
+#[test]
+fn six_typos_in_one_tag_file_are_six_problems_in_file_order() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(format!("{ROOT}/tool-tags/sqlite.toml")).unwrap();
+    // (the first two tools: read_query, then write_query)
+    let second = text.find("name = \"sqlite.write_query\"").unwrap();
+    let (a, b) = text.split_at(second);
+    let a = a
+        .replacen("preferred_stages", "prefered_stages", 1)
+        .replacen("base_priority", "base_priorty", 1)
+        .replacen("arguments = { query = \"sql\" }", "arguments = { qurey = \"sql\" }", 1);
+    let b = b
+        .replacen("trigger_keywords", "trigger_keyword", 1)
+        .replacen("risk_level = \"dangerous\"", "risk_level = \"dangerus\"", 1)
+        .replacen("arguments = { query = \"sql\" }", "argument = { query = \"sql\" }", 1);
+    let bad = format!("{a}{b}");
+    std::fs::create_dir(d.path().join("tags")).unwrap();
+    let f = write(&d.path().join("tags"), "sqlite.toml", &bad);
+    let tags = d.path().join("tags");
+    let o = toolgate(&["check", "--tags", tags.to_str().unwrap()], None);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let e = stderr(&o);
+    let (lines, count) = problems(&e);
+    let want = [
+        (line_col(&bad, "prefered_stages"), "unknown key `prefered_stages` in [tool[0]]"),
+        (line_col(&bad, "base_priorty"), "unknown key `base_priorty` in [tool[0]], and the required key `base_priority` is missing"),
+        (line_col(&bad, "qurey"), "argument `qurey` names no parameter"),
+        (line_col(&bad, "trigger_keyword "), "unknown key `trigger_keyword` in [tool[1]]"),
+        (line_col(&bad, "\"dangerus\""), "risk_level \"dangerus\" is not one of"),
+        (line_col(&bad, "argument ="), "unknown key `argument` in [tool[1]]"),
+    ];
+    assert_eq!(lines.len(), want.len(), "{e}");
+    for (l, (at, w)) in lines.iter().zip(&want) {
+        let w = format!("{f}:{at}: {w}");
+        assert!(l.starts_with(&w), "{l}\nshould start with {w}");
+    }
+    assert_eq!(count, Some("6 problems found"), "{e}");
+}
