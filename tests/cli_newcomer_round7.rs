@@ -342,3 +342,42 @@ fn six_typos_in_one_tag_file_are_six_problems_in_file_order() {
     }
     assert_eq!(count, Some("6 problems found"), "{e}");
 }
+
+/// (4) The sweep, in an `--input` file: five keys misspelt at three
+/// levels are five problems in one run, each at its key, counted.
+#[test]
+fn five_typos_in_one_input_are_five_problems() {
+    let d = tempfile::tempdir().unwrap();
+    let text = r#"{
+  "mesage": "Which users signed up last week?",
+  "context": {
+    "conversation_stag": "exploration",
+    "active_languge": "sql",
+    "recent_tool_calls": ["sqlite.list_tables"]
+  },
+  "usage": {
+    "call_count": {"sqlite.list_tables": 1},
+    "seconds_since_last_cal": {"sqlite.list_tables": 240.0}
+  }
+}
+"#;
+    let f = write(d.path(), "in.json", text);
+    let o = toolgate(&["eval", "--input", &f], None);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    let e = stderr(&o);
+    let lines: Vec<&str> = e.lines().collect();
+    let want = [
+        ("\"mesage\"", "unknown key `mesage` at the top level of the input (did you mean `message`?)"),
+        ("\"conversation_stag\"", "unknown key `conversation_stag` in `context` (did you mean `conversation_stage`?)"),
+        ("\"active_languge\"", "unknown key `active_languge` in `context` (did you mean `active_language`?)"),
+        ("\"call_count\"", "unknown key `call_count` in `usage` (did you mean `call_counts`?)"),
+        ("\"seconds_since_last_cal\"", "unknown key `seconds_since_last_cal` in `usage` (did you mean `seconds_since_last_call`?)"),
+    ];
+    assert_eq!(lines.len(), want.len() + 1, "{e}");
+    for (i, (key, w)) in want.iter().enumerate() {
+        let at = line_col(text, key);
+        let l = lines[i].strip_prefix("error: ").unwrap_or(lines[i]);
+        assert!(l.starts_with(&format!("{f}:{at}: {w}")), "{l}\nshould start with {f}:{at}: {w}");
+    }
+    assert_eq!(lines[want.len()], "5 problems found", "{e}");
+}
