@@ -381,3 +381,40 @@ fn five_typos_in_one_input_are_five_problems() {
     }
     assert_eq!(lines[want.len()], "5 problems found", "{e}");
 }
+
+/// (4) The sweep, in a trace: four keys misspelt on four lines are four
+/// problems in one run (replay, and the streamed fit), each at its line
+/// and column, in line order, counted.
+#[test]
+fn four_typos_in_one_trace_are_four_problems() {
+    let d = tempfile::tempdir().unwrap();
+    let text = concat!(
+        r#"{"session": "sql", "t": 0, "event": "context", "stag": "exploration", "language": "sql"}"#, "\n",
+        r#"{"session": "sql", "t": 2.5, "event": "user_message", "txt": "which tables hold the orders?"}"#, "\n",
+        r#"{"session": "sql", "t": 4, "event": "tool_call", "tool": "sqlite.list_tables", "arguments": {}, "outcom": "ok"}"#, "\n",
+        r#"{"session": "sql", "t": 9, "event": "tool_call", "tool": "sqlite.describe_table", "argumnts": {"table_name": "orders"}, "outcome": "ok"}"#, "\n",
+        r#"{"session": "sql", "t": 30, "event": "context", "stage": "debugging"}"#, "\n",
+    );
+    let f = write(d.path(), "trace.jsonl", text);
+    let want = [
+        (1, "\"stag\"", "unknown key `stag` in a `context` event (did you mean `stage`?)"),
+        (2, "\"txt\"", "unknown key `txt` in a `user_message` event (did you mean `text`?)"),
+        (3, "\"outcom\"", "unknown key `outcom` in a `tool_call` event (did you mean `outcome`?)"),
+        (4, "\"argumnts\"", "unknown key `argumnts` in a `tool_call` event (did you mean `arguments`?)"),
+    ];
+    for cmd in [&["replay", "--trace", &f][..], &["replay", "--flow", "--trace", &f][..], &["fit", "--trace", &f][..]] {
+        let o = toolgate(cmd, None);
+        assert_eq!(o.status.code(), Some(3), "{cmd:?}: {}", stdout(&o));
+        let e = stderr(&o);
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), want.len() + 1, "{cmd:?}: {e}");
+        for (i, (n, key, w)) in want.iter().enumerate() {
+            let line = text.lines().nth(n - 1).unwrap();
+            let col = line.find(key).unwrap() + 1;
+            let l = lines[i].strip_prefix("error: ").unwrap_or(lines[i]);
+            let w = format!("{f}: trace line {n}, column {col}: {w}");
+            assert!(l.starts_with(&w), "{cmd:?}: {l}\nshould start with {w}");
+        }
+        assert_eq!(lines[want.len()], "4 problems found", "{cmd:?}: {e}");
+    }
+}

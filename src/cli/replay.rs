@@ -18,8 +18,14 @@ use super::{Fail, PlanArgs};
 /// measure what is listed when nothing is needed.)
 pub fn read_trace(path: &str, skip_invalid: bool) -> Result<Trace, Fail> {
     let text = super::read_text(path).map_err(Fail::Input)?;
-    let trace =
-        parse_trace(&text, skip_invalid).map_err(|e| Fail::Input(format!("{path}: {e}")))?;
+    let trace = parse_trace(&text, skip_invalid).map_err(|first| {
+        // Every bad line at once (issue 29).
+        let all = match skip_invalid {
+            false => parse_trace(&text, true).map(|t| t.skipped).unwrap_or_default(),
+            true => Vec::new(),
+        };
+        Fail::Input(super::stream::every_bad_line(path, first, all))
+    })?;
     if trace.lines.is_empty() {
         let what = if trace.skipped.is_empty() {
             "the file holds no trace line".to_string()
