@@ -628,14 +628,14 @@ pub(crate) fn cached_config(policy: &PolicySource) -> Result<GateParts, LoadErro
         return Ok((hit.0.clone(), hit.1.clone(), hit.2.clone()));
     }
     let config = load_gate_config(policy)?;
-    let flow = Arc::new(CompiledFlow::build(&config.flow).map_err(|problems| {
-        LoadError {
-            diagnostics: problems
-                .into_iter()
-                .map(|(m, sp)| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, sp, m))
-                .collect(),
-        }
-    })?);
+    // (both built, so that a bad flow rule and a bad pattern are reported
+    // together)
+    let flow = CompiledFlow::build(&config.flow).map_err(|problems| {
+        problems
+            .into_iter()
+            .map(|(m, sp)| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, sp, m))
+            .collect::<Vec<_>>()
+    });
     let patterns = PatternSet::compile(&config.patterns).map_err(|e| {
         Diagnostic::at(
             ErrorKind::InvalidValue,
@@ -643,7 +643,15 @@ pub(crate) fn cached_config(policy: &PolicySource) -> Result<GateParts, LoadErro
             policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0),
             e.to_string(),
         )
-    })?;
+    });
+    let (flow, patterns) = match (flow, patterns) {
+        (Ok(f), Ok(p)) => (Arc::new(f), p),
+        (f, p) => {
+            let mut diagnostics = f.err().unwrap_or_default();
+            diagnostics.extend(p.err());
+            return Err(LoadError { diagnostics });
+        }
+    };
     if let Ok(mut cache) = CACHE.lock() {
         if cache.len() >= KEEP {
             cache.remove(0);
