@@ -89,7 +89,7 @@ pub struct PolicyLoadError {
     pub error: LoadError,
     /// The policy, when it parsed without a problem (it then lacks the data
     /// that failed).
-    pub parsed: Option<PolicySource>,
+    pub parsed: Option<Box<PolicySource>>,
 }
 
 /// [`load_policy`], keeping a policy that parsed when only its data files
@@ -105,7 +105,7 @@ pub fn load_policy_partial(path: Option<&Path>) -> Result<PolicySource, PolicyLo
         (Some(p), d) if d.is_empty() => Ok(p),
         (parsed, diagnostics) => Err(PolicyLoadError {
             error: LoadError { diagnostics },
-            parsed,
+            parsed: parsed.map(Box::new),
         }),
     }
 }
@@ -121,9 +121,11 @@ pub fn compile_failed_policy(e: PolicyLoadError, tools: Vec<ToolSpec>) -> LoadEr
     if let Some(p) = e.parsed
         && let Err(c) = crate::compile::compile(&p, tools)
     {
-        error
-            .diagnostics
-            .extend(c.diagnostics.into_iter().filter(|d| d.kind != ErrorKind::Io));
+        error.diagnostics.extend(
+            c.diagnostics
+                .into_iter()
+                .filter(|d| d.kind != ErrorKind::Io),
+        );
     }
     error
 }

@@ -27,7 +27,9 @@ fn problems(e: &str) -> (Vec<String>, Option<&str>) {
             open = false;
         }
     }
-    let count = e.lines().find(|l| l.contains("found") && l.contains("problem"));
+    let count = e
+        .lines()
+        .find(|l| l.contains("found") && l.contains("problem"));
     (lines, count)
 }
 
@@ -38,7 +40,10 @@ fn line_col(text: &str, needle: &str) -> String {
 
 /// The 1-based line and column `skip` bytes after the first `needle`.
 fn line_col_after(text: &str, needle: &str, skip: usize) -> String {
-    let at = text.find(needle).unwrap_or_else(|| panic!("{needle} not in the text")) + skip;
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle} not in the text"))
+        + skip;
     let before = &text[..at];
     let line = before.matches('\n').count() + 1;
     let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
@@ -61,7 +66,9 @@ fn a_copied_selection_policy_reports_every_missing_data_file_at_once() {
     let file_at = line_col(&text, "\"transitions/bfcl-multi-turn.toml\"");
     let model_at = line_col(&text, "\"models/minilm-static-128\"");
     assert!(
-        lines.iter().any(|l| l.contains(&format!("{copy}:{file_at}: cannot read the transitions file"))),
+        lines.iter().any(|l| l.contains(&format!(
+            "{copy}:{file_at}: cannot read the transitions file"
+        ))),
         "{e}"
     );
     assert!(
@@ -101,7 +108,9 @@ fn a_copied_selection_policy_reports_every_missing_data_file_at_once() {
     let (lines, count) = problems(&e);
     for f in ["tokenizer.json", "model.safetensors"] {
         assert!(
-            lines.iter().any(|l| l.contains(&format!("{copy}:{model_at}: cannot read the semantic model file")) && l.contains(f)),
+            lines.iter().any(|l| l.contains(&format!(
+                "{copy}:{model_at}: cannot read the semantic model file"
+            )) && l.contains(f)),
             "{f}: {e}"
         );
     }
@@ -148,7 +157,10 @@ fn every_broken_entry_of_a_tools_file_is_reported() {
         ];
         assert_eq!(lines.len(), 3, "{cmd}: {e}");
         for (l, w) in lines.iter().zip(&want) {
-            assert!(l.starts_with(w.as_str()), "{cmd}: {l}\nshould start with {w}");
+            assert!(
+                l.starts_with(w.as_str()),
+                "{cmd}: {l}\nshould start with {w}"
+            );
         }
         assert_eq!(count, Some("3 problems found"), "{cmd}: {e}");
     }
@@ -166,7 +178,11 @@ fn every_bad_key_of_gate_is_reported_at_once() {
         .replacen("max_depth = 32 ", "max_dept = 32 ", 1)
         .replacen("timeout_seconds = 30.0", "timeout_seconds = \"30\"", 1)
         .replacen("backoff_factor = 2.0", "backoff_factor = 0.5", 1);
-    for edit in ["max_dept = 32 ", "timeout_seconds = \"30\"", "backoff_factor = 0.5"] {
+    for edit in [
+        "max_dept = 32 ",
+        "timeout_seconds = \"30\"",
+        "backoff_factor = 0.5",
+    ] {
         assert!(bad.contains(edit), "the edit {edit} applies");
     }
     let f = write(d.path(), "policy.toml", &bad);
@@ -175,7 +191,10 @@ fn every_bad_key_of_gate_is_reported_at_once() {
     let e = stderr(&o);
     let (lines, count) = problems(&e);
     let want = [
-        format!("{f}:{}: [gate]: unknown field `max_dept`", line_col(&bad, "max_dept")),
+        format!(
+            "{f}:{}: [gate]: unknown field `max_dept`",
+            line_col(&bad, "max_dept")
+        ),
         format!(
             "{f}:{}: [gate]: invalid type: string \"30\", expected f64",
             line_col(&bad, "\"30\"")
@@ -204,7 +223,9 @@ fn guard_json_carries_the_schema_keyword_warnings() {
     );
     let run = |tool: &str| {
         let o = toolgate(
-            &["guard", "--tools", &f, "--tool", tool, "--args", "{}", "--format", "json"],
+            &[
+                "guard", "--tools", &f, "--tool", tool, "--args", "{}", "--format", "json",
+            ],
             None,
         );
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -230,14 +251,24 @@ fn guard_json_carries_the_schema_keyword_warnings() {
 #[test]
 fn a_failed_audit_write_is_reported_once() {
     let o = toolgate(
-        &["guard", "--tool", "sqlite.read_query", "--args", r#"{"query":"select 1"}"#, "--audit", "/dev/full"],
+        &[
+            "guard",
+            "--tool",
+            "sqlite.read_query",
+            "--args",
+            r#"{"query":"select 1"}"#,
+            "--audit",
+            "/dev/full",
+        ],
         None,
     );
     assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
     let e = stderr(&o);
     assert_eq!(e.matches("cannot write an audit record").count(), 1, "{e}");
     assert!(
-        e.contains("error: --audit /dev/full: cannot write an audit record: No space left on device"),
+        e.contains(
+            "error: --audit /dev/full: cannot write an audit record: No space left on device"
+        ),
         "{e}"
     );
     assert!(!e.contains("ERROR"), "{e}");
@@ -275,14 +306,46 @@ fn eight_typos_in_one_policy_are_eight_problems_at_their_keys() {
     let d = tempfile::tempdir().unwrap();
     let text = std::fs::read_to_string(format!("{ROOT}/policies/default.toml")).unwrap();
     let typos = [
-        ("recent_calls_window = 5", "recent_calls_windw = 5", "unknown key `recent_calls_windw` in [activation], and the required key `recent_calls_window` is missing"),
-        ("hysteresis_margin = 0.0", "hysteresis_margn = 0.0", "unknown key `hysteresis_margn` in [activation]"),
-        ("w_stage = 0.20", "w_stag = 0.20", "weight `w_stag` is not used by the formula"),
-        ("neutral = 0.5", "nuetral = 0.5", "unknown key `nuetral` in [features.domain_match], and the required key `neutral` is missing"),
-        ("multiplier = 2.0", "multiplyer = 2.0", "unknown key `multiplyer` in [features.usage_bonus], and the required key `multiplier` is missing"),
-        ("bonus = 0.15", "bonsu = 0.15", "unknown key `bonsu` in [features.recency_bonus], and the required key `bonus` is missing"),
-        ("max_depth = 32 ", "max_dept = 32 ", "[gate]: unknown field `max_dept`"),
-        ("backoff_factor = 2.0", "backof_factor = 2.0", "[gate]: unknown field `backof_factor`"),
+        (
+            "recent_calls_window = 5",
+            "recent_calls_windw = 5",
+            "unknown key `recent_calls_windw` in [activation], and the required key `recent_calls_window` is missing",
+        ),
+        (
+            "hysteresis_margin = 0.0",
+            "hysteresis_margn = 0.0",
+            "unknown key `hysteresis_margn` in [activation]",
+        ),
+        (
+            "w_stage = 0.20",
+            "w_stag = 0.20",
+            "weight `w_stag` is not used by the formula",
+        ),
+        (
+            "neutral = 0.5",
+            "nuetral = 0.5",
+            "unknown key `nuetral` in [features.domain_match], and the required key `neutral` is missing",
+        ),
+        (
+            "multiplier = 2.0",
+            "multiplyer = 2.0",
+            "unknown key `multiplyer` in [features.usage_bonus], and the required key `multiplier` is missing",
+        ),
+        (
+            "bonus = 0.15",
+            "bonsu = 0.15",
+            "unknown key `bonsu` in [features.recency_bonus], and the required key `bonus` is missing",
+        ),
+        (
+            "max_depth = 32 ",
+            "max_dept = 32 ",
+            "[gate]: unknown field `max_dept`",
+        ),
+        (
+            "backoff_factor = 2.0",
+            "backof_factor = 2.0",
+            "[gate]: unknown field `backof_factor`",
+        ),
     ];
     let mut bad = text.clone();
     for (from, to, _) in typos {
@@ -314,11 +377,19 @@ fn six_typos_in_one_tag_file_are_six_problems_in_file_order() {
     let a = a
         .replacen("preferred_stages", "prefered_stages", 1)
         .replacen("base_priority", "base_priorty", 1)
-        .replacen("arguments = { query = \"sql\" }", "arguments = { qurey = \"sql\" }", 1);
+        .replacen(
+            "arguments = { query = \"sql\" }",
+            "arguments = { qurey = \"sql\" }",
+            1,
+        );
     let b = b
         .replacen("trigger_keywords", "trigger_keyword", 1)
         .replacen("risk_level = \"dangerous\"", "risk_level = \"dangerus\"", 1)
-        .replacen("arguments = { query = \"sql\" }", "argument = { query = \"sql\" }", 1);
+        .replacen(
+            "arguments = { query = \"sql\" }",
+            "argument = { query = \"sql\" }",
+            1,
+        );
     let bad = format!("{a}{b}");
     std::fs::create_dir(d.path().join("tags")).unwrap();
     let f = write(&d.path().join("tags"), "sqlite.toml", &bad);
@@ -328,12 +399,30 @@ fn six_typos_in_one_tag_file_are_six_problems_in_file_order() {
     let e = stderr(&o);
     let (lines, count) = problems(&e);
     let want = [
-        (line_col(&bad, "prefered_stages"), "unknown key `prefered_stages` in [tool[0]]"),
-        (line_col(&bad, "base_priorty"), "unknown key `base_priorty` in [tool[0]], and the required key `base_priority` is missing"),
-        (line_col(&bad, "qurey"), "argument `qurey` names no parameter"),
-        (line_col(&bad, "trigger_keyword "), "unknown key `trigger_keyword` in [tool[1]]"),
-        (line_col(&bad, "\"dangerus\""), "risk_level \"dangerus\" is not one of"),
-        (line_col(&bad, "argument ="), "unknown key `argument` in [tool[1]]"),
+        (
+            line_col(&bad, "prefered_stages"),
+            "unknown key `prefered_stages` in [tool[0]]",
+        ),
+        (
+            line_col(&bad, "base_priorty"),
+            "unknown key `base_priorty` in [tool[0]], and the required key `base_priority` is missing",
+        ),
+        (
+            line_col(&bad, "qurey"),
+            "argument `qurey` names no parameter",
+        ),
+        (
+            line_col(&bad, "trigger_keyword "),
+            "unknown key `trigger_keyword` in [tool[1]]",
+        ),
+        (
+            line_col(&bad, "\"dangerus\""),
+            "risk_level \"dangerus\" is not one of",
+        ),
+        (
+            line_col(&bad, "argument ="),
+            "unknown key `argument` in [tool[1]]",
+        ),
     ];
     assert_eq!(lines.len(), want.len(), "{e}");
     for (l, (at, w)) in lines.iter().zip(&want) {
@@ -367,17 +456,35 @@ fn five_typos_in_one_input_are_five_problems() {
     let e = stderr(&o);
     let lines: Vec<&str> = e.lines().collect();
     let want = [
-        ("\"mesage\"", "unknown key `mesage` at the top level of the input (did you mean `message`?)"),
-        ("\"conversation_stag\"", "unknown key `conversation_stag` in `context` (did you mean `conversation_stage`?)"),
-        ("\"active_languge\"", "unknown key `active_languge` in `context` (did you mean `active_language`?)"),
-        ("\"call_count\"", "unknown key `call_count` in `usage` (did you mean `call_counts`?)"),
-        ("\"seconds_since_last_cal\"", "unknown key `seconds_since_last_cal` in `usage` (did you mean `seconds_since_last_call`?)"),
+        (
+            "\"mesage\"",
+            "unknown key `mesage` at the top level of the input (did you mean `message`?)",
+        ),
+        (
+            "\"conversation_stag\"",
+            "unknown key `conversation_stag` in `context` (did you mean `conversation_stage`?)",
+        ),
+        (
+            "\"active_languge\"",
+            "unknown key `active_languge` in `context` (did you mean `active_language`?)",
+        ),
+        (
+            "\"call_count\"",
+            "unknown key `call_count` in `usage` (did you mean `call_counts`?)",
+        ),
+        (
+            "\"seconds_since_last_cal\"",
+            "unknown key `seconds_since_last_cal` in `usage` (did you mean `seconds_since_last_call`?)",
+        ),
     ];
     assert_eq!(lines.len(), want.len() + 1, "{e}");
     for (i, (key, w)) in want.iter().enumerate() {
         let at = line_col(text, key);
         let l = lines[i].strip_prefix("error: ").unwrap_or(lines[i]);
-        assert!(l.starts_with(&format!("{f}:{at}: {w}")), "{l}\nshould start with {f}:{at}: {w}");
+        assert!(
+            l.starts_with(&format!("{f}:{at}: {w}")),
+            "{l}\nshould start with {f}:{at}: {w}"
+        );
     }
     assert_eq!(lines[want.len()], "5 problems found", "{e}");
 }
@@ -389,20 +496,45 @@ fn five_typos_in_one_input_are_five_problems() {
 fn four_typos_in_one_trace_are_four_problems() {
     let d = tempfile::tempdir().unwrap();
     let text = concat!(
-        r#"{"session": "sql", "t": 0, "event": "context", "stag": "exploration", "language": "sql"}"#, "\n",
-        r#"{"session": "sql", "t": 2.5, "event": "user_message", "txt": "which tables hold the orders?"}"#, "\n",
-        r#"{"session": "sql", "t": 4, "event": "tool_call", "tool": "sqlite.list_tables", "arguments": {}, "outcom": "ok"}"#, "\n",
-        r#"{"session": "sql", "t": 9, "event": "tool_call", "tool": "sqlite.describe_table", "argumnts": {"table_name": "orders"}, "outcome": "ok"}"#, "\n",
-        r#"{"session": "sql", "t": 30, "event": "context", "stage": "debugging"}"#, "\n",
+        r#"{"session": "sql", "t": 0, "event": "context", "stag": "exploration", "language": "sql"}"#,
+        "\n",
+        r#"{"session": "sql", "t": 2.5, "event": "user_message", "txt": "which tables hold the orders?"}"#,
+        "\n",
+        r#"{"session": "sql", "t": 4, "event": "tool_call", "tool": "sqlite.list_tables", "arguments": {}, "outcom": "ok"}"#,
+        "\n",
+        r#"{"session": "sql", "t": 9, "event": "tool_call", "tool": "sqlite.describe_table", "argumnts": {"table_name": "orders"}, "outcome": "ok"}"#,
+        "\n",
+        r#"{"session": "sql", "t": 30, "event": "context", "stage": "debugging"}"#,
+        "\n",
     );
     let f = write(d.path(), "trace.jsonl", text);
     let want = [
-        (1, "\"stag\"", "unknown key `stag` in a `context` event (did you mean `stage`?)"),
-        (2, "\"txt\"", "unknown key `txt` in a `user_message` event (did you mean `text`?)"),
-        (3, "\"outcom\"", "unknown key `outcom` in a `tool_call` event (did you mean `outcome`?)"),
-        (4, "\"argumnts\"", "unknown key `argumnts` in a `tool_call` event (did you mean `arguments`?)"),
+        (
+            1,
+            "\"stag\"",
+            "unknown key `stag` in a `context` event (did you mean `stage`?)",
+        ),
+        (
+            2,
+            "\"txt\"",
+            "unknown key `txt` in a `user_message` event (did you mean `text`?)",
+        ),
+        (
+            3,
+            "\"outcom\"",
+            "unknown key `outcom` in a `tool_call` event (did you mean `outcome`?)",
+        ),
+        (
+            4,
+            "\"argumnts\"",
+            "unknown key `argumnts` in a `tool_call` event (did you mean `arguments`?)",
+        ),
     ];
-    for cmd in [&["replay", "--trace", &f][..], &["replay", "--flow", "--trace", &f][..], &["fit", "--trace", &f][..]] {
+    for cmd in [
+        &["replay", "--trace", &f][..],
+        &["replay", "--flow", "--trace", &f][..],
+        &["fit", "--trace", &f][..],
+    ] {
         let o = toolgate(cmd, None);
         assert_eq!(o.status.code(), Some(3), "{cmd:?}: {}", stdout(&o));
         let e = stderr(&o);

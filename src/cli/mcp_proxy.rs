@@ -162,7 +162,11 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
                 let at = config_root_at(file, i)
                     .map(|(l, col)| format!(":{l}:{col}"))
                     .unwrap_or_default();
-                Some(format!("{}{at}: roots: {}: {why}", file.display(), r.display()))
+                Some(format!(
+                    "{}{at}: roots: {}: {why}",
+                    file.display(),
+                    r.display()
+                ))
             })
             .collect();
         if !bad.is_empty() {

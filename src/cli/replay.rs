@@ -21,7 +21,9 @@ pub fn read_trace(path: &str, skip_invalid: bool) -> Result<Trace, Fail> {
     let trace = parse_trace(&text, skip_invalid).map_err(|first| {
         // Every bad line at once (issue 29).
         let all = match skip_invalid {
-            false => parse_trace(&text, true).map(|t| t.skipped).unwrap_or_default(),
+            false => parse_trace(&text, true)
+                .map(|t| t.skipped)
+                .unwrap_or_default(),
             true => Vec::new(),
         };
         Fail::Input(super::stream::every_bad_line(path, first, all))

@@ -179,9 +179,18 @@ mod tests {
         let (read, d) = problems(&text);
         assert!(read, "{d:?}");
         assert_eq!(d.len(), 3, "{d:?}");
-        assert!(d[0].starts_with("p.toml:8:1: [gate]: unknown field `max_dept`"), "{d:?}");
-        assert!(d[1].starts_with("p.toml:9:22: [gate]: invalid type: string \"big\""), "{d:?}");
-        assert!(d[2].starts_with("p.toml:11:19: [gate]: invalid type: string \"x\""), "{d:?}");
+        assert!(
+            d[0].starts_with("p.toml:8:1: [gate]: unknown field `max_dept`"),
+            "{d:?}"
+        );
+        assert!(
+            d[1].starts_with("p.toml:9:22: [gate]: invalid type: string \"big\""),
+            "{d:?}"
+        );
+        assert!(
+            d[2].starts_with("p.toml:11:19: [gate]: invalid type: string \"x\""),
+            "{d:?}"
+        );
         let (p, _) =
             crate::parse::policy::parse_policy_partial(SourceFile::new("p.toml", text.as_str()))
                 .unwrap();

@@ -125,10 +125,28 @@ mod tests {
             .map(|e| (e.line, e.message.split(';').next().unwrap()))
             .collect();
         assert_eq!(got.len(), 4, "{p:?}");
-        assert!(got[0].1.starts_with("unknown key `mesage` at the top level"), "{got:?}");
-        assert!(got[1].1.starts_with("unknown key `conversation_stag` in `context`"), "{got:?}");
-        assert!(got[2].1.starts_with("unknown key `active_languge` in `context`"), "{got:?}");
-        assert!(got[3].1.starts_with("unknown key `call_count` in `usage`"), "{got:?}");
+        assert!(
+            got[0]
+                .1
+                .starts_with("unknown key `mesage` at the top level"),
+            "{got:?}"
+        );
+        assert!(
+            got[1]
+                .1
+                .starts_with("unknown key `conversation_stag` in `context`"),
+            "{got:?}"
+        );
+        assert!(
+            got[2]
+                .1
+                .starts_with("unknown key `active_languge` in `context`"),
+            "{got:?}"
+        );
+        assert!(
+            got[3].1.starts_with("unknown key `call_count` in `usage`"),
+            "{got:?}"
+        );
         assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), [2, 3, 3, 4]);
         assert!(serde_problems("{\"message\": \"x\"}").is_empty());
     }

@@ -370,7 +370,9 @@ impl<'r, 'a> Table<'r, 'a> {
             let (meant, report) = missing.swap_remove(i);
             let mut sink = self.r.sink.borrow_mut();
             if let Some(at) = sink.diagnostics.iter().position(|d| {
-                d.kind == ErrorKind::MissingKey && d.span == Some(self.span.clone()) && d.message == report
+                d.kind == ErrorKind::MissingKey
+                    && d.span == Some(self.span.clone())
+                    && d.message == report
             }) {
                 sink.diagnostics.remove(at);
             }
@@ -381,7 +383,9 @@ impl<'r, 'a> Table<'r, 'a> {
                     ErrorKind::UnknownKey,
                     &self.r.file,
                     k.span(),
-                    format!("unknown key `{key}` {where_}, and the required key `{meant}` is missing"),
+                    format!(
+                        "unknown key `{key}` {where_}, and the required key `{meant}` is missing"
+                    ),
                 )
                 .with_help(format!("did you mean `{meant}`?")),
             );
