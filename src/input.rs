@@ -27,6 +27,7 @@ use crate::context::{SessionContext, UsageStats};
 use crate::parse::tags::InlineTool;
 use crate::plan::Plan;
 
+pub mod collect;
 pub mod located;
 mod ranges;
 
@@ -87,7 +88,15 @@ impl EvalInput {
     /// [`EvalInput::parse`] for a named file: errors read
     /// `NAME:LINE:COLUMN: message`, as policy errors do.
     pub fn parse_file(name: &str, text: &str) -> Result<Self, String> {
-        Self::parse_text(text).map_err(|e| e.in_file(name))
+        // Every misspelt key and wrong type at once (`collect`), when the
+        // first problem is one of them.
+        Self::parse_text(text).map_err(|first| {
+            let all = collect::serde_problems(text);
+            match all.first().is_some_and(|a| a.message == first.message) {
+                true => collect::render(name, &all),
+                false => first.in_file(name),
+            }
+        })
     }
 
     /// [`EvalInput::parse`] with the error as a value.

@@ -45,21 +45,104 @@ pub fn load_policy(path: Option<&Path>) -> Result<PolicySource, LoadError> {
 }
 
 /// Parses a policy file and reads the data files it references
-/// ([`load_data_files`]).
+/// ([`load_data_files`]). Every problem is reported at once: the policy's
+/// own, and those of each data file that a valid key names (a policy with a
+/// misspelt key and a missing transitions file reports both).
 pub fn parse_with_data(file: std::sync::Arc<SourceFile>) -> Result<PolicySource, LoadError> {
-    let mut policy = parse_policy(file)?;
-    load_data_files(&mut policy)?;
-    Ok(policy)
+    match parse_with_data_partial(file) {
+        (Some(policy), d) if d.is_empty() => Ok(policy),
+        (_, diagnostics) => Err(LoadError { diagnostics }),
+    }
+}
+
+/// [`parse_with_data`], keeping the policy when only its data files failed:
+/// `(Some(policy), problems)` when the policy itself parsed without a
+/// problem (the problems, if any, are its data files'; the policy then has
+/// no data where they failed), `(None, problems)` when it did not.
+/// [`load_policy_and_plan`] compiles such a policy too, so that a misspelt
+/// weight and a missing transitions file are reported in one run.
+fn parse_with_data_partial(
+    file: std::sync::Arc<SourceFile>,
+) -> (Option<PolicySource>, Vec<Diagnostic>) {
+    let (mut policy, mut diagnostics) = match crate::parse::policy::parse_policy_partial(file) {
+        Ok(parts) => parts,
+        Err(e) => return (None, e.diagnostics),
+    };
+    let parsed = diagnostics.is_empty();
+    if !parsed {
+        // (what compiling would find in parts that parsed: not compiled,
+        // the rest of the policy holding placeholders)
+        diagnostics.extend(crate::compile::standalone_problems(&policy));
+    }
+    if let Err(e) = load_data_files(&mut policy) {
+        diagnostics.extend(e.diagnostics);
+    }
+    (parsed.then_some(policy), diagnostics)
+}
+
+/// A policy that did not load: its problems, and the policy itself when it
+/// parsed and only the data files it names failed
+/// ([`load_policy_partial`]).
+#[derive(Debug)]
+pub struct PolicyLoadError {
+    /// Every problem found (the policy's, then its data files').
+    pub error: LoadError,
+    /// The policy, when it parsed without a problem (it then lacks the data
+    /// that failed).
+    pub parsed: Option<Box<PolicySource>>,
+}
+
+/// [`load_policy`], keeping a policy that parsed when only its data files
+/// failed, so that it can be compiled as well ([`compile_failed_policy`]):
+/// a misspelt weight and a missing transitions file are then reported in
+/// one run (issue 29).
+pub fn load_policy_partial(path: Option<&Path>) -> Result<PolicySource, PolicyLoadError> {
+    let parts = match path {
+        Some(p) => read_source(p).map_or_else(|e| (None, e.diagnostics), parse_with_data_partial),
+        None => parse_with_data_partial(embedded_source(DEFAULT_POLICY)),
+    };
+    match parts {
+        (Some(p), d) if d.is_empty() => Ok(p),
+        (parsed, diagnostics) => Err(PolicyLoadError {
+            error: LoadError { diagnostics },
+            parsed: parsed.map(Box::new),
+        }),
+    }
+}
+
+/// The problems of a policy that did not load, with those of compiling it
+/// with `tools` when it parsed (only its data files failed): its other
+/// problems (a misspelt weight, an unknown domain) are reported now, not
+/// after the files are found. The compile's own complaint that the data
+/// was not read (its only `Io` problems) is left out: the read error says
+/// it.
+pub fn compile_failed_policy(e: PolicyLoadError, tools: Vec<ToolSpec>) -> LoadError {
+    let mut error = e.error;
+    if let Some(p) = e.parsed
+        && let Err(c) = crate::compile::compile(&p, tools)
+    {
+        error.diagnostics.extend(
+            c.diagnostics
+                .into_iter()
+                .filter(|d| d.kind != ErrorKind::Io),
+        );
+    }
+    error
 }
 
 /// Reads the data files a parsed policy references, relative to the policy
-/// file's folder (its `SourceFile` name is its path): today the transitions
-/// file of `[features.transition_match] file`. A file that cannot be read
+/// file's folder (its `SourceFile` name is its path): the transitions
+/// file of `[features.transition_match] file` and the model folder of
+/// `[features.semantic_match] model`. A file that cannot be read
 /// (missing, not a regular file, over
 /// [`TEXT_FILE_LIMIT`](crate::datafile::TEXT_FILE_LIMIT): see
-/// [`crate::datafile`]) is an error at the `file` key; a file that does not parse is reported in that
-/// file, with file:line:column.
+/// [`crate::datafile`]) is an error at the key that names it; a file that
+/// does not parse is reported in that file, with file:line:column. Every
+/// data file is read, and all their problems are returned together (issue
+/// 29: a copied policy missing both its transitions file and its model
+/// folder says so in one run).
 pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
+    let mut diagnostics = Vec::new();
     let base = Path::new(&policy.file.name)
         .parent()
         .map(Path::to_path_buf)
@@ -84,21 +167,27 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
             .iter()
             .find(|(name, _)| embedded && Path::new(name) == path)
         {
-            Some(&(name, text)) => embedded_source((name, text)),
-            None => {
-                let text = crate::datafile::read_text_file(&path).map_err(|e| {
+            Some(&(name, text)) => Some(embedded_source((name, text))),
+            None => match crate::datafile::read_text_file(&path) {
+                Ok(text) => Some(SourceFile::new(path.display().to_string(), text)),
+                Err(e) => {
                     let d = Diagnostic::at(
                         ErrorKind::Io,
                         &policy_file,
                         rel.span.clone(),
                         format!("cannot read the transitions file {}: {e}", path.display()),
                     );
-                    LoadError::single(with_relative_help(d, "file", &rel.value, &base))
-                })?;
-                SourceFile::new(path.display().to_string(), text)
-            }
+                    diagnostics.push(with_relative_help(d, "file", &rel.value, &base));
+                    None
+                }
+            },
         };
-        tp.data = Some(crate::parse::selection::parse_transitions(file)?);
+        if let Some(file) = file {
+            match crate::parse::selection::parse_transitions(file) {
+                Ok(data) => tp.data = Some(data),
+                Err(e) => diagnostics.extend(e.diagnostics),
+            }
+        }
     }
     if let Some(sp) = &mut policy.features.semantic
         && sp.data.is_none()
@@ -109,14 +198,20 @@ pub fn load_data_files(policy: &mut PolicySource) -> Result<(), LoadError> {
     if let Some(sp) = &mut policy.features.semantic
         && sp.data.is_none()
     {
-        sp.data = Some(read_model_folder(
+        match read_model_folder(
             &policy_file,
             &sp.model,
             (&base, &base.join(&sp.model.value)),
             embedded,
-        )?);
+        ) {
+            Ok(data) => sp.data = Some(data),
+            Err(e) => diagnostics.extend(e.diagnostics),
+        }
     }
-    Ok(())
+    match diagnostics.is_empty() {
+        true => Ok(()),
+        false => Err(LoadError { diagnostics }),
+    }
 }
 
 /// `d` with a help saying how a relative data-file reference (`key =
@@ -141,7 +236,9 @@ fn with_relative_help(d: Diagnostic, key: &str, rel: &str, base: &Path) -> Diagn
 /// then loaded (`parse::semantic_model`, shared with earlier loads of the
 /// same files) and dropped. A file that cannot be read (missing, not a
 /// regular file, over [`MODEL_FILE_LIMIT`](crate::datafile::MODEL_FILE_LIMIT)),
-/// and a model that does not load, are errors at the `model` key.
+/// and a model that does not load, are errors at the `model` key: a folder
+/// that is not there is one error, else every file that cannot be read is
+/// one.
 fn read_model_folder(
     policy_file: &std::sync::Arc<SourceFile>,
     key: &crate::parse::policy::Sp<String>,
@@ -149,7 +246,23 @@ fn read_model_folder(
     embedded: bool,
 ) -> Result<crate::parse::selection::SemanticData, LoadError> {
     use std::borrow::Cow;
-    let read = |name: &str| -> Result<Cow<'static, [u8]>, LoadError> {
+    let at_key = |message: String| {
+        let d = Diagnostic::at(ErrorKind::Io, policy_file, key.span.clone(), message);
+        with_relative_help(d, "model", &key.value, base)
+    };
+    const HOLDS: &str = "a model folder holds tokenizer.json, model.safetensors and config.json";
+    // A folder that is not there is one problem, not one per file.
+    if !embedded && !dir.is_dir() {
+        let what = match dir.exists() {
+            true => "is not a folder",
+            false => "does not exist",
+        };
+        return Err(LoadError::single(at_key(format!(
+            "the semantic model folder {} {what} ({HOLDS})",
+            dir.display()
+        ))));
+    }
+    let read = |name: &str| -> Result<Cow<'static, [u8]>, Diagnostic> {
         let path = dir.join(name);
         if embedded
             && let Some((_, bytes)) = crate::defaults::DEFAULT_BINARY_DATA
@@ -161,23 +274,25 @@ fn read_model_folder(
         crate::datafile::read_data_file(&path, crate::datafile::MODEL_FILE_LIMIT)
             .map(Cow::Owned)
             .map_err(|e| {
-            let d = Diagnostic::at(
-                ErrorKind::Io,
-                policy_file,
-                key.span.clone(),
-                format!(
-                    "cannot read the semantic model file {}: {e} (a model folder holds tokenizer.json, model.safetensors and config.json)",
+                at_key(format!(
+                    "cannot read the semantic model file {}: {e} ({HOLDS})",
                     path.display()
-                ),
-            );
-            LoadError::single(with_relative_help(d, "model", &key.value, base))
-        })
+                ))
+            })
     };
-    let (tokenizer, model, config) = (
-        read("tokenizer.json")?,
-        read("model.safetensors")?,
-        read("config.json")?,
-    );
+    // Each of the three files is read, and every one missing is reported.
+    let (tokenizer, model, config) = match (
+        read("tokenizer.json"),
+        read("model.safetensors"),
+        read("config.json"),
+    ) {
+        (Ok(t), Ok(m), Ok(c)) => (t, m, c),
+        (t, m, c) => {
+            return Err(LoadError {
+                diagnostics: [t.err(), m.err(), c.err()].into_iter().flatten().collect(),
+            });
+        }
+    };
     let dir = dir.display().to_string();
     let model = crate::parse::semantic_model::SemanticModel::load(
         crate::parse::semantic_model::ModelFiles {
@@ -427,7 +542,7 @@ pub fn load_policy_and_plan(sources: &Sources) -> Result<(PolicySource, Plan), L
     let _span =
         tracing::info_span!("load", policy = ?sources.policy, tags = ?sources.tags).entered();
     let started = std::time::Instant::now();
-    let policy = load_policy(sources.policy.as_deref());
+    let policy = load_policy_partial(sources.policy.as_deref());
     let (tools, catalog_problems) = load_catalog_partial(sources);
     tracing::debug!(
         micros = started.elapsed().as_micros() as u64,
@@ -446,7 +561,8 @@ pub fn load_policy_and_plan(sources: &Sources) -> Result<(PolicySource, Plan), L
             }
             Err(LoadError { diagnostics })
         }
-        Err(mut a) => {
+        Err(e) if catalog_problems.is_empty() => Err(compile_failed_policy(e, tools)),
+        Err(PolicyLoadError { error: mut a, .. }) => {
             a.diagnostics.extend(catalog_problems);
             Err(a)
         }

@@ -569,11 +569,11 @@ fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
                 warnings,
             } = v;
             if format == Format::Text {
-                for w in warnings {
+                for w in &warnings {
                     eprintln!("warning: {w}");
                 }
             }
-            cli::guard::print_verdict(o, &v, format);
+            cli::guard::print_verdict(o, &v, &warnings, format);
             if let Some(m) = audit_failed {
                 return Err((ExitCode::from(3), None, Some(m)));
             }
@@ -702,6 +702,10 @@ fn main() -> ExitCode {
     // Logs go to stderr only (stdout carries results, or MCP messages for mcp-proxy).
     let default_filter = match cli.command {
         Command::McpProxy(_) => "warn,toolgate::mcp=info",
+        // `guard --audit` reports a record it could not write itself, once,
+        // with the option and the path (exit 3): the sink's log line would
+        // say it a second time.
+        Command::Guard { .. } => "warn,toolgate::audit=off",
         _ => "warn",
     };
     tracing_subscriber::fmt()

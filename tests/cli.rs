@@ -268,7 +268,7 @@ fn bad_input_is_exit_3_with_a_clear_message() {
     let o = toolgate(&["eval", "--input", "-"], Some("{\"contxt\": {}}"));
     assert_eq!(o.status.code(), Some(3));
     assert!(
-        stderr(&o).contains("error: -:1:9: unknown key `contxt` at the top level of the input (did you mean `context`?)"),
+        stderr(&o).contains("error: -:1:2: unknown key `contxt` at the top level of the input (did you mean `context`?)"),
         "{}",
         stderr(&o)
     );

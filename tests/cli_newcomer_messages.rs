@@ -328,7 +328,7 @@ fn errors_are_json_under_format_json() {
     assert!(o.stdout.is_empty());
     let e = json_error(&o);
     assert_eq!(e["kind"], "input");
-    assert_eq!(e["location"], "-:1:9", "{e}");
+    assert_eq!(e["location"], "-:1:2", "{e}");
     assert!(
         e["message"]
             .as_str()
@@ -397,7 +397,7 @@ fn errors_are_json_under_format_json() {
     // Without --format json, errors stay text.
     let o = toolgate(&["eval", "--input", "-"], Some(r#"{"contxt": {}}"#));
     assert!(
-        stderr(&o).starts_with("error: -:1:9: unknown key"),
+        stderr(&o).starts_with("error: -:1:2: unknown key"),
         "{}",
         stderr(&o)
     );

@@ -608,7 +608,7 @@ fn bad_new_keys_are_load_errors_with_positions() {
         (
             "[keywords.memory]\nturns = 2\ndecy = 0.5\n",
             ErrorKind::UnknownKey,
-            "unknown key `decy` in [keywords.memory] (did you mean `decay`?)",
+            "unknown key `decy` in [keywords.memory], and the required key `decay` is missing (did you mean `decay`?)",
             "decy",
         ),
         (
@@ -707,7 +707,7 @@ fn bad_new_keys_are_load_errors_with_positions() {
         (
             "[features.semantic_match]\nmodel = \"nowhere\"\nnormalization = \"best\"\n",
             ErrorKind::Io,
-            "cannot read the semantic model file",
+            "does not exist (a model folder holds",
             "\"nowhere\"",
         ),
         (

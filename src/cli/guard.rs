@@ -127,13 +127,30 @@ pub fn guard(
     audited(v)
 }
 
-/// Prints a verdict.
-pub fn print_verdict(o: &mut String, v: &Verdict, format: Format) {
+/// `guard --format json`'s object: the verdict's fields, then
+/// `warnings`, the warnings the text format prints on standard error as
+/// `warning: …` (today the keywords of the called tool's `inputSchema` that
+/// are not JSON Schema: [`super::schema_warnings`]); `[]` when there are
+/// none.
+#[derive(serde::Serialize)]
+struct JsonVerdict<'a> {
+    #[serde(flatten)]
+    verdict: &'a Verdict,
+    warnings: &'a [String],
+}
+
+/// Prints a verdict; with `--format json`, `warnings` too (in the text
+/// format the caller prints them on standard error).
+pub fn print_verdict(o: &mut String, v: &Verdict, warnings: &[String], format: Format) {
     if format == Format::Json {
+        let out = JsonVerdict {
+            verdict: v,
+            warnings,
+        };
         w!(
             o,
             "{}",
-            serde_json::to_string_pretty(v).unwrap_or_else(|_| "{}".into())
+            serde_json::to_string_pretty(&out).unwrap_or_else(|_| "{}".into())
         );
         return;
     }

@@ -152,13 +152,25 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
         }
         c.roots = args.roots.iter().map(|r| cwd.join(r)).collect();
     } else if let Some(file) = &args.config {
-        for r in &c.roots {
-            root_folder(r).map_err(|why| {
-                let at = config_root_at(file, r)
+        // Every root that is not a folder, each at its place.
+        let bad: Vec<String> = c
+            .roots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| {
+                let why = root_folder(r).err()?;
+                let at = config_root_at(file, i)
                     .map(|(l, col)| format!(":{l}:{col}"))
                     .unwrap_or_default();
-                format!("{}{at}: roots: {}: {why}", file.display(), r.display())
-            })?;
+                Some(format!(
+                    "{}{at}: roots: {}: {why}",
+                    file.display(),
+                    r.display()
+                ))
+            })
+            .collect();
+        if !bad.is_empty() {
+            return Err(bad.join("\n"));
         }
     }
     if args.audit.is_some() {
@@ -226,27 +238,18 @@ fn root_folder(root: &std::path::Path) -> Result<(), String> {
     }
 }
 
-/// Where the `--config` file writes the root that became `root` (its
-/// folder joined to a relative path): the 1-based line and column of the
-/// first quoted string that names it, `None` when not found.
-fn config_root_at(file: &std::path::Path, root: &std::path::Path) -> Option<(usize, usize)> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let base = file.parent().unwrap_or(std::path::Path::new("."));
-    for (l, line) in text.lines().enumerate() {
-        let mut rest = line;
-        let mut col = 0;
-        while let Some(q) = rest.find(['"', '\'']) {
-            let quote = rest.as_bytes()[q] as char;
-            let after = &rest[q + 1..];
-            let Some(end) = after.find(quote) else { break };
-            if base.join(&after[..end]) == root {
-                return Some((l + 1, line[..col + q].chars().count() + 1));
-            }
-            col += q + end + 2;
-            rest = &after[end + 1..];
-        }
-    }
-    None
+/// Where the `--config` file writes its `i`-th (0-based) root: the
+/// 1-based line and column of that element of `roots`, from the TOML
+/// document's spans; `None` when the file no longer reads or has no such
+/// element.
+fn config_root_at(file: &std::path::Path, i: usize) -> Option<(usize, usize)> {
+    let text = toolgate::datafile::read_text_file(file).ok()?;
+    let doc = toml::de::DeTable::parse(&text).ok()?;
+    let toml::de::DeValue::Array(roots) = doc.get_ref().get("roots")?.get_ref() else {
+        return None;
+    };
+    let start = roots.get(i)?.span().start;
+    Some(toolgate::diag::SourceFile::new("", text.as_str()).line_col(start))
 }
 
 /// Runs the proxy on stdin/stdout until the client disconnects (writing

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use toolgate::compile::compile;
 use toolgate::input::EvalInput;
-use toolgate::load::{Sources, load_catalog, load_policy};
+use toolgate::load::{Sources, load_catalog};
 use toolgate::{Activation, LoadError, Plan};
 
 /// Where the plan comes from.
@@ -138,7 +138,7 @@ pub fn build_located(
         tags: args.tags.clone(),
         tools: args.tools.clone(),
     };
-    let policy = load_policy(sources.policy.as_deref());
+    let policy = toolgate::load::load_policy_partial(sources.policy.as_deref());
     let located = match (input, file) {
         (Some(i), Some((name, text))) => toolgate::input::located::located_tools(i, name, text),
         _ => None,
@@ -153,11 +153,13 @@ pub fn build_located(
     };
     let plan = match (policy, catalog) {
         (Ok(p), Ok(c)) => compile(&p, c),
-        (Err(mut a), Err(b)) => {
+        // (only the data files failed: the policy's other problems too)
+        (Err(e), Ok(c)) => Err(toolgate::load::compile_failed_policy(e, c)),
+        (Err(toolgate::load::PolicyLoadError { error: mut a, .. }), Err(b)) => {
             a.diagnostics.extend(b.diagnostics);
             Err(a)
         }
-        (Err(a), _) | (_, Err(a)) => Err(a),
+        (_, Err(a)) => Err(a),
     };
     plan.map(Arc::new).map_err(Fail::Load)
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use toolgate::Plan;
 use toolgate::compile::compile;
-use toolgate::load::{Sources, load_catalog, load_policy};
+use toolgate::load::{Sources, load_catalog};
 use toolgate::parse::tags::ToolSpec;
 use toolgate::replay::engine::Step;
 use toolgate::replay::stats::Summary;
@@ -18,8 +18,16 @@ use super::{Fail, PlanArgs};
 /// measure what is listed when nothing is needed.)
 pub fn read_trace(path: &str, skip_invalid: bool) -> Result<Trace, Fail> {
     let text = super::read_text(path).map_err(Fail::Input)?;
-    let trace =
-        parse_trace(&text, skip_invalid).map_err(|e| Fail::Input(format!("{path}: {e}")))?;
+    let trace = parse_trace(&text, skip_invalid).map_err(|first| {
+        // Every bad line at once (issue 29).
+        let all = match skip_invalid {
+            false => parse_trace(&text, true)
+                .map(|t| t.skipped)
+                .unwrap_or_default(),
+            true => Vec::new(),
+        };
+        Fail::Input(super::stream::every_bad_line(path, first, all))
+    })?;
     if trace.lines.is_empty() {
         let what = if trace.skipped.is_empty() {
             "the file holds no trace line".to_string()
@@ -47,15 +55,18 @@ pub fn replay_catalog(args: &PlanArgs) -> Result<Vec<ToolSpec>, Fail> {
 
 /// The plan of a replay: the policy of `args` with [`replay_catalog`].
 pub fn replay_plan(args: &PlanArgs) -> Result<Arc<Plan>, Fail> {
-    let policy = load_policy(args.policy.as_deref());
+    let policy = toolgate::load::load_policy_partial(args.policy.as_deref());
     let catalog = replay_catalog(args);
     match (policy, catalog) {
         (Ok(p), Ok(c)) => compile(&p, c).map(Arc::new).map_err(Fail::Load),
-        (Err(mut a), Err(Fail::Load(b))) => {
+        // (only the data files failed: the policy's other problems too)
+        (Err(e), Ok(c)) => Err(Fail::Load(toolgate::load::compile_failed_policy(e, c))),
+        (Err(e), Err(Fail::Load(b))) => {
+            let mut a = e.error;
             a.diagnostics.extend(b.diagnostics);
             Err(Fail::Load(a))
         }
-        (Err(a), _) => Err(Fail::Load(a)),
+        (Err(e), _) => Err(Fail::Load(e.error)),
         (_, Err(e)) => Err(e),
     }
 }

@@ -83,8 +83,23 @@ impl TraceFile {
         skip_invalid: bool,
         plans: &[&Arc<Plan>],
     ) -> Result<TraceIndex, Fail> {
-        let index =
-            index_trace(self.reader(name)?, skip_invalid, plans).map_err(|e| input(name, e))?;
+        let index = match index_trace(self.reader(name)?, skip_invalid, plans) {
+            Ok(index) => index,
+            // Every bad line at once (issue 29): the trace is read again,
+            // skipping them, to find the others.
+            Err(first) if !skip_invalid && first.line > 0 => {
+                let all = match index_trace(self.reader(name)?, true, plans) {
+                    Ok(i) => i
+                        .parse_skipped
+                        .into_iter()
+                        .chain(i.skipped.into_iter().flatten())
+                        .collect(),
+                    Err(_) => Vec::new(),
+                };
+                return Err(Fail::Input(every_bad_line(name, first, all)));
+            }
+            Err(e) => return Err(input(name, e)),
+        };
         // A trace with no session (an empty file, only blank lines, or every
         // line skipped) is an input error: there is nothing to replay
         // (issue 29; sessions without a tool call are valid).
@@ -118,6 +133,36 @@ impl TraceFile {
 
 fn input(name: &str, e: TraceError) -> Fail {
     Fail::Input(format!("{name}: {e}"))
+}
+
+/// At most this many bad trace lines are listed ("… N more" past it).
+const MAX_BAD_LINES: usize = 20;
+
+/// The message of a trace whose lines `all` (as a skipping read found them)
+/// are bad, `first` the one a read without skipping stopped at: one
+/// `NAME: trace line L, column C: message` line each, in line order, then
+/// `N problems found`. Only `first` when `all` does not hold it (a read
+/// that skips may meet other problems).
+pub fn every_bad_line(name: &str, first: TraceError, mut all: Vec<TraceError>) -> String {
+    all.sort_by_key(|e| e.line);
+    all.dedup_by(|a, b| a.line == b.line && a.message == b.message);
+    let holds_first = all
+        .iter()
+        .any(|e| e.line == first.line && e.message == first.message);
+    if !holds_first || all.len() < 2 {
+        return format!("{name}: {first}");
+    }
+    let n = all.len();
+    let mut out: Vec<String> = all
+        .iter()
+        .take(MAX_BAD_LINES)
+        .map(|e| format!("{name}: {e}"))
+        .collect();
+    if n > MAX_BAD_LINES {
+        out.push(toolgate::diag::more(n - MAX_BAD_LINES));
+    }
+    out.push(format!("{n} problems found"));
+    out.join("\n")
 }
 
 /// Replays one closed session (the first pass checked its lines: no error),

@@ -13,61 +13,31 @@ use crate::parse::policy::PolicySource;
 use crate::parse::roles::{facets, path_in_schema};
 use crate::parse::tags::{ArgRole, RoleSeg, ToolSpec, parse_role_path, role_path_string};
 use crate::plan::CompiledTool;
-use crate::plan::gate::config::{GateConfig, InferRule, JsonType, Wrapper, shipped};
+use crate::plan::gate::config::{GateConfig, InferRule, JsonType, shipped};
 use crate::plan::gate::flow::CompiledFlow;
 use crate::plan::gate::patterns::PatternSet;
 use crate::plan::gate::schema::ToolSchema;
 use crate::plan::gate::{CompiledGate, GateTool};
-
-fn error_kind(msg: &str) -> ErrorKind {
-    if msg.starts_with("unknown field") {
-        ErrorKind::UnknownKey
-    } else if msg.starts_with("invalid type") {
-        ErrorKind::WrongType
-    } else if msg.starts_with("missing field") {
-        ErrorKind::MissingKey
-    } else {
-        ErrorKind::InvalidValue
-    }
-}
 
 /// Reads the `[gate]` section of `policy` (the shipped gate when absent).
 pub fn load_gate_config(policy: &PolicySource) -> Result<GateConfig, LoadError> {
     if policy.gate.is_none() {
         return Ok(shipped().clone());
     }
-    let cfg = match toml::from_str::<Wrapper>(&policy.file.text) {
-        Ok(Wrapper { gate: Some(g) }) => g,
-        Ok(Wrapper { gate: None }) => shipped().clone(),
-        Err(e) => {
-            let mut msg = e.message().trim().to_string();
-            // serde quotes a float in full digits (`1e308`: 309 of them):
-            // quote it as written instead.
-            if let (Some(sp), Some(rest)) =
-                (e.span(), msg.strip_prefix("invalid type: floating point `"))
-                && let Some((_, tail)) = rest.split_once('`')
-                && let Some(written) = policy.file.text.get(sp)
-            {
-                msg = format!(
-                    "invalid type: floating point `{}`{tail}",
-                    crate::diag::number_as_written(written)
-                );
-            }
-            let span = e
-                .span()
-                .or_else(|| policy.gate.as_ref().map(|g| g.span.clone()))
-                .unwrap_or(0..0);
-            return Err(Diagnostic::at(
-                error_kind(&msg),
-                &policy.file,
-                span,
-                format!("[gate]: {msg}"),
-            )
-            .into());
-        }
-    };
-    validate(&cfg, policy)?;
-    Ok(cfg)
+    // Every problem at once: each bad key (`gate_serde`), and the range
+    // checks of the keys that read.
+    let (cfg, mut problems) = super::gate_serde::read_gate(policy);
+    if let Some(cfg) = &cfg
+        && let Err(e) = validate(cfg, policy)
+    {
+        problems.extend(e.diagnostics);
+    }
+    match cfg {
+        Some(cfg) if problems.is_empty() => Ok(cfg),
+        _ => Err(LoadError {
+            diagnostics: problems,
+        }),
+    }
 }
 
 fn validate(cfg: &GateConfig, policy: &PolicySource) -> Result<(), LoadError> {
@@ -658,14 +628,14 @@ pub(crate) fn cached_config(policy: &PolicySource) -> Result<GateParts, LoadErro
         return Ok((hit.0.clone(), hit.1.clone(), hit.2.clone()));
     }
     let config = load_gate_config(policy)?;
-    let flow = Arc::new(CompiledFlow::build(&config.flow).map_err(|problems| {
-        LoadError {
-            diagnostics: problems
-                .into_iter()
-                .map(|(m, sp)| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, sp, m))
-                .collect(),
-        }
-    })?);
+    // (both built, so that a bad flow rule and a bad pattern are reported
+    // together)
+    let flow = CompiledFlow::build(&config.flow).map_err(|problems| {
+        problems
+            .into_iter()
+            .map(|(m, sp)| Diagnostic::at(ErrorKind::InvalidValue, &policy.file, sp, m))
+            .collect::<Vec<_>>()
+    });
     let patterns = PatternSet::compile(&config.patterns).map_err(|e| {
         Diagnostic::at(
             ErrorKind::InvalidValue,
@@ -673,7 +643,15 @@ pub(crate) fn cached_config(policy: &PolicySource) -> Result<GateParts, LoadErro
             policy.gate.as_ref().map(|g| g.span.clone()).unwrap_or(0..0),
             e.to_string(),
         )
-    })?;
+    });
+    let (flow, patterns) = match (flow, patterns) {
+        (Ok(f), Ok(p)) => (Arc::new(f), p),
+        (f, p) => {
+            let mut diagnostics = f.err().unwrap_or_default();
+            diagnostics.extend(p.err());
+            return Err(LoadError { diagnostics });
+        }
+    };
     if let Ok(mut cache) = CACHE.lock() {
         if cache.len() >= KEEP {
             cache.remove(0);

@@ -26,6 +26,8 @@ pub mod findings;
 pub mod formula;
 #[cfg(feature = "gate")]
 pub mod gate;
+#[cfg(feature = "gate")]
+mod gate_serde;
 pub mod interval;
 mod properties;
 pub mod selection;
@@ -121,6 +123,28 @@ fn misspelt_weights(
         out.push(d);
     }
     any.then_some(out)
+}
+
+/// The problems compiling `policy` would find that depend on no other part
+/// of it, so that they stand beside the parse problems of a policy that did
+/// not parse (issue 29: every problem at once): each bad key of `[gate]`
+/// ([`gate::load_gate_config`]), and weights misspelt against the formula
+/// (`w_stag` for `w_stage`).
+pub fn standalone_problems(policy: &PolicySource) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    let weights: HashMap<&str, f64> = policy
+        .weights
+        .iter()
+        .map(|(n, w)| (n.value.as_str(), *w))
+        .collect();
+    if let Some(ds) = misspelt_weights(policy, &weights) {
+        out.extend(ds);
+    }
+    #[cfg(feature = "gate")]
+    if let Err(e) = gate::load_gate_config(policy) {
+        out.extend(e.diagnostics);
+    }
+    out
 }
 
 /// The span of identifier `name` inside a string value, when the value is

@@ -570,6 +570,17 @@ pub fn parse_policy(file: Arc<SourceFile>) -> Result<PolicySource, LoadError> {
     Reader::parse_document(file, |root| read_policy(f2, root))
 }
 
+/// [`parse_policy`], also giving back the policy as read when it has
+/// problems past its syntax (placeholders where a value was wrong), with
+/// those problems: the loader then also checks the data files that valid
+/// keys name, in the same run ([`Reader::parse_document_partial`]).
+pub fn parse_policy_partial(
+    file: Arc<SourceFile>,
+) -> Result<(PolicySource, Vec<Diagnostic>), LoadError> {
+    let f2 = file.clone();
+    Reader::parse_document_partial(file, |root| read_policy(f2, root))
+}
+
 fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
     let r = root.reader();
     let (name, description) = match root.table("policy") {

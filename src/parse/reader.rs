@@ -64,6 +64,24 @@ impl Reader {
         file: Arc<SourceFile>,
         read: impl FnOnce(&Table<'_, '_>) -> T,
     ) -> Result<T, LoadError> {
+        let (value, diagnostics) = Self::parse_document_partial(file, read)?;
+        if diagnostics.is_empty() {
+            Ok(value)
+        } else {
+            Err(LoadError { diagnostics })
+        }
+    }
+
+    /// [`Reader::parse_document`], also giving back what was read when the
+    /// document has problems past its syntax: the value (placeholders where
+    /// a value was wrong) with the problems found. A check that reads only
+    /// values that were right (a data file a valid key names) can then run
+    /// in the same load, so its problems are reported with these (issue 29).
+    /// `Err`: a syntax error or an empty file, when nothing could be read.
+    pub fn parse_document_partial<T>(
+        file: Arc<SourceFile>,
+        read: impl FnOnce(&Table<'_, '_>) -> T,
+    ) -> Result<(T, Vec<Diagnostic>), LoadError> {
         let reader = Reader::new(file.clone());
         let text: &str = &file.text;
         let doc = match DeTable::parse(text) {
@@ -93,12 +111,11 @@ impl Reader {
         let root = Table::new(&reader, doc.get_ref(), span, String::new());
         let value = read(&root);
         drop(root);
-        let diags = reader.into_diagnostics();
-        if diags.is_empty() {
-            Ok(value)
-        } else {
-            Err(LoadError { diagnostics: diags })
-        }
+        // In the order of the file (the readers of the tables push them in
+        // the order they read).
+        let mut diagnostics = reader.into_diagnostics();
+        diagnostics.sort_by_key(|d| d.span.as_ref().map_or(0, |s| s.start));
+        Ok((value, diagnostics))
     }
 }
 
@@ -111,6 +128,9 @@ pub struct Table<'r, 'a> {
     pub span: Range<usize>,
     path: String,
     known: RefCell<Vec<String>>,
+    /// The required keys found missing ([`Table::require`]), each with the
+    /// message of its diagnostic.
+    missing: RefCell<Vec<(String, String)>>,
     open: bool,
     finished: std::cell::Cell<bool>,
 }
@@ -135,6 +155,7 @@ impl<'r, 'a> Table<'r, 'a> {
             span,
             path,
             known: RefCell::new(Vec::new()),
+            missing: RefCell::new(Vec::new()),
             open: false,
             finished: std::cell::Cell::new(false),
         }
@@ -194,11 +215,12 @@ impl<'r, 'a> Table<'r, 'a> {
             } else {
                 format!("[{}]", self.path)
             };
-            self.r.error(
-                ErrorKind::MissingKey,
-                self.span.clone(),
-                format!("{what} is missing the required key `{key}`"),
-            );
+            let report = format!("{what} is missing the required key `{key}`");
+            self.missing
+                .borrow_mut()
+                .push((key.to_string(), report.clone()));
+            self.r
+                .error(ErrorKind::MissingKey, self.span.clone(), report);
         }
         v
     }
@@ -317,15 +339,60 @@ impl<'r, 'a> Table<'r, 'a> {
     }
 
     /// Reports every key that was never asked for, with a did-you-mean among the
-    /// keys that were.
+    /// keys that were. An unknown key that is the misspelling of a required
+    /// key found missing is one problem, not two: it stands at the
+    /// misspelt key, and the missing-key report of the table is dropped
+    /// (issue 29: the count of problems is the count of mistakes).
     pub fn finish(&self) {
         if self.open || self.finished.replace(true) {
             return;
         }
         let known = self.known.borrow();
+        let where_ = if self.path.is_empty() {
+            "at the top level".to_string()
+        } else {
+            format!("in [{}]", self.path)
+        };
+        let mut missing = std::mem::take(&mut *self.missing.borrow_mut());
+        let mut folded_keys: Vec<&str> = Vec::new();
         for (k, _) in self.table.iter() {
             let key: &str = k.get_ref().as_ref();
-            if !known.iter().any(|x| x == key) {
+            if known.iter().any(|x| x == key) {
+                continue;
+            }
+            let Some(meant) = crate::diag::did_you_mean(key, known.iter().map(|s| s.as_str()))
+            else {
+                continue;
+            };
+            let Some(i) = missing.iter().position(|(m, _)| m == meant) else {
+                continue;
+            };
+            let (meant, report) = missing.swap_remove(i);
+            let mut sink = self.r.sink.borrow_mut();
+            if let Some(at) = sink.diagnostics.iter().position(|d| {
+                d.kind == ErrorKind::MissingKey
+                    && d.span == Some(self.span.clone())
+                    && d.message == report
+            }) {
+                sink.diagnostics.remove(at);
+            }
+            drop(sink);
+            folded_keys.push(key);
+            self.r.push(
+                Diagnostic::at(
+                    ErrorKind::UnknownKey,
+                    &self.r.file,
+                    k.span(),
+                    format!(
+                        "unknown key `{key}` {where_}, and the required key `{meant}` is missing"
+                    ),
+                )
+                .with_help(format!("did you mean `{meant}`?")),
+            );
+        }
+        for (k, _) in self.table.iter() {
+            let key: &str = k.get_ref().as_ref();
+            if !known.iter().any(|x| x == key) && !folded_keys.contains(&key) {
                 let where_ = if self.path.is_empty() {
                     "at the top level".to_string()
                 } else {

@@ -649,7 +649,7 @@ impl InlineTool {
 /// `destructiveHint` set `read_only` and the destructive risk level,
 /// `openWorldHint` sets `open_world`. A key of a tool that is neither the
 /// MCP `Tool`'s nor an OpenAI tool's, or a `type` other than `"function"`,
-/// is an error at that key ([`super::tool_file::tool_problem`]).
+/// is an error at that key ([`super::tool_file::tool_problems`]).
 /// `name` names the file in messages; see [`import_tools`].
 pub fn import_tools_json(name: &str, text: &str) -> Result<Vec<ToolSpec>, LoadError> {
     import_tools(SourceFile::new(name.to_string(), text))
@@ -822,10 +822,14 @@ fn fast_listing(text: &str) -> Option<(Option<String>, Vec<RawTool>)> {
 
 /// The generic path of [`import_tools`]: the parsed JSON tree is taken
 /// apart, never copied.
+///
+/// The unknown keys of every tool are pushed to `problems` (the tools are
+/// still read, so that their other problems are found in the same run).
 fn generic_listing(
     text: &str,
     bad: &dyn Fn(String) -> LoadError,
     bad_at: &dyn Fn(usize, String) -> LoadError,
+    problems: &mut Vec<Diagnostic>,
 ) -> Result<(Option<String>, Vec<RawTool>), LoadError> {
     let v: Value = serde_json::from_str(text).map_err(|e| {
         bad_at(
@@ -858,17 +862,18 @@ fn generic_listing(
         }
         _ => return Err(bad("expected a JSON object or array".into())),
     };
-    // An unknown key of a tool is an error at that key (issue 29).
+    // An unknown key of a tool is an error at that key (issue 29), each
+    // one of every tool.
     for (i, item) in list.iter().enumerate() {
-        if let Some((span, msg)) = super::tool_file::tool_problem(text, i, item) {
+        for (span, msg) in super::tool_file::tool_problems(text, i, item) {
             let path = super::tool_file::tool_span(text, i)
                 .map(|(_, p)| p)
                 .unwrap_or_else(|| format!("[{i}]"));
-            let mut e = bad_at(span.start, format!("tool {i} (`{path}`): {msg}"));
-            for d in &mut e.diagnostics {
+            let e = bad_at(span.start, format!("tool {i} (`{path}`): {msg}"));
+            problems.extend(e.diagnostics.into_iter().map(|mut d| {
                 d.kind = ErrorKind::UnknownKey;
-            }
-            return Err(e);
+                d
+            }));
         }
     }
     let raw = list
@@ -922,9 +927,11 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
             .unwrap_or(at);
         LoadError::single(Diagnostic::at(ErrorKind::Syntax, &file, at..end, msg))
     };
+    // Every problem of every tool is collected, and reported together.
+    let mut problems: Vec<Diagnostic> = Vec::new();
     let (prefix, list) = match fast_listing(&file.text) {
         Some(l) => l,
-        None => generic_listing(&file.text, &bad, &bad_at)?,
+        None => generic_listing(&file.text, &bad, &bad_at, &mut problems)?,
     };
     let mut out = Vec::with_capacity(list.len());
     let mut interner = SchemaInterner::default();
@@ -937,8 +944,19 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
             Some((span, path)) => bad_at(span.start, format!("tool {i} (`{path}`): {msg}")),
             None => bad(format!("tool {i}: {msg}")),
         };
+        // A tool whose keys are wrong is not read further: its missing
+        // name may only be a misspelt `name` or a wrong `type`.
+        if !problems.is_empty()
+            && let Some((span, _)) = super::tool_file::tool_span(&file.text, i)
+            && problems
+                .iter()
+                .any(|d| d.span.as_ref().is_some_and(|s| span.contains(&s.start)))
+        {
+            continue;
+        }
         if openai && !has_function {
-            return Err(at_tool("an OpenAI tool needs a \"function\" object"));
+            problems.extend(at_tool("an OpenAI tool needs a \"function\" object").diagnostics);
+            continue;
         }
         let Some(Value::String(tool_name)) = fname else {
             let found = match &fname {
@@ -950,7 +968,8 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
             } else {
                 "it has"
             };
-            return Err(at_tool(&format!("{whose} no \"name\" string{found}")));
+            problems.extend(at_tool(&format!("{whose} no \"name\" string{found}")).diagnostics);
+            continue;
         };
         let hint = |k: &str| {
             ann.as_ref()
@@ -994,6 +1013,13 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
             follows: Vec::new(),
             file: Some(file.clone()),
             input_schema_span: None,
+        });
+    }
+    if !problems.is_empty() {
+        // (in file order: a tool's key problems and its name problem)
+        problems.sort_by_key(|d| d.span.as_ref().map_or(usize::MAX, |s| s.start));
+        return Err(LoadError {
+            diagnostics: problems,
         });
     }
     Ok(out)
@@ -1043,7 +1069,7 @@ mod tests {
         ];
         for c in cases {
             let fast = fast_listing(c).unwrap_or_else(|| panic!("fast path refused {c}"));
-            let generic = generic_listing(c, &bad, &|_, m| bad(m)).unwrap();
+            let generic = generic_listing(c, &bad, &|_, m| bad(m), &mut Vec::new()).unwrap();
             assert_eq!(fast, generic, "{c}");
         }
         // Shapes the fast path leaves to the generic one (which reports them).

@@ -68,28 +68,32 @@ fn tool_segs(text: &str, i: usize) -> Option<Vec<Seg<'static>>> {
     Some(vec![Seg::Key("result"), Seg::Key("tools"), Seg::Index(i)])
 }
 
-/// The first unknown key of an object, with a did-you-mean among `known`
+/// Every unknown key of an object, each with a did-you-mean among `known`
 /// and the list of known keys (`what` names the object in the message).
-fn unknown_key(
+fn unknown_keys(
     text: &str,
     path: &[Seg<'_>],
     o: &serde_json::Map<String, Value>,
     known: &[&'static str],
     what: &str,
-) -> Option<(Range<usize>, String)> {
-    let k = o.keys().find(|k| !known.contains(&k.as_str()))?;
-    let hint = crate::diag::did_you_mean(k, known.iter().copied())
-        .map(|s| format!(" (did you mean `{s}`?)"))
-        .unwrap_or_default();
-    let span = key_span(text, path, k).unwrap_or(0..0);
-    Some((
-        span,
-        format!(
-            "unknown key `{}`{hint} of {what}; known keys: {}",
-            crate::diag::echo(k),
-            known.join(", ")
-        ),
-    ))
+) -> Vec<(Range<usize>, String)> {
+    o.keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .map(|k| {
+            let hint = crate::diag::did_you_mean(k, known.iter().copied())
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            let span = key_span(text, path, k).unwrap_or(0..0);
+            (
+                span,
+                format!(
+                    "unknown key `{}`{hint} of {what}; known keys: {}",
+                    crate::diag::echo(k),
+                    known.join(", ")
+                ),
+            )
+        })
+        .collect()
 }
 
 /// What is wrong with the keys of the `i`-th tool `item` of the listing in
@@ -97,27 +101,32 @@ fn unknown_key(
 /// ignored, and the gate then validated nothing): a `type` other than
 /// `"function"` (did you mean `function`?), a key that is neither an MCP
 /// tool's ([`MCP_TOOL_KEYS`]) nor an OpenAI tool's ([`OPENAI_TOOL_KEYS`],
-/// [`OPENAI_FUNCTION_KEYS`]). `None`: every key is known (or the item is
-/// not an object, which the caller reports).
-pub fn tool_problem(text: &str, i: usize, item: &Value) -> Option<(Range<usize>, String)> {
-    let o = item.as_object()?;
-    let path = tool_segs(text, i)?;
+/// [`OPENAI_FUNCTION_KEYS`]). Every problem is returned, in the order of
+/// the keys; empty: every key is known (or the item is not an object,
+/// which the caller reports).
+pub fn tool_problems(text: &str, i: usize, item: &Value) -> Vec<(Range<usize>, String)> {
+    let Some(o) = item.as_object() else {
+        return Vec::new();
+    };
+    let Some(path) = tool_segs(text, i) else {
+        return Vec::new();
+    };
     match o.get("type") {
-        None => unknown_key(text, &path, o, &MCP_TOOL_KEYS, "an MCP tool"),
+        None => unknown_keys(text, &path, o, &MCP_TOOL_KEYS, "an MCP tool"),
         Some(Value::String(t)) if t == "function" => {
-            if let Some(p) = unknown_key(text, &path, o, &OPENAI_TOOL_KEYS, "an OpenAI tool") {
-                return Some(p);
+            let mut found = unknown_keys(text, &path, o, &OPENAI_TOOL_KEYS, "an OpenAI tool");
+            if let Some(f) = o.get("function").and_then(Value::as_object) {
+                let mut fpath = path.clone();
+                fpath.push(Seg::Key("function"));
+                found.extend(unknown_keys(
+                    text,
+                    &fpath,
+                    f,
+                    &OPENAI_FUNCTION_KEYS,
+                    "an OpenAI tool's \"function\" object",
+                ));
             }
-            let f = o.get("function")?.as_object()?;
-            let mut fpath = path.clone();
-            fpath.push(Seg::Key("function"));
-            unknown_key(
-                text,
-                &fpath,
-                f,
-                &OPENAI_FUNCTION_KEYS,
-                "an OpenAI tool's \"function\" object",
-            )
+            found
         }
         Some(t) => {
             let mut tpath = path.clone();
@@ -136,7 +145,7 @@ pub fn tool_problem(text: &str, i: usize, item: &Value) -> Option<(Range<usize>,
                     crate::diag::json_kind(other)
                 ),
             };
-            Some((span, msg))
+            vec![(span, msg)]
         }
     }
 }
