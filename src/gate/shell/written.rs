@@ -25,6 +25,7 @@ use std::path::PathBuf;
 
 use super::commands::Ctx;
 use super::model::Reading;
+use super::normalize::option_value;
 use super::{Arg, CommandSpec, Scope, Stdin, Walker, excerpt};
 use crate::plan::gate::effect::Effect;
 use crate::plan::gate::written::WrittenContent;
@@ -204,10 +205,22 @@ impl Walker<'_> {
 
     /// A command that runs project files as code (`npm test`, `make`,
     /// `git commit`): each file of its `[[gate.shell.written_code]]`
-    /// entries that the line wrote before is judged; and when it runs in
+    /// entries that the line wrote before is judged; and when it works in
     /// (or under) a directory the line wrote before as a whole (`git
-    /// clone URL x && cd x && make`), it asks.
-    pub(super) fn run_written_project(&mut self, full: &str, scope: &Scope, ctx: &Ctx) {
+    /// clone URL x && cd x && make`, `make -C x`), it asks. Where it works
+    /// is read from its `[[gate.shell.written_runners]]` entry: its
+    /// directory options, the project files its file options name, and
+    /// with `path_operands` its operands (`rest[operands[k]]`); without
+    /// an entry, the directory it starts in. `rest`: the arguments after
+    /// `full`.
+    pub(super) fn run_written_project(
+        &mut self,
+        full: &str,
+        rest: &[Arg],
+        operands: &[usize],
+        scope: &Scope,
+        ctx: &Ctx,
+    ) {
         if self.written.is_empty() {
             return;
         }
@@ -220,13 +233,8 @@ impl Walker<'_> {
         if rules.peek().is_none() {
             return;
         }
-        if let Some(here) = self.absolute_places(".", ctx)
-            && let Some(i) = self
-                .written
-                .iter()
-                .rposition(|w| here.iter().any(|p| p.starts_with(&w.abs)))
-        {
-            self.run_under_written(i, None, &format!("`{full}`"));
+        let run = format!("`{full}`");
+        if !self.runner_places(full, rest, operands, &run, scope, ctx) {
             return;
         }
         for rule in rules {
@@ -239,9 +247,115 @@ impl Walker<'_> {
                 }
             }
             for i in hits.into_iter().rev() {
-                self.judge_written(i, rule.content, &format!("`{full}`"), scope);
+                self.judge_written(i, rule.content, &run, scope);
             }
         }
+    }
+
+    /// The places a runner works in and the project files it names (see
+    /// [`Walker::run_written_project`]), checked against what the line
+    /// wrote: a place at or under a directory written as a whole asks, a
+    /// file of a file option the line wrote is judged as code no reader
+    /// checks, and a value only known at run time asks. False when it
+    /// asked (the rest of the check adds nothing).
+    fn runner_places(
+        &mut self,
+        full: &str,
+        rest: &[Arg],
+        operands: &[usize],
+        run: &str,
+        scope: &Scope,
+        ctx: &Ctx,
+    ) -> bool {
+        let cfg = self.cfg;
+        let runner = cfg
+            .written_runners
+            .iter()
+            .find(|r| r.commands.iter().any(|c| c == full));
+        // Directories, relative to where the command starts: "." first.
+        let mut dirs: Vec<String> = vec![".".to_string()];
+        let mut files: Vec<String> = Vec::new();
+        let mut dynamic: Option<String> = None;
+        if let Some(runner) = runner {
+            let mut here = ".".to_string();
+            let mut i = 0;
+            while i < rest.len() {
+                let a = &rest[i];
+                if a.text == "--" {
+                    break;
+                }
+                if !a.text.starts_with('-') || a.text.len() < 2 {
+                    i += 1;
+                    continue;
+                }
+                let (used, value) = option_value(&rest[i..], &runner.directory_options, &runner.file_options);
+                i += used;
+                let Some((flag, v)) = value else { continue };
+                if v.dynamic || v.procsub {
+                    dynamic.get_or_insert_with(|| format!("{flag} {}", v.text));
+                    continue;
+                }
+                if runner.directory_options.contains(&flag) {
+                    here = join_dir(&here, &v.text);
+                    for d in [v.text.clone(), here.clone()] {
+                        if !dirs.contains(&d) {
+                            dirs.push(d);
+                        }
+                    }
+                } else {
+                    files.push(v.text.clone());
+                }
+            }
+            if runner.path_operands {
+                for &k in operands {
+                    let Some(a) = rest.get(k) else { continue };
+                    if a.dynamic || a.procsub {
+                        dynamic.get_or_insert_with(|| a.text.clone());
+                    } else if !dirs.contains(&a.text) {
+                        dirs.push(a.text.clone());
+                    }
+                }
+            }
+        }
+        if let Some(v) = dynamic {
+            let d = format!(
+                "{run} works on `{}`, only known at run time, in a line that writes files before it",
+                excerpt(&v)
+            );
+            self.effect("written", full, "unknown");
+            self.effect_check(|e| &e.written_code, &d);
+            return false;
+        }
+        for d in &dirs {
+            let Some(places) = self.absolute_places(d, ctx) else {
+                continue;
+            };
+            if let Some(i) = self
+                .written
+                .iter()
+                .rposition(|w| places.iter().any(|p| p.starts_with(&w.abs)))
+            {
+                self.run_under_written(i, None, run);
+                return false;
+            }
+        }
+        // A file option's value, from where the command starts or from
+        // the directory it changes to.
+        for f in &files {
+            for d in &dirs {
+                let path = join_dir(d, f);
+                let Some((i, exact)) = self.written_at(&path, ctx) else {
+                    continue;
+                };
+                if exact {
+                    self.judge_written(i, WrittenContent::Opaque, run, scope);
+                } else {
+                    self.run_under_written(i, Some(f), run);
+                }
+                return false;
+            }
+        }
+        true
     }
 
     /// Judges the content of written file `i`, run as `kind`; `run`
@@ -308,6 +422,18 @@ impl Walker<'_> {
         self.code(&Arg::literal(code), true, what, scope);
         self.record = rec;
         self.st = saved;
+    }
+}
+
+/// `rel` joined to directory `base` as a command resolves it (`.` and
+/// an absolute or `~` path replace the base).
+fn join_dir(base: &str, rel: &str) -> String {
+    if base == "." || rel.starts_with('/') || rel.starts_with('~') {
+        rel.to_string()
+    } else if rel == "." {
+        base.to_string()
+    } else {
+        format!("{}/{rel}", base.trim_end_matches('/'))
     }
 }
 

@@ -122,6 +122,11 @@ pub struct ShellConfig {
     /// (`[[gate.shell.written_code]]`).
     #[serde(default = "crate::plan::gate::config::d::shell_written_code")]
     pub written_code: Vec<super::written::WrittenCode>,
+    /// Where those commands work, from their own options
+    /// (`[[gate.shell.written_runners]]`: `make -C`, `npm --prefix`,
+    /// `cargo --manifest-path`, `pytest DIR`).
+    #[serde(default = "crate::plan::gate::config::d::shell_written_runners")]
+    pub written_runners: Vec<super::written::WrittenRunner>,
     /// Name lookups, built on first use (not configuration).
     #[serde(skip)]
     index: IndexCell,
