@@ -874,6 +874,7 @@ impl Walker<'_> {
                         .any(|t| t.source == Source::Arg(i) && matches!(t.effect, Effect::Code(_)))
                 })
             {
+                let lang = super::sqlite::stdin_language(entry, rest, lang);
                 self.stdin_code_of(lang, &full, scope);
             }
             if let Some(kind) = super::links::link_kind(&reading) {

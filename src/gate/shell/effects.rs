@@ -693,7 +693,7 @@ impl Walker<'_> {
                                 scope.stdin = if arg.procsub {
                                     Stdin::Pipe
                                 } else {
-                                    Stdin::File
+                                    self.written_stdin(&arg)
                                 };
                             }
                         }

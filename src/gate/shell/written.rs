@@ -108,6 +108,27 @@ impl Walker<'_> {
         self.path_target(Effect::Write, &dir, false, ctx);
     }
 
+    /// Standard input redirected from the file `arg` names (`< q.sql`):
+    /// the text the line wrote to it before (`echo ... > q.sql`), as a
+    /// here-document would give it, when the line's latest write of that
+    /// file shows its content; any other file is [`Stdin::File`].
+    pub(super) fn written_stdin(&self, arg: &Arg) -> Stdin {
+        if self.written.is_empty() || arg.dynamic || arg.glob {
+            return Stdin::File;
+        }
+        let ctx = Ctx {
+            cwd: None,
+            via: super::RunVia::Shell,
+        };
+        match self.written_at(&arg.text, &ctx) {
+            Some((i, true)) => match &self.written[i].content {
+                Content::Known(t) => Stdin::Literal(Arg::literal(t)),
+                Content::Unknown | Content::Pending => Stdin::File,
+            },
+            _ => Stdin::File,
+        }
+    }
+
     /// Marks the files written since `mark` as holding the output of the
     /// command their redirection belongs to.
     pub(super) fn written_pending(&mut self, mark: usize) {
