@@ -781,6 +781,7 @@ impl Walker<'_> {
                     self.foreign_code(spec.language.as_deref().unwrap_or(""), &code, &what);
                 }
             }
+            Stdin::Written(i) => self.run_written_stdin(*i, spec, name, scope),
             Stdin::Inherit | Stdin::File => {}
         }
     }

@@ -111,7 +111,8 @@ impl Walker<'_> {
     /// Standard input redirected from the file `arg` names (`< q.sql`):
     /// the text the line wrote to it before (`echo ... > q.sql`), as a
     /// here-document would give it, when the line's latest write of that
-    /// file shows its content; any other file is [`Stdin::File`].
+    /// file shows its content; [`Stdin::Written`] when it does not (a
+    /// download, a copy); any other file is [`Stdin::File`].
     pub(super) fn written_stdin(&self, arg: &Arg) -> Stdin {
         if self.written.is_empty() || arg.dynamic || arg.glob {
             return Stdin::File;
@@ -123,10 +124,33 @@ impl Walker<'_> {
         match self.written_at(&arg.text, &ctx) {
             Some((i, true)) => match &self.written[i].content {
                 Content::Known(t) => Stdin::Literal(Arg::literal(t)),
-                Content::Unknown | Content::Pending => Stdin::File,
+                Content::Unknown | Content::Pending => Stdin::Written(i),
             },
             _ => Stdin::File,
         }
+    }
+
+    /// An interpreter (`spec`, run as `name`) that reads its program from
+    /// standard input redirected from written file `i` whose content the
+    /// line does not show (`curl -o f URL && bash < f`): run as `bash f`
+    /// would be, so it asks.
+    pub(super) fn run_written_stdin(
+        &mut self,
+        i: usize,
+        spec: &super::InterpreterSpec,
+        name: &str,
+        scope: &Scope,
+    ) {
+        let kind = if spec.shell {
+            WrittenContent::Shell
+        } else {
+            match spec.language.as_deref() {
+                Some("python") => WrittenContent::Python,
+                Some("javascript") => WrittenContent::Javascript,
+                _ => WrittenContent::Opaque,
+            }
+        };
+        self.judge_written(i, kind, &format!("`{name} <`"), scope);
     }
 
     /// Marks the files written since `mark` as holding the output of the
@@ -309,7 +333,8 @@ impl Walker<'_> {
                     i += 1;
                     continue;
                 }
-                let (used, value) = option_value(&rest[i..], &runner.directory_options, &runner.file_options);
+                let (used, value) =
+                    option_value(&rest[i..], &runner.directory_options, &runner.file_options);
                 i += used;
                 let Some((flag, v)) = value else { continue };
                 if v.dynamic || v.procsub {
@@ -620,6 +645,17 @@ mod tests {
         let mut built = Arg::literal("echo $X\n");
         built.dynamic = true;
         assert!(tee_content(&a(&["tee", "f"]), &Stdin::Literal(built)).is_none());
+    }
+
+    #[test]
+    fn directory_options_compose_as_make_reads_them() {
+        assert_eq!(join_dir(".", "repo"), "repo");
+        assert_eq!(join_dir("repo", "sub"), "repo/sub");
+        assert_eq!(join_dir("repo/", "sub"), "repo/sub");
+        assert_eq!(join_dir("repo", "/abs"), "/abs");
+        assert_eq!(join_dir("repo", "~/x"), "~/x");
+        assert_eq!(join_dir("repo", "."), "repo");
+        assert_eq!(join_dir(".", "Makefile"), "Makefile");
     }
 
     #[test]
