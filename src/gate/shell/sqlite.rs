@@ -40,8 +40,8 @@
 //!   lines gather into statements ended by a line ending in `;`.
 
 use super::{Arg, CommandSpec, Scope, Stdin, Walker, excerpt};
-use crate::plan::gate::effect::Effect;
 use crate::gate::sql::{SqlConfig, analyze_sql, statement_kinds};
+use crate::plan::gate::effect::Effect;
 
 impl Walker<'_> {
     /// Judges one piece of sqlite3 code (an operand, a `-cmd` value): a dot
@@ -319,6 +319,31 @@ mod tests {
         );
         assert_eq!(worst("echo 'SELECT 1' | sqlite3 db"), Action::Ask);
         assert_eq!(worst("sqlite3 db < q.sql"), Action::Ask);
+    }
+
+    #[test]
+    fn readonly_turns_standard_input_into_readonly_code() {
+        let cfg = shipped();
+        let spec = cfg.shell.command("sqlite3").unwrap();
+        let args = |v: &[&str]| v.iter().map(|t| super::Arg::literal(t)).collect::<Vec<_>>();
+        let lang = |v: &[&str]| super::stdin_language(spec, &args(v), "sqlite").to_string();
+        assert_eq!(lang(&["db"]), "sqlite");
+        assert_eq!(lang(&["-readonly", "db"]), "sqlite-readonly");
+        assert_eq!(lang(&["-header", "db", "-readonly"]), "sqlite-readonly");
+        assert_eq!(lang(&["db", "--", "-readonly"]), "sqlite");
+        // the same statements on standard input and as an operand
+        for sql in [
+            "DELETE FROM t",
+            "INSERT INTO t VALUES (1)",
+            "SELECT 1; SELECT 2",
+        ] {
+            assert_eq!(
+                worst(&format!("sqlite3 -readonly db <<< '{sql}'")),
+                worst(&format!("sqlite3 -readonly db '{sql}'")),
+                "{sql}"
+            );
+        }
+        assert_eq!(worst("sqlite3 db <<< 'DELETE FROM t'"), Action::Deny);
     }
 
     #[test]
