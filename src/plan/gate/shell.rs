@@ -726,6 +726,8 @@ pub struct FindSpec {
     /// Commands that print what they read (`head`, `sort`, `grep`): in a
     /// pipeline after a `find` that may list credentials, their output
     /// is still that listing (`find ~ -name 'id_*' | sort | xargs cat`).
+    /// Any other program that reads the listing is assumed to print it
+    /// as well (fail closed), with a reason that names the program.
     #[serde(default = "crate::plan::gate::config::d::shell_find_passes_listing")]
     pub passes_listing: Vec<String>,
 }
