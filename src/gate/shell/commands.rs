@@ -781,6 +781,7 @@ impl Walker<'_> {
                     self.foreign_code(spec.language.as_deref().unwrap_or(""), &code, &what);
                 }
             }
+            Stdin::Written(i) => self.run_written_stdin(*i, spec, name, scope),
             Stdin::Inherit | Stdin::File => {}
         }
     }
@@ -821,9 +822,9 @@ impl Walker<'_> {
         let mut ctx = ctx.clone();
         let mut depth = 0;
         loop {
-            // A file this command runs as code, written earlier in the line.
-            self.run_written_project(&full, scope, &ctx);
             let Some((entry, by_pattern)) = cfg.command_match(&full) else {
+                // A file this command runs as code, written earlier in the line.
+                self.run_written_project(&full, &args[start..], &[], scope, &ctx);
                 if cfg.trusted(&full) {
                     return;
                 }
@@ -835,6 +836,9 @@ impl Walker<'_> {
                 Some(r) if depth == 0 => r,
                 _ => read_args(entry, rest),
             };
+            // A file this command runs as code, written earlier in the line
+            // (where it works: its own options, before they apply below).
+            self.run_written_project(&full, rest, &reading.operands, scope, &ctx);
             // The directory this command works in (`git -C`, `make -C`).
             for t in &reading.targets {
                 if t.effect == Effect::Chdir
@@ -871,6 +875,7 @@ impl Walker<'_> {
                         .any(|t| t.source == Source::Arg(i) && matches!(t.effect, Effect::Code(_)))
                 })
             {
+                let lang = super::sqlite::stdin_language(entry, rest, lang);
                 self.stdin_code_of(lang, &full, scope);
             }
             if let Some(kind) = super::links::link_kind(&reading) {

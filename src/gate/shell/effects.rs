@@ -528,8 +528,9 @@ impl Walker<'_> {
         if let Some(r) = self.found_stdin.take() {
             self.found = Some(r);
         }
+        let passed = self.found_passed(&args);
         let flow = self.command(args, &s, 0, None);
-        self.found_to_files(mark, before);
+        self.found_to_files(mark, passed);
         if let Some(text) = tee {
             self.written_known(before, text);
         }
@@ -693,7 +694,7 @@ impl Walker<'_> {
                                 scope.stdin = if arg.procsub {
                                     Stdin::Pipe
                                 } else {
-                                    Stdin::File
+                                    self.written_stdin(&arg)
                                 };
                             }
                         }

@@ -207,12 +207,39 @@ impl Walker<'_> {
         self.found_out = out;
     }
 
-    /// After a simple command that printed a listing of credentials: the
-    /// files its redirections wrote (`written[mark..before]`) hold it.
-    pub(super) fn found_to_files(&mut self, mark: usize, before: usize) {
+    /// Before a simple command `args` whose standard input is a listing
+    /// of credentials (`| python3 -c ...`, `< list`): what its output
+    /// holds when it prints nothing the walk follows. A program may print
+    /// what it reads in another form (Python, awk, sed, `tr`, a program
+    /// the policy does not know), so it is assumed to pass the listing
+    /// on (fail closed); the reason names a program outside
+    /// `[gate.shell.find] passes_listing`. `None` without a listing.
+    pub(super) fn found_passed(&self, args: &[Arg]) -> Option<String> {
+        let r = self.found.as_ref()?;
+        let name = args
+            .first()
+            .map_or("", |a| super::normalize::basename(&a.text));
+        if self.cfg.find.passes_listing.iter().any(|p| p == name) {
+            return Some(r.clone());
+        }
+        Some(format!(
+            "{r}, passed on by `{}` (a program that may print what it reads in another form)",
+            excerpt(name)
+        ))
+    }
+
+    /// After a simple command: when it printed nothing the walk follows
+    /// and read a listing of credentials (`passed`, from
+    /// [`Walker::found_passed`]), it printed the listing; when it printed
+    /// one, the files it wrote (`written[mark..]`: its redirections,
+    /// `tee list`, `sort -o list`) hold it.
+    pub(super) fn found_to_files(&mut self, mark: usize, passed: Option<String>) {
+        if self.found_out.is_none() {
+            self.found_out = passed;
+        }
         let Some(r) = &self.found_out else { return };
         let r = r.clone();
-        let end = before.min(self.written.len());
+        let end = self.written.len();
         for i in mark..end {
             let abs = self.written[i].abs.clone();
             self.keep_found_file(abs, r.clone());

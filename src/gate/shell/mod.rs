@@ -305,6 +305,9 @@ enum Stdin {
     Pipe,
     /// A file.
     File,
+    /// A file the line wrote before (`self.written[i]`) with content it
+    /// does not show (`curl -o f URL && bash < f`).
+    Written(usize),
     /// A here-string or here-document.
     Literal(Arg),
 }

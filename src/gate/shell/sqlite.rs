@@ -39,8 +39,9 @@
 //!   line that starts with `.` outside a statement is a dot command, other
 //!   lines gather into statements ended by a line ending in `;`.
 
-use super::{Arg, Scope, Stdin, Walker, excerpt};
+use super::{Arg, CommandSpec, Scope, Stdin, Walker, excerpt};
 use crate::gate::sql::{SqlConfig, analyze_sql, statement_kinds};
+use crate::plan::gate::effect::Effect;
 
 impl Walker<'_> {
     /// Judges one piece of sqlite3 code (an operand, a `-cmd` value): a dot
@@ -76,8 +77,10 @@ impl Walker<'_> {
     }
 
     /// A command that reads code in `lang` from standard input when no
-    /// operand gives it (`stdin_code` of its entry): a here-document is
-    /// judged, any other input asks.
+    /// operand gives it (`stdin_code` of its entry, as its flags leave it:
+    /// [`stdin_language`]): a here-document, a here-string or a file the
+    /// line wrote with content it shows is judged, any other input asks.
+    /// `sqlite-readonly` is sqlite code run under `-readonly`.
     pub(super) fn stdin_code_of(&mut self, lang: &str, cmd: &str, scope: &Scope) {
         let doc = match &scope.stdin {
             Stdin::Literal(doc) if !doc.dynamic => doc.text.clone(),
@@ -90,7 +93,8 @@ impl Walker<'_> {
                 return;
             }
         };
-        if lang != "sqlite" {
+        let readonly = lang == "sqlite-readonly";
+        if lang != "sqlite" && !readonly {
             self.foreign_code(
                 lang,
                 &Arg::literal(&doc),
@@ -102,18 +106,18 @@ impl Walker<'_> {
         for line in doc.lines() {
             if sql.trim().is_empty() && line.starts_with('.') {
                 sql.clear();
-                self.sqlite_code(&Arg::literal(line), cmd, false);
+                self.sqlite_code(&Arg::literal(line), cmd, readonly);
                 continue;
             }
             sql.push_str(line);
             sql.push('\n');
             if line.trim_end().ends_with(';') {
-                self.sqlite_code(&Arg::literal(&sql), cmd, false);
+                self.sqlite_code(&Arg::literal(&sql), cmd, readonly);
                 sql.clear();
             }
         }
         if !sql.trim().is_empty() {
-            self.sqlite_code(&Arg::literal(&sql), cmd, false);
+            self.sqlite_code(&Arg::literal(&sql), cmd, readonly);
         }
     }
 
@@ -174,6 +178,34 @@ impl Walker<'_> {
         statement_kinds(self.sql, text, "sqlite")
             .is_some_and(|k| !k.is_empty() && k.iter().all(|k| listed.contains(k)))
     }
+}
+
+/// The language of the code a command reads from standard input: its
+/// entry's `stdin_code`, or the code its flags turn the code operands
+/// into (`-readonly` gives `operands:code:sqlite-readonly`: the CLI reads
+/// its standard input as it reads its operands), the last such flag in
+/// `rest` (the arguments after the command name, up to `--`) winning.
+pub(super) fn stdin_language<'a>(spec: &'a CommandSpec, rest: &[Arg], lang: &'a str) -> &'a str {
+    let mut out = lang;
+    for a in rest {
+        if a.text == "--" {
+            break;
+        }
+        if !a.text.starts_with('-') || a.dynamic {
+            continue;
+        }
+        let Some(effs) = spec.opt(&a.text).and_then(|o| o.flag.as_ref()) else {
+            continue;
+        };
+        for e in &effs.0 {
+            if let Effect::Operands(inner) = e
+                && let Effect::Code(l) = inner.as_ref()
+            {
+                out = l;
+            }
+        }
+    }
+    out
 }
 
 /// The ids of the SQL rules that judge a change of the database itself:
@@ -287,6 +319,31 @@ mod tests {
         );
         assert_eq!(worst("echo 'SELECT 1' | sqlite3 db"), Action::Ask);
         assert_eq!(worst("sqlite3 db < q.sql"), Action::Ask);
+    }
+
+    #[test]
+    fn readonly_turns_standard_input_into_readonly_code() {
+        let cfg = shipped();
+        let spec = cfg.shell.command("sqlite3").unwrap();
+        let args = |v: &[&str]| v.iter().map(|t| super::Arg::literal(t)).collect::<Vec<_>>();
+        let lang = |v: &[&str]| super::stdin_language(spec, &args(v), "sqlite").to_string();
+        assert_eq!(lang(&["db"]), "sqlite");
+        assert_eq!(lang(&["-readonly", "db"]), "sqlite-readonly");
+        assert_eq!(lang(&["-header", "db", "-readonly"]), "sqlite-readonly");
+        assert_eq!(lang(&["db", "--", "-readonly"]), "sqlite");
+        // the same statements on standard input and as an operand
+        for sql in [
+            "DELETE FROM t",
+            "INSERT INTO t VALUES (1)",
+            "SELECT 1; SELECT 2",
+        ] {
+            assert_eq!(
+                worst(&format!("sqlite3 -readonly db <<< '{sql}'")),
+                worst(&format!("sqlite3 -readonly db '{sql}'")),
+                "{sql}"
+            );
+        }
+        assert_eq!(worst("sqlite3 db <<< 'DELETE FROM t'"), Action::Deny);
     }
 
     #[test]

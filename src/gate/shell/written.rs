@@ -25,6 +25,7 @@ use std::path::PathBuf;
 
 use super::commands::Ctx;
 use super::model::Reading;
+use super::normalize::option_value;
 use super::{Arg, CommandSpec, Scope, Stdin, Walker, excerpt};
 use crate::plan::gate::effect::Effect;
 use crate::plan::gate::written::WrittenContent;
@@ -105,6 +106,51 @@ impl Walker<'_> {
             dir.push_str(".git");
         }
         self.path_target(Effect::Write, &dir, false, ctx);
+    }
+
+    /// Standard input redirected from the file `arg` names (`< q.sql`):
+    /// the text the line wrote to it before (`echo ... > q.sql`), as a
+    /// here-document would give it, when the line's latest write of that
+    /// file shows its content; [`Stdin::Written`] when it does not (a
+    /// download, a copy); any other file is [`Stdin::File`].
+    pub(super) fn written_stdin(&self, arg: &Arg) -> Stdin {
+        if self.written.is_empty() || arg.dynamic || arg.glob {
+            return Stdin::File;
+        }
+        let ctx = Ctx {
+            cwd: None,
+            via: super::RunVia::Shell,
+        };
+        match self.written_at(&arg.text, &ctx) {
+            Some((i, true)) => match &self.written[i].content {
+                Content::Known(t) => Stdin::Literal(Arg::literal(t)),
+                Content::Unknown | Content::Pending => Stdin::Written(i),
+            },
+            _ => Stdin::File,
+        }
+    }
+
+    /// An interpreter (`spec`, run as `name`) that reads its program from
+    /// standard input redirected from written file `i` whose content the
+    /// line does not show (`curl -o f URL && bash < f`): run as `bash f`
+    /// would be, so it asks.
+    pub(super) fn run_written_stdin(
+        &mut self,
+        i: usize,
+        spec: &super::InterpreterSpec,
+        name: &str,
+        scope: &Scope,
+    ) {
+        let kind = if spec.shell {
+            WrittenContent::Shell
+        } else {
+            match spec.language.as_deref() {
+                Some("python") => WrittenContent::Python,
+                Some("javascript") => WrittenContent::Javascript,
+                _ => WrittenContent::Opaque,
+            }
+        };
+        self.judge_written(i, kind, &format!("`{name} <`"), scope);
     }
 
     /// Marks the files written since `mark` as holding the output of the
@@ -204,10 +250,22 @@ impl Walker<'_> {
 
     /// A command that runs project files as code (`npm test`, `make`,
     /// `git commit`): each file of its `[[gate.shell.written_code]]`
-    /// entries that the line wrote before is judged; and when it runs in
+    /// entries that the line wrote before is judged; and when it works in
     /// (or under) a directory the line wrote before as a whole (`git
-    /// clone URL x && cd x && make`), it asks.
-    pub(super) fn run_written_project(&mut self, full: &str, scope: &Scope, ctx: &Ctx) {
+    /// clone URL x && cd x && make`, `make -C x`), it asks. Where it works
+    /// is read from its `[[gate.shell.written_runners]]` entry: its
+    /// directory options, the project files its file options name, and
+    /// with `path_operands` its operands (`rest[operands[k]]`); without
+    /// an entry, the directory it starts in. `rest`: the arguments after
+    /// `full`.
+    pub(super) fn run_written_project(
+        &mut self,
+        full: &str,
+        rest: &[Arg],
+        operands: &[usize],
+        scope: &Scope,
+        ctx: &Ctx,
+    ) {
         if self.written.is_empty() {
             return;
         }
@@ -220,13 +278,8 @@ impl Walker<'_> {
         if rules.peek().is_none() {
             return;
         }
-        if let Some(here) = self.absolute_places(".", ctx)
-            && let Some(i) = self
-                .written
-                .iter()
-                .rposition(|w| here.iter().any(|p| p.starts_with(&w.abs)))
-        {
-            self.run_under_written(i, None, &format!("`{full}`"));
+        let run = format!("`{full}`");
+        if !self.runner_places(full, rest, operands, &run, scope, ctx) {
             return;
         }
         for rule in rules {
@@ -239,9 +292,116 @@ impl Walker<'_> {
                 }
             }
             for i in hits.into_iter().rev() {
-                self.judge_written(i, rule.content, &format!("`{full}`"), scope);
+                self.judge_written(i, rule.content, &run, scope);
             }
         }
+    }
+
+    /// The places a runner works in and the project files it names (see
+    /// [`Walker::run_written_project`]), checked against what the line
+    /// wrote: a place at or under a directory written as a whole asks, a
+    /// file of a file option the line wrote is judged as code no reader
+    /// checks, and a value only known at run time asks. False when it
+    /// asked (the rest of the check adds nothing).
+    fn runner_places(
+        &mut self,
+        full: &str,
+        rest: &[Arg],
+        operands: &[usize],
+        run: &str,
+        scope: &Scope,
+        ctx: &Ctx,
+    ) -> bool {
+        let cfg = self.cfg;
+        let runner = cfg
+            .written_runners
+            .iter()
+            .find(|r| r.commands.iter().any(|c| c == full));
+        // Directories, relative to where the command starts: "." first.
+        let mut dirs: Vec<String> = vec![".".to_string()];
+        let mut files: Vec<String> = Vec::new();
+        let mut dynamic: Option<String> = None;
+        if let Some(runner) = runner {
+            let mut here = ".".to_string();
+            let mut i = 0;
+            while i < rest.len() {
+                let a = &rest[i];
+                if a.text == "--" {
+                    break;
+                }
+                if !a.text.starts_with('-') || a.text.len() < 2 {
+                    i += 1;
+                    continue;
+                }
+                let (used, value) =
+                    option_value(&rest[i..], &runner.directory_options, &runner.file_options);
+                i += used;
+                let Some((flag, v)) = value else { continue };
+                if v.dynamic || v.procsub {
+                    dynamic.get_or_insert_with(|| format!("{flag} {}", v.text));
+                    continue;
+                }
+                if runner.directory_options.contains(&flag) {
+                    here = join_dir(&here, &v.text);
+                    for d in [v.text.clone(), here.clone()] {
+                        if !dirs.contains(&d) {
+                            dirs.push(d);
+                        }
+                    }
+                } else {
+                    files.push(v.text.clone());
+                }
+            }
+            if runner.path_operands {
+                for &k in operands {
+                    let Some(a) = rest.get(k) else { continue };
+                    if a.dynamic || a.procsub {
+                        dynamic.get_or_insert_with(|| a.text.clone());
+                    } else if !dirs.contains(&a.text) {
+                        dirs.push(a.text.clone());
+                    }
+                }
+            }
+        }
+        if let Some(v) = dynamic {
+            let d = format!(
+                "{run} works on `{}`, only known at run time, in a line that writes files before it",
+                excerpt(&v)
+            );
+            self.effect("written", full, "unknown");
+            self.effect_check(|e| &e.written_code, &d);
+            return false;
+        }
+        for d in &dirs {
+            let Some(places) = self.absolute_places(d, ctx) else {
+                continue;
+            };
+            if let Some(i) = self
+                .written
+                .iter()
+                .rposition(|w| places.iter().any(|p| p.starts_with(&w.abs)))
+            {
+                self.run_under_written(i, None, run);
+                return false;
+            }
+        }
+        // A file option's value, from where the command starts or from
+        // the directory it changes to.
+        for f in &files {
+            for d in &dirs {
+                let path = join_dir(d, f);
+                let Some((i, exact)) = self.written_at(&path, ctx) else {
+                    continue;
+                };
+                if exact {
+                    self.judge_written(i, WrittenContent::Opaque, run, scope);
+                } else {
+                    self.run_under_written(i, Some(f), run);
+                }
+                return false;
+            }
+        }
+        true
     }
 
     /// Judges the content of written file `i`, run as `kind`; `run`
@@ -308,6 +468,18 @@ impl Walker<'_> {
         self.code(&Arg::literal(code), true, what, scope);
         self.record = rec;
         self.st = saved;
+    }
+}
+
+/// `rel` joined to directory `base` as a command resolves it (`.` and
+/// an absolute or `~` path replace the base).
+fn join_dir(base: &str, rel: &str) -> String {
+    if base == "." || rel.starts_with('/') || rel.starts_with('~') {
+        rel.to_string()
+    } else if rel == "." {
+        base.to_string()
+    } else {
+        format!("{}/{rel}", base.trim_end_matches('/'))
     }
 }
 
@@ -473,6 +645,17 @@ mod tests {
         let mut built = Arg::literal("echo $X\n");
         built.dynamic = true;
         assert!(tee_content(&a(&["tee", "f"]), &Stdin::Literal(built)).is_none());
+    }
+
+    #[test]
+    fn directory_options_compose_as_make_reads_them() {
+        assert_eq!(join_dir(".", "repo"), "repo");
+        assert_eq!(join_dir("repo", "sub"), "repo/sub");
+        assert_eq!(join_dir("repo/", "sub"), "repo/sub");
+        assert_eq!(join_dir("repo", "/abs"), "/abs");
+        assert_eq!(join_dir("repo", "~/x"), "~/x");
+        assert_eq!(join_dir("repo", "."), "repo");
+        assert_eq!(join_dir(".", "Makefile"), "Makefile");
     }
 
     #[test]

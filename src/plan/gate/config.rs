@@ -431,6 +431,7 @@ pub(crate) mod d {
         shell_data_files: ConfigRegex = shell.data_files;
         shell_keeps_content: Vec<String> = shell.keeps_content;
         shell_written_code: Vec<crate::plan::gate::written::WrittenCode> = shell.written_code;
+        shell_written_runners: Vec<crate::plan::gate::written::WrittenRunner> = shell.written_runners;
         shell_checks_parse_error: Check = shell.checks.parse_error;
         shell_checks_too_complex: Check = shell.checks.too_complex;
         shell_checks_dynamic_command: Check = shell.checks.dynamic_command;

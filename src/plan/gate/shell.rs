@@ -122,6 +122,11 @@ pub struct ShellConfig {
     /// (`[[gate.shell.written_code]]`).
     #[serde(default = "crate::plan::gate::config::d::shell_written_code")]
     pub written_code: Vec<super::written::WrittenCode>,
+    /// Where those commands work, from their own options
+    /// (`[[gate.shell.written_runners]]`: `make -C`, `npm --prefix`,
+    /// `cargo --manifest-path`, `pytest DIR`).
+    #[serde(default = "crate::plan::gate::config::d::shell_written_runners")]
+    pub written_runners: Vec<super::written::WrittenRunner>,
     /// Name lookups, built on first use (not configuration).
     #[serde(skip)]
     index: IndexCell,
@@ -721,6 +726,8 @@ pub struct FindSpec {
     /// Commands that print what they read (`head`, `sort`, `grep`): in a
     /// pipeline after a `find` that may list credentials, their output
     /// is still that listing (`find ~ -name 'id_*' | sort | xargs cat`).
+    /// Any other program that reads the listing is assumed to print it
+    /// as well (fail closed), with a reason that names the program.
     #[serde(default = "crate::plan::gate::config::d::shell_find_passes_listing")]
     pub passes_listing: Vec<String>,
 }

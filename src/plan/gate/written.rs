@@ -46,3 +46,35 @@ pub struct WrittenCode {
     /// How the content is judged.
     pub content: WrittenContent,
 }
+
+/// One `[[gate.shell.written_runners]]` entry: where a command that runs
+/// project files (a `[[gate.shell.written_code]]` command) works, read
+/// from its own options, so that the "written now, run later" check
+/// looks at the project it runs (`git clone URL && make -C repo`), not
+/// only at the directory the line is in.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WrittenRunner {
+    /// The commands, named as in `[[gate.shell.written_code]]` (`make`,
+    /// `npm`, `cargo`); a name matches that command whatever its
+    /// subcommand.
+    pub commands: Vec<String>,
+    /// Options whose value is the directory the command works in (`make
+    /// -C DIR`, `npm --prefix DIR`), relative to where it starts; several
+    /// compose as make's do (`-C a -C b` is `a/b`). Spelled `-C DIR`,
+    /// `-CDIR`, `--directory DIR` or `--directory=DIR`.
+    #[serde(default)]
+    pub directory_options: Vec<String>,
+    /// Options whose value is a file the command reads as its project's
+    /// code (`make -f`, `just --justfile`, `cargo --manifest-path`),
+    /// relative to where it starts or to its directory option's value:
+    /// the file is judged as code no reader checks when the line wrote
+    /// it, and asks when the line wrote a directory that holds it.
+    #[serde(default)]
+    pub file_options: Vec<String>,
+    /// The operands are paths inside the project the command runs
+    /// (`pytest repo/`, `pip install ./repo`): each is checked like the
+    /// directory.
+    #[serde(default)]
+    pub path_operands: bool,
+}
