@@ -36,6 +36,7 @@ pub fn build(policy: &PolicySource, tools: &Arc<Vec<CompiledTool>>) -> Option<Ar
         && p.place_parameters == params.place_parameters
         && p.name_parameters == params.name_parameters
         && p.time_parameters == params.time_parameters
+        && p.context_parameters == params.context_parameters
     {
         return Some(gate.clone());
     }

@@ -49,6 +49,10 @@ pub struct ArgumentFillParams {
     /// a date or period ("date", "season"): it needs a number or a time
     /// word.
     pub time_parameters: Vec<String>,
+    /// `context_parameters`: words of a parameter's name that say the
+    /// session, not the request, supplies it ("repo" of `repo_path`,
+    /// "cwd"): such a parameter is always filled.
+    pub context_parameters: Vec<String>,
     /// `filler_words`: words that are never a value (function words and
     /// request verbs: "what", "please", "find"), lowercased.
     pub filler_words: Vec<String>,
@@ -102,6 +106,7 @@ pub fn read_argument_fill(t: &Table<'_, '_>) -> Option<ArgumentFillParams> {
     let place_parameters = words(t, "place_parameters");
     let name_parameters = words(t, "name_parameters");
     let time_parameters = words(t, "time_parameters");
+    let context_parameters = words(t, "context_parameters");
     Some(ArgumentFillParams {
         min_fraction: min_fraction?,
         turns: turns?,
@@ -113,6 +118,7 @@ pub fn read_argument_fill(t: &Table<'_, '_>) -> Option<ArgumentFillParams> {
         place_parameters: place_parameters?,
         name_parameters: name_parameters?,
         time_parameters: time_parameters?,
+        context_parameters: context_parameters?,
         span: t.span.clone(),
     })
 }

@@ -26,7 +26,8 @@
 //! words. A slot is filled *as such* when
 //!
 //! 1. its kind cannot be judged (boolean, object, array of non-numbers, no
-//!    type);
+//!    type), or its name says the session supplies it (the policy's
+//!    `context_parameters`: `repo_path`, `cwd`);
 //! 2. one of its `enum` values occurs in the request (stems of whole
 //!    words);
 //! 3. its description states a default (the word "default"), or the
@@ -44,7 +45,9 @@
 //!    the numbers run out ("over the past decade");
 //! 6. a string whose name says it is a place or a name
 //!    (`place_parameters`, `name_parameters`) takes a name, quote or
-//!    locator, else a number; a date (`time_parameters`) a number or a
+//!    locator, else a number, else counts as filled when a new word (below)
+//!    stands within two words of another word of its name ("the orders
+//!    table" for `table_name`); a date (`time_parameters`) a number or a
 //!    time word; any other string any value left, or a *new* word: a word
 //!    that is not a filler word and whose stem is not among the stems of
 //!    the tool's own text (name, description, parameter names and
@@ -95,6 +98,13 @@ pub struct Slot {
     pub time_quantity: bool,
     /// For a string: what its name says it holds.
     pub text_kind: TextKind,
+    /// Stems of the words of its name other than the kind words
+    /// ("table" of `table_name`): a new word next to one of them in the
+    /// request ("the orders table") names a place or name slot's value.
+    pub name_stems: Vec<String>,
+    /// Whether its name says the session supplies it (`context_parameters`:
+    /// a repository path, a working directory), so the request need not.
+    pub from_context: bool,
 }
 
 /// What a string parameter's name says it holds (the policy's
@@ -142,6 +152,7 @@ pub struct ArgumentFill {
     place_parameters: HashSet<String>,
     name_parameters: HashSet<String>,
     time_parameters: HashSet<String>,
+    context_parameters: HashSet<String>,
 }
 
 /// What a request holds, read once per evaluation: how many values of
@@ -323,6 +334,7 @@ impl ArgumentFill {
             place_parameters: set(&params.place_parameters),
             name_parameters: set(&params.name_parameters),
             time_parameters: set(&params.time_parameters),
+            context_parameters: set(&params.context_parameters),
         };
         gate.tools = tools
             .map(|(name, description, schema)| gate.tool_slots(name, description, &schema))
@@ -409,6 +421,16 @@ impl ArgumentFill {
             .chain(all_described.iter())
             .any(|w| self.time_units.contains(w));
         let named = |set: &HashSet<String>| name_words.iter().any(|w| set.contains(w));
+        let from_context = named(&self.context_parameters);
+        let name_stems = name_words
+            .iter()
+            .filter(|w| {
+                !self.name_parameters.contains(*w)
+                    && !self.place_parameters.contains(*w)
+                    && !self.filler_words.contains(*w)
+            })
+            .map(|w| self.stem(w))
+            .collect();
         let text_kind = if named(&self.time_parameters) {
             TextKind::Time
         } else if named(&self.place_parameters) {
@@ -426,6 +448,8 @@ impl ArgumentFill {
             described,
             time_quantity,
             text_kind,
+            from_context,
+            name_stems,
         }
     }
 
@@ -505,7 +529,7 @@ impl ArgumentFill {
     /// `enum` value occurs, a default is stated, or a request word is one
     /// of its description's examples.
     fn filled_as_such(&self, req: &RequestValues, slot: &Slot) -> bool {
-        if slot.kind == SlotKind::Unjudged || slot.has_default {
+        if slot.kind == SlotKind::Unjudged || slot.has_default || slot.from_context {
             return true;
         }
         let phrase_in = |phrase: &[String]| {
@@ -517,6 +541,23 @@ impl ArgumentFill {
                     && !self.filler_words.contains(w)
                     && slot.described.contains(w)
             })
+    }
+
+    /// Whether a new word stands within two words of a word of `slot`'s
+    /// name in the request ("the orders table" for `table_name`, "a branch
+    /// called feature-login" for `branch_name`).
+    fn named_nearby(&self, req: &RequestValues, slot: &Slot, stems: &HashSet<String>) -> bool {
+        let new = |k: usize| {
+            let w = &req.all_words[k];
+            !self.filler_words.contains(w)
+                && (w.chars().count() >= 3 || !has_case(w))
+                && !stems.contains(&req.all_stems[k])
+        };
+        req.all_stems.iter().enumerate().any(|(k, s)| {
+            slot.name_stems.contains(s)
+                && (k.saturating_sub(2)..(k + 3).min(req.all_words.len()))
+                    .any(|j| j != k && new(j))
+        })
     }
 
     /// Tool `tool`'s fill by the request (rules 5 and 6: with `values =
@@ -580,7 +621,11 @@ impl ArgumentFill {
             let mut new_words = new_words;
             for s in texts {
                 let ok = match s.text_kind {
-                    TextKind::Place | TextKind::Name => take(&mut strong) || take(&mut numbers),
+                    TextKind::Place | TextKind::Name => {
+                        take(&mut strong)
+                            || take(&mut numbers)
+                            || self.named_nearby(req, s, &t.stems)
+                    }
                     TextKind::Time => take(&mut numbers) || take(&mut time_words),
                     TextKind::Any => {
                         take(&mut strong)
@@ -603,13 +648,18 @@ impl ArgumentFill {
         }
     }
 
+    /// Whether a tool with fill `f` passes the gate (see [`ArgumentFill::passes`]).
+    pub fn passes_fill(&self, f: &Fill) -> bool {
+        self.min_fraction <= 0.0 || f.required == 0 || f.fraction() >= self.min_fraction - 1e-9
+    }
+
     /// Whether tool `tool` passes the gate: its fill reaches
     /// `min_fraction` (a tool without required parameters always does).
     pub fn passes(&self, req: &RequestValues, tool: usize) -> bool {
         if self.min_fraction <= 0.0 || self.tools.get(tool).is_none_or(|t| t.required.is_empty()) {
             return true;
         }
-        self.fill(req, tool).fraction() >= self.min_fraction - 1e-9
+        self.passes_fill(&self.fill(req, tool))
     }
 }
 
@@ -632,6 +682,7 @@ mod tests {
             place_parameters: l("location city"),
             name_parameters: l("name title"),
             time_parameters: l("date season"),
+            context_parameters: l("repo cwd"),
             span: 0..0,
         }
     }
