@@ -46,8 +46,10 @@ fn main() {
     for q in &qs {
         let tools = import_tools_json(&format!("{}.json", q.id), &q.tools.to_string())
             .unwrap_or_else(|e| panic!("{}: {e:?}", q.id));
-        let schemas: Vec<serde_json::Value> =
-            tools.iter().map(|t| t.input_schema.value().into_owned()).collect();
+        let schemas: Vec<serde_json::Value> = tools
+            .iter()
+            .map(|t| t.input_schema.value().into_owned())
+            .collect();
         let gate = ArgumentFill::build(
             params,
             tools

@@ -15,7 +15,11 @@ use crate::parse::policy::PolicySource;
 use crate::plan::CompiledTool;
 use crate::text::argument_fill::ArgumentFill;
 
-type Memo = (Weak<Vec<CompiledTool>>, ArgumentFillParams, Arc<ArgumentFill>);
+type Memo = (
+    Weak<Vec<CompiledTool>>,
+    ArgumentFillParams,
+    Arc<ArgumentFill>,
+);
 
 static LAST: Mutex<Option<Memo>> = Mutex::new(None);
 

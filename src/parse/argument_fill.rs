@@ -84,18 +84,21 @@ pub fn read_argument_fill(t: &Table<'_, '_>) -> Option<ArgumentFillParams> {
             None
         }
     });
-    let turns = t.require("turns").and_then(|_| t.int("turns")).and_then(|(n, span)| {
-        if (0..=100).contains(&n) {
-            Some(n as usize)
-        } else {
-            t.reader().error(
-                ErrorKind::OutOfRange,
-                span,
-                format!("`{}.turns` must be within [0, 100], found {n}", t.path()),
-            );
-            None
-        }
-    });
+    let turns = t
+        .require("turns")
+        .and_then(|_| t.int("turns"))
+        .and_then(|(n, span)| {
+            if (0..=100).contains(&n) {
+                Some(n as usize)
+            } else {
+                t.reader().error(
+                    ErrorKind::OutOfRange,
+                    span,
+                    format!("`{}.turns` must be within [0, 100], found {n}", t.path()),
+                );
+                None
+            }
+        });
     let distinct = t.require("values").and_then(|_| {
         crate::parse::policy::choice(t, "values", &[("distinct", true), ("any", false)])
     });

@@ -236,7 +236,15 @@ fn split_words(text: &str) -> Vec<String> {
 /// it has none.
 fn example_part(description: &str) -> &str {
     let lower = description.to_ascii_lowercase();
-    let markers = ["e.g.", "eg.", "for example", "such as", " like ", "i.e.", "example:"];
+    let markers = [
+        "e.g.",
+        "eg.",
+        "for example",
+        "such as",
+        " like ",
+        "i.e.",
+        "example:",
+    ];
     markers
         .iter()
         .filter_map(|m| lower.find(m).map(|i| i + m.len()))
@@ -511,11 +519,9 @@ impl ArgumentFill {
             }
             let long = lower.chars().count() >= 3 || !has_case(&lower);
             // a word already counted as a name, number or time is not a new word too
-            let counted = in_name
-                || self.number_words.contains(&lower)
-                || self.time_words.contains(&lower);
-            if !filler && !counted && long && !digits && !r.words.iter().any(|(x, _)| *x == lower)
-            {
+            let counted =
+                in_name || self.number_words.contains(&lower) || self.time_words.contains(&lower);
+            if !filler && !counted && long && !digits && !r.words.iter().any(|(x, _)| *x == lower) {
                 r.words.push((lower.clone(), self.stem(&lower)));
             }
             r.all_stems.push(self.stem(&lower));
@@ -555,8 +561,7 @@ impl ArgumentFill {
         };
         req.all_stems.iter().enumerate().any(|(k, s)| {
             slot.name_stems.contains(s)
-                && (k.saturating_sub(2)..(k + 3).min(req.all_words.len()))
-                    .any(|j| j != k && new(j))
+                && (k.saturating_sub(2)..(k + 3).min(req.all_words.len())).any(|j| j != k && new(j))
         })
     }
 
@@ -663,7 +668,6 @@ impl ArgumentFill {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -720,7 +724,10 @@ mod tests {
                    "required": ["book"]}),
             "Search holy books.",
         );
-        assert_eq!(g.fill(&g.request("What is a holy book?"), 0).missing, ["book"]);
+        assert_eq!(
+            g.fill(&g.request("What is a holy book?"), 0).missing,
+            ["book"]
+        );
         assert!(g.passes(&g.request("search the holy book Quran"), 0));
         assert!(g.passes(&g.request("What is a holy book? The Bible"), 0));
         assert!(g.passes(&g.request("search for 'genesis'"), 0));
@@ -801,6 +808,9 @@ mod tests {
         assert!(is_locator("README.md,"));
         assert!(!is_locator("end."));
         assert!(!is_locator("3.5"));
-        assert_eq!(split_words("getWeather for_city"), ["get", "weather", "for", "city"]);
+        assert_eq!(
+            split_words("getWeather for_city"),
+            ["get", "weather", "for", "city"]
+        );
     }
 }
