@@ -778,9 +778,12 @@ mod tests {
                 "required": ["team_name", "date"]}),
             "Team ranking.",
         );
-        // new words fill neither a name nor a date
-        let f = g.fill(&g.request("ranking of the basketball team"), 0);
+        // a new word fills neither a name nor a date...
+        let f = g.fill(&g.request("what is the basketball ranking"), 0);
         assert_eq!(f.missing, ["team_name", "date"]);
+        // ...unless it stands next to another word of the name's name
+        let f = g.fill(&g.request("ranking of the basketball team"), 0);
+        assert_eq!(f.missing, ["date"]);
         let f = g.fill(&g.request("ranking of the Lakers today"), 0);
         assert_eq!(f.filled, 2);
         // one name fills one name parameter, not two
