@@ -67,6 +67,18 @@ fn main() {
             );
         }
     }
+    // JUDGED=FILE: one JSON line per question (id, expected, exposed)
+    if let Some(path) = std::env::var_os("JUDGED") {
+        let mut out = String::new();
+        for j in &judged {
+            out.push_str(
+                &serde_json::json!({"id": j.id, "set": j.set, "expected": j.expected, "exposed": j.exposed})
+                    .to_string(),
+            );
+            out.push('\n');
+        }
+        std::fs::write(path, out).expect("JUDGED file");
+    }
     if verbose {
         for j in &judged {
             let miss = j.needed_exposed() < j.expected.len();

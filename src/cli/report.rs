@@ -117,6 +117,17 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
             min.unwrap_or(0.0)
         );
     }
+    if let Some(af) = &plan.argument_fill
+        && act.argument_fill(0).is_some()
+    {
+        w!(
+            o,
+            "argument fill: {} of {} tools lack values for their required parameters (below min_fraction {}, [features.argument_fill]): keyword_match and semantic_match are 0 for them",
+            act.unfilled_count(),
+            plan.tools.len(),
+            af.min_fraction
+        );
+    }
     for w in &act.warnings {
         w!(o, "warning: {w}");
     }
@@ -327,6 +338,25 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
         }
     );
     w!(o, "matched intent terms: {}", or_none(&hits, " "));
+    if let (Some(f), Some(af)) = (act.argument_fill(i), &plan.argument_fill) {
+        let verdict = if af.passes_fill(&f) {
+            "passes"
+        } else {
+            "below min_fraction: keyword_match and semantic_match are 0"
+        };
+        w!(
+            o,
+            "argument fill: {} of {} required parameters have a value in the request{} ({verdict}, min_fraction {})",
+            f.filled,
+            f.required,
+            if f.missing.is_empty() {
+                String::new()
+            } else {
+                format!("; none for {}", f.missing.join(", "))
+            },
+            af.min_fraction
+        );
+    }
     w!(o, "rules applied: {}", or_none(&act.rule_names(), ", "));
 }
 

@@ -17,6 +17,7 @@
 //! sits above both runtimes (they only read a plan; nothing below compile
 //! knows how plans are made).
 
+mod argument_fill;
 pub mod bounds;
 pub mod catalog;
 pub mod condition;
@@ -653,6 +654,7 @@ fn compile_with(
         memory: policy.memory.clone(),
         transitions,
         semantic,
+        argument_fill: argument_fill::build(policy, &linked.tools),
         tools: linked.tools.clone(),
         by_name: linked.by_name.clone(),
         warnings,

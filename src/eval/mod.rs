@@ -100,6 +100,12 @@ struct Prepared {
     semantic: Vec<f64>,
     /// Whether the "nothing fits" gate fired (`min_cosine`).
     nothing_fits: bool,
+    /// `[features.argument_fill]`: per tool, whether the request lacks
+    /// values for its required parameters (empty = the gate is off or the
+    /// context has no message text).
+    unfilled: Vec<bool>,
+    /// What the request holds, as the argument-fill gate read it.
+    fill_request: Option<Arc<crate::text::argument_fill::RequestValues>>,
 }
 
 impl Prepared {
@@ -152,6 +158,12 @@ impl Prepared {
         f[F_RECENCY] = recency;
         f[F_TRANSITION] = self.transition.get(i).copied().unwrap_or(0.0);
         f[F_SEMANTIC] = self.semantic.get(i).copied().unwrap_or(0.0);
+        if self.unfilled.get(i).copied().unwrap_or(false) {
+            // `[features.argument_fill]`: the request holds no value for
+            // enough of this tool's required parameters.
+            f[F_KEYWORD] = 0.0;
+            f[F_SEMANTIC] = 0.0;
+        }
         f
     }
 }
@@ -331,6 +343,22 @@ impl Activation {
     /// it, so `keyword_match` and `semantic_match` are 0 for every tool.
     pub fn nothing_fits(&self) -> bool {
         self.prepared.nothing_fits
+    }
+
+    /// How the request fills tool `tool`'s required parameters
+    /// (`[features.argument_fill]`): `None` when the gate is off or the
+    /// context carries no message text. A tool whose fill is below
+    /// `min_fraction` has `keyword_match` and `semantic_match` 0.
+    pub fn argument_fill(&self, tool: usize) -> Option<crate::text::argument_fill::Fill> {
+        let af = self.plan.argument_fill.as_ref()?;
+        let req = self.prepared.fill_request.as_ref()?;
+        Some(af.fill(req, tool))
+    }
+
+    /// How many tools the argument-fill gate took the request terms from
+    /// (0 when it is off).
+    pub fn unfilled_count(&self) -> usize {
+        self.prepared.unfilled.iter().filter(|&&u| u).count()
     }
 
     /// The raw BM25 score of tool `tool` (before the relevance floors and the
@@ -636,6 +664,26 @@ impl Plan {
             }
         }
 
+        // Argument fill (once per context): which tools' required
+        // parameters the latest messages hold no values for.
+        let mut unfilled = Vec::new();
+        let mut fill_request = None;
+        if let Some(af) = &self.argument_fill
+            && let Some(text) = context
+                .user_message
+                .as_deref()
+                .filter(|t| !t.trim().is_empty())
+        {
+            let mut all = text.to_string();
+            for prev in context.previous_user_messages.iter().take(af.turns) {
+                all.push('\n');
+                all.push_str(prev);
+            }
+            let req = af.request(&all);
+            unfilled = (0..n).map(|i| !af.passes(&req, i)).collect();
+            fill_request = Some(Arc::new(req));
+        }
+
         // Usage (once per context, only the tools that were used).
         let mut per_tool = vec![[0.0f64; 2]; n];
         match fp.usage_normalization {
@@ -695,6 +743,8 @@ impl Plan {
             transition,
             semantic,
             nothing_fits: !fits,
+            unfilled,
+            fill_request,
         };
 
         Head {

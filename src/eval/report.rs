@@ -44,14 +44,25 @@ impl Activation {
                 json!({"term": e.term, "value": e.value, "weight": e.weight, "contribution": e.contribution}),
             );
         }
-        json!({
+        let mut v = json!({
             "name": self.plan.tools[tool].name,
             "score": s.score,
             "raw_score": s.raw_score,
             "active": s.active,
             "reason": s.reason,
             "terms": terms,
-        })
+        });
+        // `[features.argument_fill]`: the tool's fill, when the gate read the request
+        if let (Some(f), Some(af), Value::Object(m)) =
+            (self.argument_fill(tool), &self.plan.argument_fill, &mut v)
+        {
+            m.insert(
+                "argument_fill".into(),
+                json!({"filled": f.filled, "required": f.required, "missing": f.missing,
+                       "passes": af.passes_fill(&f)}),
+            );
+        }
+        v
     }
 
     /// The report's header: policy, threshold and effective threshold, cold

@@ -1,6 +1,7 @@
 //! Parse: policy and tool-tag files into typed sources, with byte spans kept
 //! for every value that a later check may point at.
 
+pub mod argument_fill;
 pub mod discovery;
 pub mod names;
 pub mod policy;

@@ -184,6 +184,9 @@ pub struct FeatureParams {
     pub transitions: Option<TransitionParams>,
     /// `[features.semantic_match]`; `None` = the feature is 0 for every tool.
     pub semantic: Option<SemanticParams>,
+    /// `[features.argument_fill]`: the per-tool "can the request fill the
+    /// required parameters?" gate; `None` = off.
+    pub argument_fill: Option<crate::parse::argument_fill::ArgumentFillParams>,
 }
 
 /// A condition of a domain rule: every present matcher must hold.
@@ -776,6 +779,7 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
             complexity_cap: INVALID,
             transitions: None,
             semantic: None,
+            argument_fill: None,
         };
         match sub("domain_match") {
             Some(t) => fp.domain_neutral = t.req_f64("neutral").map(|x| x.0).unwrap_or(INVALID),
@@ -871,6 +875,9 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
         }
         if let Some(t) = sub("semantic_match") {
             fp.semantic = read_semantic(&t);
+        }
+        if let Some(t) = sub("argument_fill") {
+            fp.argument_fill = crate::parse::argument_fill::read_argument_fill(&t);
         }
         if let Some(t) = sub("priority_bonus") {
             // No parameters: the tag's base_priority is used as is. The table may

@@ -269,6 +269,9 @@ pub struct Plan {
     /// The compiled `semantic_match` feature (every tool's embedding), if the
     /// policy declares it.
     pub semantic: Option<crate::text::semantic::SemanticIndex>,
+    /// The compiled `[features.argument_fill]` gate (every tool's required
+    /// parameters), if the policy declares it.
+    pub argument_fill: Option<std::sync::Arc<crate::text::argument_fill::ArgumentFill>>,
     /// The catalog (shared by the plans of one compiled catalog:
     /// `compile::CompileCache`).
     pub tools: std::sync::Arc<Vec<CompiledTool>>,

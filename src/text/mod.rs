@@ -4,6 +4,7 @@
 //! [`semantic::SemanticIndex`]. A plan stores them: compile builds them,
 //! evaluate queries them.
 
+pub mod argument_fill;
 pub mod bm25;
 pub mod clauses;
 pub mod keywords;
