@@ -452,11 +452,12 @@ impl Walker<'_> {
     fn simple(&mut self, sc: &ast::SimpleCommand, scope: &Scope) -> Flow {
         use ast::CommandPrefixOrSuffixItem as I;
         let mut s = scope.clone();
-        let mut words: Vec<&str> =
-            Vec::with_capacity(1 + sc.suffix.as_ref().map_or(0, |x| x.0.len()));
-        let mut procsubs: Vec<(usize, &ast::ProcessSubstitutionKind, &ast::SubshellCommand)> =
-            Vec::new();
-        let mut redirects: Vec<&ast::IoRedirect> = Vec::new();
+        // Inline up to a usual command's size (no allocation per command).
+        let mut words: smallvec::SmallVec<[&str; 16]> = smallvec::SmallVec::new();
+        let mut procsubs: smallvec::SmallVec<
+            [(usize, &ast::ProcessSubstitutionKind, &ast::SubshellCommand); 2],
+        > = smallvec::SmallVec::new();
+        let mut redirects: smallvec::SmallVec<[&ast::IoRedirect; 4]> = smallvec::SmallVec::new();
         // Assignments before the command: name, value.
         let mut assigns: Vec<(String, Arg, bool)> = Vec::new();
         for item in sc.prefix.iter().flat_map(|p| p.0.iter()) {

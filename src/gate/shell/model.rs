@@ -123,7 +123,8 @@ fn flag_of(
 pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
     let mut r = Reading::default();
     let mut operand_effect = spec.operands.clone();
-    let mut operands: Vec<(usize, bool)> = Vec::with_capacity(args.len()); // (index, after --)
+    // (index, after --), inline up to a usual command's operands.
+    let mut operands: smallvec::SmallVec<[(usize, bool); 16]> = smallvec::SmallVec::new();
     let mut clear = false;
     // Options (as given) and canonical flags seen, for `program_unless`.
     let mut seen = Seen {
@@ -345,7 +346,7 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         }
     }
     // The program operand (sed's script, grep's pattern).
-    let mut rest: Vec<(usize, bool)> = operands;
+    let mut rest = operands;
     if let Some(pe) = &spec.program_operand
         && !spec
             .program_unless

@@ -55,8 +55,8 @@ impl Walker<'_> {
         // tokens: the words are moved into the AST, the rest cleared).
         let fast = TOKENS.with(|cell| {
             let mut t = cell.take();
-            let program = if fast_tokens_into(line, &mut t) {
-                fast_parse(&mut t)
+            let program = if fast_tokens_into(line, &mut t, false) {
+                fast_parse(line, &mut t)
             } else {
                 None
             };
@@ -165,7 +165,7 @@ thread_local! {
 
 fn fast_tokens(line: &str) -> Option<Vec<brush_parser::Token>> {
     let mut tokens = Vec::new();
-    fast_tokens_into(line, &mut tokens).then_some(tokens)
+    fast_tokens_into(line, &mut tokens, true).then_some(tokens)
 }
 
 thread_local! {
@@ -173,13 +173,16 @@ thread_local! {
 }
 
 /// [`fast_tokens`] into `tokens` (cleared first); false for a line outside
-/// the subset (`tokens` then holds a part).
-fn fast_tokens_into(line: &str, tokens: &mut Vec<brush_parser::Token>) -> bool {
+/// the subset (`tokens` then holds a part). Without `op_text`, an
+/// operator token's text is left empty (no allocation): [`fast_parse`]
+/// reads it from the line at the token's location; brush's parser needs
+/// it (`op_text`).
+fn fast_tokens_into(line: &str, tokens: &mut Vec<brush_parser::Token>, op_text: bool) -> bool {
     tokens.clear();
-    fast_tokens_in(line, tokens).is_some()
+    fast_tokens_in(line, tokens, op_text).is_some()
 }
 
-fn fast_tokens_in(line: &str, tokens: &mut Vec<brush_parser::Token>) -> Option<()> {
+fn fast_tokens_in(line: &str, tokens: &mut Vec<brush_parser::Token>, op_text: bool) -> Option<()> {
     use brush_parser::{SourcePosition, Token, TokenLocation};
     use std::sync::Arc;
     let b = line.as_bytes();
@@ -287,7 +290,12 @@ fn fast_tokens_in(line: &str, tokens: &mut Vec<brush_parser::Token>) -> Option<(
             if matches!(op, ";;" | ";&" | ";;&") {
                 return None;
             }
-            tokens.push(Token::Operator(op.to_string(), loc(start, j)));
+            let text = if op_text {
+                op.to_string()
+            } else {
+                String::new()
+            };
+            tokens.push(Token::Operator(text, loc(start, j)));
             i = j;
             continue;
         }
@@ -335,11 +343,17 @@ fn fast_tokens_in(line: &str, tokens: &mut Vec<brush_parser::Token>) -> Option<(
 /// brush's, locations included: the tests compare both parsers on known
 /// lines and on random ones.
 /// The words of `tokens` are moved into the AST (whatever the outcome).
-fn fast_parse(tokens: &mut [brush_parser::Token]) -> Option<ast::Program> {
+/// An operator's text is read from `line`, the text `tokens` were cut
+/// from, at the token's location (the token's own text may be empty).
+fn fast_parse(line: &str, tokens: &mut [brush_parser::Token]) -> Option<ast::Program> {
     if tokens.is_empty() {
         return None;
     }
-    let mut p = FastParser { t: tokens, i: 0 };
+    let mut p = FastParser {
+        line,
+        t: tokens,
+        i: 0,
+    };
     let list = p.complete_command()?;
     (p.i == tokens.len()).then(|| ast::Program {
         complete_commands: vec![list],
@@ -348,11 +362,13 @@ fn fast_parse(tokens: &mut [brush_parser::Token]) -> Option<ast::Program> {
 
 /// The position of [`fast_parse`] in its tokens.
 struct FastParser<'a> {
+    /// The line the tokens were cut from.
+    line: &'a str,
     t: &'a mut [brush_parser::Token],
     i: usize,
 }
 
-impl FastParser<'_> {
+impl<'a> FastParser<'a> {
     /// The word at `i`, moved out of its token.
     fn take_word(&mut self, i: usize) -> ast::Word {
         match &mut self.t[i] {
@@ -364,9 +380,15 @@ impl FastParser<'_> {
     }
 
     /// The operator at the position, if any.
-    fn op(&self) -> Option<&str> {
-        match self.t.get(self.i) {
-            Some(brush_parser::Token::Operator(o, _)) => Some(o),
+    fn op(&self) -> Option<&'a str> {
+        self.op_at(self.i)
+    }
+
+    /// The operator at `i`, if any, as the line spells it.
+    fn op_at(&self, i: usize) -> Option<&'a str> {
+        let line: &'a str = self.line;
+        match self.t.get(i) {
+            Some(brush_parser::Token::Operator(_, l)) => line.get(l.start.index..l.end.index),
             _ => None,
         }
     }
@@ -445,12 +467,8 @@ impl FastParser<'_> {
     /// The number of tokens from the position to the next operator that
     /// ends a command (a bound on its words and redirections).
     fn command_len(&self) -> usize {
-        self.t[self.i..]
-            .iter()
-            .position(|t| {
-                matches!(t, brush_parser::Token::Operator(o, _)
-                    if matches!(o.as_str(), "&&" | "||" | "|" | "|&" | ";" | "&"))
-            })
+        (self.i..self.t.len())
+            .position(|i| matches!(self.op_at(i), Some("&&" | "||" | "|" | "|&" | ";" | "&")))
             .unwrap_or(self.t.len() - self.i)
     }
 
@@ -527,17 +545,19 @@ impl FastParser<'_> {
         let mut fd = None;
         if let Some(Token::Word(w, wl)) = self.t.get(at)
             && w.bytes().all(|c| c.is_ascii_digit())
-            && let Some(Token::Operator(o, ol)) = self.t.get(at + 1)
-            && o.starts_with(['<', '>'])
+            && let Some(Token::Operator(_, ol)) = self.t.get(at + 1)
+            && self
+                .op_at(at + 1)
+                .is_some_and(|o| o.starts_with(['<', '>']))
             && wl.end.index == ol.start.index
         {
             fd = Some(w.parse().ok()?);
             at += 1;
         }
-        let Some(Token::Operator(o, _)) = self.t.get(at) else {
+        let Some(o) = self.op_at(at) else {
             return Some(None);
         };
-        let kind = match o.as_str() {
+        let kind = match o {
             "<" => Some(K::Read),
             "<&" => Some(K::DuplicateInput),
             ">" => Some(K::Write),
@@ -746,9 +766,19 @@ mod fast_tokens_tests {
         )
     }
 
+    /// The fast parser's AST of `line`, from tokens as the gate makes them
+    /// (operators without their own text).
+    fn fast_ast(line: &str) -> Option<brush_parser::ast::Program> {
+        let mut t = Vec::new();
+        if !super::fast_tokens_into(line, &mut t, false) {
+            return None;
+        }
+        fast_parse(line, &mut t)
+    }
+
     /// Where the fast parser answers, its AST is brush's.
     fn same_ast(line: &str) -> bool {
-        match fast_tokens(line).and_then(|mut t| fast_parse(&mut t)) {
+        match fast_ast(line) {
             None => true,
             Some(p) => format!("{:?}", Some(p)) == brush_ast(line),
         }
@@ -794,21 +824,17 @@ mod fast_tokens_tests {
         ];
         for l in lines {
             if fast_tokens(l).is_some() {
-                assert!(
-                    same_ast(l),
-                    "{l:?}: fast {:?}",
-                    fast_tokens(l).and_then(|mut t| fast_parse(&mut t))
-                );
+                assert!(same_ast(l), "{l:?}: fast {:?}", fast_ast(l));
             }
         }
         // These take the fast path (so the comparison above compared).
         for l in lines[..19].iter().chain(&lines[22..23]) {
-            let mut t = fast_tokens(l).unwrap();
-            assert!(fast_parse(&mut t).is_some(), "{l:?} takes the fast path");
+            assert!(fast_tokens(l).is_some(), "{l:?} takes the fast tokenizer");
+            assert!(fast_ast(l).is_some(), "{l:?} takes the fast path");
         }
         for l in ["time ls", "if x", "a;;", "a && ", "a >", "99999999999>f x"] {
-            if let Some(mut t) = fast_tokens(l) {
-                assert!(fast_parse(&mut t).is_none(), "{l:?}");
+            if fast_tokens(l).is_some() {
+                assert!(fast_ast(l).is_none(), "{l:?}");
             }
         }
     }
@@ -835,7 +861,7 @@ mod fast_tokens_tests {
             let line = proptest::strategy::ValueTree::current(
                 &command_atoms().new_tree(&mut runner).unwrap(),
             );
-            if let Some(p) = fast_tokens(&line).and_then(|mut t| fast_parse(&mut t)) {
+            if let Some(p) = fast_ast(&line) {
                 fast += 1;
                 assert_eq!(format!("{:?}", Some(p)), brush_ast(&line), "{line:?}");
             }
@@ -911,7 +937,7 @@ mod fast_tokens_tests {
 
         #[test]
         fn parses_like_brush_on_random_lines(line in command_atoms()) {
-            prop_assert!(same_ast(&line), "{:?}: fast {:?}", line, fast_tokens(&line).and_then(|mut t| fast_parse(&mut t)));
+            prop_assert!(same_ast(&line), "{:?}: fast {:?}", line, fast_ast(&line));
         }
     }
 }
