@@ -166,9 +166,9 @@ fn compare_prints_what_the_in_memory_compare_printed() {
     }
 }
 
-/// Without --skip-invalid: the same error (a parse error first in file order;
-/// else the first session's, in order of first appearance) and exit code,
-/// and nothing on stdout.
+/// Without --skip-invalid: every problem of the trace, in file order, then
+/// "N problems found" (issue 29: every problem at once), the exit code, and
+/// nothing on stdout.
 #[test]
 fn errors_are_the_in_memory_errors() {
     for pol in ["default", "selection"] {

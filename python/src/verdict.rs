@@ -97,7 +97,8 @@ impl Verdict {
     }
 
     /// The verdict as `toolgate guard --format json` prints it (`decision`,
-    /// `arguments`, `findings`, `coercions`, `message`, `effects`).
+    /// `arguments`, `findings`, `coercions`, `message`, `effects`), without
+    /// the CLI's `warnings` (about the catalog's schemas, not the call).
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &self.json)
     }
