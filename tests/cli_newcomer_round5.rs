@@ -41,6 +41,13 @@ fn proxy_config_value_errors_name_the_key_at_the_value_in_plain_words() {
             "unknown era `moden`; did you mean `modern`? (server[0].era is one of: auto, modern, legacy)",
         ),
         (
+            // rmcp reads an empty list as any host: the Host check was off
+            // without a word (newcomer pass 4)
+            "[http]\nallowed_hosts = []\n",
+            "2:17",
+            "http.allowed_hosts = [] would turn the Host check off",
+        ),
+        (
             "[[server]]\nname = \"t\"\nurl = \"notaurl\"\n",
             "3:7",
             "server[0].url: `notaurl` is not an http:// or https:// URL",
@@ -232,4 +239,21 @@ fn trace_times_are_echoed_as_written() {
         "{err}"
     );
     assert!(!err.contains("0000000000"), "{err}");
+}
+
+/// Newcomer pass 4: `eval`'s table padded its tool column to the longest
+/// name, and `std::fmt` panics on a width above 65,535: a 70,000-character
+/// tool name crashed `eval` (exit 101). The column is capped now.
+#[test]
+fn eval_does_not_panic_on_a_tool_name_wider_than_fmt_allows() {
+    let d = tempfile::tempdir().unwrap();
+    let name = "c".repeat(70_000);
+    let tools = serde_json::json!({"tools": [
+        {"name": name, "description": "a tool with a very long name", "inputSchema": {"type": "object"}}
+    ]});
+    let p = write(d.path(), "bt.json", &tools.to_string());
+    let o = toolgate(&["eval", "--tools", &p], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert!(stdout(&o).contains("score"), "{}", stdout(&o));
 }

@@ -72,7 +72,8 @@ fn clause_policy() -> (tempfile::TempDir, PolicySource) {
         for line in table {
             let key = line.split('#').next().unwrap().trim();
             assert!(
-                t.lines().any(|l| l.split('#').next().unwrap().trim() == key),
+                t.lines()
+                    .any(|l| l.split('#').next().unwrap().trim() == key),
                 "policies/selection.toml lacks `{key}`"
             );
         }

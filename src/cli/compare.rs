@@ -54,6 +54,7 @@ impl Table {
                 .map(|r| f(r).chars().count())
                 .max()
                 .unwrap_or(0)
+                .min(super::report::MAX_COLUMN)
         };
         let (wl, wa, wb) = (w(|r| &r.0), w(|r| &r.1).max(12), w(|r| &r.2).max(12));
         for (l, a, b) in &self.rows {
@@ -248,11 +249,17 @@ fn print_text(
             }
         );
         let shown = || p.discordant.iter().take(show);
+        let cap = super::report::MAX_COLUMN;
         let ws = shown()
             .map(|d| d.session.chars().count())
             .max()
-            .unwrap_or(0);
-        let wt = shown().map(|d| d.tool.chars().count()).max().unwrap_or(0);
+            .unwrap_or(0)
+            .min(cap);
+        let wt = shown()
+            .map(|d| d.tool.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(cap);
         let wn = shown().map(|d| d.line.to_string().len()).max().unwrap_or(0);
         for d in shown() {
             w!(

@@ -4,6 +4,11 @@ use toolgate::Activation;
 
 use super::Format;
 
+/// The widest a padded table column gets, in characters: a longer cell
+/// prints whole and pushes its row out (`std::fmt` refuses widths above
+/// 65,535, and a 65,536-character tool name panicked `eval`).
+pub const MAX_COLUMN: usize = 120;
+
 /// `x` with `prec` decimals, never as a negative zero (`-0.0000` prints
 /// as `0.0000`: a term that contributes nothing is not negative).
 pub fn fixed(x: f64, prec: usize) -> String {
@@ -137,7 +142,7 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
         .map(|t| t.name.chars().count())
         .max()
         .unwrap_or(4)
-        .max(4);
+        .clamp(4, MAX_COLUMN);
     let feats: Vec<String> = plan
         .formula
         .terms

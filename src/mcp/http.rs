@@ -319,6 +319,14 @@ pub async fn serve_http(
         },
         None => None,
     };
+    if cfg.allowed_hosts.is_empty() {
+        // rmcp reads an empty list as "any host" (the Host check off).
+        return Err(
+            "[http] allowed_hosts is empty, which would accept any Host header: \
+                    list the hosts clients use (the default is localhost, 127.0.0.1, ::1)"
+                .into(),
+        );
+    }
     proxy.start();
     let ct = CancellationToken::new();
     let mut manager = LocalSessionManager::default();

@@ -230,6 +230,18 @@ fn value(
         }
         (Kind::UrlPath, _) => bad("a string starting with `/`"),
         (Kind::Strs, DeValue::Array(items)) => {
+            if key == "allowed_hosts" && items.is_empty() {
+                // rmcp reads an empty list as "any host": the spec's
+                // DNS-rebinding defence would be off without a word.
+                out.push((
+                    span.clone(),
+                    format!(
+                        "{path} = [] would turn the Host check off (an empty list accepts any host); \
+                         list the hosts clients use (e.g. [\"localhost\", \"127.0.0.1\", \"::1\"]) \
+                         or remove the key for that default"
+                    ),
+                ));
+            }
             for (i, it) in items.iter().enumerate() {
                 if !matches!(it.get_ref(), DeValue::String(_)) {
                     out.push((
@@ -399,6 +411,19 @@ mod tests {
             ["list_changed must be true or false, found a string"]
         );
         assert!(msgs("max_concurrent_calls = 4\n[http]\npath = \"/x\"\n").is_empty());
+    }
+
+    /// An empty `allowed_hosts` is refused (rmcp would accept any Host);
+    /// an empty `allowed_origins` is not (no browser origin is accepted).
+    #[test]
+    fn an_empty_host_list_is_refused_an_empty_origin_list_is_not() {
+        let p = super::problems("[http]\nallowed_hosts = []\nallowed_origins = []\n");
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].1
+                .starts_with("http.allowed_hosts = [] would turn the Host check off")
+        );
+        assert!(super::problems("[http]\nallowed_hosts = [\"localhost\"]\n").is_empty());
     }
 
     /// The configuration examples of docs/mcp-proxy.md and of the module
