@@ -158,9 +158,13 @@ fn cpu_report(
     );
 }
 
+/// A context as replay and the proxy build it: the message's keywords and
+/// the message as written (`user_message`, which the per-clause keyword
+/// scores and the argument-fill gate read; without it they do not run).
 fn context(plan: &Plan, text: &str) -> SessionContext {
     SessionContext {
         user_intent_keywords: plan.analyzer.extract(text),
+        user_message: Some(text.to_string()),
         ..Default::default()
     }
 }
