@@ -257,3 +257,21 @@ fn eval_does_not_panic_on_a_tool_name_wider_than_fmt_allows() {
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     assert!(stdout(&o).contains("score"), "{}", stdout(&o));
 }
+
+/// Newcomer pass 4: `guard --args` with a repeated key was judged by its
+/// last value (serde_json's reading), so `rm -rf ~` followed by `ls` was
+/// allowed; a first-key-wins consumer of the same text runs `rm -rf ~`.
+/// A repeated key is refused now; the same call with one key is allowed.
+#[test]
+fn guard_refuses_argument_text_with_a_repeated_key() {
+    let tool = ["guard", "--tool", "shell.run_command", "--args"];
+    let dup = toolgate(
+        &[&tool[..], &[r#"{"command":"rm -rf ~","command":"ls"}"#]].concat(),
+        None,
+    );
+    assert_ne!(dup.status.code(), Some(0), "{}", stdout(&dup));
+    let all = format!("{}{}", stdout(&dup), stderr(&dup));
+    assert!(all.contains("duplicate key `command`"), "{all}");
+    let one = toolgate(&[&tool[..], &[r#"{"command":"ls"}"#]].concat(), None);
+    assert_eq!(one.status.code(), Some(0), "{}", stdout(&one));
+}
