@@ -576,17 +576,6 @@ fn a_glob_in_a_credentials_path_is_a_sensitive_read() {
 
 // ------------------------------------------------------------------- CLI
 
-fn guard(line: &str) -> i32 {
-    let args = json!({ "command": line }).to_string();
-    common::toolgate(
-        &["guard", "--tool", "shell.run_command", "--args", &args],
-        None,
-    )
-    .status
-    .code()
-    .unwrap_or(-1)
-}
-
 #[test]
 fn guard_exit_codes_for_each_item() {
     for (line, code) in [
@@ -607,7 +596,7 @@ fn guard_exit_codes_for_each_item() {
         ("docker run -v /:/host alpine", 6),
         ("echo \"never run rm -rf /\"", 0),
     ] {
-        assert_eq!(guard(line), code, "{line}");
+        assert_eq!(common::guard_shell(line), code, "{line}");
     }
     let q = |tool: &str, sql: &str| {
         let args = json!({ "query": sql }).to_string();

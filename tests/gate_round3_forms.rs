@@ -12,7 +12,6 @@ mod common;
 mod gate_lines;
 
 use gate_lines::{expect_lines, shipped};
-use serde_json::json;
 use toolgate::gate::Action;
 
 // ------------------------------------------ find's listing, other forms
@@ -198,17 +197,6 @@ fn tar_reads_the_archive_it_lists_or_extracts() {
 
 // ------------------------------------------------------------------- CLI
 
-fn guard(line: &str) -> i32 {
-    let args = json!({ "command": line }).to_string();
-    common::toolgate(
-        &["guard", "--tool", "shell.run_command", "--args", &args],
-        None,
-    )
-    .status
-    .code()
-    .unwrap_or(-1)
-}
-
 #[test]
 fn guard_exit_codes_for_each_form() {
     for (line, code) in [
@@ -243,6 +231,6 @@ fn guard_exit_codes_for_each_form() {
         ("tar tzf /tmp/a.tgz", 0),
         ("tar czf /tmp/a.tgz src", 6),
     ] {
-        assert_eq!(guard(line), code, "{line}");
+        assert_eq!(common::guard_shell(line), code, "{line}");
     }
 }

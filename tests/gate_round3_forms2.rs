@@ -22,7 +22,6 @@ mod common;
 mod gate_lines;
 
 use gate_lines::{expect_lines, shipped};
-use serde_json::json;
 use toolgate::compile::gate::load_gate_config;
 use toolgate::diag::SourceFile;
 use toolgate::gate::{Action, ShellInput, analyze_shell, decide};
@@ -324,17 +323,6 @@ fn the_reason_names_the_filter_outside_passes_listing() {
 
 // ------------------------------------------------------------------- CLI
 
-fn guard(line: &str) -> i32 {
-    let args = json!({ "command": line }).to_string();
-    common::toolgate(
-        &["guard", "--tool", "shell.run_command", "--args", &args],
-        None,
-    )
-    .status
-    .code()
-    .unwrap_or(-1)
-}
-
 #[test]
 fn guard_exit_codes_for_each_form() {
     for (line, code) in [
@@ -371,6 +359,6 @@ fn guard_exit_codes_for_each_form() {
         ("find ~ -name '*.pem' | tee list; xargs cat < list", 6),
         ("find . -name '*.rs' | xargs wc -l", 0),
     ] {
-        assert_eq!(guard(line), code, "{line}");
+        assert_eq!(common::guard_shell(line), code, "{line}");
     }
 }

@@ -9,7 +9,6 @@ mod common;
 mod gate_lines;
 
 use gate_lines::{expect_lines, shipped};
-use serde_json::json;
 use toolgate::gate::Action;
 
 // ------------------------------------------------- find for credentials
@@ -213,17 +212,6 @@ fn a_directory_written_then_run_asks() {
 
 // ------------------------------------------------------------------- CLI
 
-fn guard(line: &str) -> i32 {
-    let args = json!({ "command": line }).to_string();
-    common::toolgate(
-        &["guard", "--tool", "shell.run_command", "--args", &args],
-        None,
-    )
-    .status
-    .code()
-    .unwrap_or(-1)
-}
-
 #[test]
 fn guard_exit_codes_for_each_kind() {
     for (line, code) in [
@@ -245,6 +233,6 @@ fn guard_exit_codes_for_each_kind() {
         ("tee run.sh <<'EOF'\nrm -rf ~\nEOF\nbash run.sh", 7),
         ("tee -a run.sh <<'EOF'\necho hello\nEOF\nbash run.sh", 6),
     ] {
-        assert_eq!(guard(line), code, "{line}");
+        assert_eq!(common::guard_shell(line), code, "{line}");
     }
 }

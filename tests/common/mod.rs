@@ -44,3 +44,17 @@ pub fn write(dir: &std::path::Path, name: &str, text: &str) -> String {
     std::fs::write(&p, text).unwrap();
     p.to_str().unwrap().to_string()
 }
+
+/// Exit code of `toolgate guard` for `line` as the `command` of the shipped
+/// `shell.run_command` tool (-1 when killed by a signal).
+#[allow(dead_code)]
+pub fn guard_shell(line: &str) -> i32 {
+    let args = serde_json::json!({ "command": line }).to_string();
+    toolgate(
+        &["guard", "--tool", "shell.run_command", "--args", &args],
+        None,
+    )
+    .status
+    .code()
+    .unwrap_or(-1)
+}
