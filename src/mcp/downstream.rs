@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, watch};
 use super::catalog::ServerTools;
 use super::child::ChildTransport;
 use super::config::ServerSpec;
+use super::progress::{CountingTransport, ProgressSeq, Relay, SETTLE_LIMIT};
 use super::surfaces::Surfaces;
 
 /// What a supervisor reports to the proxy.
@@ -80,16 +81,6 @@ pub(crate) struct Downstream {
     /// session: where `notifications/resources/*` and
     /// `notifications/prompts/list_changed` go.
     pub surfaces: Arc<Surfaces>,
-}
-
-/// Where a call's progress goes: the client session and its token; the last
-/// progress value sent (notifications are handled concurrently and may
-/// arrive out of order; a value not above the last one sent is dropped, as
-/// progress must increase).
-pub(crate) struct Relay {
-    client: Peer<RoleServer>,
-    token: ProgressToken,
-    last: tokio::sync::Mutex<Option<f64>>,
 }
 
 /// Sends `notifications/cancelled` for a request abandoned before its
@@ -171,6 +162,12 @@ impl Downstream {
         }
     }
 
+    /// The progress relay of the call in flight that the server knows by
+    /// `token` (rmcp's token for the request), if any.
+    pub(crate) fn relay(&self, token: &ProgressToken) -> Option<Arc<Relay>> {
+        lock(&self.progress).get(token).cloned()
+    }
+
     /// The capabilities the server declared when it last initialized.
     pub fn capabilities(&self) -> Option<ServerCapabilities> {
         lock(&self.caps).clone()
@@ -203,18 +200,20 @@ impl Downstream {
                 PeerRequestOptions::no_options(),
             )
             .await?;
-        let relay = Arc::new(Relay {
-            client,
-            token: client_token,
-            last: tokio::sync::Mutex::new(None),
-        });
-        lock(&self.progress).insert(handle.progress_token.clone(), relay);
+        let relay = Arc::new(Relay::new(client, client_token));
+        lock(&self.progress).insert(handle.progress_token.clone(), relay.clone());
         drop(gate);
         let _relay = ProgressRelay {
             server: self,
             token: handle.progress_token.clone(),
         };
-        call_response(peer, handle).await
+        let answer = call_response(peer, handle).await;
+        // the progress the server sent before its answer goes first
+        // (see `progress`)
+        if !relay.order.settle().await {
+            tracing::debug!("progress of a call still unrelayed after {SETTLE_LIMIT:?}");
+        }
+        answer
     }
 
     /// A `tools/call` (one round, no MRTR driving) whose request `_meta`
@@ -347,7 +346,7 @@ impl ClientHandler for DownstreamClient {
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) {
         let to = {
             let _g = self.server.progress_gate.read().await;
@@ -356,16 +355,30 @@ impl ClientHandler for DownstreamClient {
                 .cloned()
         };
         let Some(relay) = to else { return };
-        let mut last = relay.last.lock().await;
-        if last.is_some_and(|l| params.progress <= l) {
-            return; // out of order: a later value was relayed already
+        // in the server's order (see `progress`); a notification that came
+        // before the relay was registered has no number and goes at once
+        let seq = context.extensions.get::<ProgressSeq>().map(|s| s.0);
+        if let Some(seq) = seq
+            && !relay.order.wait_turn(seq).await
+        {
+            tracing::debug!("progress {seq} relayed out of turn after {SETTLE_LIMIT:?}");
         }
-        *last = Some(params.progress);
-        let mut p = ProgressNotificationParam::new(relay.token.clone(), params.progress);
-        p.total = params.total;
-        p.message = params.message;
-        if let Err(e) = relay.client.notify_progress(p).await {
-            tracing::debug!("cannot relay notifications/progress: {e}");
+        {
+            let mut last = relay.last.lock().await;
+            // a value not above the last one is out of order: a later one
+            // was relayed already
+            if !last.is_some_and(|l| params.progress <= l) {
+                *last = Some(params.progress);
+                let mut p = ProgressNotificationParam::new(relay.token.clone(), params.progress);
+                p.total = params.total;
+                p.message = params.message;
+                if let Err(e) = relay.client.notify_progress(p).await {
+                    tracing::debug!("cannot relay notifications/progress: {e}");
+                }
+            }
+        }
+        if let Some(seq) = seq {
+            relay.order.done(seq);
         }
     }
 
@@ -800,6 +813,7 @@ async fn start(
     let transport = ChildTransport::spawn(cmd, &spec.name)
         .map_err(|e| format!("cannot start `{}`: {e}", spec.display_command()))?;
     let pid = transport.id();
+    let transport = CountingTransport::new(transport, ds.clone());
     let client = DownstreamClient {
         server: ds.clone(),
         relist,
@@ -856,7 +870,10 @@ async fn start_http(
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(map)
         .reinit_on_expired_session(true);
-    let transport = StreamableHttpClientTransport::with_client(http, config);
+    let transport = CountingTransport::new(
+        StreamableHttpClientTransport::with_client(http, config),
+        client.server.clone(),
+    );
     let shown = super::config::display_url(url);
     let mode = lifecycle(client.server.spec.era);
     match tokio::time::timeout(timeout, client.serve_with_lifecycle(transport, mode)).await {

@@ -51,6 +51,7 @@ pub mod metrics;
 mod mrtr;
 pub mod names;
 pub mod pins;
+mod progress;
 pub mod proxy;
 mod session;
 pub mod shadow;

@@ -107,6 +107,13 @@ async def steps(n: int, tag: str, ctx: Context) -> str:
     return f"done {tag}"
 
 @mcp.tool()
+async def burst(n: int, ctx: Context) -> str:
+    """Report n progress steps back to back, then answer at once."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n)
+    return f"burst {n}"
+
+@mcp.tool()
 async def sleep(seconds: float, tag: str = "") -> str:
     """Sleep for a number of seconds, then answer with the tag."""
     await anyio.sleep(seconds)
@@ -566,6 +573,23 @@ async def test_progress_of_a_call_reaches_the_session_that_made_it(tmp_path):
                                           {"name": "slow__steps", "arguments": {"n": 2, "tag": "c"}},
                                           progress_callback=on_progress("a"))
             assert text_of(r) == "done c" and seen["a"][-1] == (2, 2, "c step 2"), seen
+
+
+async def test_a_burst_of_progress_reaches_the_client_whole_and_in_order_before_the_answer(tmp_path):
+    # the server sends its notifications and its answer back to back: every
+    # one is relayed, none overtakes another, and all come before the answer
+    async with http_proxy(tmp_path, "--server", slow_server(tmp_path)) as hp:
+        async with http_client(hp.url) as a:
+            for n in (3, 40):
+                for _ in range(5):
+                    seen = []
+
+                    async def cb(progress, total, message):
+                        seen.append(progress)
+
+                    r = await a.session.call_tool("slow__burst", {"n": n}, progress_callback=cb)
+                    assert text_of(r) == f"burst {n}"
+                    assert seen == list(range(1, n + 1)), seen
 
 
 async def test_a_changed_definition_confirmed_in_one_session_stays_withheld_in_the_others(tmp_path):
