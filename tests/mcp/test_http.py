@@ -561,7 +561,7 @@ async def test_progress_of_a_call_reaches_the_session_that_made_it(tmp_path):
                 tg.start_soon(call, b, "b", 4)
             assert text_of(results["a"]) == "done a" and text_of(results["b"]) == "done b"
             # each session gets its own call's progress only, increasing, up
-            # to the end (a notification overtaken by a later one is dropped)
+            # to the end, in order
             for key, n in (("a", 3), ("b", 4)):
                 got = seen[key]
                 assert got and got[-1] == (n, n, f"{key} step {n}"), seen
