@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, watch};
 use super::catalog::ServerTools;
 use super::child::ChildTransport;
 use super::config::ServerSpec;
+use super::probe::StaleProbeFilter;
 use super::progress::{CountingTransport, ProgressSeq, Relay, SETTLE_LIMIT};
 use super::surfaces::Surfaces;
 
@@ -74,6 +75,10 @@ pub(crate) struct Downstream {
     /// Held for writing while a relayed call is sent and registered, for
     /// reading while a progress notification is looked up: none is missed.
     progress_gate: tokio::sync::RwLock<()>,
+    /// Set when the server answered an abandoned `server/discover` probe
+    /// with a result (see `probe`): with `era = "auto"` its next start
+    /// probes without rmcp's 10 s timeout.
+    answered_discover_late: Arc<AtomicBool>,
     /// The capabilities the server declared when it last initialized
     /// (`None`: never up).
     caps: Mutex<Option<ServerCapabilities>>,
@@ -157,6 +162,7 @@ impl Downstream {
             reconnect: tokio::sync::Notify::new(),
             progress: Mutex::new(Default::default()),
             progress_gate: tokio::sync::RwLock::new(()),
+            answered_discover_late: Arc::new(AtomicBool::new(false)),
             caps: Mutex::new(None),
             surfaces,
         }
@@ -774,8 +780,15 @@ type Running = rmcp::service::RunningService<RoleClient, DownstreamClient>;
 /// Compatibility"): `auto` probes with `server/discover` and falls back to
 /// `initialize` on a legacy server (rmcp waits at most 10 s for an answer);
 /// `modern` speaks 2026-07-28 only; `legacy` sends `initialize` only.
-fn lifecycle(era: super::config::ServerEra) -> ClientLifecycleMode {
+/// How rmcp opens the server: by its `era`; `auto` for a server known to
+/// answer `server/discover` (it once answered a probe after rmcp's timeout)
+/// probes with `server/discover` alone, with no timeout of rmcp's.
+fn lifecycle(era: super::config::ServerEra, answers_discover: bool) -> ClientLifecycleMode {
     use super::config::ServerEra;
+    let era = match era {
+        ServerEra::Auto if answers_discover => ServerEra::Modern,
+        e => e,
+    };
     match era {
         ServerEra::Legacy => ClientLifecycleMode::Initialize,
         ServerEra::Modern => ClientLifecycleMode::Discover {
@@ -813,12 +826,15 @@ async fn start(
     let transport = ChildTransport::spawn(cmd, &spec.name)
         .map_err(|e| format!("cannot start `{}`: {e}", spec.display_command()))?;
     let pid = transport.id();
-    let transport = CountingTransport::new(transport, ds.clone());
+    let transport = CountingTransport::new(
+        StaleProbeFilter::new(transport, ds.answered_discover_late.clone()),
+        ds.clone(),
+    );
     let client = DownstreamClient {
         server: ds.clone(),
         relist,
     };
-    let mode = lifecycle(spec.era);
+    let mode = lifecycle(spec.era, ds.answered_discover_late.load(Ordering::SeqCst));
     match tokio::time::timeout(timeout, client.serve_with_lifecycle(transport, mode)).await {
         Ok(Ok(running)) => Ok((running, pid)),
         Ok(Err(e)) => Err(format!("MCP initialization failed: {e}")),
@@ -871,11 +887,17 @@ async fn start_http(
         .custom_headers(map)
         .reinit_on_expired_session(true);
     let transport = CountingTransport::new(
-        StreamableHttpClientTransport::with_client(http, config),
+        StaleProbeFilter::new(
+            StreamableHttpClientTransport::with_client(http, config),
+            client.server.answered_discover_late.clone(),
+        ),
         client.server.clone(),
     );
     let shown = super::config::display_url(url);
-    let mode = lifecycle(client.server.spec.era);
+    let mode = lifecycle(
+        client.server.spec.era,
+        client.server.answered_discover_late.load(Ordering::SeqCst),
+    );
     match tokio::time::timeout(timeout, client.serve_with_lifecycle(transport, mode)).await {
         Ok(Ok(running)) => Ok((running, None)),
         Ok(Err(e)) => Err(format!("MCP initialization with {shown} failed: {e}")),

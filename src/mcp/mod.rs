@@ -51,6 +51,7 @@ pub mod metrics;
 mod mrtr;
 pub mod names;
 pub mod pins;
+mod probe;
 mod progress;
 pub mod proxy;
 mod session;
