@@ -4,6 +4,7 @@ use toolgate::replay::curve::CurvePoint;
 use toolgate::replay::stats::{Paired, Summary};
 
 use super::Format;
+use super::bounded::name;
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
@@ -251,12 +252,12 @@ fn print_text(
         let shown = || p.discordant.iter().take(show);
         let cap = super::report::MAX_COLUMN;
         let ws = shown()
-            .map(|d| d.session.chars().count())
+            .map(|d| name(&d.session).chars().count())
             .max()
             .unwrap_or(0)
             .min(cap);
         let wt = shown()
-            .map(|d| d.tool.chars().count())
+            .map(|d| name(&d.tool).chars().count())
             .max()
             .unwrap_or(0)
             .min(cap);
@@ -266,8 +267,8 @@ fn print_text(
                 o,
                 "  line {:>wn$}  {:<ws$}  {:<wt$}  active in {} only (sizes A {}, B {})",
                 d.line,
-                d.session,
-                d.tool,
+                name(&d.session),
+                name(&d.tool),
                 d.active_in.to_uppercase(),
                 d.size_a,
                 d.size_b
