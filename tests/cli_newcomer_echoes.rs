@@ -71,6 +71,32 @@ fn long_names_and_ids_are_clipped_in_normal_output() {
     let out = stdout(&o);
     assert!(out.len() < 5_000, "{} bytes", out.len());
     assert!(out.contains("… 99800 more characters"), "{out}");
+    // compare's column labels are the policies' names (any string)
+    let policy = std::fs::read_to_string(format!("{ROOT}/policies/default.toml")).unwrap();
+    let named = |n: &str| policy.replacen("name = \"default\"", &format!("name = \"{n}\""), 1);
+    let a = write(d.path(), "a.toml", &named(&"A".repeat(100_000)));
+    let b = write(d.path(), "b.toml", &named(&"B".repeat(100_000)));
+    let sessions = format!("{ROOT}/examples/sessions.jsonl");
+    let o = toolgate(
+        &[
+            "compare",
+            "--policy-a",
+            &a,
+            "--policy-b",
+            &b,
+            "--trace",
+            &sessions,
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.len() < 20_000, "{} bytes", out.len());
+    assert!(
+        out.contains("… 99800 more characters"),
+        "{}",
+        &out[..out.len().min(2000)]
+    );
 }
 
 /// (2) A trace time `1e300` (`replay`'s text) and an audit record's

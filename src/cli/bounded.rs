@@ -43,6 +43,18 @@ pub fn list_capped<S: AsRef<str>>(items: &[S], sep: &str, cap: usize) -> String 
     parts.join(sep)
 }
 
+/// `x` with `prec` decimals (`12.346`), or in [`number`]'s exponent form
+/// when that takes more than [`toolgate::diag::MAX_ECHOED_NUMBER`]
+/// characters (`1e300`, not 304 characters).
+pub fn fixed(x: f64, prec: usize) -> String {
+    let s = format!("{x:.prec$}");
+    if s.len() <= toolgate::diag::MAX_ECHOED_NUMBER {
+        s
+    } else {
+        number(x)
+    }
+}
+
 /// `v` with every string (and object key) clipped ([`name`]), and whether
 /// anything was clipped: a witness or counterexample input printed in text
 /// stays valid JSON of bounded size.
@@ -113,5 +125,7 @@ mod tests {
         assert_eq!(clip_json(&serde_json::json!({"a": "b"})).1, false);
         assert_eq!(number(1e300), "1e300");
         assert_eq!(number(2.5), "2.5");
+        assert_eq!(fixed(12.3456, 3), "12.346");
+        assert_eq!(fixed(-1e300, 3), "-1e300");
     }
 }

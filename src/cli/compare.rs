@@ -28,13 +28,15 @@ pub fn p_value(p: f64) -> String {
 /// the same (a copy of a policy with one weight changed keeps its name).
 pub fn labels(a: &toolgate::Plan, b: &toolgate::Plan) -> (String, String) {
     let file = |p: &toolgate::Plan| p.sources.first().cloned().unwrap_or_default();
-    if a.policy_name != b.policy_name {
+    let (a, b) = if a.policy_name != b.policy_name {
         (a.policy_name.clone(), b.policy_name.clone())
     } else if file(a) != file(b) {
         (file(a), file(b))
     } else {
         (a.policy_name.clone(), b.policy_name.clone())
-    }
+    };
+    // (a policy's `name` is any string: clipped, `super::bounded`)
+    (name(&a).into_owned(), name(&b).into_owned())
 }
 
 /// Rows of a two-column table, printed with widths that fit every cell.

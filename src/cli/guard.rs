@@ -186,10 +186,10 @@ pub fn print_verdict(o: &mut String, v: &Verdict, warnings: &[String], format: F
         for a in &m.armed_by {
             w!(
                 o,
-                "  call {} {} at {:.3}: {}: {}",
+                "  call {} {} at {}: {}: {}",
                 a.call,
-                a.tool,
-                a.at,
+                super::bounded::name(&a.tool),
+                super::bounded::fixed(a.at, 3),
                 a.label,
                 a.why
             );
