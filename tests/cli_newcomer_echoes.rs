@@ -22,10 +22,11 @@ fn json_error(o: &std::process::Output) -> serde_json::Value {
     serde_json::from_str(stderr(o).trim()).unwrap_or_else(|e| panic!("{e}: {}", stderr(o)))
 }
 
-/// (1) A 120,000-character tool name (`check --tools`, `explain`, `eval`)
-/// and a 100,000-character session id (`replay`) are echoed clipped, with
-/// the marker the error messages use; the output stays a few KB (it was
-/// 484 KB, 121 KB, 120 KB and 100 KB).
+/// (1) A 120,000-character tool name (`check --tools`, `explain`, `eval`,
+/// `guard` and its message to the model), a 100,000-character session id
+/// (`replay`) and policy name (`compare`) are echoed clipped, with the
+/// marker the error messages use; the output stays a few KB (it was 484
+/// KB, 121 KB, 120 KB, 240 KB and 100 KB).
 #[test]
 fn long_names_and_ids_are_clipped_in_normal_output() {
     let d = tempfile::tempdir().unwrap();
@@ -39,6 +40,7 @@ fn long_names_and_ids_are_clipped_in_normal_output() {
         vec!["check", "--tools", &tools],
         vec!["explain", &name, "--tools", &tools],
         vec!["eval", "--tools", &tools],
+        vec!["guard", "--tool", &name, "--tools", &tools],
     ] {
         let o = toolgate(&args, None);
         assert_eq!(o.status.code(), Some(0), "{:?}: {}", &args[..1], stderr(&o));

@@ -155,7 +155,7 @@ pub fn print_verdict(o: &mut String, v: &Verdict, warnings: &[String], format: F
         return;
     }
     w!(o, "decision: {}", v.decision);
-    w!(o, "tool: {}", v.tool);
+    w!(o, "tool: {}", super::bounded::name(&v.tool));
     w!(o, "message: {}", v.message);
     if !v.findings.is_empty() {
         w!(o, "findings:");
