@@ -118,7 +118,7 @@ enum Command {
         /// Skip (and count) trace lines that do not parse, go back in time, or name an unknown tool or stage.
         #[arg(long)]
         skip_invalid: bool,
-        /// At most this many tool names per added/removed list in the text output.
+        /// At most this many tool names per added/removed list in the text output (0: counts only).
         #[arg(long, value_name = "N", default_value_t = 8)]
         max_names: usize,
         /// Report instead which tool calls the policy's data-flow rules ([gate.flow]) would
@@ -181,13 +181,18 @@ enum Command {
         /// Share of sessions held out for validation (chosen by a hash of the session id).
         #[arg(long, value_name = "F", default_value_t = 0.2)]
         holdout: f64,
-        /// L2 penalty of the logistic regression.
-        #[arg(long, value_name = "A", default_value_t = 1.0)]
+        /// L2 penalty of the logistic regression (finite, 0 or more).
+        #[arg(
+            long,
+            value_name = "A",
+            default_value_t = 1.0,
+            allow_negative_numbers = true
+        )]
         l2: f64,
-        /// Solver iterations.
+        /// Solver iterations (1 or more).
         #[arg(long, value_name = "N", default_value_t = 200)]
         max_iterations: u64,
-        /// Keep at most N not-called tools per call (all by default).
+        /// Keep at most N (1 or more) not-called tools per call (all by default).
         #[arg(long, value_name = "N")]
         negatives: Option<usize>,
         /// Fit the weights on about N (call, tool) rows at most: a larger trace's rows are
@@ -324,6 +329,7 @@ fn fail(f: Fail) -> Failed {
     match f {
         Fail::Load(e) => (ExitCode::from(1), Some(e), None),
         Fail::Input(m) => (ExitCode::from(3), None, Some(m)),
+        Fail::Usage(m) => (ExitCode::from(2), None, Some(m)),
         Fail::NotWritten(e, m) => (ExitCode::from(1), e, Some(m)),
     }
 }
@@ -335,13 +341,20 @@ fn fail(f: Fail) -> Failed {
 fn run(o: &mut String, cli: Cli) -> Result<(), Failed> {
     let paths = cli.command.read_paths();
     cli::path_options::check(&paths).map_err(fail)?;
-    run_command(o, cli).map_err(|(code, load, m)| match load {
-        Some(e) if code == ExitCode::from(1) => {
-            let e = cli::path_options::swapped(&paths, &e).unwrap_or(e);
-            (code, Some(e), m)
-        }
-        load => (code, load, m),
-    })
+    run_command(o, cli)
+        .map_err(|(code, load, m)| match load {
+            Some(e) if code == ExitCode::from(1) => {
+                let e = cli::path_options::swapped(&paths, &e).unwrap_or(e);
+                (code, Some(e), m)
+            }
+            load => (code, load, m),
+        })
+        // a TOML file given to an option that reads JSON
+        .map_err(|(code, load, m)| {
+            let input = code == ExitCode::from(3);
+            let (load, m) = cli::json_options::toml_given_for_json(&paths, load, m, input);
+            (code, load, m)
+        })
 }
 
 fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
@@ -504,6 +517,7 @@ fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
                     )),
                 ));
             }
+            cli::option_ranges::fit(l2, max_iterations, negatives).map_err(fail)?;
             for (option, path) in [("--out", &out), ("--transitions-out", &transitions_out)] {
                 if let Some(p) = path {
                     cli::paths::existing_folder(option, p)

@@ -143,15 +143,17 @@ fn an_absurd_weight_is_one_error_at_its_value_as_written() {
     assert!(!out.contains("can never change any activation"), "{out}");
 }
 
-/// Item 3: `check --samples 0` checks nothing: an input error (exit 3), not
+/// Item 3: `check --samples 0` checks nothing: refused as an option out
+/// of range (exit 2, like `--fuzz 0`: tests/cli_newcomer_echoes.rs), not
 /// "no counterexample in 0 random combinations".
 #[test]
-fn check_with_zero_samples_is_an_input_error() {
+fn check_with_zero_samples_is_refused() {
     let o = toolgate(&["check", "--samples", "0"], None);
-    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     let err = stderr(&o);
     assert!(
-        err.contains("--samples must be within [1, 100000]") && err.contains("check nothing"),
+        err.contains("--samples 0 is out of range: give 1 to 100000")
+            && err.contains("check nothing"),
         "{err}"
     );
     assert!(!stdout(&o).contains("no counterexample"));

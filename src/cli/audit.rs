@@ -70,14 +70,22 @@ fn skipped_lines(s: &AuditSummary) -> String {
     text
 }
 
-/// Milliseconds for people: `0.046 ms`, `12.3 ms`, `2.50 s`.
+/// Milliseconds for people: `0.046 ms`, `12.3 ms`, `2.50 s`; a time whose
+/// seconds take more than [`toolgate::diag::MAX_ECHOED_NUMBER`] characters
+/// in that form (`latency_ms: 1e300` in a crafted log) in exponent form,
+/// `1.00e297 s`, as every number the CLI prints (issue 29).
 pub fn duration(ms: f64) -> String {
     if ms < 1.0 {
         format!("{ms:.3} ms")
     } else if ms < 1000.0 {
         format!("{ms:.1} ms")
     } else {
-        format!("{:.2} s", ms / 1000.0)
+        let s = format!("{:.2}", ms / 1000.0);
+        if s.len() <= toolgate::diag::MAX_ECHOED_NUMBER {
+            format!("{s} s")
+        } else {
+            format!("{:.2e} s", ms / 1000.0)
+        }
     }
 }
 
@@ -172,5 +180,6 @@ mod tests {
         assert_eq!(duration(0.045485000000000005), "0.045 ms");
         assert_eq!(duration(12.34), "12.3 ms");
         assert_eq!(duration(2500.0), "2.50 s");
+        assert_eq!(duration(1e300), "1.00e297 s");
     }
 }

@@ -15,7 +15,7 @@ use toolgate::load::{Sources, load_policy_and_plan};
 use toolgate::parse::policy::PolicySource;
 use toolgate::{LoadError, Plan};
 
-use super::{Fail, Format, PlanArgs};
+use super::{Fail, Format, PlanArgs, bounded};
 
 /// Loads the policy (kept: witnesses are compiled with it) and the plan.
 pub fn build_with_source(args: &PlanArgs) -> Result<(PolicySource, Arc<Plan>), LoadError> {
@@ -32,11 +32,13 @@ fn bounds_json(b: &ScoreBounds) -> serde_json::Value {
     serde_json::to_value(b).unwrap_or_default()
 }
 
+/// `TOOL on INPUT`, the tool's name and the input's strings clipped
+/// (`super::bounded`; `--format json` gives them whole).
 fn witness_line(w: &Witness) -> String {
     format!(
         "{} on {}",
-        w.tool,
-        serde_json::to_string(&w.input).unwrap_or_default()
+        bounded::name(&w.tool),
+        bounded::json_line(&w.input)
     )
 }
 
@@ -93,9 +95,9 @@ fn print_properties(o: &mut String, reports: &[PropertyReport]) {
                 "         counterexample{}: {}",
                 r.tool
                     .as_deref()
-                    .map(|t| format!(" (tool {t})"))
+                    .map(|t| format!(" (tool {})", bounded::name(t)))
                     .unwrap_or_default(),
-                serde_json::to_string(c).unwrap_or_default()
+                bounded::json_line(c)
             );
             w!(
                 o,
@@ -165,19 +167,9 @@ pub fn run(
     format: Format,
 ) -> Result<bool, Fail> {
     // 0 random sessions would check nothing, yet read as "no
-    // counterexample": an input error, like a property's own `samples`
-    // outside [1, MAX_SAMPLES] is a policy error (issue 29).
-    let max = toolgate::parse::properties::MAX_SAMPLES;
-    if !(1..=max).contains(&samples) {
-        return Err(Fail::Input(format!(
-            "--samples must be within [1, {max}] (random sessions tried per property), found {samples}{}",
-            if samples == 0 {
-                ": 0 sessions would check nothing"
-            } else {
-                ""
-            }
-        )));
-    }
+    // counterexample": refused as an option out of range (exit 2, like
+    // --fuzz 0; issue 29).
+    super::option_ranges::check_samples(samples)?;
     // `check` is the process's last work: the plan, the policy and the
     // catalog bounds are left to the process exit instead of being freed
     // (freeing a 10,000-tool plan is a tenth of the run).
@@ -326,7 +318,7 @@ pub fn run(
                 x.sample,
                 x.tool
                     .as_deref()
-                    .map(|t| format!("{t}: "))
+                    .map(|t| format!("{}: ", bounded::name(t)))
                     .unwrap_or_default(),
                 x.message
             );

@@ -4,6 +4,7 @@ use toolgate::replay::curve::CurvePoint;
 use toolgate::replay::stats::{Paired, Summary};
 
 use super::Format;
+use super::bounded::name;
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
@@ -27,13 +28,15 @@ pub fn p_value(p: f64) -> String {
 /// the same (a copy of a policy with one weight changed keeps its name).
 pub fn labels(a: &toolgate::Plan, b: &toolgate::Plan) -> (String, String) {
     let file = |p: &toolgate::Plan| p.sources.first().cloned().unwrap_or_default();
-    if a.policy_name != b.policy_name {
+    let (a, b) = if a.policy_name != b.policy_name {
         (a.policy_name.clone(), b.policy_name.clone())
     } else if file(a) != file(b) {
         (file(a), file(b))
     } else {
         (a.policy_name.clone(), b.policy_name.clone())
-    }
+    };
+    // (a policy's `name` is any string: clipped, `super::bounded`)
+    (name(&a).into_owned(), name(&b).into_owned())
 }
 
 /// Rows of a two-column table, printed with widths that fit every cell.
@@ -251,12 +254,12 @@ fn print_text(
         let shown = || p.discordant.iter().take(show);
         let cap = super::report::MAX_COLUMN;
         let ws = shown()
-            .map(|d| d.session.chars().count())
+            .map(|d| name(&d.session).chars().count())
             .max()
             .unwrap_or(0)
             .min(cap);
         let wt = shown()
-            .map(|d| d.tool.chars().count())
+            .map(|d| name(&d.tool).chars().count())
             .max()
             .unwrap_or(0)
             .min(cap);
@@ -266,8 +269,8 @@ fn print_text(
                 o,
                 "  line {:>wn$}  {:<ws$}  {:<wt$}  active in {} only (sizes A {}, B {})",
                 d.line,
-                d.session,
-                d.tool,
+                name(&d.session),
+                name(&d.tool),
                 d.active_in.to_uppercase(),
                 d.size_a,
                 d.size_b

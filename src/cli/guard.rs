@@ -155,7 +155,7 @@ pub fn print_verdict(o: &mut String, v: &Verdict, warnings: &[String], format: F
         return;
     }
     w!(o, "decision: {}", v.decision);
-    w!(o, "tool: {}", v.tool);
+    w!(o, "tool: {}", super::bounded::name(&v.tool));
     w!(o, "message: {}", v.message);
     if !v.findings.is_empty() {
         w!(o, "findings:");
@@ -186,10 +186,10 @@ pub fn print_verdict(o: &mut String, v: &Verdict, warnings: &[String], format: F
         for a in &m.armed_by {
             w!(
                 o,
-                "  call {} {} at {:.3}: {}: {}",
+                "  call {} {} at {}: {}: {}",
                 a.call,
-                a.tool,
-                a.at,
+                super::bounded::name(&a.tool),
+                super::bounded::fixed(a.at, 3),
                 a.label,
                 a.why
             );

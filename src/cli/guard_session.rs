@@ -76,14 +76,15 @@ impl SessionState {
             // output"); only the default home below is created.
             Some(d) if !d.is_empty() => {
                 let d = PathBuf::from(d);
-                if !d.is_dir() {
-                    let what = if d.exists() {
-                        "is not a folder"
-                    } else {
-                        "does not exist"
-                    };
+                if d.exists() && !d.is_dir() {
                     return Err(super::Fail::Input(format!(
-                        "TOOLGATE_STATE_DIR={}: the folder {what}; create it first (mkdir -p {}), or unset TOOLGATE_STATE_DIR for the default $XDG_STATE_HOME/toolgate/sessions, or give --state FILE (toolgate creates no folder you name)",
+                        "TOOLGATE_STATE_DIR={}: this names a file, not a folder; TOOLGATE_STATE_DIR names the folder that holds the session state files (ID.json): point it at a folder, or unset it for the default $XDG_STATE_HOME/toolgate/sessions, or give --state FILE",
+                        toolgate::diag::echo(&d.display().to_string())
+                    )));
+                }
+                if !d.is_dir() {
+                    return Err(super::Fail::Input(format!(
+                        "TOOLGATE_STATE_DIR={}: the folder does not exist; create it first (mkdir -p {}), or unset TOOLGATE_STATE_DIR for the default $XDG_STATE_HOME/toolgate/sessions, or give --state FILE (toolgate creates no folder you name)",
                         d.display(),
                         d.display()
                     )));

@@ -2,6 +2,7 @@
 //! Each subcommand's printing lives in its own module.
 
 pub mod audit;
+pub mod bounded;
 pub mod check;
 pub mod compare;
 pub mod fit;
@@ -9,7 +10,9 @@ pub mod guard;
 pub mod guard_session;
 pub mod import;
 pub mod json_error;
+pub mod json_options;
 pub mod mcp_proxy;
+pub mod option_ranges;
 pub mod path_options;
 pub mod paths;
 pub mod plot;
@@ -116,6 +119,9 @@ pub enum Fail {
     Load(LoadError),
     /// The input is invalid (exit 3).
     Input(String),
+    /// An option's value is out of range (exit 2, bad command-line usage:
+    /// `option_ranges`).
+    Usage(String),
     /// A result was refused (exit 1): the problems to render, if any, and
     /// one sentence saying what was not done and why (`fit`'s fitted policy
     /// that was not written).

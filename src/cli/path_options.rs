@@ -147,9 +147,12 @@ const POLICY_TABLES: [&str; 4] = ["score", "activation", "gate", "features"];
 
 /// What a TOML file looks like by its top-level keys.
 #[derive(Debug, PartialEq, Eq)]
-enum Looks {
+pub enum Looks {
+    /// `[score]`, `[activation]`, `[gate]` or `[features]`, and no `[[tool]]`.
     Policy,
+    /// `[[tool]]` and none of the policy's tables.
     Tags,
+    /// Other TOML.
     Neither,
 }
 
@@ -157,15 +160,19 @@ fn looks(path: &Path) -> Looks {
     let Ok(text) = toolgate::datafile::read_text_file(path) else {
         return Looks::Neither;
     };
-    let Ok(table) = text.parse::<toml::Table>() else {
-        return Looks::Neither;
-    };
+    looks_text(&text).unwrap_or(Looks::Neither)
+}
+
+/// What `text` looks like as TOML; `None` when it is not TOML or holds
+/// no key (an empty file).
+pub fn looks_text(text: &str) -> Option<Looks> {
+    let table = text.parse::<toml::Table>().ok().filter(|t| !t.is_empty())?;
     let policy = POLICY_TABLES.iter().any(|k| table.contains_key(*k));
-    match (policy, table.contains_key("tool")) {
+    Some(match (policy, table.contains_key("tool")) {
         (true, false) => Looks::Policy,
         (false, true) => Looks::Tags,
         _ => Looks::Neither,
-    }
+    })
 }
 
 /// The `*.toml` files directly in `dir`, sorted.

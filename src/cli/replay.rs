@@ -71,18 +71,28 @@ pub fn replay_plan(args: &PlanArgs) -> Result<Arc<Plan>, Fail> {
     }
 }
 
+/// ` [a, b, … 3 more]`: at most `max` names of `idx`, each clipped
+/// (`super::bounded`), sorted; empty when `max` is 0 (`--max-names 0`:
+/// counts only).
 fn names(plan: &Plan, idx: &[usize], max: usize) -> String {
+    if max == 0 {
+        return String::new();
+    }
     let mut v: Vec<&str> = idx
         .iter()
         .take(max)
         .map(|&i| plan.tools[i].name.as_str())
         .collect();
     v.sort_unstable();
-    let mut s = v.join(", ");
+    let mut s = v
+        .iter()
+        .map(|n| super::bounded::name(n))
+        .collect::<Vec<_>>()
+        .join(", ");
     if idx.len() > max {
         s.push_str(&format!(", {}", toolgate::diag::more(idx.len() - max)));
     }
-    s
+    format!(" [{s}]")
 }
 
 /// One line of summary numbers, shared by `replay` and `fit`.
@@ -133,7 +143,7 @@ pub fn step_text(plan: &Plan, s: &Step, max_names: usize) -> String {
     let what = match s.called {
         Some(c) => format!(
             "call {:<32} {} rank {:>3} score {:.3}",
-            plan.tools[c].name,
+            super::bounded::name(&plan.tools[c].name),
             if s.hit { "ACTIVE  " } else { "INACTIVE" },
             s.rank.unwrap_or(0),
             s.score.unwrap_or(0.0)
@@ -148,14 +158,14 @@ pub fn step_text(plan: &Plan, s: &Step, max_names: usize) -> String {
         let mut parts = Vec::new();
         if !s.added.is_empty() {
             parts.push(format!(
-                "+{} [{}]",
+                "+{}{}",
                 s.added.len(),
                 names(plan, &s.added, max_names)
             ));
         }
         if !s.removed.is_empty() {
             parts.push(format!(
-                "-{} [{}]",
+                "-{}{}",
                 s.removed.len(),
                 names(plan, &s.removed, max_names)
             ));
@@ -164,6 +174,10 @@ pub fn step_text(plan: &Plan, s: &Step, max_names: usize) -> String {
     };
     format!(
         "  line {:>5} t={:<8} {} | active {:>4} | {}",
-        s.line, s.t, what, s.active_count, change
+        s.line,
+        super::bounded::number(s.t),
+        what,
+        s.active_count,
+        change
     )
 }

@@ -3,6 +3,7 @@
 use toolgate::replay::flow::FlowReport;
 
 use super::Format;
+use super::bounded::{name, number};
 
 /// Prints the report: a summary line, then each stopped call with the
 /// calls that armed its rules (text), or the report as JSON.
@@ -27,10 +28,10 @@ pub fn print(o: &mut String, r: &FlowReport, format: Format) {
         w!(
             o,
             "session {} line {} t={} {}: {} (was {})",
-            s.session,
+            name(&s.session),
             s.line,
-            s.t,
-            s.tool,
+            number(s.t),
+            name(&s.tool),
             s.decision,
             s.before
         );
@@ -41,8 +42,8 @@ pub fn print(o: &mut String, r: &FlowReport, format: Format) {
                     o,
                     "    call {} {} at t={}: {}: {}",
                     a.call,
-                    a.tool,
-                    a.at,
+                    name(&a.tool),
+                    number(a.at),
                     a.label,
                     a.why
                 );

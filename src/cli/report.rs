@@ -2,7 +2,7 @@
 
 use toolgate::Activation;
 
-use super::Format;
+use super::{Format, bounded};
 
 /// The widest a padded table column gets, in characters: a longer cell
 /// prints whole and pushes its row out (`std::fmt` refuses widths above
@@ -95,7 +95,7 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
         );
     }
     w!(o, "rules applied: {}", or_none(&act.rule_names(), ", "));
-    w!(o, "intent terms: {}", or_none(&act.intent_terms, " "));
+    w!(o, "intent terms: {}", bounded::list(&act.intent_terms, " "));
     let clauses = act.clauses();
     if !clauses.is_empty() {
         let done = clauses.iter().filter(|c| c.1).count();
@@ -103,15 +103,17 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
             o,
             "clauses ([features.keyword_match.clauses]): {} scored one by one, {done} done: {}",
             clauses.len(),
-            clauses
-                .iter()
-                .map(|(t, d)| if *d {
-                    format!("[done] {t}")
-                } else {
-                    t.to_string()
-                })
-                .collect::<Vec<_>>()
-                .join(" | ")
+            bounded::list(
+                &clauses
+                    .iter()
+                    .map(|(t, d)| if *d {
+                        format!("[done] {t}")
+                    } else {
+                        t.to_string()
+                    })
+                    .collect::<Vec<_>>(),
+                " | "
+            )
         );
     }
     if act.nothing_fits() {
@@ -139,7 +141,7 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
     let width = plan
         .tools
         .iter()
-        .map(|t| t.name.chars().count())
+        .map(|t| bounded::name(&t.name).chars().count())
         .max()
         .unwrap_or(4)
         .clamp(4, MAX_COLUMN);
@@ -185,7 +187,7 @@ pub fn print_eval(o: &mut String, act: &Activation, format: Format) {
             o,
             "  {:>6}  {:<width$}  {contribs}{note}",
             fixed(s.score, 4),
-            plan.tools[i].name
+            bounded::name(&plan.tools[i].name)
         );
     }
 }
@@ -239,7 +241,7 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
     w!(
         o,
         "{}: {verdict} ({}; score {:.4}, effective threshold {})",
-        t.name,
+        bounded::name(&t.name),
         reason_text(s.reason),
         s.score,
         threshold_text(act)
@@ -247,7 +249,8 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
     if let Some(n) = exposed {
         w!(
             o,
-            "MCP clients see it as `{n}` (toolgate mcp-proxy, default name format)"
+            "MCP clients see it as `{}` (toolgate mcp-proxy, default name format)",
+            bounded::name(&n)
         );
     }
     w!(o);
@@ -288,8 +291,9 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
     if let Some((clause, v)) = act.keyword_clause(i) {
         w!(
             o,
-            "  keyword_match {} comes from the clause \"{clause}\" ([features.keyword_match.clauses]), above the whole request's value",
-            fixed(v, 4)
+            "  keyword_match {} comes from the clause \"{}\" ([features.keyword_match.clauses]), above the whole request's value",
+            fixed(v, 4),
+            bounded::name(clause)
         );
     }
     w!(o);
@@ -335,14 +339,18 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
     w!(
         o,
         "trigger keywords: {}{}",
-        trig.join(" "),
+        if trig.is_empty() {
+            String::new()
+        } else {
+            bounded::list(&trig, " ")
+        },
         if t.auto_tagged {
             " (auto-tagged from the description)"
         } else {
             ""
         }
     );
-    w!(o, "matched intent terms: {}", or_none(&hits, " "));
+    w!(o, "matched intent terms: {}", bounded::list(&hits, " "));
     if let (Some(f), Some(af)) = (act.argument_fill(i), &plan.argument_fill) {
         let verdict = if af.passes_fill(&f) {
             "passes"
@@ -357,7 +365,7 @@ pub fn print_explain(o: &mut String, act: &Activation, i: usize, format: Format)
             if f.missing.is_empty() {
                 String::new()
             } else {
-                format!("; none for {}", f.missing.join(", "))
+                format!("; none for {}", bounded::list(&f.missing, ", "))
             },
             af.min_fraction
         );

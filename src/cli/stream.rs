@@ -240,7 +240,7 @@ pub fn stream_replay(
                     text.push_str(&step_json(plan, &s.id, st).to_string());
                 } else {
                     if k == 0 {
-                        text.push_str(&format!("session {}\n", s.id));
+                        text.push_str(&format!("session {}\n", super::bounded::name(&s.id)));
                     }
                     text.push_str(&step_text(plan, st, max_names));
                     text.push('\n');

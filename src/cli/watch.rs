@@ -120,13 +120,19 @@ impl Printer {
                         writeln!(out, "  error: {e}")?;
                     }
                     if let Some(a) = &active {
-                        writeln!(out, "  active ({}): {}", a.len(), a.join(", "))?;
+                        // names clipped, at most MAX_LISTED (`super::bounded`)
+                        let names = if a.is_empty() {
+                            String::new()
+                        } else {
+                            super::bounded::list(a, ", ")
+                        };
+                        writeln!(out, "  active ({}): {names}", a.len())?;
                     }
                     if !added.is_empty() {
-                        writeln!(out, "  added: {}", added.join(", "))?;
+                        writeln!(out, "  added: {}", super::bounded::list(&added, ", "))?;
                     }
                     if !removed.is_empty() {
-                        writeln!(out, "  removed: {}", removed.join(", "))?;
+                        writeln!(out, "  removed: {}", super::bounded::list(&removed, ", "))?;
                     }
                 }
             }

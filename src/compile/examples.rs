@@ -11,6 +11,34 @@ use crate::diag::{ErrorKind, LoadError, Sink};
 use crate::parse::policy::{PolicySource, Sp};
 use crate::plan::Plan;
 
+/// Why `s` is (in)active, in an example's failure: the score against the
+/// effective threshold when that decided it, else the set control that did
+/// (`max_active`, `min_active`, `pinned`, hysteresis) or the NaN score, so
+/// a tool cut by `max_active` is not said to be below the threshold.
+fn why(plan: &Plan, s: &crate::eval::ToolScore, threshold: f64) -> String {
+    use crate::eval::Reason::*;
+    let score = format!("score {:.4}", s.score);
+    match s.reason {
+        BelowThreshold => format!("{score} < effective threshold {threshold:.4}"),
+        AboveThreshold => format!("{score}, effective threshold {threshold:.4}"),
+        MaxActive => format!(
+            "cut by max_active = {}: {score} >= effective threshold {threshold:.4}, but {} ranked before it",
+            plan.max_active.unwrap_or(0),
+            match plan.max_active.unwrap_or(0) {
+                1 => "1 tool".to_string(),
+                k => format!("{k} tools"),
+            }
+        ),
+        MinActive => format!(
+            "added to reach min_active = {}: {score} < effective threshold {threshold:.4}",
+            plan.min_active
+        ),
+        Pinned => format!("pinned by the policy's [activation] pinned; {score}"),
+        Hysteresis => format!("kept by hysteresis: {score} < effective threshold {threshold:.4}"),
+        InvalidScore => "the formula gave NaN for it".to_string(),
+    }
+}
+
 /// Runs the policy's `[[examples]]` against `plan`. An example naming a tool
 /// that is not in the catalog is skipped with a warning (the same policy can be
 /// used with other catalogs); a failing expectation is an error.
@@ -98,13 +126,33 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
         for n in &ex.active {
             let s = act.get(&n.value).expect("checked above");
             if !s.active {
-                sink.push(at(policy, ErrorKind::ExampleFailed, n.span.clone(), format!("example `{}`: `{}` must be active but is not (score {:.4} < effective threshold {:.4})", ex.name, n.value, s.score, act.effective_threshold)));
+                sink.push(at(
+                    policy,
+                    ErrorKind::ExampleFailed,
+                    n.span.clone(),
+                    format!(
+                        "example `{}`: `{}` must be active but is not ({})",
+                        ex.name,
+                        n.value,
+                        why(&shared, s, act.effective_threshold)
+                    ),
+                ));
             }
         }
         for n in &ex.inactive {
             let s = act.get(&n.value).expect("checked above");
             if s.active {
-                sink.push(at(policy, ErrorKind::ExampleFailed, n.span.clone(), format!("example `{}`: `{}` must be inactive but is active (score {:.4}, effective threshold {:.4})", ex.name, n.value, s.score, act.effective_threshold)));
+                sink.push(at(
+                    policy,
+                    ErrorKind::ExampleFailed,
+                    n.span.clone(),
+                    format!(
+                        "example `{}`: `{}` must be inactive but is active ({})",
+                        ex.name,
+                        n.value,
+                        why(&shared, s, act.effective_threshold)
+                    ),
+                ));
             }
         }
         let mut calls_run = 0;

@@ -478,7 +478,8 @@ fn check_values(what: &str, outcome: &str, known: &[&str], latency_ms: f64) -> R
     }
     if !(latency_ms >= 0.0 && latency_ms.is_finite()) {
         return Err(format!(
-            "latency_ms {latency_ms} of a {what} is not a duration (a number of milliseconds, 0 or more)"
+            "latency_ms {} of a {what} is not a duration (a number of milliseconds, 0 or more)",
+            crate::diag::short_number(latency_ms)
         ));
     }
     Ok(())

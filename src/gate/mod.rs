@@ -579,14 +579,16 @@ fn finish(
     // that saw the same thing) is listed once.
     let mut seen = std::collections::HashSet::new();
     findings.retain(|f| seen.insert((f.rule_id.clone(), f.path.clone(), f.message.clone())));
+    // (the name as echoed to the model: clipped, issue 29 item 5)
+    let shown = crate::diag::echo(tool);
     let message = match decision {
-        Action::Allow => format!("The call to `{tool}` is allowed."),
+        Action::Allow => format!("The call to `{shown}` is allowed."),
         Action::Ask => format!(
-            "The call to `{tool}` needs the user's confirmation before it runs. {}",
+            "The call to `{shown}` needs the user's confirmation before it runs. {}",
             reasons(&findings, Action::Ask)
         ),
         Action::Deny => format!(
-            "The call to `{tool}` was blocked. {}",
+            "The call to `{shown}` was blocked. {}",
             reasons(&findings, Action::Deny)
         ),
     };

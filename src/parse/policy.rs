@@ -408,6 +408,28 @@ fn count(t: &Table<'_, '_>, key: &str) -> Option<usize> {
     Some(x as usize)
 }
 
+/// `max_active = 0` is refused at its value (always `false`, for
+/// `filter`): a cap of 0 tools leaves every session with no active tool
+/// (and the proxy's searches, whose `limit` defaults to it, with no
+/// result), which no policy means (issue 29).
+fn no_cap_of_zero(t: &Table<'_, '_>) -> bool {
+    if let Some((_, span)) = t.int("max_active") {
+        t.reader().push(
+            Diagnostic::at(
+                ErrorKind::OutOfRange,
+                &t.reader().file,
+                span,
+                format!(
+                    "`{}` = 0 leaves every session with no active tool",
+                    join(t.path(), "max_active")
+                ),
+            )
+            .with_help("give 1 or more, or leave the key out for no cap"),
+        );
+    }
+    false
+}
+
 pub(crate) fn choice<T: Copy>(t: &Table<'_, '_>, key: &str, options: &[(&str, T)]) -> Option<T> {
     let (s, span) = t.str(key)?;
     if let Some((_, v)) = options.iter().find(|(n, _)| *n == s) {
@@ -649,7 +671,7 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                     }
                 });
                 let pinned = sp_list(t.str_list("pinned"));
-                let max_active = count(t, "max_active");
+                let max_active = count(t, "max_active").filter(|&k| k > 0 || no_cap_of_zero(t));
                 let min_active = count(t, "min_active").unwrap_or(0);
                 let hysteresis_margin =
                     non_negative(t, "hysteresis_margin", t.f64("hysteresis_margin")).unwrap_or(0.0);
