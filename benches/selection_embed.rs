@@ -173,6 +173,10 @@ fn bench(c: &mut Criterion) {
     let cache = tempfile::tempdir().expect("tempdir");
     // SAFETY: set before criterion or candle start any thread.
     unsafe { std::env::set_var("TOOLGATE_CACHE_DIR", cache.path()) };
+    // candle's thread counts as the `toolgate` binary sets them (a value
+    // in the environment is kept): `embed::set_thread_env`.
+    // SAFETY: the same.
+    unsafe { toolgate::embed::set_thread_env() };
     if let Some(seed) = std::env::var_os("TOOLGATE_BENCH_CACHE") {
         for e in std::fs::read_dir(&seed)
             .expect("TOOLGATE_BENCH_CACHE")

@@ -700,6 +700,9 @@ impl Command {
 }
 
 fn main() -> ExitCode {
+    // SAFETY: nothing else runs yet. candle's thread counts, read once here
+    // instead of from /proc/cpuinfo on every matrix product (issue 24).
+    unsafe { toolgate::embed::set_thread_env() };
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         // With `--format json`, a refused command line is a JSON error too.

@@ -6,7 +6,8 @@
 //! its cut than the policy shipped before it (the numbers asserted are the measured
 //! ones); on four hand-written tools a one-clause request is unchanged, a
 //! two-step request exposes both steps' tools, a step done drops out, and
-//! `eval` / `explain` name the clauses; bad keys are errors at file:line:column.
+//! `eval` / `explain` name the clauses (and `eval --format json` every part
+//! of each tool's `keyword_match`); bad keys are errors at file:line:column.
 
 use std::sync::Arc;
 
@@ -236,6 +237,71 @@ fn eval_lists_the_clauses_and_explain_names_the_one_that_counted() {
             .contains("keyword_match 1.0000 comes from the clause \"After that, book a hotel room"),
         "{explain}"
     );
+    // `eval --format json` carries the same: the clauses in the header,
+    // and in each tool's `keyword_match` term every part of its value.
+    let json: serde_json::Value = serde_json::from_str(&run(&[
+        "eval", "--policy", p, "--tools", t, "--input", i, "--format", "json",
+    ]))
+    .unwrap();
+    let header = json["clauses"]
+        .as_array()
+        .expect("the header lists the clauses");
+    assert_eq!(header.len(), 2, "{header:?}");
+    assert!(
+        header[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Get the weather forecast")
+    );
+    assert_eq!(
+        (&header[0]["done"], &header[1]["done"]),
+        (&true.into(), &false.into())
+    );
+    let tools = json["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 4);
+    for tool in tools {
+        let name = tool["name"].as_str().unwrap();
+        let km = &tool["terms"]["keyword_match"];
+        let c = &km["clauses"];
+        let each = c["clauses"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: {km}"));
+        assert_eq!(each.len(), 2, "{name}");
+        // keyword_match = max(whole_weight × whole, each counted clause's value)
+        let f = |v: &serde_json::Value| v.as_f64().unwrap();
+        let mut best = f(&c["whole_weight"]) * f(&c["whole"]);
+        assert_eq!(f(&c["whole_weight"]), 0.75, "{name}");
+        for (k, cl) in each.iter().enumerate() {
+            assert_eq!(cl["text"], header[k]["text"], "{name}");
+            assert_eq!(cl["done"], header[k]["done"], "{name}");
+            let counted = cl["done"] == false && cl["below_min_share"] == false;
+            let want = if counted {
+                f(&cl["weight"]) * f(&cl["score"])
+            } else {
+                0.0
+            };
+            assert!((f(&cl["value"]) - want).abs() < 1e-12, "{name}: {cl}");
+            best = best.max(f(&cl["value"]));
+        }
+        assert!((f(&c["value"]) - best).abs() < 1e-12, "{name}: {c}");
+        assert_eq!(c["gated"], false, "{name}");
+        assert!((f(&km["value"]) - best).abs() < 1e-12, "{name}: {km}");
+        let contribution = f(&km["weight"]) * f(&km["value"]);
+        assert!(
+            (f(&km["contribution"]) - contribution).abs() < 1e-12,
+            "{name}"
+        );
+    }
+    let by_name = |n: &str| tools.iter().find(|x| x["name"] == n).unwrap();
+    // the hotel tool's value is its clause's (the second), as explain says
+    let book = &by_name("bookHotelRoom")["terms"]["keyword_match"];
+    assert_eq!(book["clauses"]["from"], 1, "{book}");
+    assert_eq!(book["clauses"]["clauses"][1]["value"], 1.0, "{book}");
+    assert_eq!(book["value"], 1.0);
+    // the forecast's clause is done: its whole request's value counts
+    let fc = &by_name("getWeatherForecast")["terms"]["keyword_match"];
+    assert_eq!(fc["clauses"]["from"], serde_json::Value::Null, "{fc}");
+    assert_eq!(fc["clauses"]["clauses"][0]["value"], 0.0, "{fc}");
 }
 
 fn ask(plan: &Arc<Plan>, message: &str, called: &[&str]) -> Activation {

@@ -54,6 +54,51 @@ pub const BATCH: usize = 16;
 /// several sessions evaluated in turn (the proxy's clients).
 pub const QUERY_MEMO: usize = 16;
 
+/// The environment variables candle reads for its thread counts, and the
+/// values [`set_thread_env`] gives the ones the user has not set:
+///
+/// * `RAYON_NUM_THREADS`: the threads of a matrix product (gemm), and of
+///   rayon's global pool. Unset, candle works its default out again on
+///   *every* matrix product by parsing `/proc/cpuinfo` (the crate
+///   `num_cpus`), and a forward pass of all-MiniLM-L6-v2 has 48 of them
+///   (8 in each of its 6 layers):
+///   0.33 ms a read on the project's 2-core machine, about 3 ms of CPU per
+///   new message (docs/performance.md, issue 24). Set to the number of
+///   CPUs the process may use (`std::thread::available_parallelism`),
+///   which is rayon's own default, so rayon's pool does not change.
+/// * `CANDLE_NUM_THREADS`: the workers of candle's barrier pool, which
+///   runs the element-wise operations; they spin while they wait, and on a
+///   loaded 2-core machine the spinning takes the CPU from the thread that
+///   has the work. Set to 1 (no worker): the element-wise operations of a
+///   request of some 30 tokens are a small part of its forward pass.
+///
+/// The values only change which thread computes what: every vector, and
+/// so every score, is the same (tests/selection_transformer_scores.rs).
+pub fn thread_env_defaults() -> [(&'static str, String); 2] {
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    [
+        ("RAYON_NUM_THREADS", cpus.to_string()),
+        ("CANDLE_NUM_THREADS", "1".to_string()),
+    ]
+}
+
+/// Sets each variable of [`thread_env_defaults`] that the environment does
+/// not already hold (a value the user set is kept). The `toolgate` binary
+/// calls it first thing in `main`; a program that embeds the library and
+/// runs the transformer should do the same, or set the variables itself.
+///
+/// # Safety
+/// It calls [`std::env::set_var`]: call it while the process has one
+/// thread, before anything could read the environment from another.
+pub unsafe fn set_thread_env() {
+    for (name, value) in thread_env_defaults() {
+        if std::env::var_os(name).is_none() {
+            // SAFETY: the caller guarantees no other thread runs.
+            unsafe { std::env::set_var(name, value) };
+        }
+    }
+}
+
 /// The files of one transformer model folder, as read.
 #[derive(Debug, Clone, Copy)]
 pub struct EncoderFiles<'a> {

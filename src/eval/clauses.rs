@@ -40,6 +40,15 @@ pub(crate) struct ClauseMatch {
     /// Indices into `texts` of the clauses that were done (`done_share`):
     /// a tool the session called already matched them.
     pub done: Vec<u16>,
+    /// Each clause's BM25 scores over the catalog, in `texts` order
+    /// (shared: an activation's explanations read them, an evaluation does
+    /// not copy them).
+    pub scores: std::sync::Arc<[Scored]>,
+    /// The factor of a clause's normalised score (`weight`).
+    pub weight: f64,
+    /// The share of a clause's best a tool needs for the clause's value
+    /// (`min_share`).
+    pub min_share: f64,
 }
 
 impl ClauseMatch {
@@ -136,6 +145,9 @@ pub(crate) fn score(
         from: vec![0; n],
         done: Vec::new(),
         whole_weight: p.whole_weight,
+        scores: std::sync::Arc::from(Vec::new()),
+        weight: p.weight,
+        min_share: p.min_share,
     };
     // The tools the session called (done clauses), as indices.
     let called: Vec<usize> = match p.done_share {
@@ -171,5 +183,6 @@ pub(crate) fn score(
             }
         }
     }
+    out.scores = steps.into_iter().map(|(_, s)| s).collect();
     out
 }

@@ -64,6 +64,8 @@
 
 use std::collections::HashSet;
 
+use rustc_hash::FxHashSet;
+
 use serde_json::Value;
 
 use crate::parse::argument_fill::ArgumentFillParams;
@@ -93,7 +95,7 @@ pub struct Slot {
     /// Whether its description states a default.
     pub has_default: bool,
     /// The words of its description and `examples`, lowercased.
-    pub described: HashSet<String>,
+    pub described: FxHashSet<String>,
     /// Whether its name or description names a time unit.
     pub time_quantity: bool,
     /// For a string: what its name says it holds.
@@ -130,7 +132,7 @@ pub struct ToolSlots {
     pub required: Vec<Slot>,
     /// Stems of the tool's name, description and parameter names and
     /// descriptions.
-    pub stems: HashSet<String>,
+    pub stems: FxHashSet<String>,
 }
 
 /// The compiled `[features.argument_fill]` of a catalog.
@@ -180,6 +182,10 @@ pub struct RequestValues {
     pub all_words: Vec<String>,
     /// Their stems, in the same order.
     pub all_stems: Vec<String>,
+    /// The distinct words of `all_words` that can be a description's
+    /// example (rule 4): not filler words, 3 characters or more (or of a
+    /// script without case). Read once per request, not once per tool.
+    pub example_words: Vec<String>,
 }
 
 /// One tool's fill, for explanations.
@@ -419,7 +425,7 @@ impl ArgumentFill {
             described_text.push(' ');
             described_text.push_str(&ex.to_string());
         }
-        let described: HashSet<String> = split_words(&described_text).into_iter().collect();
+        let described: FxHashSet<String> = split_words(&described_text).into_iter().collect();
         let all_described = split_words(description);
         let has_default =
             all_described.iter().any(|w| w == "default") || p.get("default").is_some();
@@ -502,6 +508,7 @@ impl ArgumentFill {
                 }
             }
         }
+        let mut seen_examples: HashSet<String> = HashSet::new();
         for (w, sentence_start) in raw {
             let lower = w.to_lowercase();
             let digits = lower.chars().all(|c| c.is_ascii_digit());
@@ -524,6 +531,9 @@ impl ArgumentFill {
             if !filler && !counted && long && !digits && !r.words.iter().any(|(x, _)| *x == lower) {
                 r.words.push((lower.clone(), self.stem(&lower)));
             }
+            if !filler && long && seen_examples.insert(lower.clone()) {
+                r.example_words.push(lower.clone());
+            }
             r.all_stems.push(self.stem(&lower));
             r.all_words.push(lower);
         }
@@ -542,17 +552,14 @@ impl ArgumentFill {
             !phrase.is_empty() && req.all_stems.windows(phrase.len()).any(|w| w == phrase)
         };
         slot.enum_values.iter().any(|v| phrase_in(v))
-            || req.all_words.iter().any(|w| {
-                (w.chars().count() >= 3 || !has_case(w))
-                    && !self.filler_words.contains(w)
-                    && slot.described.contains(w)
-            })
+            || (!slot.described.is_empty()
+                && req.example_words.iter().any(|w| slot.described.contains(w)))
     }
 
     /// Whether a new word stands within two words of a word of `slot`'s
     /// name in the request ("the orders table" for `table_name`, "a branch
     /// called feature-login" for `branch_name`).
-    fn named_nearby(&self, req: &RequestValues, slot: &Slot, stems: &HashSet<String>) -> bool {
+    fn named_nearby(&self, req: &RequestValues, slot: &Slot, stems: &FxHashSet<String>) -> bool {
         let new = |k: usize| {
             let w = &req.all_words[k];
             !self.filler_words.contains(w)
@@ -579,11 +586,39 @@ impl ArgumentFill {
                 missing: Vec::new(),
             };
         };
+        let mut missing = Vec::new();
+        self.unfilled_slots(req, t, Some(&mut missing));
+        // in `required` order
+        missing.sort_by_key(|m| t.required.iter().position(|s| s.name == *m));
+        Fill {
+            filled: t.required.len() - missing.len(),
+            required: t.required.len(),
+            missing,
+        }
+    }
+
+    /// How many of `t`'s required parameters the request holds no value
+    /// for (the rules of [`ArgumentFill::fill`]), their names pushed to
+    /// `missing` when given. Allocates nothing when `missing` is `None` and
+    /// the tool has at most 8 string parameters to fill (the gate runs for
+    /// every tool of the catalog on every new message).
+    fn unfilled_slots(
+        &self,
+        req: &RequestValues,
+        t: &ToolSlots,
+        mut missing: Option<&mut Vec<String>>,
+    ) -> usize {
         let distinct = self.distinct;
         let mut numbers = req.numbers;
         let mut time_words = req.time_words;
-        let mut missing = Vec::new();
-        let mut texts = Vec::new();
+        let mut unfilled = 0;
+        let mut miss = |s: &Slot| {
+            unfilled += 1;
+            if let Some(m) = missing.as_deref_mut() {
+                m.push(s.name.clone());
+            }
+        };
+        let mut texts: smallvec::SmallVec<[&Slot; 8]> = smallvec::SmallVec::new();
         let take = |pool: &mut usize| {
             if *pool == 0 {
                 false
@@ -602,7 +637,7 @@ impl ArgumentFill {
                 SlotKind::Number | SlotKind::NumberList => {
                     let ok = take(&mut numbers) || (s.time_quantity && take(&mut time_words));
                     if !ok {
-                        missing.push(s.name.clone());
+                        miss(s);
                     }
                 }
                 _ => texts.push(s),
@@ -618,12 +653,8 @@ impl ArgumentFill {
                 TextKind::Time => 1,
                 TextKind::Any => 2,
             });
-            let new_words = req
-                .words
-                .iter()
-                .filter(|(_, stem)| !t.stems.contains(stem))
-                .count();
-            let mut new_words = new_words;
+            // the request's new words for this tool, counted when first needed
+            let mut new_words: Option<usize> = None;
             for s in texts {
                 let ok = match s.text_kind {
                     TextKind::Place | TextKind::Name => {
@@ -636,21 +667,20 @@ impl ArgumentFill {
                         take(&mut strong)
                             || take(&mut numbers)
                             || take(&mut time_words)
-                            || take(&mut new_words)
+                            || take(new_words.get_or_insert_with(|| {
+                                req.words
+                                    .iter()
+                                    .filter(|(_, stem)| !t.stems.contains(stem))
+                                    .count()
+                            }))
                     }
                 };
                 if !ok {
-                    missing.push(s.name.clone());
+                    miss(s);
                 }
             }
         }
-        // in `required` order
-        missing.sort_by_key(|m| t.required.iter().position(|s| s.name == *m));
-        Fill {
-            filled: t.required.len() - missing.len(),
-            required: t.required.len(),
-            missing,
-        }
+        unfilled
     }
 
     /// Whether a tool with fill `f` passes the gate (see [`ArgumentFill::passes`]).
@@ -661,10 +691,18 @@ impl ArgumentFill {
     /// Whether tool `tool` passes the gate: its fill reaches
     /// `min_fraction` (a tool without required parameters always does).
     pub fn passes(&self, req: &RequestValues, tool: usize) -> bool {
-        if self.min_fraction <= 0.0 || self.tools.get(tool).is_none_or(|t| t.required.is_empty()) {
+        let Some(t) = self.tools.get(tool).filter(|t| !t.required.is_empty()) else {
+            return true;
+        };
+        if self.min_fraction <= 0.0 {
             return true;
         }
-        self.passes_fill(&self.fill(req, tool))
+        let required = t.required.len();
+        self.passes_fill(&Fill {
+            filled: required - self.unfilled_slots(req, t, None),
+            required,
+            missing: Vec::new(),
+        })
     }
 }
 
