@@ -91,12 +91,25 @@ pub fn thread_env_defaults() -> [(&'static str, String); 2] {
 /// It calls [`std::env::set_var`]: call it while the process has one
 /// thread, before anything could read the environment from another.
 pub unsafe fn set_thread_env() {
+    let mut set = Vec::new();
     for (name, value) in thread_env_defaults() {
         if std::env::var_os(name).is_none() {
             // SAFETY: the caller guarantees no other thread runs.
             unsafe { std::env::set_var(name, value) };
+            set.push(name);
         }
     }
+    let _ = THREAD_ENV_SET.set(set);
+}
+
+static THREAD_ENV_SET: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+
+/// The variables [`set_thread_env`] set in this process (those the user had
+/// not set; empty when it was not called). Programs the process starts,
+/// such as `mcp-proxy`'s downstream servers, should not inherit them: they
+/// tune this process's candle, not theirs.
+pub fn thread_env_set_here() -> &'static [&'static str] {
+    THREAD_ENV_SET.get().map_or(&[], Vec::as_slice)
 }
 
 /// The files of one transformer model folder, as read.

@@ -816,6 +816,10 @@ async fn start(
     }
     let mut cmd = tokio::process::Command::new(&spec.command);
     cmd.args(&spec.args);
+    // the thread settings toolgate gave its own candle are not the server's
+    for name in crate::embed::thread_env_set_here() {
+        cmd.env_remove(name);
+    }
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
