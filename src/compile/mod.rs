@@ -29,6 +29,10 @@ pub mod formula;
 pub mod gate;
 #[cfg(feature = "gate")]
 mod gate_serde;
+#[cfg(feature = "gate")]
+mod gate_words;
+#[cfg(feature = "gate")]
+mod gate_placeholders;
 pub mod interval;
 mod properties;
 pub mod selection;
