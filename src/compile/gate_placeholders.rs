@@ -153,6 +153,12 @@ mod tests {
             "{}",
             d[1]
         );
-        assert!(check(&SourceFile::new("p.toml", "[gate.checks]\nx = { message = \"{detail}\" }\n")).is_empty());
+        assert!(
+            check(&SourceFile::new(
+                "p.toml",
+                "[gate.checks]\nx = { message = \"{detail}\" }\n"
+            ))
+            .is_empty()
+        );
     }
 }

@@ -63,7 +63,10 @@ pub fn read_gate(policy: &PolicySource) -> (Option<GateConfig>, Vec<Diagnostic>)
         problems.push(diagnostic(policy, &e, doc.as_ref().map(|d| d.get_ref())));
         let next = span
             .filter(|_| problems.len() < MAX_PROBLEMS)
-            .and_then(|sp| doc.as_ref().and_then(|d| entry_at(&text, d.get_ref(), sp.start)));
+            .and_then(|sp| {
+                doc.as_ref()
+                    .and_then(|d| entry_at(&text, d.get_ref(), sp.start))
+            });
         drop(doc);
         match next {
             Some((entry, key)) => {
@@ -221,7 +224,10 @@ mod tests {
             d[0].starts_with("p.toml:7:7: unknown key `limitz` in [gate] (did you mean `limits`?)"),
             "{d:?}"
         );
-        assert!(d[1].starts_with("p.toml:10:1: unknown key `max_dept`"), "{d:?}");
+        assert!(
+            d[1].starts_with("p.toml:10:1: unknown key `max_dept`"),
+            "{d:?}"
+        );
     }
 
     #[test]
@@ -249,6 +255,9 @@ mod tests {
         // a table: from its header's line to its last key's line
         let t = "[x]\nk = 1\n[x.typo]\na = 1\nb = [\n 2]\n[x.z]\nc = 3\n";
         let (r, key) = at(t, t.find("typo").unwrap()).unwrap();
-        assert_eq!((&t[r], key.as_str()), ("[x.typo]\na = 1\nb = [\n 2]", "typo"));
+        assert_eq!(
+            (&t[r], key.as_str()),
+            ("[x.typo]\na = 1\nb = [\n 2]", "typo")
+        );
     }
 }

@@ -18,7 +18,11 @@ use crate::diag::{ErrorKind, did_you_mean, echo, number_as_written};
 /// a help (a did-you-mean, or the known keys). `path` is the dotted key
 /// path of the value (or of the unknown key) the message is about (empty
 /// when unknown); `written` the source text of that value.
-pub(crate) fn plain(msg: &str, path: &str, written: Option<&str>) -> (ErrorKind, String, Option<String>) {
+pub(crate) fn plain(
+    msg: &str,
+    path: &str,
+    written: Option<&str>,
+) -> (ErrorKind, String, Option<String>) {
     let at = if path.is_empty() {
         "a key of [gate]".to_string()
     } else {
@@ -180,7 +184,9 @@ fn in_table(t: &DeTable<'_>, at: usize, path: &mut String) -> bool {
         if in_value(v.get_ref(), at, path) {
             return true;
         }
-        if k.span().contains(&at) || (v.span().contains(&at) && !matches!(v.get_ref(), DeValue::Table(_))) {
+        if k.span().contains(&at)
+            || (v.span().contains(&at) && !matches!(v.get_ref(), DeValue::Table(_)))
+        {
             return true;
         }
         path.truncate(len);
@@ -195,7 +201,9 @@ fn in_value(v: &DeValue<'_>, at: usize, path: &mut String) -> bool {
             for (i, x) in a.iter().enumerate() {
                 let len = path.len();
                 path.push_str(&format!("[{i}]"));
-                if in_value(x.get_ref(), at, path) || (x.span().contains(&at) && !matches!(x.get_ref(), DeValue::Table(_))) {
+                if in_value(x.get_ref(), at, path)
+                    || (x.span().contains(&at) && !matches!(x.get_ref(), DeValue::Table(_)))
+                {
                     return true;
                 }
                 path.truncate(len);
