@@ -22,18 +22,22 @@ use super::PlanArgs;
 /// One problem per distinct schema of the plan's tools that cannot
 /// validate (the first tool that has it is named), in catalog order.
 pub fn unusable_schemas(p: &Plan, args: &PlanArgs) -> Vec<Diagnostic> {
+    use rayon::prelude::*;
     let g = toolgate::gate::compiled(p);
     let mut seen = HashSet::new();
-    let mut bad: Vec<(usize, String, Vec<String>)> = Vec::new();
-    for (i, t) in g.tools.iter().enumerate() {
-        if !seen.insert(p.tools[i].input_schema.hash64()) {
-            continue;
-        }
-        let Err(why) = t.schema.validator() else {
-            continue;
-        };
-        bad.push((i, why.to_string(), pointer_of(t.schema.schema(), why)));
-    }
+    let distinct: Vec<usize> = (0..g.tools.len())
+        .filter(|&i| seen.insert(p.tools[i].input_schema.hash64()))
+        .collect();
+    // (building a validator is most of the cost: on every core, in
+    // catalog order)
+    let bad: Vec<(usize, String, Vec<String>)> = distinct
+        .par_iter()
+        .filter_map(|&i| {
+            let s = &g.tools[i].schema;
+            let why = s.validator().err()?;
+            Some((i, why.to_string(), pointer_of(s.schema(), why)))
+        })
+        .collect();
     if bad.is_empty() {
         return Vec::new();
     }
