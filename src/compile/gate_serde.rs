@@ -134,6 +134,25 @@ fn find_in_table(text: &str, t: &DeTable<'_>, at: usize) -> Option<(Range<usize>
                 return Some((start..end, key));
             }
             DeValue::Table(_) => {}
+            // a misspelt array of tables (`[[gate.patternz]]`): every entry
+            DeValue::Array(items)
+                if ks.contains(&at)
+                    && !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|x| matches!(x.get_ref(), DeValue::Table(_))) =>
+            {
+                let start = text[..ks.start].rfind('\n').map_or(0, |i| i + 1);
+                let mut end = whole.end.max(ks.end);
+                for x in items.iter() {
+                    end = end.max(x.span().end);
+                    if let DeValue::Table(inner) = x.get_ref() {
+                        last_end(inner, &mut end);
+                    }
+                }
+                let end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+                return Some((start..end, key));
+            }
             _ if whole.contains(&at) && ks.end <= vs.start => return Some((whole, key)),
             _ => {}
         }
@@ -258,6 +277,13 @@ mod tests {
         assert_eq!(
             (&t[r], key.as_str()),
             ("[x.typo]\na = 1\nb = [\n 2]", "typo")
+        );
+        // an array of tables: every entry
+        let t = "[x]\nk = 1\n[[x.typo]]\na = 1\n[[x.typo]]\na = 2\n[x.z]\nc = 3\n";
+        let (r, key) = at(t, t.find("typo").unwrap()).unwrap();
+        assert_eq!(
+            (&t[r], key.as_str()),
+            ("[[x.typo]]\na = 1\n[[x.typo]]\na = 2", "typo")
         );
     }
 }
