@@ -43,7 +43,7 @@ pub const TEXT_FILE_LIMIT: u64 = 64 * 1024 * 1024;
 /// socket: the message says which) or holds more than `limit` bytes (the
 /// message gives the limit).
 pub fn read_data_file(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
-    check_kind(&std::fs::metadata(path)?)?;
+    check_kind(&std::fs::metadata(path).map_err(|e| dangling(path, e))?)?;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -143,6 +143,30 @@ pub fn utf8_line_column(valid: &[u8]) -> (usize, usize) {
     let column =
         1 + std::str::from_utf8(&valid[start..]).map_or(valid.len() - start, |s| s.chars().count());
     (line, column)
+}
+
+/// `e`, the error of following `path`, reworded when `path` is a symbolic
+/// link to nothing: "a symbolic link to `T`, which does not exist" (the
+/// kind stays `NotFound`); a broken link in a tags folder is named, not
+/// skipped (issue 29).
+fn dangling(path: &Path, e: std::io::Error) -> std::io::Error {
+    match (e.kind(), std::fs::read_link(path)) {
+        (std::io::ErrorKind::NotFound, Ok(target)) => std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!(
+                "a symbolic link to `{}`, which does not exist",
+                target.display()
+            ),
+        ),
+        _ => e,
+    }
+}
+
+/// Why the file `meta` describes is not read as a data file ("not a
+/// regular file (a character device)"), or `None` for a regular file: for
+/// the command line's checks of a path before it is read.
+pub fn not_regular(meta: &std::fs::Metadata) -> Option<String> {
+    check_kind(meta).err().map(|e| e.to_string())
 }
 
 fn check_kind(meta: &std::fs::Metadata) -> std::io::Result<()> {

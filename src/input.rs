@@ -16,7 +16,8 @@
 //! (the policy's `[keywords]`) are appended to `context.user_intent_keywords`.
 //! `tools`, when present, replaces the catalog (each tool with inline tags, or
 //! without tags to be auto-tagged). The keys of a seed-vector line (`id`,
-//! `preset`, `expected`) are accepted and ignored, so a vector can be fed as is.
+//! `preset`, `expected`) are accepted and ignored, so a vector can be fed as
+//! is; a `preset` must still name a seed preset (`input::preset`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use crate::plan::Plan;
 
 pub mod collect;
 pub mod located;
+pub mod preset;
 mod ranges;
 
 /// Usage as given in an input: counts, seconds since the last call, frequencies.
@@ -145,6 +147,7 @@ impl EvalInput {
             })?;
         }
         ranges::check(&input, text)?;
+        preset::check(&input, text)?;
         Ok(input)
     }
 
@@ -162,6 +165,9 @@ impl EvalInput {
             .map_err(|e| describe(e.path(), &e.inner().to_string()))?;
         for (i, t) in input.tools.iter().flatten().enumerate() {
             t.check().map_err(|m| format!("tools[{i}]: {m}"))?;
+        }
+        if let Some(m) = preset::problem(&input) {
+            return Err(m);
         }
         Ok(input)
     }

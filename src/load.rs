@@ -481,7 +481,26 @@ fn load_catalog_partial(sources: &Sources) -> (Vec<ToolSpec>, Vec<Diagnostic>) {
             }
         }
     }
-    for p in &sources.tools {
+    let mut seen: Vec<(PathBuf, usize)> = Vec::new();
+    for (i, p) in sources.tools.iter().enumerate() {
+        // The same file twice would clash with itself, tool by tool, at its
+        // own place: one problem, naming both options.
+        let key = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+        if let Some(&(_, first)) = seen.iter().find(|(k, _)| *k == key) {
+            diags.push(crate::diag::Diagnostic::bare(
+                crate::diag::ErrorKind::InvalidValue,
+                format!(
+                    "the tools file {} is given twice: as the {} --tools ({}) and as the {} ({}); give each --tools file once",
+                    crate::diag::echo(&key.display().to_string()),
+                    ordinal(first + 1),
+                    crate::diag::echo(&sources.tools[first].display().to_string()),
+                    ordinal(i + 1),
+                    crate::diag::echo(&p.display().to_string()),
+                ),
+            ));
+            continue;
+        }
+        seen.push((key, i));
         let r = read_source(p).and_then(import_tools);
         match r {
             // A tools file that lists no tool is a mistake (the wrong file,
@@ -498,6 +517,18 @@ fn load_catalog_partial(sources: &Sources) -> (Vec<ToolSpec>, Vec<Diagnostic>) {
         }
     }
     (tools, diags)
+}
+
+/// `1st`, `2nd`, `3rd`, `4th`, … `11th`, `21st`.
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// The compile problems worth reporting beside a catalog's parse problems:

@@ -100,6 +100,7 @@ enum Command {
         tool: String,
         #[command(flatten)]
         plan: PlanArgs,
+        /// Input JSON (context, message, usage, tools), as for `eval`; `-` reads stdin; absent = empty context.
         #[arg(long, value_name = "FILE", value_parser = utf8_arg())]
         input: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
@@ -150,6 +151,7 @@ enum Command {
         /// --tags, added to the tag files; without --tags, the catalog is these tools alone.
         #[arg(long, value_name = "FILE")]
         tools: Vec<PathBuf>,
+        /// Skip (and count) trace lines that do not parse, go back in time, or name an unknown tool or stage.
         #[arg(long)]
         skip_invalid: bool,
         /// List at most this many calls where only one policy had the tool active.
@@ -218,6 +220,7 @@ enum Command {
         /// right after each tool) as a TOML file for `[features.transition_match] file`.
         #[arg(long, value_name = "FILE")]
         transitions_out: Option<PathBuf>,
+        /// Skip (and count) trace lines that do not parse, go back in time, or name an unknown tool or stage.
         #[arg(long)]
         skip_invalid: bool,
         #[arg(long, value_enum, default_value = "text")]
@@ -295,6 +298,16 @@ enum Command {
 #[derive(Subcommand)]
 enum ImportSource {
     /// Berkeley Function Calling Leaderboard v4 data (see docs/selection.md).
+    ///
+    /// BFCL's files are the folder berkeley-function-call-leaderboard/bfcl_eval/data/ of the
+    /// public gorilla repository (also in the `bfcl-eval` package on PyPI, bfcl_eval/data/).
+    /// Each file is checked first: an empty file, a line that is not JSON or a value of the
+    /// wrong type is an error at FILE:LINE:COLUMN.
+    ///
+    /// Example:
+    ///   git clone --depth 1 https://github.com/ShishirPatil/gorilla
+    ///   toolgate import bfcl --data gorilla/berkeley-function-call-leaderboard/bfcl_eval/data --out bfcl
+    #[command(verbatim_doc_comment)]
     Bfcl {
         /// Folder with BFCL_v4_*.json, possible_answer/ and multi_turn_func_doc/.
         #[arg(long, value_name = "DIR")]
@@ -455,6 +468,7 @@ fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
                 tools: tools.clone(),
             };
             if let Some(p) = &plot {
+                cli::plot::svg_path(p).map_err(|m| (ExitCode::from(2), None, Some(m)))?;
                 cli::paths::existing_folder("--plot", p)
                     .map_err(|m| (ExitCode::from(3), None, Some(m)))?;
             }

@@ -247,7 +247,7 @@ fn policy_numbers_are_range_checked_at_their_value_and_echoed_short() {
             "max_argument_bytes = 1048576",
             "max_argument_bytes = 1e308",
             "1e308",
-            "invalid type: floating point `1e308`, expected usize",
+            "`gate.limits.max_argument_bytes` must be a whole number from 0 to 18446744073709551615, found 1e308",
         ),
         (
             "timeout_seconds = 30.0",

@@ -192,11 +192,11 @@ fn every_bad_key_of_gate_is_reported_at_once() {
     let (lines, count) = problems(&e);
     let want = [
         format!(
-            "{f}:{}: [gate]: unknown field `max_dept`",
+            "{f}:{}: unknown key `max_dept` in [gate.limits] (did you mean `max_depth`?)",
             line_col(&bad, "max_dept")
         ),
         format!(
-            "{f}:{}: [gate]: invalid type: string \"30\", expected f64",
+            "{f}:{}: `gate.execution.timeout_seconds` must be a number, found the string \"30\"",
             line_col(&bad, "\"30\"")
         ),
         format!(
@@ -339,12 +339,12 @@ fn eight_typos_in_one_policy_are_eight_problems_at_their_keys() {
         (
             "max_depth = 32 ",
             "max_dept = 32 ",
-            "[gate]: unknown field `max_dept`",
+            "unknown key `max_dept` in [gate.limits]",
         ),
         (
             "backoff_factor = 2.0",
             "backof_factor = 2.0",
-            "[gate]: unknown field `backof_factor`",
+            "unknown key `backof_factor` in [gate.execution]",
         ),
     ];
     let mut bad = text.clone();

@@ -338,7 +338,7 @@ fn bad_flow_values_are_load_errors_at_their_place() {
         (
             "[[gate.flow.attach]]\nlabel = \"private\"\nwhy = \"w\"\nfrobs = 1\n",
             "frobs",
-            "unknown field",
+            "unknown key `frobs` in [gate.flow.attach[0]]",
         ),
         (
             "[[gate.flow.rules]]\nid = \"r\"\nafter = [\"private\"]\nthen = \"exfiltration\"\naction = \"ask\"\nwindow_calls = 0\nmessage = \"m\"\n",

@@ -174,6 +174,14 @@ pub fn run(
     // catalog bounds are left to the process exit instead of being freed
     // (freeing a 10,000-tool plan is a tenth of the run).
     let (policy, p) = build_with_source(args).map_err(Fail::Load)?;
+    // A schema that cannot validate loads, but the gate denies every call
+    // of its tool: `check` says so (`schema_check`).
+    let unusable = super::schema_check::unusable_schemas(&p, args);
+    if !unusable.is_empty() {
+        return Err(Fail::Load(LoadError {
+            diagnostics: unusable,
+        }));
+    }
     let (policy, p) = (ManuallyDrop::new(policy), ManuallyDrop::new(p));
     let violations = fuzz.map(|n| fuzz_with_progress(&p, n, seed));
     let bounds = score_bounds(&policy, &p);

@@ -75,6 +75,16 @@ pub fn guard(
             "--args is not JSON: {e} (give a JSON object such as '{{\"query\": \"select 1\"}}', `-` for stdin or `@FILE`)"
         )));
     }
+    // The gate reads `null` as no arguments (MCP's `arguments` may be left
+    // out); typed on the command line it is a mistake, not `{}`.
+    if matches!(
+        serde_json::from_str::<serde_json::Value>(&text),
+        Ok(serde_json::Value::Null)
+    ) {
+        return Err(Fail::Input(
+            "--args null: the arguments must be a JSON object; give '{}' for a call without arguments".into(),
+        ));
+    }
     let p = build(plan, None)?;
     // The catalog name, or the name MCP clients see through the proxy (as
     // `explain` accepts it).

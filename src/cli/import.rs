@@ -3,11 +3,13 @@
 use std::path::Path;
 
 use toolgate::replay::bfcl::{BfclFiles, CLASS_FILES, convert};
+use toolgate::replay::bfcl_check::{BfclKind, check, missing_docs, unanswered};
 
 use super::Fail;
 
-/// What `--data` must hold, and where a copy ships (for the errors).
-const WHAT_DATA_HOLDS: &str = "give the folder of the BFCL v4 data: it holds BFCL_v4_multiple.json, BFCL_v4_live_multiple.json, BFCL_v4_irrelevance.json or BFCL_v4_multi_turn_base.json (with possible_answer/ and multi_turn_func_doc/), as the `bfcl-eval` package's bfcl_eval/data/ does; the project's copy is ../shared/data/bfcl (docs/selection.md)";
+/// What `--data` must hold, and where BFCL's files come from (for the
+/// errors).
+const WHAT_DATA_HOLDS: &str = "give the folder of the BFCL v4 data: it holds BFCL_v4_multiple.json, BFCL_v4_live_multiple.json, BFCL_v4_irrelevance.json or BFCL_v4_multi_turn_base.json (with possible_answer/ and multi_turn_func_doc/); BFCL's files are the folder berkeley-function-call-leaderboard/bfcl_eval/data/ of the public gorilla repository (https://github.com/ShishirPatil/gorilla), also shipped in the `bfcl-eval` package on PyPI (bfcl_eval/data/): see `toolgate import bfcl --help` for an example";
 
 fn read_opt(path: &Path) -> Result<Option<String>, Fail> {
     if !path.exists() {
@@ -33,6 +35,62 @@ fn pair(dir: &Path, name: &str) -> Result<Option<(String, String)>, Fail> {
         ))),
         _ => Ok(None),
     }
+}
+
+/// The problems of the shapes of `files` (read from `data`), each at
+/// `FILE:LINE:COLUMN` ([`toolgate::replay::bfcl_check`]), and the
+/// questions with no answer.
+fn shapes(data: &Path, files: &BfclFiles) -> Vec<String> {
+    let shown = |rel: &str| data.join(rel).display().to_string();
+    let mut out = Vec::new();
+    let pairs = [
+        (
+            "BFCL_v4_multiple.json",
+            &files.multiple,
+            BfclKind::SingleTurn,
+        ),
+        (
+            "BFCL_v4_live_multiple.json",
+            &files.live_multiple,
+            BfclKind::SingleTurn,
+        ),
+        (
+            "BFCL_v4_multi_turn_base.json",
+            &files.multi_turn,
+            BfclKind::MultiTurn,
+        ),
+    ];
+    for (name, pair, kind) in pairs {
+        let Some((q, a)) = pair else { continue };
+        let answers = format!("possible_answer/{name}");
+        let (pq, pa) = (
+            check(&shown(name), q, kind),
+            check(&shown(&answers), a, BfclKind::Answers),
+        );
+        let clean = pq.is_empty() && pa.is_empty();
+        out.extend(pq);
+        out.extend(pa);
+        if clean {
+            out.extend(unanswered(&shown(name), q, &answers, a));
+        }
+    }
+    if let Some(q) = &files.irrelevance {
+        out.extend(check(
+            &shown("BFCL_v4_irrelevance.json"),
+            q,
+            BfclKind::SingleTurn,
+        ));
+    }
+    if let Some((q, _)) = &files.multi_turn {
+        let have: Vec<&str> = files.func_docs.iter().map(|(s, _)| s.as_str()).collect();
+        let name = shown("BFCL_v4_multi_turn_base.json");
+        out.extend(missing_docs(&name, q, &have, &shown("multi_turn_func_doc")));
+    }
+    for (stem, text) in &files.func_docs {
+        let rel = format!("multi_turn_func_doc/{stem}.json");
+        out.extend(check(&shown(&rel), text, BfclKind::FuncDoc));
+    }
+    out
 }
 
 /// Converts the BFCL files of `data` and writes the catalog and traces to `out`.
@@ -81,6 +139,17 @@ pub fn run_import_bfcl(
         return Err(Fail::Input(format!(
             "--data {}: no BFCL_v4_*.json file in this folder; {WHAT_DATA_HOLDS}",
             data.display()
+        )));
+    }
+    // Every file's shape first: an empty file, a line that is not JSON, a
+    // value of the wrong type are errors at FILE:LINE:COLUMN (`bfcl_check`).
+    let problems = shapes(data, &files);
+    if !problems.is_empty() {
+        let n = problems.len();
+        return Err(Fail::Input(format!(
+            "{}\n{n} problem{} found in the BFCL files",
+            problems.join("\n"),
+            if n == 1 { "" } else { "s" }
         )));
     }
     let res = convert(&files, limit).map_err(Fail::Input)?;

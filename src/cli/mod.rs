@@ -19,6 +19,7 @@ pub mod plot;
 pub mod replay;
 pub mod replay_flow;
 pub mod report;
+pub mod schema_check;
 pub mod schema_warnings;
 pub mod stream;
 pub mod unknown_tool;
@@ -195,6 +196,17 @@ pub fn evaluate_input(
         return Err(Fail::Input(m));
     }
     let (ctx, usage, now) = parsed.resolve(&plan).map_err(Fail::Input)?;
+    // A policy whose every score is pinned to one end of the clamp shows
+    // every tool active (or none) for no visible reason: `check`'s warning
+    // says why, once, on stderr (stdout stays the report).
+    for w in plan
+        .warnings
+        .iter()
+        .filter(|w| toolgate::compile::weights::is_pinned_scores(w))
+        .take(1)
+    {
+        eprintln!("warning: {w}");
+    }
     Ok((plan.evaluate(&ctx, &usage, now), parsed))
 }
 

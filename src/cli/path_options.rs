@@ -119,6 +119,18 @@ fn problem(p: &PathOption) -> Option<String> {
         (Ok(m), Want::Folder) if !m.is_dir() => {
             Some(format!("{opt} must be a folder; {shown} is a file"))
         }
+        // The plan's files are read as regular files only (`datafile`):
+        // `--policy /dev/null` is named with its option. (Inputs may be
+        // pipes: `--input <(…)`.)
+        (Ok(m), Want::File) if p.role != Role::Input => {
+            toolgate::datafile::not_regular(&m).map(|why| {
+                let give = match p.role {
+                    Role::Policy => "a policy file (TOML)",
+                    _ => "a tools file (JSON)",
+                };
+                format!("{opt} {shown}: {why}; give {give}")
+            })
+        }
         _ => None,
     }
 }

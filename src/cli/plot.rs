@@ -20,6 +20,25 @@ pub struct Series<'a> {
     pub summary: &'a Summary,
 }
 
+/// Checks that `path` names an SVG file (`.svg`, any case): the plot is
+/// drawn with plotters' SVG backend only, so `--plot x.png` would write SVG
+/// text under a PNG name.
+///
+/// # Errors
+/// The message naming `--plot`, the path and the extension (exit 2).
+pub fn svg_path(path: &Path) -> Result<(), String> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") => Ok(()),
+        other => Err(format!(
+            "--plot {}: the plot is written as SVG only, so the file must end in .svg{} (convert it afterwards for another format, e.g. `rsvg-convert -o plot.png plot.svg`)",
+            toolgate::diag::echo(&path.display().to_string()),
+            other
+                .map(|e| format!(", not .{}", toolgate::diag::echo(e)))
+                .unwrap_or_default()
+        )),
+    }
+}
+
 /// Writes the SVG to `path`.
 pub fn draw(path: &Path, title: &str, series: &[Series<'_>]) -> Result<(), String> {
     let x_max = series

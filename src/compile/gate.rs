@@ -27,6 +27,9 @@ pub fn load_gate_config(policy: &PolicySource) -> Result<GateConfig, LoadError> 
     // Every problem at once: each bad key (`gate_serde`), and the range
     // checks of the keys that read.
     let (cfg, mut problems) = super::gate_serde::read_gate(policy);
+    // (a `{detial}` in a message: `gate_placeholders`)
+    problems.extend(super::gate_placeholders::check(&policy.file));
+    problems.sort_by_key(|d| d.span.as_ref().map_or(0, |s| s.start));
     if let Some(cfg) = &cfg
         && let Err(e) = validate(cfg, policy)
     {

@@ -28,7 +28,11 @@ pub mod formula;
 #[cfg(feature = "gate")]
 pub mod gate;
 #[cfg(feature = "gate")]
+mod gate_placeholders;
+#[cfg(feature = "gate")]
 mod gate_serde;
+#[cfg(feature = "gate")]
+mod gate_words;
 pub mod interval;
 mod properties;
 pub mod selection;

@@ -83,6 +83,17 @@ pub(super) fn value_span(text: &str, name: &str) -> Option<std::ops::Range<usize
     get(weights, name).map(|v| v.span())
 }
 
+/// The words that mark the warning of [`pinned_scores`] among a plan's
+/// `warnings` (`eval` and `explain` print that one warning, on standard
+/// error: it says why every tool is active, or none).
+pub const PINNED_SCORES: &str = "so the threshold and every term decide nothing";
+
+/// Whether `warning`, one of a plan's `warnings`, is the one of
+/// [`pinned_scores`].
+pub fn is_pinned_scores(warning: &str) -> bool {
+    warning.contains(PINNED_SCORES)
+}
+
 /// The one finding of a policy whose raw scores all lie at or beyond one
 /// end of the clamp `[lo, hi]` (`raw`: their bounds): every score is that
 /// end, so the threshold and every term decide nothing. A warning at the
@@ -123,7 +134,7 @@ pub fn pinned_scores(policy: &PolicySource, raw: (f64, f64), clamp: (f64, f64)) 
         &policy.file,
         span,
         format!(
-            "every raw score lies in [{}, {}], {side} {}: every score is {}, so the threshold and every term decide nothing{weight}",
+            "every raw score lies in [{}, {}], {side} {}: every score is {}, {PINNED_SCORES}{weight}",
             num(raw.0),
             num(raw.1),
             num(end),

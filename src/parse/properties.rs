@@ -191,7 +191,37 @@ pub fn read_properties(root: &Table<'_, '_>) -> Vec<PropertySource> {
             .copied()
             .filter(|k| t.key_span(k).is_some())
             .collect();
+        let misspelt = present
+            .is_empty()
+            .then(|| {
+                t.keys().into_iter().find_map(|(k, span)| {
+                    crate::diag::did_you_mean(&k, PROPERTY_KINDS.iter().copied())
+                        .map(|m| (k, span, m))
+                })
+            })
+            .flatten();
         let kind = match present.as_slice() {
+            // A misspelt kind key (`score_withn`) is one problem, at the
+            // key, with a did-you-mean (not "states nothing" and "unknown
+            // key" both).
+            [] if misspelt.is_some() => {
+                let (key, span, meant) = misspelt.unwrap_or_default();
+                let _ = t.get(&key);
+                t.reader().push(
+                    Diagnostic::at(
+                        ErrorKind::UnknownKey,
+                        &t.reader().file,
+                        span,
+                        format!(
+                            "unknown key `{}` in [{}], so property `{name}` states nothing",
+                            crate::diag::echo(&key),
+                            t.path()
+                        ),
+                    )
+                    .with_help(format!("did you mean `{meant}`?")),
+                );
+                None
+            }
             [] => {
                 t.reader().push(Diagnostic::at(
                     ErrorKind::MissingKey,

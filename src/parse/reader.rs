@@ -187,6 +187,15 @@ impl<'r, 'a> Table<'r, 'a> {
             .map(|(_, v)| v)
     }
 
+    /// Every key of the table with its span, in order, without marking
+    /// any as known (to look for a misspelling among them).
+    pub fn keys(&self) -> Vec<(String, Range<usize>)> {
+        self.table
+            .iter()
+            .map(|(k, _)| (k.get_ref().to_string(), k.span()))
+            .collect()
+    }
+
     /// Span of the key `key` itself, if present.
     pub fn key_span(&self, key: &str) -> Option<Range<usize>> {
         self.table

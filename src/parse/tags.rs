@@ -499,7 +499,7 @@ pub fn load_tag_dir_partial(dir: &Path) -> Result<(Vec<ToolSpec>, Vec<Diagnostic
     let mut paths: Vec<_> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml") && !p.is_dir()) // (a broken link is read, and named)
         .collect();
     paths.sort();
     if paths.is_empty() {

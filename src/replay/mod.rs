@@ -46,6 +46,7 @@
 
 pub mod auc;
 pub mod bfcl;
+pub mod bfcl_check;
 pub mod curve;
 pub mod engine;
 pub mod fit;
