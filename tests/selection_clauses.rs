@@ -1,8 +1,8 @@
 //! Issue 24, fifth round: `[features.keyword_match.clauses]`, a request
 //! scored clause by clause so that a multi-step request's active set grows
 //! with its steps. On the Seal-Tools slice (`tests/data/seal-slice`, 664
-//! tools, 70 requests) the clause policy of docs/selection-fifth-round.md
-//! ranks at least as well as plain BM25 at every k and finds more calls at
+//! tools, 70 requests) the clause policy shipped (docs/selection-sixth-round.md;
+//! the fifth round's table retuned) ranks at least as well as plain BM25 at every k and finds more calls at
 //! its cut than the policy shipped before it (the numbers asserted are the measured
 //! ones); on four hand-written tools a one-clause request is unchanged, a
 //! two-step request exposes both steps' tools, a step done drops out, and
@@ -22,13 +22,14 @@ use toolgate::{Activation, Plan};
 
 const KS: [usize; 6] = [1, 3, 5, 8, 10, 20];
 
-/// The clause table of docs/selection-fifth-round.md (chosen on Seal-Tools
-/// half A by the round's rule).
+/// The clause table shipped in `policies/selection.toml`: the fifth round's
+/// (docs/selection-fifth-round.md) as the sixth round retuned it on half A
+/// (docs/selection-sixth-round.md).
 const CLAUSES: &str = r#"[features.keyword_match.clauses]
-split_after = [".", "!", "?", ";"]
-min_terms = 5
-min_share = 0.8
-whole_weight = 0.75
+split_after = [".", "!", "?", ";", " and"]
+min_terms = 4
+min_share = 0.75
+whole_weight = 0.72
 done_share = 1.0
 
 "#;
@@ -53,7 +54,7 @@ fn selection_with(edit: impl Fn(String) -> String) -> (tempfile::TempDir, Policy
 }
 
 /// `policies/selection.toml` as it was before the fifth round: without its
-/// clause table and at threshold 0.70.
+/// clause table and at threshold 0.70 (0.67 with the clauses).
 fn before_clauses(t: String) -> String {
     let start = t
         .find("[features.keyword_match.clauses]")
@@ -61,14 +62,14 @@ fn before_clauses(t: String) -> String {
     let end = t.find("[features.keyword_match.fields]").unwrap();
     assert!(start < end);
     let t = format!("{}{}", &t[..start], &t[end..]);
-    assert!(t.contains("threshold = 0.68 "));
-    t.replace("threshold = 0.68 ", "threshold = 0.70 ")
+    assert!(t.contains("threshold = 0.67 "));
+    t.replace("threshold = 0.67 ", "threshold = 0.70 ")
 }
 
-/// The fifth round's clause policy, shipped: the table above and threshold 0.68.
+/// The clause policy shipped: the table above and threshold 0.67.
 fn clause_policy() -> (tempfile::TempDir, PolicySource) {
     selection_with(|t| {
-        assert!(t.contains("threshold = 0.68 "));
+        assert!(t.contains("threshold = 0.67 "));
         let table = CLAUSES.lines().filter(|l| !l.is_empty());
         for line in table {
             let key = line.split('#').next().unwrap().trim();
@@ -132,8 +133,10 @@ fn on_seal_tools_the_clause_policy_ranks_with_plain_bm25_and_finds_more_at_its_c
     assert!(clauses.hits > shipped.hits && clauses.multi_complete > shipped.multi_complete);
 }
 
-const CLAUSES_AT: [usize; 6] = [76, 166, 180, 182, 182, 182];
-const CLAUSES_CUT: (usize, usize, usize, usize) = (181, 4, 69, 49);
+// The fifth round's table (threshold 0.68): [76, 166, 180, 182, 182, 182]
+// and (181, 4, 69, 49).
+const CLAUSES_AT: [usize; 6] = [85, 161, 177, 182, 182, 182];
+const CLAUSES_CUT: (usize, usize, usize, usize) = (182, 4, 70, 50);
 
 /// Four tools of two unrelated kinds, as an OpenAI `tools` array in
 /// `tools.json` of the folder returned.
@@ -181,7 +184,7 @@ fn eval_lists_the_clauses_and_explain_names_the_one_that_counted() {
             "[features.keyword_match.fields]",
             &format!(
                 "{}[features.keyword_match.fields]",
-                CLAUSES.replace("min_terms = 5", "min_terms = 2")
+                CLAUSES.replace("min_terms = 4", "min_terms = 2")
             ),
             1,
         );
@@ -329,7 +332,7 @@ fn a_one_clause_request_is_unchanged_and_each_step_of_a_two_step_request_is_expo
             "[features.keyword_match.fields]",
             &format!(
                 "{}[features.keyword_match.fields]",
-                CLAUSES.replace("min_terms = 5", "min_terms = 2")
+                CLAUSES.replace("min_terms = 4", "min_terms = 2")
             ),
             1,
         )
@@ -379,7 +382,7 @@ fn a_one_clause_request_is_unchanged_and_each_step_of_a_two_step_request_is_expo
     assert!(x.keyword_clause(fc).is_some());
     assert!(y.keyword_clause(fc).is_none());
     assert_eq!(x.features(fc)[kw], 1.0);
-    assert!(y.features(fc)[kw] <= 0.75, "{}", y.features(fc)[kw]);
+    assert!(y.features(fc)[kw] <= 0.72, "{}", y.features(fc)[kw]);
     assert_eq!(y.keyword_clause(book).map(|c| c.1), Some(1.0));
     assert!(active(&y).contains(&"bookHotelRoom"));
 }
