@@ -63,8 +63,12 @@
 //! are marked sensitive; a server is displayed by its URL without query or
 //! user info).
 
+mod startup;
 mod toml_error;
 mod values;
+
+pub use startup::{local_server_problems, value_location};
+pub use values::{MAX_MS, check_number_option};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -221,6 +225,7 @@ impl ServerSpec {
         validate_server_name(name)?;
         let trimmed = cmd.trim();
         if trimmed.starts_with("http://") || trimmed.starts_with("https://") {
+            values::check_url(trimmed).map_err(|e| format!("server `{name}`: {e}"))?;
             return Ok(ServerSpec {
                 name: name.to_string(),
                 command: String::new(),
@@ -627,6 +632,9 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 impl ProxyConfig {
     /// Reads a TOML configuration file (see the module docs). Relative paths
     /// (`policy`, `tags`, `audit`, `cwd`) are taken from the file's folder.
+    /// Each server's `cwd` must be a folder and its `command` a program
+    /// that can be run ([`local_server_problems`]): checked here, each at
+    /// `FILE:LINE:COLUMN` of its value, before any server starts.
     pub fn from_toml_file(path: &Path) -> Result<Self, String> {
         let text = std::fs::read(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))
@@ -642,7 +650,12 @@ impl ProxyConfig {
                 (None, m) => format!("{}: {m}", path.display()),
             });
         }
-        Self::from_toml_str(&text, base).map_err(|e| format!("{}: {e}", path.display()))
+        let cfg =
+            Self::from_toml_str(&text, base).map_err(|e| format!("{}: {e}", path.display()))?;
+        // The paths inside the file, before any server starts: each
+        // problem at its value (`startup`).
+        startup::check_servers(&cfg, &text, path)?;
+        Ok(cfg)
     }
 
     /// Parses configuration text; relative paths are joined to `base`. A
@@ -841,13 +854,7 @@ fn check_remote(s: &ServerSpec) -> Result<(), String> {
     let Some(url) = &s.url else {
         return Ok(());
     };
-    if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
-        return Err(format!(
-            "server `{}`: url `{}` must be an http:// or https:// URL",
-            s.name,
-            display_url(url)
-        ));
-    }
+    values::check_url(url).map_err(|e| format!("server `{}`: {e}", s.name))?;
     for (k, v) in &s.headers {
         if k.is_empty()
             || !k
@@ -1023,7 +1030,10 @@ headers = { Authorization = "Bearer ${TOOLGATE_TEST_CONFIG_TOKEN}", "X-Team" = "
                 "[[server]]\nname='r'\ncommand='x'\nheaders={A='b'}\n",
                 "remote server",
             ),
-            ("max_concurrent_calls = 0\n", "≥ 1, found 0"),
+            (
+                "max_concurrent_calls = 0\n",
+                "within [1, 2305843009213693951], found 0",
+            ),
             (
                 "[http]\nbearer_token_env = 'TOOLGATE_TEST_UNSET_VAR'\n",
                 "not set",
