@@ -150,6 +150,15 @@ fn numbers_and_whole_server_errors_say_the_range_the_option_and_the_line() {
             format!("{server}\n[[server]]\nname = \"a\"\ncommand = \"false\"\n"),
             "5:1: server `a` is configured twice (first at line 1)",
         ),
+        (
+            // what only the whole configuration can check stands at its key too
+            format!("[http]\nbearer_token_env = \"TOOLGATE_I29L_UNSET\"\n{server}"),
+            "2:20: [http] bearer_token_env: the environment variable `TOOLGATE_I29L_UNSET` is not set",
+        ),
+        (
+            format!("restart_initial_ms = 500\nrestart_max_ms = 100\n{server}"),
+            "2:18: restart delays: need 0 < restart_initial_ms <= restart_max_ms",
+        ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let p = write(d.path(), &format!("n{i}.toml"), text);
