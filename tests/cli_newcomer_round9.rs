@@ -113,6 +113,22 @@ fn paths_inside_the_config_are_checked_at_start_at_their_place() {
         "{err}"
     );
     assert!(!err.contains(&format!("{p}:1:9")), "{err}");
+    // a file it names for reading, at its key, with the path it was taken as
+    let p = write(
+        d.path(),
+        "policy.toml",
+        "tags = \"my-tags\"\n[[server]]\nname = \"a\"\ncommand = \"true\"\n",
+    );
+    let (code, err) = proxy(&["--config", &p]);
+    assert_eq!(code, Some(2), "{err}");
+    let tags = d.path().join("my-tags");
+    assert!(
+        err.contains(&format!(
+            "{p}:1:8: tags {}: the folder does not exist",
+            tags.display()
+        )),
+        "{err}"
+    );
 }
 
 /// Item 2: numbers out of range say the range they had to be in (a huge

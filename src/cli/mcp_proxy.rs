@@ -153,6 +153,39 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, ProxyFail> {
         };
         super::paths::existing_folder(&named, p).map_err(ProxyFail::Unreadable)?;
     }
+    // The files the file names for reading exist, each at its key (an
+    // option's own path is checked where it is loaded, named by the option).
+    if let (Some(file), Some(text)) = (&args.config, &text) {
+        for (key, given, path, folder) in [
+            ("policy", args.policy.is_some(), &c.policy, false),
+            ("tags", args.tags.is_some(), &c.tags, true),
+            (
+                "shadow_policy",
+                args.shadow_policy.is_some(),
+                &c.shadow_policy,
+                false,
+            ),
+        ] {
+            let Some(p) = path.as_ref().filter(|_| !given) else {
+                continue;
+            };
+            let why = match std::fs::metadata(p) {
+                Ok(m) if m.is_dir() == folder => continue,
+                Ok(_) if folder => "is a file, not a folder",
+                Ok(_) => "is a folder, not a file",
+                Err(_) if folder => "the folder does not exist",
+                Err(_) => "the file does not exist",
+            };
+            let at = toolgate::mcp::config::value_location(text, None, key)
+                .map(|(l, col)| format!(":{l}:{col}"))
+                .unwrap_or_default();
+            return Err(ProxyFail::Usage(format!(
+                "{}{at}: {key} {}: {why} (relative paths are taken from the --config file's folder)",
+                file.display(),
+                p.display()
+            )));
+        }
+    }
     Ok(c)
 }
 
