@@ -97,7 +97,9 @@ fn an_output_file_in_a_missing_folder_is_refused_everywhere() {
         &["mcp-proxy", "--server", "t=/bin/true", "--audit", &audit],
         None,
     );
-    expect(&o, "--audit (audit)");
+    // named by the option given (issue 29, round 9), not by the config key
+    expect(&o, &format!("--audit {audit}: the folder"));
+    assert!(!stderr(&o).contains("(audit)"), "{}", stderr(&o));
     // A folder that exists: the state file is written in it.
     let here = d.path().join("s.json");
     let o = toolgate(

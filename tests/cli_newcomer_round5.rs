@@ -18,12 +18,12 @@ fn proxy_config_value_errors_name_the_key_at_the_value_in_plain_words() {
         (
             "max_concurrent_calls = -5\n",
             "1:24",
-            "max_concurrent_calls must be a whole number ≥ 1, found -5",
+            "max_concurrent_calls must be a whole number within [1, 2305843009213693951], found -5",
         ),
         (
             "max_concurrent_calls = 1e300\n",
             "1:24",
-            "max_concurrent_calls must be a whole number ≥ 1, found 1e300",
+            "max_concurrent_calls must be a whole number within [1, 2305843009213693951], found 1e300",
         ),
         (
             "debounce_ms = \"50\"\n",
@@ -70,7 +70,9 @@ fn proxy_config_value_errors_name_the_key_at_the_value_in_plain_words() {
     );
     let err = stderr(&toolgate(&["mcp-proxy", "--config", &p], Some("")));
     for want in [
-        format!("{p}:1:24: max_concurrent_calls must be a whole number ≥ 1, found 0"),
+        format!(
+            "{p}:1:24: max_concurrent_calls must be a whole number within [1, 2305843009213693951], found 0"
+        ),
         format!("{p}:3:8: http.path must start with `/`"),
         format!("{p}:7:7: unknown era `legasy`; did you mean `legacy`?"),
     ] {

@@ -14,6 +14,14 @@ pub struct McpProxyArgs {
     /// A downstream server, `NAME=COMMAND [ARGS]` or `NAME=URL` (Streamable HTTP) (repeatable); its tools are `NAME.tool` in policies and the audit, `NAME__tool` for clients.
     #[arg(long = "server", value_name = "NAME=COMMAND|URL")]
     pub servers: Vec<String>,
+    /// The MCP era the proxy speaks to server NAME, as the `[[server]] era` key
+    /// of a --config file: `auto` (the default: probe with server/discover, fall
+    /// back to initialize), `modern` (2026-07-28 only) or `legacy` (the
+    /// initialize handshake only, for a server that misreads the probe).
+    /// Repeatable, e.g. `--era sqlite=legacy`; NAME is a --server or
+    /// [[server]] name.
+    #[arg(long = "era", value_name = "NAME=ERA")]
+    pub eras: Vec<String>,
     /// A TOML file with `[[server]]` entries and the options below (see docs/mcp-proxy.md).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -117,27 +125,179 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, ProxyFail> {
         )));
     }
     let c = config_of(args).map_err(ProxyFail::Usage)?;
-    // The files the proxy writes stand in folders that exist (`cli::paths`).
-    for (option, path) in [
-        ("--audit (audit)", &c.audit),
-        ("--pins (pins)", &c.pins),
-        ("--shadow-log (shadow_log)", &c.shadow_log),
+    // The files the proxy writes stand in folders that exist (`cli::paths`),
+    // named by the option that gave them, or at their key in the file.
+    let text = args
+        .config
+        .as_ref()
+        .and_then(|f| toolgate::datafile::read_text_file(f).ok());
+    for (option, key, given, path) in [
+        ("--audit", "audit", args.audit.is_some(), &c.audit),
+        ("--pins", "pins", args.pins.is_some(), &c.pins),
+        (
+            "--shadow-log",
+            "shadow_log",
+            args.shadow_log.is_some(),
+            &c.shadow_log,
+        ),
     ] {
-        if let Some(p) = path {
-            super::paths::existing_folder(option, p).map_err(ProxyFail::Unreadable)?;
+        let Some(p) = path else { continue };
+        let named = match (&args.config, &text) {
+            (Some(file), Some(text)) if !given => {
+                let at = toolgate::mcp::config::value_location(text, None, key)
+                    .map(|(l, col)| format!(":{l}:{col}"))
+                    .unwrap_or_default();
+                format!("{}{at}: {key}", file.display())
+            }
+            _ => option.to_string(),
+        };
+        super::paths::existing_folder(&named, p).map_err(ProxyFail::Unreadable)?;
+    }
+    // The files the file names for reading exist, each at its key (an
+    // option's own path is checked where it is loaded, named by the option).
+    if let (Some(file), Some(text)) = (&args.config, &text) {
+        for (key, given, path, folder) in [
+            ("policy", args.policy.is_some(), &c.policy, false),
+            ("tags", args.tags.is_some(), &c.tags, true),
+            (
+                "shadow_policy",
+                args.shadow_policy.is_some(),
+                &c.shadow_policy,
+                false,
+            ),
+        ] {
+            let Some(p) = path.as_ref().filter(|_| !given) else {
+                continue;
+            };
+            let why = match std::fs::metadata(p) {
+                Ok(m) if m.is_dir() == folder => continue,
+                Ok(_) if folder => "is a file, not a folder",
+                Ok(_) => "is a folder, not a file",
+                Err(_) if folder => "the folder does not exist",
+                Err(_) => "the file does not exist",
+            };
+            let at = toolgate::mcp::config::value_location(text, None, key)
+                .map(|(l, col)| format!(":{l}:{col}"))
+                .unwrap_or_default();
+            return Err(ProxyFail::Usage(format!(
+                "{}{at}: {key} {}: {why} (relative paths are taken from the --config file's folder)",
+                file.display(),
+                p.display()
+            )));
         }
     }
     Ok(c)
 }
 
+/// Checks the values given as options before they are merged, so that an
+/// error names the option the user typed, not the configuration key it
+/// sets (issue 29).
+fn check_options(args: &McpProxyArgs) -> Result<(), String> {
+    use toolgate::mcp::config::check_number_option;
+    if let Some(ms) = args.poll_ms {
+        check_number_option("--poll-ms", "poll_ms", ms)?;
+    }
+    if let Some(ms) = args.debounce_ms {
+        check_number_option("--debounce-ms", "debounce_ms", ms)?;
+    }
+    for (option, var) in [
+        ("--bearer-token-env", &args.bearer_token_env),
+        ("--state-key-env", &args.state_key_env),
+    ] {
+        let Some(v) = var else { continue };
+        match std::env::var(v) {
+            Ok(t) if !t.trim().is_empty() => {}
+            _ => {
+                return Err(format!(
+                    "{option} {}: the environment variable `{}` is not set (or empty)",
+                    toolgate::diag::echo(v),
+                    toolgate::diag::echo(v)
+                ));
+            }
+        }
+    }
+    if let Some(v) = &args.state_key_env {
+        toolgate::mcp::stateless::Stateless::from_config(Some(v), Duration::from_secs(1)).map_err(
+            |e| {
+                format!(
+                    "--state-key-env {}: {}",
+                    toolgate::diag::echo(v),
+                    e.strip_prefix("state_key_env: ").unwrap_or(&e)
+                )
+            },
+        )?;
+    }
+    if let Some(l) = &args.listen {
+        toolgate::mcp::config::parse_listen(l).map_err(|e| format!("--listen: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Applies `--era NAME=ERA` to the servers of `c`.
+fn apply_eras(args: &McpProxyArgs, c: &mut ProxyConfig) -> Result<(), String> {
+    for e in &args.eras {
+        let shown = toolgate::diag::echo(e);
+        let Some((name, era)) = e.split_once('=') else {
+            return Err(format!(
+                "--era {shown}: expected NAME=ERA, e.g. `--era sqlite=legacy` (ERA: auto, modern or legacy)"
+            ));
+        };
+        let era = toolgate::mcp::config::ServerEra::parse(era.trim()).map_err(|_| {
+            let hint = toolgate::diag::did_you_mean(era.trim(), ["auto", "modern", "legacy"])
+                .map(|m| format!(" (did you mean `{m}`?)"))
+                .unwrap_or_default();
+            format!(
+                "--era {shown}: unknown era `{}`{hint}; the eras are auto, modern and legacy",
+                toolgate::diag::echo(era.trim())
+            )
+        })?;
+        let name = name.trim();
+        match c.servers.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.era = era,
+            None => {
+                let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
+                let hint = toolgate::diag::did_you_mean(name, names.iter().copied())
+                    .map(|m| format!(" (did you mean `{m}`?)"))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "--era {shown}: no server is named `{}`{hint}; the servers are: {}",
+                    toolgate::diag::echo(name),
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
+    check_options(args)?;
     let mut c = match &args.config {
         Some(p) => ProxyConfig::from_toml_file(p)?,
         None => ProxyConfig::default(),
     };
     for s in &args.servers {
-        c.servers.push(ServerSpec::parse_cli(s)?);
+        let shown = toolgate::diag::echo(s);
+        let spec = ServerSpec::parse_cli(s).map_err(|e| format!("--server {shown}: {e}"))?;
+        if c.servers.iter().any(|o| o.name == spec.name) {
+            return Err(format!(
+                "--server {shown}: a server named `{}` is already configured (in --config or an earlier --server); give each server its own name",
+                spec.name
+            ));
+        }
+        // its command and working directory, before any server starts
+        let problems = toolgate::mcp::config::local_server_problems(&spec);
+        if !problems.is_empty() {
+            let why: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
+            return Err(format!("--server {shown}: {}", why.join("; ")));
+        }
+        c.servers.push(spec);
     }
+    apply_eras(args, &mut c)?;
     if args.policy.is_some() {
         c.policy = args.policy.clone();
     }
@@ -194,7 +354,8 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
         c.poll_interval = Some(Duration::from_millis(ms));
     }
     if let Some(f) = &args.name_format {
-        c.name_format = toolgate::mcp::NameFormat::new(f, c.name_format.max_len())?;
+        c.name_format = toolgate::mcp::NameFormat::new(f, c.name_format.max_len())
+            .map_err(|e| format!("--name-format: {e}"))?;
     }
     if args.no_find_tools {
         c.find_tools.enabled = false;

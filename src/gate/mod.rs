@@ -548,8 +548,30 @@ fn undeclared(check: &Check, gt: &GateTool, args: &Value) -> Option<Finding> {
         }
         parts.join(", ")
     };
+    // A misspelt name (`taill` for `tail`) gets the declared one it was
+    // meant as, when that one is not in the call already (issue 29).
+    let meant: Vec<(&str, &str)> = extra
+        .iter()
+        .take(MAX_LISTED_ARGS)
+        .filter_map(|k| {
+            let m = crate::diag::did_you_mean(k, declared.iter().copied())?;
+            (!map.contains_key(m)).then_some((*k, m))
+        })
+        .collect();
+    let hint = match meant.as_slice() {
+        [] => String::new(),
+        [(_, m)] if extra.len() == 1 => format!(" (did you mean `{m}`? rename it)"),
+        _ => format!(
+            " (did you mean {}? rename them)",
+            meant
+                .iter()
+                .map(|(k, m)| format!("`{m}` for `{}`", crate::diag::echo(k)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     let detail = format!(
-        "{} {} not declared by the tool's schema; the declared parameters are: {}",
+        "{} {} not declared by the tool's schema{hint}; the declared parameters are: {}",
         list(&extra),
         if extra.len() == 1 { "is" } else { "are" },
         if declared.is_empty() {

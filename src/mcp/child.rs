@@ -26,6 +26,7 @@
 
 use std::borrow::Cow;
 use std::process::Stdio;
+use std::sync::Arc;
 
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
@@ -33,6 +34,8 @@ use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::process::{Child, ChildStdin};
+
+use super::child_stderr::StderrTap;
 
 /// Lines nested at least this deep are checked against serde_json's
 /// recursion limit (128, which a message reaches at fewer levels of its own
@@ -53,18 +56,27 @@ pub const TOO_DEEP_CODE: i64 = -32700;
 pub(crate) struct ChildTransport {
     inner: AsyncRwTransport<RoleClient, DuplexStream, ChildStdin>,
     child: Child,
+    stderr: Arc<StderrTap>,
 }
 
 impl ChildTransport {
-    /// Spawns `cmd` (its stderr inherited) and screens its stdout for the
-    /// server named `server` (used in warnings). Errors: the spawn failed.
-    pub fn spawn(mut cmd: tokio::process::Command, server: &str) -> std::io::Result<Self> {
+    /// Spawns `cmd`, screens its stdout for the server named `server`
+    /// (used in warnings) and reads its stderr ([`StderrTap`]: copied to
+    /// the proxy's stderr, held while `hold_stderr`, its last lines kept).
+    /// Errors: the spawn failed.
+    pub fn spawn(
+        mut cmd: tokio::process::Command,
+        server: &str,
+        hold_stderr: bool,
+    ) -> std::io::Result<Self> {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true);
         let mut child = cmd.spawn()?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
             return Err(std::io::Error::other("the child's stdio is not piped"));
         };
         let (screened, read) = tokio::io::duplex(64 << 10);
@@ -72,7 +84,13 @@ impl ChildTransport {
         Ok(ChildTransport {
             inner: AsyncRwTransport::new_client(read, stdin),
             child,
+            stderr: StderrTap::spawn(stderr, server, hold_stderr),
         })
+    }
+
+    /// The child's stderr.
+    pub fn stderr(&self) -> Arc<StderrTap> {
+        self.stderr.clone()
     }
 
     /// The child's process id (`None` once it was reaped).

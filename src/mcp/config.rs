@@ -63,8 +63,13 @@
 //! are marked sensitive; a server is displayed by its URL without query or
 //! user info).
 
+mod check;
+mod startup;
 mod toml_error;
 mod values;
+
+pub use startup::{local_server_problems, value_location};
+pub use values::{MAX_MS, check_number_option};
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -221,6 +226,7 @@ impl ServerSpec {
         validate_server_name(name)?;
         let trimmed = cmd.trim();
         if trimmed.starts_with("http://") || trimmed.starts_with("https://") {
+            values::check_url(trimmed).map_err(|e| format!("server `{name}`: {e}"))?;
             return Ok(ServerSpec {
                 name: name.to_string(),
                 command: String::new(),
@@ -627,6 +633,9 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 impl ProxyConfig {
     /// Reads a TOML configuration file (see the module docs). Relative paths
     /// (`policy`, `tags`, `audit`, `cwd`) are taken from the file's folder.
+    /// Each server's `cwd` must be a folder and its `command` a program
+    /// that can be run ([`local_server_problems`]): checked here, each at
+    /// `FILE:LINE:COLUMN` of its value, before any server starts.
     pub fn from_toml_file(path: &Path) -> Result<Self, String> {
         let text = std::fs::read(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))
@@ -642,7 +651,19 @@ impl ProxyConfig {
                 (None, m) => format!("{}: {m}", path.display()),
             });
         }
-        Self::from_toml_str(&text, base).map_err(|e| format!("{}: {e}", path.display()))
+        let cfg =
+            Self::parse_unchecked(&text, base).map_err(|e| format!("{}: {e}", path.display()))?;
+        // what parsing cannot check, at the value at fault (`check`)
+        cfg.check_placed().map_err(|(place, m)| {
+            let at = check::location(&text, &place)
+                .map(|(l, c)| format!(":{l}:{c}"))
+                .unwrap_or_default();
+            format!("{}{at}: {m}", path.display())
+        })?;
+        // The paths inside the file, before any server starts: each
+        // problem at its value (`startup`).
+        startup::check_servers(&cfg, &text, path)?;
+        Ok(cfg)
     }
 
     /// Parses configuration text; relative paths are joined to `base`. A
@@ -650,6 +671,13 @@ impl ProxyConfig {
     /// did-you-mean for a misspelt key or era (every value problem at once,
     /// one a line: `values`).
     pub fn from_toml_str(text: &str, base: &Path) -> Result<Self, String> {
+        let cfg = Self::parse_unchecked(text, base)?;
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    /// [`ProxyConfig::from_toml_str`] without [`ProxyConfig::check`].
+    fn parse_unchecked(text: &str, base: &Path) -> Result<Self, String> {
         values::check(text, |l, c| format!("line {l}, column {c}: "))?;
         let raw: RawConfig =
             toml::from_str(text).map_err(|e| match toml_error::describe(text, &e) {
@@ -762,113 +790,8 @@ impl ProxyConfig {
             shadow_policy: raw.shadow_policy.map(abs),
             shadow_log: raw.shadow_log.map(abs),
         };
-        cfg.check()?;
         Ok(cfg)
     }
-
-    /// Checks what parsing cannot: unique server names, remote servers'
-    /// URLs and headers (every environment variable a header names is set),
-    /// call limits, the HTTP endpoint, sane durations.
-    pub fn check(&self) -> Result<(), String> {
-        for (i, s) in self.servers.iter().enumerate() {
-            validate_server_name(&s.name)?;
-            if self.servers[..i].iter().any(|o| o.name == s.name) {
-                return Err(format!("server `{}` is configured twice", s.name));
-            }
-            check_remote(s)?;
-        }
-        if self.max_concurrent_calls == 0 || self.max_concurrent_calls_per_session == 0 {
-            return Err(
-                "max_concurrent_calls and max_concurrent_calls_per_session must be >= 1".into(),
-            );
-        }
-        if !self.http.path.starts_with('/') {
-            return Err(format!(
-                "[http] path `{}` must start with `/`",
-                self.http.path
-            ));
-        }
-        if let Some(v) = &self.http.bearer_token_env {
-            match std::env::var(v) {
-                Ok(t) if !t.trim().is_empty() => {}
-                _ => {
-                    return Err(format!(
-                        "[http] bearer_token_env: the environment variable `{v}` is not set (or empty)"
-                    ));
-                }
-            }
-        }
-        if let Some(v) = &self.state_key_env {
-            super::stateless::Stateless::from_config(Some(v), self.confirm_ttl)?;
-        }
-        if self.confirm_ttl.is_zero() {
-            return Err("confirm_ttl_ms must be > 0".into());
-        }
-        if self.http.session_idle_timeout.is_zero() {
-            return Err("[http] session_idle_timeout_ms must be > 0".into());
-        }
-        if self.poll_interval.is_some_and(|p| p.is_zero()) {
-            return Err("poll_ms must be > 0".into());
-        }
-        let metas = [&self.find_tools, &self.call_tool];
-        for m in metas.iter().filter(|m| m.enabled) {
-            if !super::names::is_client_safe(&m.name) {
-                return Err(format!(
-                    "meta-tool name `{}` must match ^[a-zA-Z0-9_-]{{1,64}}$",
-                    m.name
-                ));
-            }
-        }
-        if self.find_tools.enabled
-            && self.call_tool.enabled
-            && self.find_tools.name == self.call_tool.name
-        {
-            return Err(format!(
-                "find_tools and call_tool are both named `{}`",
-                self.find_tools.name
-            ));
-        }
-        if self.restart_initial.is_zero() || self.restart_max < self.restart_initial {
-            return Err("restart delays: need 0 < restart_initial_ms <= restart_max_ms".into());
-        }
-        Ok(())
-    }
-}
-
-/// Checks a remote server's URL and headers; every variable the header
-/// templates name must be set (the values are not kept).
-fn check_remote(s: &ServerSpec) -> Result<(), String> {
-    let Some(url) = &s.url else {
-        return Ok(());
-    };
-    if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
-        return Err(format!(
-            "server `{}`: url `{}` must be an http:// or https:// URL",
-            s.name,
-            display_url(url)
-        ));
-    }
-    for (k, v) in &s.headers {
-        if k.is_empty()
-            || !k
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-        {
-            return Err(format!(
-                "server `{}`: `{k}` is not an HTTP header name",
-                s.name
-            ));
-        }
-        if RESERVED_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
-            return Err(format!(
-                "server `{}`: the header `{k}` is set by the MCP client itself and cannot be configured",
-                s.name
-            ));
-        }
-        resolve_env_template(v, |n| std::env::var(n).ok())
-            .map_err(|e| format!("server `{}`: header `{k}`: {e}", s.name))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -1023,7 +946,10 @@ headers = { Authorization = "Bearer ${TOOLGATE_TEST_CONFIG_TOKEN}", "X-Team" = "
                 "[[server]]\nname='r'\ncommand='x'\nheaders={A='b'}\n",
                 "remote server",
             ),
-            ("max_concurrent_calls = 0\n", "≥ 1, found 0"),
+            (
+                "max_concurrent_calls = 0\n",
+                "within [1, 2305843009213693951], found 0",
+            ),
             (
                 "[http]\nbearer_token_env = 'TOOLGATE_TEST_UNSET_VAR'\n",
                 "not set",

@@ -82,6 +82,9 @@ pub(crate) struct Downstream {
     /// The capabilities the server declared when it last initialized
     /// (`None`: never up).
     caps: Mutex<Option<ServerCapabilities>>,
+    /// The stderr of the server's current process (`None`: a remote
+    /// server, or not started yet): its last lines name a crash.
+    stderr: Mutex<Option<Arc<super::child_stderr::StderrTap>>>,
     /// Resources, prompts and subscriptions, shared by every server and
     /// session: where `notifications/resources/*` and
     /// `notifications/prompts/list_changed` go.
@@ -164,6 +167,7 @@ impl Downstream {
             progress_gate: tokio::sync::RwLock::new(()),
             answered_discover_late: Arc::new(AtomicBool::new(false)),
             caps: Mutex::new(None),
+            stderr: Mutex::new(None),
             surfaces,
         }
     }
@@ -759,6 +763,8 @@ pub(crate) async fn supervise(
                 e
             }
         };
+        let tap = lock(&ds.stderr).clone();
+        let reason = super::child_stderr::with_last_words(reason, tap.as_deref()).await;
         tracing::warn!(server = %name, "server down: {reason}; restarting in {delay:?}");
         last_error = Some(reason.clone());
         ds.set_status(Status::Down {
@@ -827,8 +833,14 @@ async fn start(
         cmd.current_dir(d);
     }
     // its stdout screened for answers rmcp could not decode (see `child`)
-    let transport = ChildTransport::spawn(cmd, &spec.name)
+    // an `auto` server's stderr is held while it is probed (`child_stderr`)
+    let answers_discover = ds.answered_discover_late.load(Ordering::SeqCst);
+    let probing = spec.era == super::config::ServerEra::Auto && !answers_discover;
+    *lock(&ds.stderr) = None;
+    let transport = ChildTransport::spawn(cmd, &spec.name, probing)
         .map_err(|e| format!("cannot start `{}`: {e}", spec.display_command()))?;
+    let tap = transport.stderr();
+    *lock(&ds.stderr) = Some(tap.clone());
     let pid = transport.id();
     let transport = CountingTransport::new(
         StaleProbeFilter::new(transport, ds.answered_discover_late.clone()),
@@ -838,8 +850,13 @@ async fn start(
         server: ds.clone(),
         relist,
     };
-    let mode = lifecycle(spec.era, ds.answered_discover_late.load(Ordering::SeqCst));
-    match tokio::time::timeout(timeout, client.serve_with_lifecycle(transport, mode)).await {
+    let mode = lifecycle(spec.era, answers_discover);
+    let r = tokio::time::timeout(timeout, client.serve_with_lifecycle(transport, mode)).await;
+    match &r {
+        Ok(Ok(running)) if probing && !is_modern_peer(running.peer()) => tap.probe_fell_back(),
+        _ => tap.release(),
+    }
+    match r {
         Ok(Ok(running)) => Ok((running, pid)),
         Ok(Err(e)) => Err(format!("MCP initialization failed: {e}")),
         Err(_) => Err(format!("no MCP initialization within {timeout:?}")),

@@ -38,6 +38,7 @@ pub mod audit;
 mod call;
 pub mod catalog;
 mod child;
+mod child_stderr;
 pub mod config;
 pub mod context;
 pub mod discovery;

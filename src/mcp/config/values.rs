@@ -5,7 +5,7 @@
 //! first problem. Here each value of a known key is checked against what
 //! the key takes, and every problem stands at its value's span with the
 //! key's path and what is expected in plain words:
-//! `max_concurrent_calls must be a whole number ≥ 1, found -5`. Numbers
+//! `max_concurrent_calls must be a whole number within [1, 2305843009213693951], found -5`. Numbers
 //! are echoed as written, clipped ([`crate::diag::number_as_written`]);
 //! strings and names with [`crate::diag::echo`].
 //!
@@ -52,19 +52,43 @@ enum Kind {
     Tables(&'static [(&'static str, Kind)], &'static [&'static str]),
 }
 
+/// The longest time any millisecond key takes: one day (86,400,000 ms).
+/// Every key here is a wait, a delay or a lifetime of something the
+/// proxy holds; a day is past any of them (a start-up that takes longer
+/// has failed, a confirmation older than that is stale), and a larger
+/// number is a slip of the keyboard (issue 29: `startup_timeout_ms =
+/// 99999999999999999999` was told "≥ 0").
+pub const MAX_MS: u64 = 86_400_000;
+
 const MS0: Kind = Kind::Whole {
     min: 0,
-    max: u64::MAX,
+    max: MAX_MS,
     unit: " of milliseconds",
 };
 const MS1: Kind = Kind::Whole {
     min: 1,
-    max: u64::MAX,
+    max: MAX_MS,
     unit: " of milliseconds",
 };
+/// `debounce_ms`: the quiet time before `notifications/tools/list_changed`,
+/// at most a minute (as `toolgate watch`'s `[reload] debounce_ms`).
+const DEBOUNCE: Kind = Kind::Whole {
+    min: 0,
+    max: 60_000,
+    unit: " of milliseconds",
+};
+/// `poll_ms`: at most an hour (as `[reload] poll_interval_ms`).
+const POLL: Kind = Kind::Whole {
+    min: 1,
+    max: 3_600_000,
+    unit: " of milliseconds",
+};
+/// A count of calls: at least 1, at most the permits a tokio semaphore
+/// holds (`Semaphore::MAX_PERMITS`; a larger limit would make the proxy
+/// panic at start).
 const COUNT1: Kind = Kind::Whole {
     min: 1,
-    max: u64::MAX,
+    max: tokio::sync::Semaphore::MAX_PERMITS as u64,
     unit: "",
 };
 
@@ -107,8 +131,8 @@ const ROOT: &[(&str, Kind)] = &[
     ("pins", Kind::Str),
     ("shadow_policy", Kind::Str),
     ("shadow_log", Kind::Str),
-    ("poll_ms", MS1),
-    ("debounce_ms", MS0),
+    ("poll_ms", POLL),
+    ("debounce_ms", DEBOUNCE),
     ("list_changed", Kind::Bool),
     ("startup_timeout_ms", MS0),
     ("restart_initial_ms", MS1),
@@ -132,6 +156,21 @@ const ROOT: &[(&str, Kind)] = &[
     ("confirm_ttl_ms", MS1),
     ("server", Kind::Tables(SERVER, &["name"])),
 ];
+
+/// Checks a number given on the command line as `option` (`--debounce-ms`)
+/// for the top-level key `key` (`debounce_ms`) against the range the key
+/// takes in a `--config` file, so both say the same (issue 29:
+/// `--debounce-ms 99999999999` was accepted). The error names the option:
+/// `--debounce-ms must be a whole number of milliseconds within [0, 60000],
+/// found 99999999999`. A key that takes no number passes.
+pub fn check_number_option(option: &str, key: &str, value: u64) -> Result<(), String> {
+    match ROOT.iter().find(|(k, _)| *k == key) {
+        Some((_, Kind::Whole { min, max, unit })) if value < *min || value > *max => Err(format!(
+            "{option} must be a whole number{unit} within [{min}, {max}], found {value}"
+        )),
+        _ => Ok(()),
+    }
+}
 
 /// Every problem with a known key's value in the configuration `text`,
 /// in the file's order: the byte span of the value (of the table, for a
@@ -353,6 +392,9 @@ fn value(
                     )),
                 }
             }
+            if key == "server" {
+                server_tables(text, items, out);
+            }
         }
         (Kind::Tables(..), DeValue::Table(_)) => out.push((
             span,
@@ -364,15 +406,89 @@ fn value(
     }
 }
 
+/// Each `[[server]]` as a whole, at its `[[server]]` header (issue 29:
+/// these errors had no line): `command` or `url`, not both and not
+/// neither; a name an earlier `[[server]]` has; keys of a local server on
+/// a remote one and the reverse (at the key).
+fn server_tables(
+    text: &str,
+    items: &[Spanned<DeValue<'_>>],
+    out: &mut Vec<(Range<usize>, String)>,
+) {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    for (i, it) in items.iter().enumerate() {
+        let DeValue::Table(t) = it.get_ref() else {
+            continue;
+        };
+        let name = match t.get("name").map(|v| v.get_ref()) {
+            Some(DeValue::String(n)) => Some(n.as_ref()),
+            _ => None,
+        };
+        let who = match name {
+            Some(n) => format!("server `{}` (server[{i}])", crate::diag::echo(n)),
+            None => format!("server[{i}]"),
+        };
+        let (command, url) = (t.get("command"), t.get("url"));
+        match (command, url) {
+            (Some(_), Some(_)) => out.push((
+                it.span(),
+                format!(
+                    "{who} has both `command` and `url`: give `command` for a local server or `url` for a remote one, not both"
+                ),
+            )),
+            (None, None) => out.push((
+                it.span(),
+                format!(
+                    "{who} needs `command` (a local server, e.g. command = \"mcp-server-time\") or `url` (a remote one, e.g. url = \"https://mcp.example.com/mcp\")"
+                ),
+            )),
+            (Some(c), None) => {
+                if matches!(c.get_ref(), DeValue::String(s) if s.trim().is_empty()) {
+                    out.push((c.span(), format!("{who}: `command` is empty; name the program that runs the server")));
+                }
+                if let Some((k, _)) = t.iter().find(|(k, _)| k.get_ref().as_ref() == "headers") {
+                    out.push((k.span(), format!("{who}: `headers` are for a remote server (`url`), not one with a `command`")));
+                }
+            }
+            (None, Some(_)) => {
+                for (k, _) in t.iter() {
+                    if ["args", "env", "cwd"].contains(&k.get_ref().as_ref()) {
+                        out.push((
+                            k.span(),
+                            format!("{who}: `{}` is for a local server (`command`), not one with a `url`", k.get_ref()),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(n) = name {
+            let start = it.span().start;
+            match seen.iter().find(|(m, _)| *m == n) {
+                Some((_, first)) => {
+                    let line = 1 + text[..(*first).min(text.len())].matches('\n').count();
+                    out.push((
+                        it.span(),
+                        format!(
+                            "server `{}` is configured twice (first at line {line}); give each [[server]] its own name",
+                            crate::diag::echo(n)
+                        ),
+                    ));
+                }
+                None => seen.push((n, start)),
+            }
+        }
+    }
+}
+
 /// A remote server's `url`: `http://` or `https://` and a host.
-fn check_url(s: &str) -> Result<(), String> {
+pub(super) fn check_url(s: &str) -> Result<(), String> {
     let rest = s
         .strip_prefix("https://")
         .or_else(|| s.strip_prefix("http://"));
     match rest {
         Some(r) if !r.is_empty() && !r.starts_with('/') => Ok(()),
         Some(_) => Err(format!(
-            "`{}` has no host (e.g. \"https://mcp.example.com/mcp\")",
+            "the URL `{}` has no host (e.g. \"https://mcp.example.com/mcp\")",
             super::display_url(s)
         )),
         None => Err(format!(
@@ -396,11 +512,11 @@ mod tests {
         assert_eq!(&text[p[0].0.clone()], "-5");
         assert_eq!(
             p[0].1,
-            "max_concurrent_calls must be a whole number ≥ 1, found -5"
+            "max_concurrent_calls must be a whole number within [1, 2305843009213693951], found -5"
         );
         assert_eq!(
             p[1].1,
-            "call_queue_ms must be a whole number of milliseconds ≥ 0, found 1e300"
+            "call_queue_ms must be a whole number of milliseconds within [0, 86400000], found 1e300"
         );
         assert_eq!(
             msgs("name_max_length = 8\n"),
