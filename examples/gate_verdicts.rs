@@ -101,7 +101,8 @@ fn main() {
             .unwrap_or_else(|e| fail(format!("{name}: {e}")));
         tools.push(t.into_spec());
     }
-    let plan = toolgate::compile::compile(&policy, tools).unwrap_or_else(|e| fail(format!("{e:?}")));
+    let plan =
+        toolgate::compile::compile(&policy, tools).unwrap_or_else(|e| fail(format!("{e:?}")));
     let gate = Gate::new(Arc::new(plan));
     for (file, calls) in read {
         for c in calls {

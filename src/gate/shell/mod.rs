@@ -219,6 +219,7 @@ pub(crate) fn analyze(
         links: links::Links::default(),
         written: Vec::new(),
         content_kept: false,
+        tree_writer: None,
         judging: Vec::new(),
         found: None,
         found_out: None,
@@ -370,6 +371,10 @@ struct Walker<'c> {
     /// (`chmod`, `touch`: `[gate.shell] keeps_content`): its writes keep
     /// a file's content.
     content_kept: bool,
+    /// The command whose targets are being checked writes whole directory
+    /// trees (`[gate.shell] writes_trees`: `git clone`, `tar`, `cp -r`):
+    /// its name and the flag that made it one, for [`written`]'s messages.
+    tree_writer: Option<String>,
     /// Written files whose content is being judged (no recursion).
     judging: Vec<usize>,
     /// The command being followed runs for what a `find` that may list

@@ -76,8 +76,16 @@ impl Walker<'_> {
             &mut self.content_kept,
             self.cfg.keeps_content.iter().any(|c| c == cmd),
         );
+        // Only a command that writes can write a tree.
+        let tree = if reading.targets.iter().any(|t| t.effect == Effect::Write) {
+            super::written::tree_writer(&self.cfg.writes_trees, cmd, rest)
+        } else {
+            None
+        };
+        let tree = std::mem::replace(&mut self.tree_writer, tree);
         self.check_targets_inner(cmd, rest, reading, ctx, scope);
         self.content_kept = kept;
+        self.tree_writer = tree;
     }
 
     fn check_targets_inner(
