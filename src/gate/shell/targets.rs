@@ -489,7 +489,7 @@ impl Walker<'_> {
         let prog = text.split_whitespace().next().unwrap_or("");
         self.effect("exec", text, basename(prog));
         let code = Arg {
-            text: text.to_string(),
+            text: text.into(),
             dynamic,
             procsub: false,
             glob: false,
@@ -535,7 +535,7 @@ impl Walker<'_> {
                 // (`compgen -W`): substitutions in it run. Walked as the
                 // arguments of `:`, which runs nothing else.
                 let words = Arg {
-                    text: format!(": {}", a.text),
+                    text: format!(": {}", a.text).into(),
                     ..a.clone()
                 };
                 let saved = self.st.clone();

@@ -352,25 +352,25 @@ impl Walker<'_> {
                 }
                 if runner.directory_options.contains(&flag) {
                     here = join_dir(&here, &v.text);
-                    for d in [v.text.clone(), here.clone()] {
+                    for d in [v.text.to_string(), here.clone()] {
                         if !dirs.contains(&d) {
                             dirs.push(d);
                         }
                     }
                 } else {
-                    files.push(v.text.clone());
+                    files.push(v.text.to_string());
                 }
             }
             if runner.path_operands {
                 for &k in operands {
                     let Some(a) = rest.get(k) else { continue };
                     if a.dynamic || a.procsub {
-                        dynamic.get_or_insert_with(|| a.text.clone());
+                        dynamic.get_or_insert_with(|| a.text.to_string());
                     } else {
-                        if !dirs.contains(&a.text) {
-                            dirs.push(a.text.clone());
+                        if !dirs.iter().any(|d| *d == a.text) {
+                            dirs.push(a.text.to_string());
                         }
-                        operand_dirs.push(a.text.clone());
+                        operand_dirs.push(a.text.to_string());
                     }
                 }
             }
@@ -651,7 +651,7 @@ fn command_output(args: &[Arg], stdin: &Stdin) -> Option<String> {
             Some(out)
         }
         "cat" if args.len() == 1 => match stdin {
-            Stdin::Literal(a) if !a.dynamic => Some(a.text.clone()),
+            Stdin::Literal(a) if !a.dynamic => Some(a.text.to_string()),
             _ => None,
         },
         _ => None,
@@ -679,7 +679,7 @@ pub(super) fn tee_content(args: &[Arg], stdin: &Stdin) -> Option<String> {
                     "-i" | "-p" | "--ignore-interrupts" | "--output-error"
                 ))
     });
-    (options_known && !doc.dynamic).then(|| doc.text.clone())
+    (options_known && !doc.dynamic).then(|| doc.text.to_string())
 }
 
 /// The kind of a script executed directly, by its `#!` line: a shell,
