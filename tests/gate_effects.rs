@@ -595,7 +595,7 @@ fn guard_lists_the_effects_it_found() {
     let e: Vec<(String, String, String)> = v
         .effects
         .iter()
-        .map(|e| (e.kind.clone(), e.operand.clone(), e.resolved.clone()))
+        .map(|e| (e.kind.to_string(), e.operand.clone(), e.resolved.clone()))
         .collect();
     assert!(
         e.contains(&("delete".into(), "*".into(), "/*".into())),

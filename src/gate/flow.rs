@@ -288,7 +288,7 @@ pub fn destinations(arguments: &Value, effects: &[EffectFound]) -> Destinations 
     let mut named: Vec<&str> = Vec::new();
     let mut programs: Vec<&str> = Vec::new();
     for e in effects {
-        if matches!(e.kind.as_str(), "url" | "network" | "remote") {
+        if matches!(&*e.kind, "url" | "network" | "remote") {
             if host_of_operand(&e.operand, &mut out) {
                 named.push(&e.resolved);
             } else {
@@ -322,7 +322,7 @@ pub fn write_outside(paths: &PathConfig, effects: &[EffectFound]) -> Option<Stri
     let roots = super::path::roots(paths);
     effects
         .iter()
-        .filter(|e| matches!(e.kind.as_str(), "write" | "delete"))
+        .filter(|e| matches!(&*e.kind, "write" | "delete"))
         .find_map(|e| {
             let at = if e.resolved.is_empty() {
                 e.operand.as_str()
@@ -418,7 +418,7 @@ pub fn label_call(
                 None => r.paths.iter().any(|g| g.is_match(p)),
             };
             let hit = verdict.effects.iter().find(|e| {
-                a.path_kinds.contains(&e.kind) && {
+                a.path_kinds.iter().any(|k| *k == e.kind) && {
                     let at = path_of(e);
                     any(at) || (at != e.operand && any(&e.operand))
                 }
@@ -446,7 +446,7 @@ pub fn label_call(
                 Writes::Any => verdict
                     .effects
                     .iter()
-                    .find(|e| matches!(e.kind.as_str(), "write" | "delete"))
+                    .find(|e| matches!(&*e.kind, "write" | "delete"))
                     .map(|e| path_of(e).to_string()),
                 Writes::Outside => write_outside(paths, &verdict.effects),
             };

@@ -427,7 +427,7 @@ fn check_inner(
     // proves nothing there, so the user is asked.
     if effects
         .iter()
-        .any(|e| matches!(e.kind.as_str(), "read" | "write" | "delete"))
+        .any(|e| matches!(&*e.kind, "read" | "write" | "delete"))
         && let Some(root) = roots.unwrap_or_else(|| path::roots(&paths)).broad.clone()
     {
         findings.push(cfg.paths.checks.broad_root.finding(

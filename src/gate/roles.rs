@@ -270,7 +270,7 @@ impl Walk<'_> {
 /// otherwise.
 fn path_effect(gt: &GateTool, s: &str) -> EffectFound {
     EffectFound {
-        kind: if gt.read_only { "read" } else { "write" }.to_string(),
+        kind: if gt.read_only { "read" } else { "write" }.into(),
         operand: s.to_string(),
         resolved: path::normalize(std::path::Path::new(s))
             .display()

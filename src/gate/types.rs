@@ -39,7 +39,10 @@ pub enum FindingKind {
 pub struct EffectFound {
     /// `read`, `write`, `delete`, `chdir`, `script`, `exec`, `code`,
     /// `install`, `url`, `network`, `system`, `remote`, `project`, `env`.
-    pub kind: String,
+    /// Borrowed from the gate's own names (no allocation per effect);
+    /// `"write".into()` makes one, and it compares with `==` to a `&str`
+    /// or a `String`.
+    pub kind: std::borrow::Cow<'static, str>,
     /// What the command names: the operand, option value or variable, as
     /// written after quote removal.
     pub operand: String,

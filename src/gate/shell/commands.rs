@@ -63,7 +63,7 @@ impl Walker<'_> {
             Cwd::Unknown => Vec::new(),
         };
         self.runs.push(Run {
-            argv: args.iter().map(|a| a.text.clone()).collect(),
+            argv: args.iter().map(|a| a.text.to_string()).collect(),
             dynamic: args.iter().any(|a| a.dynamic || a.glob),
             cwd,
             via: ctx.via,
@@ -223,7 +223,7 @@ impl Walker<'_> {
                         .iter()
                         .find(|d| **d != Dir::start())
                         .unwrap_or(&dirs[0]);
-                    a.text = d.join(&a.text).render();
+                    a.text = d.join(&a.text).render().into();
                 }
                 Cwd::Unknown => a.dynamic = true,
             }
@@ -337,7 +337,7 @@ impl Walker<'_> {
                             // `export X`: marks X for export.
                             if export
                                 && let Some(Var::Known { value, .. }) =
-                                    self.st.vars.get(&a.text).cloned()
+                                    self.st.vars.get(a.text.as_str()).cloned()
                             {
                                 let v = Arg::literal(&value);
                                 self.env_assignment(&a.text, &v);
@@ -353,14 +353,14 @@ impl Walker<'_> {
                 let functions = rest.iter().any(|a| a.text == "-f");
                 for a in operands {
                     if functions {
-                        self.st_mut().functions.remove(&a.text);
+                        self.st_mut().functions.remove(a.text.as_str());
                     } else if a.dynamic {
                         // Unknown names: nothing known about any variable.
                         for v in self.st_mut().vars.values_mut() {
                             *v = Var::Unknown;
                         }
                     } else {
-                        self.st_mut().vars.insert(a.text.clone(), Var::Unset);
+                        self.st_mut().vars.insert(a.text.to_string(), Var::Unset);
                     }
                 }
                 Some(Flow::both(self.st.clone()))
@@ -380,7 +380,7 @@ impl Walker<'_> {
                 if let Some(k) = rest.iter().position(|a| a.text == "-v")
                     && let Some(v) = rest.get(k + 1)
                 {
-                    self.st_mut().vars.insert(v.text.clone(), Var::Unknown);
+                    self.st_mut().vars.insert(v.text.to_string(), Var::Unknown);
                 }
                 None
             }
@@ -392,7 +392,7 @@ impl Walker<'_> {
                         }
                         // What the alias would run is checked here.
                         let code = Arg {
-                            text: v.to_string(),
+                            text: v.into(),
                             ..(*a).clone()
                         };
                         let from = self.st.clone();
@@ -449,7 +449,7 @@ impl Walker<'_> {
                 }
                 break;
             }
-            if spec.no_exec_flags.contains(&a.text) {
+            if spec.no_exec_flags.iter().any(|f| *f == a.text) {
                 return None;
             }
             let (consumed, value) = option_value(&rest[i..], &value_flags, &spec.code_flags);
@@ -487,7 +487,7 @@ impl Walker<'_> {
         }
         if let Some(extra) = &spec.appends_operand {
             inner.push(Arg {
-                text: extra.clone(),
+                text: extra.clone().into(),
                 dynamic: true,
                 procsub: false,
                 glob: false,
@@ -557,7 +557,7 @@ impl Walker<'_> {
                         .map(|a| {
                             if a.text.contains(placeholder.as_str()) {
                                 Arg {
-                                    text: a.text.replace(placeholder.as_str(), &start.text),
+                                    text: a.text.replace(placeholder.as_str(), &start.text).into(),
                                     dynamic: true,
                                     procsub: false,
                                     glob: false,
@@ -638,7 +638,7 @@ impl Walker<'_> {
                 if spec.module_flags.contains(flag) {
                     // `python -m MOD ARGS`: the module's command.
                     let rest_args = rest.get(i + consumed..).unwrap_or_default();
-                    if !v.dynamic && spec.modules.contains(&v.text) {
+                    if !v.dynamic && spec.modules.iter().any(|m| *m == v.text) {
                         let mut inner = vec![Arg::literal(&v.text)];
                         inner.extend_from_slice(rest_args);
                         let sub = Ctx {
@@ -925,7 +925,7 @@ pub(super) fn source_arg<'a>(rest: &'a [Arg], src: &Source) -> Option<Cow<'a, Ar
         Source::Arg(i) => rest.get(*i).map(Cow::Borrowed),
         Source::Part(i, off) => rest.get(*i).map(|a| {
             Cow::Owned(Arg {
-                text: a.text.get(*off..).unwrap_or("").to_string(),
+                text: a.text.get(*off..).unwrap_or("").into(),
                 dynamic: a.dynamic,
                 procsub: a.procsub,
                 glob: a.glob,
@@ -935,7 +935,7 @@ pub(super) fn source_arg<'a>(rest: &'a [Arg], src: &Source) -> Option<Cow<'a, Ar
         Source::Pair(k, v) => {
             let (k, v) = (rest.get(*k)?, rest.get(*v)?);
             Some(Cow::Owned(Arg {
-                text: format!("{}={}", k.text, v.text),
+                text: compact_str::format_compact!("{}={}", k.text, v.text),
                 dynamic: k.dynamic || v.dynamic,
                 procsub: false,
                 glob: false,
@@ -963,7 +963,8 @@ pub(super) fn join_args(args: &[Arg]) -> Arg {
             .iter()
             .map(|a| a.text.as_str())
             .collect::<Vec<_>>()
-            .join(" "),
+            .join(" ")
+            .into(),
         dynamic: args.iter().any(|a| a.dynamic),
         procsub: args.iter().any(|a| a.procsub),
         glob: false,

@@ -202,7 +202,7 @@ impl Walker<'_> {
                 f
             }
             ast::Command::Function(def) => {
-                let name = self.word(&def.fname.value, scope).text;
+                let name = self.word(&def.fname.value, scope).text.to_string();
                 self.st_mut()
                     .functions
                     .insert(name.clone(), Rc::new(def.body.clone()));
@@ -322,10 +322,10 @@ impl Walker<'_> {
                     let globbed = values.iter().any(|v| v.glob);
                     for v in &values {
                         let var = if v.glob {
-                            Var::Pattern(v.text.clone())
+                            Var::Pattern(v.text.to_string())
                         } else {
                             Var::Known {
-                                value: v.text.clone(),
+                                value: v.text.to_string(),
                                 exported: false,
                             }
                         };
@@ -590,14 +590,14 @@ impl Walker<'_> {
                     exported,
                 },
                 Some(Var::Unset) => Var::Known {
-                    value: value.text.clone(),
+                    value: value.text.to_string(),
                     exported,
                 },
                 _ => Var::Unknown,
             }
         } else {
             Var::Known {
-                value: value.text.clone(),
+                value: value.text.to_string(),
                 exported,
             }
         };

@@ -65,7 +65,7 @@ impl Walker<'_> {
             return true;
         }
         let rest = Arg {
-            text: after_scheme[end..].to_string(),
+            text: after_scheme[end..].into(),
             ..a.clone()
         };
         if let Some(why) = self.sent_from(&rest) {

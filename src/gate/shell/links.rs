@@ -223,7 +223,7 @@ impl Walker<'_> {
             }
             (None, [srcs @ .., dest]) => {
                 if srcs.len() == 1 {
-                    made.push((dest.text.clone(), dest.dynamic, srcs[0]));
+                    made.push((dest.text.to_string(), dest.dynamic, srcs[0]));
                 }
                 for s in srcs {
                     if let Some(b) = base_of(self, s) {

@@ -66,6 +66,7 @@ use serde::Serialize;
 
 use super::path::{PathConfig, Roots};
 use super::types::{Check, EffectFound, Finding, FindingKind};
+use compact_str::CompactString;
 use state::{Cwd, Dir, St};
 
 pub use crate::plan::gate::shell::{
@@ -206,6 +207,7 @@ pub(crate) fn analyze(
         path,
         findings: Vec::new(),
         effects: Vec::new(),
+        effect_count: 0,
         runs: Vec::new(),
         opts: brush_parser::ParserOptions::default(),
         parses: 0,
@@ -219,6 +221,7 @@ pub(crate) fn analyze(
         links: links::Links::default(),
         written: Vec::new(),
         content_kept: false,
+        tree_writer: None,
         judging: Vec::new(),
         found: None,
         found_out: None,
@@ -238,7 +241,8 @@ pub(crate) fn analyze(
             w.command(args, &scope, 0, None);
         }
     }
-    // The first of each (rule, message) and each (kind, operand, resolved).
+    // The first of each (rule, message); effects are kept once each as
+    // they are recorded.
     let keep: Vec<bool> = {
         let mut seen = BTreeSet::new();
         w.findings
@@ -248,15 +252,6 @@ pub(crate) fn analyze(
     };
     let mut k = keep.into_iter();
     w.findings.retain(|_| k.next().unwrap_or(true));
-    let keep: Vec<bool> = {
-        let mut seen = BTreeSet::new();
-        w.effects
-            .iter()
-            .map(|e| seen.insert((e.kind.as_str(), e.operand.as_str(), e.resolved.as_str())))
-            .collect()
-    };
-    let mut k = keep.into_iter();
-    w.effects.retain(|_| k.next().unwrap_or(true));
     ShellAnalysis {
         findings: w.findings,
         effects: w.effects,
@@ -268,8 +263,9 @@ pub(crate) fn analyze(
 #[derive(Debug, Clone)]
 struct Arg {
     /// Text with quotes and escapes removed; expansions rendered as `$NAME`,
-    /// `${...}`, `$(...)`.
-    text: String,
+    /// `${...}`, `$(...)`. Inline up to 24 bytes (most words), so an
+    /// argument and its copies do not allocate.
+    text: CompactString,
     /// Contains an expansion or is supplied at run time.
     dynamic: bool,
     /// A process substitution (`<(...)`): a pipe from another command.
@@ -281,7 +277,7 @@ struct Arg {
 impl Arg {
     fn literal(text: &str) -> Self {
         Arg {
-            text: text.to_owned(),
+            text: CompactString::from(text),
             dynamic: false,
             procsub: false,
             glob: false,
@@ -341,6 +337,8 @@ struct Walker<'c> {
     path: &'c str,
     findings: Vec<Finding>,
     effects: Vec<EffectFound>,
+    /// Effects recorded so far, repeats included (the cap counts them).
+    effect_count: usize,
     runs: Vec<Run>,
     opts: brush_parser::ParserOptions,
     /// Parser runs so far.
@@ -370,6 +368,10 @@ struct Walker<'c> {
     /// (`chmod`, `touch`: `[gate.shell] keeps_content`): its writes keep
     /// a file's content.
     content_kept: bool,
+    /// The command whose targets are being checked writes whole directory
+    /// trees (`[gate.shell] writes_trees`: `git clone`, `tar`, `cp -r`):
+    /// its name and the flag that made it one, for [`written`]'s messages.
+    tree_writer: Option<String>,
     /// Written files whose content is being judged (no recursion).
     judging: Vec<usize>,
     /// The command being followed runs for what a `find` that may list
@@ -447,13 +449,23 @@ impl Walker<'_> {
     }
 
     /// Records an effect for `toolgate guard`.
-    fn effect(&mut self, kind: &str, operand: &str, resolved: &str) {
-        if self.want_effects && self.effects.len() < 256 {
-            self.effects.push(EffectFound {
-                kind: kind.to_string(),
-                operand: excerpt(operand),
-                resolved: excerpt(resolved),
-            });
+    /// Records an effect: the first 256 recorded, each (kind, operand,
+    /// resolved) once (a repeat counts towards the 256 but is not kept).
+    fn effect(&mut self, kind: &'static str, operand: &str, resolved: &str) {
+        if self.want_effects && self.effect_count < 256 {
+            self.effect_count += 1;
+            let (operand, resolved) = (excerpt(operand), excerpt(resolved));
+            let seen = self
+                .effects
+                .iter()
+                .any(|e| e.kind == kind && e.operand == operand && e.resolved == resolved);
+            if !seen {
+                self.effects.push(EffectFound {
+                    kind: kind.into(),
+                    operand,
+                    resolved,
+                });
+            }
         }
     }
 }

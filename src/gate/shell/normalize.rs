@@ -300,14 +300,14 @@ impl Walker<'_> {
             if let Some(long) = a.text.strip_prefix("--") {
                 let (fname, attached) = match long.split_once('=') {
                     Some((n, v)) => (format!("--{n}"), Some(v)),
-                    None => (a.text.clone(), None),
+                    None => (a.text.to_string(), None),
                 };
                 let canon = alias(&fname);
                 if let Some(v) = attached {
                     p.values.push((
                         canon.clone(),
                         Arg {
-                            text: v.to_owned(),
+                            text: v.into(),
                             ..a.clone()
                         },
                     ));
@@ -337,7 +337,7 @@ impl Walker<'_> {
                         p.values.push((
                             canon.clone(),
                             Arg {
-                                text: a.text[off..].to_owned(),
+                                text: a.text[off..].into(),
                                 ..a.clone()
                             },
                         ));
@@ -447,14 +447,14 @@ pub(super) fn option_value(
     if a.text.starts_with("--") {
         if let Some((n, v)) = a.text.split_once('=') {
             let value = Arg {
-                text: v.to_owned(),
+                text: v.into(),
                 ..a.clone()
             };
             return (1, takes(n).then(|| (n.to_owned(), value)));
         }
         if takes(&a.text) {
             return match args.get(1) {
-                Some(v) => (2, Some((a.text.clone(), v.clone()))),
+                Some(v) => (2, Some((a.text.to_string(), v.clone()))),
                 None => (1, None),
             };
         }
@@ -463,7 +463,7 @@ pub(super) fn option_value(
     // Whole-word option (`-o`, `+O`, or a single-dash long option).
     if takes(&a.text) {
         return match args.get(1) {
-            Some(v) => (2, Some((a.text.clone(), v.clone()))),
+            Some(v) => (2, Some((a.text.to_string(), v.clone()))),
             None => (1, None),
         };
     }

@@ -83,7 +83,7 @@ impl Walker<'_> {
     /// `sqlite-readonly` is sqlite code run under `-readonly`.
     pub(super) fn stdin_code_of(&mut self, lang: &str, cmd: &str, scope: &Scope) {
         let doc = match &scope.stdin {
-            Stdin::Literal(doc) if !doc.dynamic => doc.text.clone(),
+            Stdin::Literal(doc) if !doc.dynamic => doc.text.to_string(),
             _ => {
                 let d = format!(
                     "`{cmd}` reads {lang} code from standard input, which the line does not show"

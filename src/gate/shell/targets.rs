@@ -76,8 +76,16 @@ impl Walker<'_> {
             &mut self.content_kept,
             self.cfg.keeps_content.iter().any(|c| c == cmd),
         );
+        // Only a command that writes can write a tree.
+        let tree = if reading.targets.iter().any(|t| t.effect == Effect::Write) {
+            super::written::tree_writer(&self.cfg.writes_trees, cmd, rest)
+        } else {
+            None
+        };
+        let tree = std::mem::replace(&mut self.tree_writer, tree);
         self.check_targets_inner(cmd, rest, reading, ctx, scope);
         self.content_kept = kept;
+        self.tree_writer = tree;
     }
 
     fn check_targets_inner(
@@ -481,7 +489,7 @@ impl Walker<'_> {
         let prog = text.split_whitespace().next().unwrap_or("");
         self.effect("exec", text, basename(prog));
         let code = Arg {
-            text: text.to_string(),
+            text: text.into(),
             dynamic,
             procsub: false,
             glob: false,
@@ -527,7 +535,7 @@ impl Walker<'_> {
                 // (`compgen -W`): substitutions in it run. Walked as the
                 // arguments of `:`, which runs nothing else.
                 let words = Arg {
-                    text: format!(": {}", a.text),
+                    text: format!(": {}", a.text).into(),
                     ..a.clone()
                 };
                 let saved = self.st.clone();

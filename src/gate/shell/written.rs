@@ -37,6 +37,10 @@ pub(super) struct Written {
     pub(super) abs: PathBuf,
     /// What it holds after the write.
     pub(super) content: Content,
+    /// Written as a whole directory tree by this command (`git clone`,
+    /// `tar`, `cp -r`: `[gate.shell] writes_trees`), whose files the line
+    /// does not show; `None` for a file or a write of unknown shape.
+    pub(super) tree: Option<String>,
 }
 
 /// The content of a written file, as far as the line shows it.
@@ -72,6 +76,7 @@ impl Walker<'_> {
         self.written.push(Written {
             abs,
             content: Content::Unknown,
+            tree: self.tree_writer.clone(),
         });
     }
 
@@ -105,7 +110,10 @@ impl Walker<'_> {
         {
             dir.push_str(".git");
         }
+        let writer = spec.names.first().cloned();
+        let saved = std::mem::replace(&mut self.tree_writer, writer);
         self.path_target(Effect::Write, &dir, false, ctx);
+        self.tree_writer = saved;
     }
 
     /// Standard input redirected from the file `arg` names (`< q.sql`):
@@ -319,6 +327,7 @@ impl Walker<'_> {
             .find(|r| r.commands.iter().any(|c| c == full));
         // Directories, relative to where the command starts: "." first.
         let mut dirs: Vec<String> = vec![".".to_string()];
+        let mut operand_dirs: Vec<String> = Vec::new();
         let mut files: Vec<String> = Vec::new();
         let mut dynamic: Option<String> = None;
         if let Some(runner) = runner {
@@ -343,22 +352,25 @@ impl Walker<'_> {
                 }
                 if runner.directory_options.contains(&flag) {
                     here = join_dir(&here, &v.text);
-                    for d in [v.text.clone(), here.clone()] {
+                    for d in [v.text.to_string(), here.clone()] {
                         if !dirs.contains(&d) {
                             dirs.push(d);
                         }
                     }
                 } else {
-                    files.push(v.text.clone());
+                    files.push(v.text.to_string());
                 }
             }
             if runner.path_operands {
                 for &k in operands {
                     let Some(a) = rest.get(k) else { continue };
                     if a.dynamic || a.procsub {
-                        dynamic.get_or_insert_with(|| a.text.clone());
-                    } else if !dirs.contains(&a.text) {
-                        dirs.push(a.text.clone());
+                        dynamic.get_or_insert_with(|| a.text.to_string());
+                    } else {
+                        if !dirs.iter().any(|d| *d == a.text) {
+                            dirs.push(a.text.to_string());
+                        }
+                        operand_dirs.push(a.text.to_string());
                     }
                 }
             }
@@ -401,6 +413,48 @@ impl Walker<'_> {
                 return false;
             }
         }
+        // A runner that collects from every directory under its own: a
+        // tree the line wrote anywhere below (`git clone URL && pytest`).
+        if runner.is_some_and(|r| r.collects_recursively) {
+            let roots = if operand_dirs.is_empty() {
+                &dirs
+            } else {
+                &operand_dirs
+            };
+            for d in roots {
+                if self.tree_below(d, run, ctx) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// For a runner (`run`) that collects code from every directory under
+    /// `dir`: asks, naming the writer, when the line wrote a directory
+    /// tree below `dir` before it. True when it asked.
+    fn tree_below(&mut self, dir: &str, run: &str, ctx: &Ctx) -> bool {
+        let Some(places) = self.absolute_places(dir, ctx) else {
+            return false;
+        };
+        let Some((w, place)) = self.written.iter().rev().find_map(|w| {
+            w.tree.as_ref()?;
+            let p = places
+                .iter()
+                .find(|p| w.abs.starts_with(p) && w.abs != **p)?;
+            Some((w, p))
+        }) else {
+            return false;
+        };
+        let by = w.tree.as_deref().unwrap_or_default();
+        let d = format!(
+            "{run} collects code from every directory under `{}` (conftest and test files, at any depth), and `{}` under it is written before it as a whole by `{}` (cloned, extracted or copied), whose content the line does not show",
+            excerpt(&place.display().to_string()),
+            excerpt(&w.abs.display().to_string()),
+            excerpt(by),
+        );
+        self.effect("written", run.trim_matches('`'), "unknown");
+        self.effect_check(|e| &e.written_code, &d);
         true
     }
 
@@ -469,6 +523,49 @@ impl Walker<'_> {
         self.record = rec;
         self.st = saved;
     }
+}
+
+/// The entry of `writes_trees` (`[gate.shell] writes_trees`) that makes
+/// command `cmd` with arguments `rest` a writer of whole directory trees:
+/// its name, with the flag that made it one (`cp -r`), or `None`. An
+/// entry's words that start with `-` are flags of which one must be given
+/// before `--`: a long one as written (or with `=VALUE`), a short one
+/// alone or inside a cluster (`-rf`).
+pub(super) fn tree_writer(entries: &[String], cmd: &str, rest: &[Arg]) -> Option<String> {
+    for e in entries {
+        let flags_at = e.find(" -").unwrap_or(e.len());
+        let (name, flags) = e.split_at(flags_at);
+        if name != cmd {
+            continue;
+        }
+        let mut flags = flags.split_whitespace().peekable();
+        if flags.peek().is_none() {
+            return Some(name.to_string());
+        }
+        let flags: Vec<&str> = flags.collect();
+        for a in rest {
+            let t = a.text.as_str();
+            if t == "--" {
+                break;
+            }
+            let hit = if let Some(long) = t.strip_prefix("--") {
+                let long = long.split('=').next().unwrap_or(long);
+                flags.iter().any(|f| f.strip_prefix("--") == Some(long))
+            } else if let Some(cluster) = t.strip_prefix('-') {
+                flags.iter().any(|f| {
+                    f.len() == 2
+                        && !f.starts_with("--")
+                        && f[1..].chars().all(|c| cluster.contains(c))
+                })
+            } else {
+                false
+            };
+            if hit {
+                return Some(format!("{name} {t}"));
+            }
+        }
+    }
+    None
 }
 
 /// `rel` joined to directory `base` as a command resolves it (`.` and
@@ -554,7 +651,7 @@ fn command_output(args: &[Arg], stdin: &Stdin) -> Option<String> {
             Some(out)
         }
         "cat" if args.len() == 1 => match stdin {
-            Stdin::Literal(a) if !a.dynamic => Some(a.text.clone()),
+            Stdin::Literal(a) if !a.dynamic => Some(a.text.to_string()),
             _ => None,
         },
         _ => None,
@@ -582,7 +679,7 @@ pub(super) fn tee_content(args: &[Arg], stdin: &Stdin) -> Option<String> {
                     "-i" | "-p" | "--ignore-interrupts" | "--output-error"
                 ))
     });
-    (options_known && !doc.dynamic).then(|| doc.text.clone())
+    (options_known && !doc.dynamic).then(|| doc.text.to_string())
 }
 
 /// The kind of a script executed directly, by its `#!` line: a shell,

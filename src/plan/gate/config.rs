@@ -430,6 +430,7 @@ pub(crate) mod d {
         shell_secret_variables: ConfigRegex = shell.secret_variables;
         shell_data_files: ConfigRegex = shell.data_files;
         shell_keeps_content: Vec<String> = shell.keeps_content;
+        shell_writes_trees: Vec<String> = shell.writes_trees;
         shell_written_code: Vec<crate::plan::gate::written::WrittenCode> = shell.written_code;
         shell_written_runners: Vec<crate::plan::gate::written::WrittenRunner> = shell.written_runners;
         shell_checks_parse_error: Check = shell.checks.parse_error;

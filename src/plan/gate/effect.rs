@@ -96,7 +96,7 @@ pub enum LinkKind {
 
 impl Effect {
     /// The kind's name, as written in the policy and in `toolgate guard`.
-    pub fn kind(&self) -> &str {
+    pub fn kind(&self) -> &'static str {
         match self {
             Effect::None => "none",
             Effect::Read => "read",

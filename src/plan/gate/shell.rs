@@ -118,6 +118,17 @@ pub struct ShellConfig {
     /// content the line showed).
     #[serde(default = "crate::plan::gate::config::d::shell_keeps_content")]
     pub keeps_content: Vec<String>,
+    /// Commands whose written paths may be whole directory trees with
+    /// content the line does not show (a clone, an extracted archive, a
+    /// recursive copy), for the "written now, run later" check of runners
+    /// that collect code from every directory under theirs
+    /// ([`super::written::WrittenRunner::collects_recursively`]). Each entry
+    /// is a command as the effect model names it (`tar`, `git clone`),
+    /// optionally followed by flags of which one must be given (`cp -r
+    /// -R --recursive -a --archive`: a long flag as written, a short one
+    /// also inside a cluster such as `-rf`).
+    #[serde(default = "crate::plan::gate::config::d::shell_writes_trees")]
+    pub writes_trees: Vec<String>,
     /// Files commands run as code, for the "written now, run later" check
     /// (`[[gate.shell.written_code]]`).
     #[serde(default = "crate::plan::gate::config::d::shell_written_code")]

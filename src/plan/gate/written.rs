@@ -77,4 +77,15 @@ pub struct WrittenRunner {
     /// directory.
     #[serde(default)]
     pub path_operands: bool,
+    /// The command collects code from every directory under the ones it
+    /// works in, at any depth (pytest without operands imports every
+    /// `conftest.py` and test file under its directory; `make` reads only
+    /// its own Makefile, `cargo test` only its own manifest): a path
+    /// under one of them that the line writes before as a whole
+    /// directory tree (`[gate.shell] writes_trees`: `git clone URL`,
+    /// `tar x`, `cp -r`) asks, even though the command does not work in
+    /// it. With `path_operands` and operands given, the operands are the
+    /// directories it collects from.
+    #[serde(default)]
+    pub collects_recursively: bool,
 }
