@@ -436,6 +436,12 @@ fn server_tables(
                     "{who} has both `command` and `url`: give `command` for a local server or `url` for a remote one, not both"
                 ),
             )),
+            // a misspelt `command`/`url` is the cause: serde reports it
+            // at the key, with its did-you-mean
+            (None, None)
+                if t.iter().any(|(k, _)| {
+                    crate::diag::did_you_mean(k.get_ref(), ["command", "url"]).is_some()
+                }) => {}
             (None, None) => out.push((
                 it.span(),
                 format!(
