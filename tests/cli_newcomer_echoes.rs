@@ -329,3 +329,40 @@ fn a_toml_file_for_a_json_option_names_the_option_that_takes_it() {
     let o = toolgate(&["eval", "--input", &json], None);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// Newcomer pass 5: a user's own catalog with a tool named like one of the
+/// shipped tags (`sqlite.read_query`, captured from the real server) is
+/// auto-tagged; the shipped policy's example about that tool was written for
+/// the tag file's tags, so it is skipped with a warning instead of failing
+/// the load of every command.
+#[test]
+fn a_users_catalog_does_not_fail_the_shipped_policys_examples() {
+    let d = tempfile::tempdir().unwrap();
+    let cat = write(
+        d.path(),
+        "sqcat.json",
+        r#"{"server":"sqlite","tools":[{"name":"read_query","description":"Execute a SELECT query",
+            "inputSchema":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}]}"#,
+    );
+    let o = toolgate(
+        &[
+            "guard",
+            "--tools",
+            &cat,
+            "--tool",
+            "sqlite.read_query",
+            "--args",
+            r#"{"query":"SELECT 1"}"#,
+        ],
+        None,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("decision: allow"), "{}", stdout(&o));
+    let o = toolgate(&["check", "--tools", &cat], None);
+    let e = format!("{}{}", stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("skipped: tool(s) sqlite.read_query have tags derived by [auto_tags]"),
+        "{e}"
+    );
+}

@@ -40,8 +40,10 @@ fn why(plan: &Plan, s: &crate::eval::ToolScore, threshold: f64) -> String {
 }
 
 /// Runs the policy's `[[examples]]` against `plan`. An example naming a tool
-/// that is not in the catalog is skipped with a warning (the same policy can be
-/// used with other catalogs); a failing expectation is an error.
+/// that is not in the catalog, or one whose tags `[auto_tags]` derived (a
+/// `--tools` catalog, not tag files), is skipped with a warning (the same
+/// policy can be used with other catalogs); a failing expectation is an
+/// error.
 pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, LoadError> {
     let mut sink = Sink::default();
     let (mut checked, mut skipped) = (0, 0);
@@ -94,6 +96,30 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
                 "example `{}` skipped: tool(s) {} not in the catalog",
                 ex.name,
                 missing.join(", ")
+            ));
+            skipped += 1;
+            continue;
+        }
+        // The example's expectations were written against tag files; a tool
+        // of the same name whose tags `[auto_tags]` derived (a `--tools`
+        // catalog) is another tool as far as its score goes: skipped, as a
+        // tool of another catalog is (newcomer pass 5: a user's captured
+        // sqlite catalog failed the shipped policy's example and stopped
+        // every command).
+        let derived: Vec<&str> = names
+            .iter()
+            .filter(|n| {
+                shared
+                    .tool_index(&n.value)
+                    .is_some_and(|i| shared.tools[i].auto_tagged)
+            })
+            .map(|n| n.value.as_str())
+            .collect();
+        if !derived.is_empty() {
+            warnings.push(format!(
+                "example `{}` skipped: tool(s) {} have tags derived by [auto_tags], not the tag files the example was written for",
+                ex.name,
+                crate::diag::echo(&derived.join(", "))
             ));
             skipped += 1;
             continue;
