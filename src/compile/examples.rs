@@ -86,41 +86,33 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
         if typo {
             continue;
         }
-        let missing: Vec<&str> = names
-            .iter()
-            .filter(|n| shared.tool_index(&n.value).is_none())
-            .map(|n| n.value.as_str())
-            .collect();
-        if !missing.is_empty() {
-            warnings.push(format!(
-                "example `{}` skipped: tool(s) {} not in the catalog",
-                ex.name,
-                missing.join(", ")
-            ));
-            skipped += 1;
-            continue;
-        }
-        // The example's expectations were written against tag files; a tool
-        // of the same name whose tags `[auto_tags]` derived (a `--tools`
-        // catalog) is another tool as far as its score goes: skipped, as a
-        // tool of another catalog is (newcomer pass 5: a user's captured
-        // sqlite catalog failed the shipped policy's example and stopped
-        // every command).
-        let derived: Vec<&str> = names
-            .iter()
-            .filter(|n| {
-                shared
-                    .tool_index(&n.value)
-                    .is_some_and(|i| shared.tools[i].auto_tagged)
-            })
-            .map(|n| n.value.as_str())
-            .collect();
-        if !derived.is_empty() {
-            warnings.push(format!(
-                "example `{}` skipped: tool(s) {} have tags derived by [auto_tags], not the tag files the example was written for",
-                ex.name,
-                crate::diag::echo(&derived.join(", "))
-            ));
+        // Skipped: a tool not in the catalog, or one whose tags
+        // `[auto_tags]` derived (a `--tools` catalog): the expectations were
+        // written against tag files, and a tool of the same name with
+        // derived tags is another tool as far as its score goes (newcomer
+        // pass 5: a user's captured sqlite catalog failed the shipped
+        // policy's example and stopped every command).
+        let tools_where = |pick: &dyn Fn(Option<usize>) -> bool| -> String {
+            let v: Vec<&str> = names
+                .iter()
+                .filter(|n| pick(shared.tool_index(&n.value)))
+                .map(|n| n.value.as_str())
+                .collect();
+            crate::diag::echo(&v.join(", ")).to_string()
+        };
+        let missing = tools_where(&|i| i.is_none());
+        let derived = tools_where(&|i| i.is_some_and(|i| shared.tools[i].auto_tagged));
+        let skip = if !missing.is_empty() {
+            Some(format!("tool(s) {missing} not in the catalog"))
+        } else if !derived.is_empty() {
+            Some(format!(
+                "tool(s) {derived} have tags derived by [auto_tags], not the tag files the example was written for"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = skip {
+            warnings.push(format!("example `{}` skipped: {why}", ex.name));
             skipped += 1;
             continue;
         }
