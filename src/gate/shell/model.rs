@@ -76,7 +76,8 @@ fn short_flag(buf: &mut [u8; 8], sign: u8, c: char) -> &str {
 }
 
 /// What a reading notes while it goes: the options and canonical flags
-/// seen, kept only when the entry's `program_unless` needs them.
+/// seen, kept only when the entry's `program_unless` or `fixed_unless`
+/// needs them.
 struct Seen {
     on: bool,
     names: Vec<String>,
@@ -126,9 +127,11 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
     // (index, after --), inline up to a usual command's operands.
     let mut operands: smallvec::SmallVec<[(usize, bool); 16]> = smallvec::SmallVec::new();
     let mut clear = false;
-    // Options (as given) and canonical flags seen, for `program_unless`.
+    // Options (as given) and canonical flags seen, for `program_unless`
+    // and `fixed_unless`.
     let mut seen = Seen {
-        on: spec.program_operand.is_some() && !spec.program_unless.is_empty(),
+        on: (spec.program_operand.is_some() && !spec.program_unless.is_empty())
+            || !spec.fixed_unless.is_empty(),
         names: Vec::new(),
     };
     let mut buf = [0u8; 8];
@@ -313,9 +316,14 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         }
         i += if consumed_next { 2 } else { 1 };
     }
+    let fixed_elsewhere = spec
+        .fixed_unless
+        .iter()
+        .any(|o| seen.names.iter().any(|n| n == o));
     if !clear {
         r.effects
             .extend(spec.effects.iter().filter_map(|e| match e {
+                Effect::Fixed(..) if fixed_elsewhere => None,
                 Effect::Fixed(k, p) => {
                     r.targets.push(Target {
                         effect: (**k).clone(),
@@ -371,7 +379,13 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
             source: Source::Pair(k, v),
         });
     }
-    let n = rest.len();
+    // With its own effect after `--`, the last operand is the last one
+    // before `--` (`gh repo clone R DIR -- GITFLAGS`).
+    let n = if spec.after_dashdash.is_some() {
+        rest.iter().filter(|(_, dd)| !dd).count()
+    } else {
+        rest.len()
+    };
     for (pos, (idx, dd)) in rest.iter().enumerate() {
         r.operands.push(*idx);
         let text = args[*idx].text();
@@ -390,6 +404,7 @@ pub fn read_args<A: ArgText>(spec: &CommandSpec, args: &[A]) -> Reading {
         }
         if n >= 2
             && pos + 1 == n
+            && !(*dd && spec.after_dashdash.is_some())
             && let Some(l) = &spec.last_operand
         {
             effect = l.clone();
@@ -495,6 +510,60 @@ flags = { "-i" = "operands:write", "--in-place" = "operands:write" }"#,
         assert_eq!(
             texts(&read_args(&s, &a), &a),
             ["code:sed=s/a/b/", "write=f"]
+        );
+    }
+
+    #[test]
+    fn an_option_of_fixed_unless_drops_the_fixed_writes() {
+        let s = spec(
+            r#"names = ["pip download"]
+operands = "none"
+effects = ["network", "write:."]
+fixed_unless = ["-d", "--dest"]
+options = { "-d" = "write", "--dest" = "write" }"#,
+        );
+        for (a, want) in [
+            (&["x"][..], &["write=."][..]),
+            (&["-d", "dl", "x"], &["write=dl"]),
+            (&["-ddl", "x"], &["write=dl"]),
+            (&["--dest=dl", "x"], &["write=dl"]),
+            (&["x", "--dest", "dl"], &["write=dl"]),
+        ] {
+            let r = read_args(&s, a);
+            assert_eq!(texts(&r, a), want, "{a:?}");
+            assert_eq!(r.effects, [Effect::Network], "{a:?}");
+        }
+    }
+
+    #[test]
+    fn with_after_dashdash_the_last_operand_is_the_last_before_it() {
+        let s = spec(
+            r#"names = ["gh repo clone"]
+operands = "url"
+last_operand = "write"
+after_dashdash = "exec"
+value_flags = ["-u"]"#,
+        );
+        let a = ["o/r", "dir", "--", "--depth", "1"];
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["url=o/r", "write=dir", "exec=--depth", "exec=1"]
+        );
+        let a = ["o/r", "--", "--upload-pack=x"];
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["url=o/r", "exec=--upload-pack=x"]
+        );
+        // without after_dashdash, as before: the last operand of all
+        let s = spec(
+            r#"names = ["git clone"]
+operands = "url"
+last_operand = "write""#,
+        );
+        let a = ["--", "https://h/r", "dir"];
+        assert_eq!(
+            texts(&read_args(&s, &a), &a),
+            ["url=https://h/r", "write=dir"]
         );
     }
 

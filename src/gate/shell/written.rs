@@ -74,10 +74,18 @@ impl Walker<'_> {
             return;
         }
         self.written.push(Written {
-            abs,
+            abs: lexical(abs),
             content: Content::Unknown,
             tree: self.tree_writer.clone(),
         });
+    }
+
+    /// The absolute places `text` names where the command runs, as the
+    /// line's writes are kept: normalised (`/c/../x` is `/c`'s sibling,
+    /// not a path under it).
+    fn written_places(&self, text: &str, ctx: &Ctx) -> Option<Vec<PathBuf>> {
+        let places = self.absolute_places(text, ctx)?;
+        Some(places.into_iter().map(lexical).collect())
     }
 
     /// A command whose entry has `url_directory` (`git clone URL`), given
@@ -199,7 +207,7 @@ impl Walker<'_> {
     /// file is under: `tar x`, `git clone URL d`, `cp -r src d`), when the
     /// line wrote one; and whether it is the file itself.
     fn written_at(&self, text: &str, ctx: &Ctx) -> Option<(usize, bool)> {
-        let places = self.absolute_places(text, ctx)?;
+        let places = self.written_places(text, ctx)?;
         let i = self
             .written
             .iter()
@@ -328,6 +336,10 @@ impl Walker<'_> {
         // Directories, relative to where the command starts: "." first.
         let mut dirs: Vec<String> = vec![".".to_string()];
         let mut operand_dirs: Vec<String> = Vec::new();
+        // Where it collects from, when an option says (`unittest -s`).
+        let mut collect_dirs: Vec<String> = Vec::new();
+        // Operands that name a whole tree (`go test ./...`): its root.
+        let mut tree_operands: Vec<String> = Vec::new();
         let mut files: Vec<String> = Vec::new();
         let mut dynamic: Option<String> = None;
         if let Some(runner) = runner {
@@ -357,6 +369,9 @@ impl Walker<'_> {
                             dirs.push(d);
                         }
                     }
+                    if runner.collect_options.contains(&flag) {
+                        collect_dirs.push(here.clone());
+                    }
                 } else {
                     files.push(v.text.to_string());
                 }
@@ -366,11 +381,19 @@ impl Walker<'_> {
                     let Some(a) = rest.get(k) else { continue };
                     if a.dynamic || a.procsub {
                         dynamic.get_or_insert_with(|| a.text.to_string());
-                    } else {
-                        if !dirs.iter().any(|d| *d == a.text) {
-                            dirs.push(a.text.to_string());
-                        }
-                        operand_dirs.push(a.text.to_string());
+                        continue;
+                    }
+                    let tree_root = runner
+                        .recursive_operands
+                        .as_deref()
+                        .and_then(|suffix| tree_operand(&a.text, suffix));
+                    let d = tree_root.clone().unwrap_or_else(|| a.text.to_string());
+                    if !dirs.contains(&d) {
+                        dirs.push(d.clone());
+                    }
+                    match tree_root {
+                        Some(root) => tree_operands.push(root),
+                        None => operand_dirs.push(d),
                     }
                 }
             }
@@ -385,7 +408,7 @@ impl Walker<'_> {
             return false;
         }
         for d in &dirs {
-            let Some(places) = self.absolute_places(d, ctx) else {
+            let Some(places) = self.written_places(d, ctx) else {
                 continue;
             };
             if let Some(i) = self
@@ -415,26 +438,48 @@ impl Walker<'_> {
         }
         // A runner that collects from every directory under its own: a
         // tree the line wrote anywhere below (`git clone URL && pytest`).
-        if runner.is_some_and(|r| r.collects_recursively) {
-            let roots = if operand_dirs.is_empty() {
-                &dirs
-            } else {
-                &operand_dirs
+        // Where it collects: its operands, else the directory its collect
+        // option names, else every directory it works in; and each
+        // operand that names a whole tree (`go test ./...`).
+        let Some(runner) = runner else {
+            return true;
+        };
+        let by_flag = recursive_flag(rest, &runner.recursive_when);
+        let mut roots: Vec<(&str, Collects)> = Vec::new();
+        if runner.collects_recursively || by_flag.is_some() {
+            let why = match by_flag {
+                Some(f) if !runner.collects_recursively => Collects::Flag(f),
+                _ => Collects::Always,
             };
-            for d in roots {
-                if self.tree_below(d, run, ctx) {
-                    return false;
-                }
+            let from = if !operand_dirs.is_empty() {
+                &operand_dirs
+            } else if !collect_dirs.is_empty() {
+                &collect_dirs
+            } else {
+                &dirs
+            };
+            roots.extend(from.iter().map(|d| (d.as_str(), why)));
+        }
+        let suffix = runner.recursive_operands.as_deref().unwrap_or_default();
+        roots.extend(
+            tree_operands
+                .iter()
+                .map(|d| (d.as_str(), Collects::Operand(suffix))),
+        );
+        for (d, why) in roots {
+            if self.tree_below(d, run, why, ctx) {
+                return false;
             }
         }
         true
     }
 
     /// For a runner (`run`) that collects code from every directory under
-    /// `dir`: asks, naming the writer, when the line wrote a directory
-    /// tree below `dir` before it. True when it asked.
-    fn tree_below(&mut self, dir: &str, run: &str, ctx: &Ctx) -> bool {
-        let Some(places) = self.absolute_places(dir, ctx) else {
+    /// `dir` (`why`: what makes it do so): asks, naming the writer, when
+    /// the line wrote a directory tree below `dir` before it. True when it
+    /// asked.
+    fn tree_below(&mut self, dir: &str, run: &str, why: Collects, ctx: &Ctx) -> bool {
+        let Some(places) = self.written_places(dir, ctx) else {
             return false;
         };
         let Some((w, place)) = self.written.iter().rev().find_map(|w| {
@@ -447,8 +492,16 @@ impl Walker<'_> {
             return false;
         };
         let by = w.tree.as_deref().unwrap_or_default();
+        let what = match why {
+            Collects::Always => "conftest and test files, at any depth".to_string(),
+            Collects::Flag(f) => format!(
+                "with `{}`: the workspace members or packages its project file names, which the line does not show",
+                excerpt(f)
+            ),
+            Collects::Operand(s) => format!("`{}`: every package at any depth", excerpt(s)),
+        };
         let d = format!(
-            "{run} collects code from every directory under `{}` (conftest and test files, at any depth), and `{}` under it is written before it as a whole by `{}` (cloned, extracted or copied), whose content the line does not show",
+            "{run} collects code from every directory under `{}` ({what}), and `{}` under it is written before it as a whole by `{}` (cloned, extracted or copied), whose content the line does not show",
             excerpt(&place.display().to_string()),
             excerpt(&w.abs.display().to_string()),
             excerpt(by),
@@ -566,6 +619,76 @@ pub(super) fn tree_writer(entries: &[String], cmd: &str, rest: &[Arg]) -> Option
         }
     }
     None
+}
+
+/// Why a runner collects code from every directory under one of its own
+/// (for the message).
+#[derive(Debug, Clone, Copy)]
+enum Collects<'a> {
+    /// It always does (`collects_recursively`: pytest, jest).
+    Always,
+    /// This argument of its `recursive_when` makes it (`--workspaces`).
+    Flag(&'a str),
+    /// An operand ending in this `recursive_operands` suffix (`/...`).
+    Operand(&'a str),
+}
+
+/// The first argument of `rest` (before `--`) that `words` names: a word
+/// as written, an option with `=VALUE` (`--workspace=a`), or a short
+/// option with its value attached (`-pfoo`).
+fn recursive_flag<'a>(rest: &[Arg], words: &'a [String]) -> Option<&'a str> {
+    if words.is_empty() {
+        return None;
+    }
+    rest.iter()
+        .take_while(|a| a.text != "--")
+        .find_map(|a| {
+            let t = a.text.as_str();
+            words.iter().find(|w| {
+                let Some(v) = t.strip_prefix(w.as_str()) else {
+                    return false;
+                };
+                let short = w.len() == 2 && w.starts_with('-') && w.as_str() != "--";
+                v.is_empty()
+                    || (w.starts_with('-') && v.starts_with('='))
+                    || (short && !t.starts_with("--"))
+            })
+        })
+        .map(String::as_str)
+}
+
+/// The root of an operand that names a whole tree by ending in `suffix`
+/// (`./...` with `/...`: `.`; `pkg/...`: `pkg`; `...` alone: `.`), or
+/// `None` when it does not end so.
+fn tree_operand(text: &str, suffix: &str) -> Option<String> {
+    if suffix.is_empty() {
+        return None;
+    }
+    let bare = suffix.trim_start_matches('/');
+    let root = text
+        .strip_suffix(suffix)
+        .or_else(|| (text == bare).then_some(""))?;
+    let root = root.trim_end_matches('/');
+    Some(
+        match root {
+            "" if text.starts_with('/') => "/",
+            "" => ".",
+            r => r,
+        }
+        .to_string(),
+    )
+}
+
+/// `p` without `..` components (popped lexically, as the shell's `cd ..`
+/// does); unchanged, without allocating, when it has none.
+fn lexical(p: PathBuf) -> PathBuf {
+    if p.components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        crate::gate::path::normalize(&p)
+    } else {
+        p
+    }
 }
 
 /// `rel` joined to directory `base` as a command resolves it (`.` and
@@ -742,6 +865,54 @@ mod tests {
         let mut built = Arg::literal("echo $X\n");
         built.dynamic = true;
         assert!(tee_content(&a(&["tee", "f"]), &Stdin::Literal(built)).is_none());
+    }
+
+    #[test]
+    fn operands_ending_in_the_suffix_name_a_tree() {
+        for (text, root) in [
+            ("./...", Some(".")),
+            ("...", Some(".")),
+            ("./pkg/...", Some("./pkg")),
+            ("pkg/...", Some("pkg")),
+            ("/...", Some("/")),
+            ("/src/x/...", Some("/src/x")),
+            ("./pkg", None),
+            ("a...", None),
+            (".", None),
+        ] {
+            assert_eq!(tree_operand(text, "/...").as_deref(), root, "{text}");
+        }
+        assert_eq!(tree_operand("./...", ""), None);
+    }
+
+    #[test]
+    fn recursive_words_match_as_written_with_a_value_or_attached() {
+        let a = |v: &[&str]| v.iter().map(|t| Arg::literal(t)).collect::<Vec<_>>();
+        let words: Vec<String> = ["--workspace", "-p", "workspaces"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        for (args, hit) in [
+            (&["test", "--workspace"][..], Some("--workspace")),
+            (&["test", "--workspace=a"], Some("--workspace")),
+            (&["test", "-p", "foo"], Some("-p")),
+            (&["test", "-pfoo"], Some("-p")),
+            (&["workspaces", "foreach"], Some("workspaces")),
+            (&["test", "--workspaces-x"], None),
+            (&["test", "--package"], None),
+            (&["test", "--", "--workspace"], None),
+            (&["test"], None),
+        ] {
+            assert_eq!(recursive_flag(&a(args), &words), hit, "{args:?}");
+        }
+        assert_eq!(recursive_flag(&a(&["--workspace"]), &[]), None);
+    }
+
+    #[test]
+    fn written_paths_are_kept_without_parent_components() {
+        assert_eq!(lexical(PathBuf::from("/c/../x")), PathBuf::from("/x"));
+        assert_eq!(lexical(PathBuf::from("/c/a/../b")), PathBuf::from("/c/b"));
+        assert_eq!(lexical(PathBuf::from("/c/x")), PathBuf::from("/c/x"));
     }
 
     #[test]

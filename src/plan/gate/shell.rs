@@ -763,7 +763,8 @@ pub struct CommandSpec {
     /// Effect on the first operand instead.
     #[serde(default)]
     pub first_operand: Option<Effect>,
-    /// Effect on the last operand instead, when there are two or more.
+    /// Effect on the last operand instead, when there are two or more
+    /// (with `after_dashdash`, the last of those before `--`).
     #[serde(default)]
     pub last_operand: Option<Effect>,
     /// The first operand is a program (`code:sed`) or data (`none`: grep's
@@ -796,6 +797,12 @@ pub struct CommandSpec {
     /// Effects of every run (`network`, `system`, `write:~/.gitconfig`).
     #[serde(default)]
     pub effects: Vec<Effect>,
+    /// Options that name where the command writes instead of the fixed
+    /// paths of its `effects`: given one, those effects (`write:.`) are
+    /// dropped, its value's own effect stays (`pip download -d DIR`
+    /// saves in `DIR`, not in the working directory).
+    #[serde(default)]
+    pub fixed_unless: Vec<String>,
     /// Without an operand whose effect is code, the command reads code in
     /// this language from standard input (`sqlite3 db` reads `sqlite`):
     /// a here-document is judged as that code, any other input asks.

@@ -88,4 +88,25 @@ pub struct WrittenRunner {
     /// directories it collects from.
     #[serde(default)]
     pub collects_recursively: bool,
+    /// Directory options (also listed in `directory_options`) whose value
+    /// is where a runner that collects recursively collects from, instead
+    /// of the directory it starts in (`python -m unittest discover -s
+    /// tests` imports test files under `tests/` only): given one, a tree
+    /// written elsewhere below the start does not ask.
+    #[serde(default)]
+    pub collect_options: Vec<String>,
+    /// Arguments any of which make the command collect from every
+    /// directory under its own, as with `collects_recursively`, because
+    /// the projects it then runs are named in a file the line does not
+    /// show (`npm test --workspaces`, `cargo test --workspace`, `pnpm
+    /// -r`: the workspace members of `package.json` or `Cargo.toml`). An
+    /// option matches as written or with `=VALUE` (`--workspace=a`).
+    #[serde(default)]
+    pub recursive_when: Vec<String>,
+    /// With `path_operands`, an operand ending in this suffix names every
+    /// directory under the part before it (`go test ./...`: `.` and all
+    /// below; `./pkg/...`: `pkg` and all below), collected as with
+    /// `collects_recursively`.
+    #[serde(default)]
+    pub recursive_operands: Option<String>,
 }
