@@ -32,6 +32,25 @@ pub fn tool_span(text: &str, i: usize) -> Option<(Range<usize>, String)> {
     .map(|s| (s, format!("result.tools[{i}]")))
 }
 
+/// The first repeated key of a tool file, at its second occurrence: the
+/// file's JSON reader keeps the last value and others the first (RFC 8259
+/// §4), so a tool file with one is refused (issue 29), as `--input` is.
+pub fn duplicate_key(
+    file: &std::sync::Arc<crate::diag::SourceFile>,
+) -> Option<crate::diag::Diagnostic> {
+    let d = crate::diag::duplicate_keys::find(&file.text)?;
+    let end = d.offset + 1 + file.text[d.offset + 1..].find('"').map_or(0, |e| e + 1);
+    Some(crate::diag::Diagnostic::at(
+        crate::diag::ErrorKind::InvalidValue,
+        file,
+        d.offset..end.min(file.text.len()),
+        format!(
+            "duplicate key `{}`: the same key twice is read differently by different JSON readers (this one would keep the last value); write each key once",
+            crate::diag::echo(&d.key)
+        ),
+    ))
+}
+
 /// The keys of an MCP tool (`Tool` of the MCP specification, 2025-11-25:
 /// `name`, `title`, `description`, `inputSchema`, `outputSchema`,
 /// `annotations`, `execution`, `icons`, `_meta`). Keys toolgate does not
