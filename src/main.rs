@@ -354,6 +354,14 @@ fn fail(f: Fail) -> Failed {
 fn run(o: &mut String, cli: Cli) -> Result<(), Failed> {
     let paths = cli.command.read_paths();
     cli::path_options::check(&paths).map_err(fail)?;
+    // No file written is one the command reads (`cli::paths`), before any work.
+    let outputs = cli.command.write_paths();
+    let outputs: Vec<(&str, &std::path::Path)> =
+        outputs.iter().map(|(o, p)| (*o, p.as_path())).collect();
+    for (option, p) in &outputs {
+        cli::paths::not_an_input(option, p, &paths, &outputs)
+            .map_err(|m| (ExitCode::from(3), None, Some(m)))?;
+    }
     run_command(o, cli)
         .map_err(|(code, load, m)| match load {
             Some(e) if code == ExitCode::from(1) => {
@@ -691,6 +699,32 @@ impl Command {
                 Role::Input,
             )],
             Command::Import { .. } => Vec::new(),
+        }
+    }
+
+    /// The files the command writes where the user says, with their
+    /// options (`mcp-proxy`'s and `import bfcl`'s are checked by their
+    /// commands, with their configuration's values).
+    fn write_paths(&self) -> Vec<(&'static str, PathBuf)> {
+        let some = |option: &'static str, p: &Option<PathBuf>| p.clone().map(|p| (option, p));
+        match self {
+            Command::Fit {
+                out,
+                transitions_out,
+                ..
+            } => [
+                some("--out", out),
+                some("--transitions-out", transitions_out),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            Command::Compare { plot, .. } => some("--plot", plot).into_iter().collect(),
+            Command::Guard { audit, state, .. } => [some("--audit", audit), some("--state", state)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            _ => Vec::new(),
         }
     }
 

@@ -115,6 +115,7 @@ pub fn run_import_bfcl(
     }
     // `out` is created, not its parents (`cli::paths`).
     super::paths::existing_folder("--out", out).map_err(Fail::Input)?;
+    super::paths::outside_folder("--out", out, "--data", data).map_err(Fail::Input)?;
     let mut files = BfclFiles {
         multiple: pair(data, "BFCL_v4_multiple.json")?,
         live_multiple: pair(data, "BFCL_v4_live_multiple.json")?,
