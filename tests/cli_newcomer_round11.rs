@@ -206,6 +206,8 @@ fn import_out_is_not_inside_its_data_folder() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("bfcl");
     std::fs::create_dir(&data).unwrap();
+    // a BFCL folder (the refusal comes before its files are converted)
+    std::fs::write(data.join("BFCL_v4_irrelevance.json"), "").unwrap();
     let data_s = data.to_str().unwrap();
     let inside = data.join("out");
     for (out, want) in [
