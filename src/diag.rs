@@ -7,6 +7,7 @@
 //! ([`std::fmt::Display`]) and with a caret under the source line through
 //! [`miette`] (the CLI uses the latter).
 
+pub mod duplicate_keys;
 pub mod json_path;
 
 use std::fmt;

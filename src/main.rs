@@ -180,8 +180,9 @@ enum Command {
         /// The threshold is chosen so that this share of training calls is active.
         #[arg(long, value_name = "R", default_value_t = 0.95)]
         target_recall: f64,
-        /// Share of sessions held out for validation (chosen by a hash of the session id).
-        #[arg(long, value_name = "F", default_value_t = 0.2)]
+        /// Share of sessions held out for validation, from 0 up to (not including) 1: 0.2 holds
+        /// out a fifth, chosen by a hash of the session id. A number, not a file.
+        #[arg(long, value_name = "SHARE", default_value_t = 0.2)]
         holdout: f64,
         /// L2 penalty of the logistic regression (finite, 0 or more).
         #[arg(
@@ -354,6 +355,14 @@ fn fail(f: Fail) -> Failed {
 fn run(o: &mut String, cli: Cli) -> Result<(), Failed> {
     let paths = cli.command.read_paths();
     cli::path_options::check(&paths).map_err(fail)?;
+    // No file written is one the command reads (`cli::paths`), before any work.
+    let outputs = cli.command.write_paths();
+    let outputs: Vec<(&str, &std::path::Path)> =
+        outputs.iter().map(|(o, p)| (*o, p.as_path())).collect();
+    for (option, p) in &outputs {
+        cli::paths::not_an_input(option, p, &paths, &outputs)
+            .map_err(|m| (ExitCode::from(3), None, Some(m)))?;
+    }
     run_command(o, cli)
         .map_err(|(code, load, m)| match load {
             Some(e) if code == ExitCode::from(1) => {
@@ -691,6 +700,32 @@ impl Command {
                 Role::Input,
             )],
             Command::Import { .. } => Vec::new(),
+        }
+    }
+
+    /// The files the command writes where the user says, with their
+    /// options (`mcp-proxy`'s and `import bfcl`'s are checked by their
+    /// commands, with their configuration's values).
+    fn write_paths(&self) -> Vec<(&'static str, PathBuf)> {
+        let some = |option: &'static str, p: &Option<PathBuf>| p.clone().map(|p| (option, p));
+        match self {
+            Command::Fit {
+                out,
+                transitions_out,
+                ..
+            } => [
+                some("--out", out),
+                some("--transitions-out", transitions_out),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            Command::Compare { plot, .. } => some("--plot", plot).into_iter().collect(),
+            Command::Guard { audit, state, .. } => [some("--audit", audit), some("--state", state)]
+                .into_iter()
+                .flatten()
+                .collect(),
+            _ => Vec::new(),
         }
     }
 

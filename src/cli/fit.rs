@@ -95,12 +95,14 @@ pub fn run_fit(
         let file = TraceFile::open(trace_path)?;
         if let Some(path) = req.transitions_out {
             let index = file.index(trace_path, opts.skip_invalid, &[])?;
+            TraceFile::needs_calls(trace_path, &index, catalog.len(), "fit")?;
             write_transitions(o, (&file, &index), trace_path, opts, path, format)?;
         }
         let plan = toolgate::compile::compile(&policy, catalog.clone())
             .map(std::sync::Arc::new)
             .map_err(|e| Fail::Input(format!("{trace_path}: {e}")))?;
         let index = file.index(trace_path, opts.skip_invalid, &[&plan])?;
+        TraceFile::needs_calls(trace_path, &index, catalog.len(), "fit")?;
         let report = fit_stream(
             (&policy, &plan, &catalog),
             &index,
@@ -116,6 +118,7 @@ pub fn run_fit(
     let index = file.index(trace_path, opts.skip_invalid, &[])?;
     let policy = load_policy(args.policy.as_deref()).map_err(Fail::Load)?;
     let catalog = replay_catalog(args)?;
+    TraceFile::needs_calls(trace_path, &index, catalog.len(), "fit")?;
     if let Some(path) = req.transitions_out {
         write_transitions(o, (&file, &index), trace_path, opts, path, format)?;
     }

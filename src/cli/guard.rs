@@ -65,6 +65,7 @@ pub fn guard(
 ) -> Result<Guarded, Fail> {
     if let Some(path) = audit {
         super::paths::existing_folder("--audit", path).map_err(Fail::Input)?;
+        super::paths::audit_target("--audit", path).map_err(Fail::Input)?;
     }
     let text = read_args(args).map_err(Fail::Input)?;
     // (Nesting deeper than the parser follows is JSON too: the gate denies it.)

@@ -141,6 +141,8 @@ pub fn run_import_bfcl(
             data.display()
         )));
     }
+    // never among the files read (before the conversion, the work)
+    super::paths::outside_folder("--out", out, "--data", data).map_err(Fail::Input)?;
     // Every file's shape first: an empty file, a line that is not JSON, a
     // value of the wrong type are errors at FILE:LINE:COLUMN (`bfcl_check`).
     let problems = shapes(data, &files);

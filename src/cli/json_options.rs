@@ -53,10 +53,11 @@ pub fn describe(p: &PathOption) -> Option<String> {
         return None;
     }
     let text = toolgate::datafile::read_text_file(&p.path).ok()?;
-    if reads_as_json(&text) {
-        return None;
-    }
     let shown = toolgate::diag::echo(&p.path.to_string_lossy()).into_owned();
+    if reads_as_json(&text) {
+        // JSON of another kind: a trace as --input, an input as --trace, ...
+        return super::json_kinds::swapped(p.option, &shown, &text, takes);
+    }
     let opt = p.option;
     let folder = p
         .path
@@ -98,8 +99,11 @@ pub fn toml_given_for_json(
         match (p.role, &mut load) {
             (Role::Plan, Some(e)) => {
                 let name = p.path.to_string_lossy();
-                let from_file =
-                    |d: &Diagnostic| d.file.as_ref().is_some_and(|f| f.name == name.as_ref());
+                // (a problem of the whole file is bare, named in its message)
+                let from_file = |d: &Diagnostic| {
+                    d.file.as_ref().is_some_and(|f| f.name == name.as_ref())
+                        || (d.file.is_none() && d.message.starts_with(&format!("{name}: ")))
+                };
                 if !e.diagnostics.iter().any(from_file) {
                     continue;
                 }

@@ -1,8 +1,9 @@
 //! `toolgate mcp-proxy`: put the engine in front of MCP servers.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::path_options::{PathOption, Role, Want};
 use clap::Args;
 use toolgate::mcp::{
     BuildError, ProxyConfig, ServerSpec, build_proxy, serve_http, serve_stdio, shutdown_signal,
@@ -131,6 +132,14 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, ProxyFail> {
         .config
         .as_ref()
         .and_then(|f| toolgate::datafile::read_text_file(f).ok());
+    let outputs: Vec<(&str, &Path)> = [
+        ("--audit", &c.audit),
+        ("--pins", &c.pins),
+        ("--shadow-log", &c.shadow_log),
+    ]
+    .into_iter()
+    .filter_map(|(o, p)| p.as_deref().map(|p| (o, p)))
+    .collect();
     for (option, key, given, path) in [
         ("--audit", "audit", args.audit.is_some(), &c.audit),
         ("--pins", "pins", args.pins.is_some(), &c.pins),
@@ -152,6 +161,12 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, ProxyFail> {
             _ => option.to_string(),
         };
         super::paths::existing_folder(&named, p).map_err(ProxyFail::Unreadable)?;
+        // never one of the files the proxy reads, nor a second output
+        super::paths::not_an_input(&named, p, &read_files(args, &c), &outputs)
+            .map_err(ProxyFail::Unreadable)?;
+        if key == "audit" {
+            super::paths::audit_target(&named, p).map_err(ProxyFail::Unreadable)?;
+        }
     }
     // The files the file names for reading exist, each at its key (an
     // option's own path is checked where it is loaded, named by the option).
@@ -187,6 +202,40 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, ProxyFail> {
         }
     }
     Ok(c)
+}
+
+/// The files and folders the proxy reads: the `--config` file, the
+/// policy, the shadow policy and the tags folder (named by their options,
+/// or by their keys when the configuration gives them).
+fn read_files(args: &McpProxyArgs, c: &ProxyConfig) -> Vec<PathOption> {
+    let mut v: Vec<PathOption> = args
+        .config
+        .iter()
+        .map(|f| PathOption::new("--config", f, Want::File, Role::Plan))
+        .collect();
+    for (option, key, given, path, want) in [
+        (
+            "--policy",
+            "policy",
+            args.policy.is_some(),
+            &c.policy,
+            Want::File,
+        ),
+        (
+            "--shadow-policy",
+            "shadow_policy",
+            args.shadow_policy.is_some(),
+            &c.shadow_policy,
+            Want::File,
+        ),
+        ("--tags", "tags", args.tags.is_some(), &c.tags, Want::Folder),
+    ] {
+        if let Some(p) = path {
+            let named = if given { option } else { key };
+            v.push(PathOption::new(named, p, want, Role::Policy));
+        }
+    }
+    v
 }
 
 /// Checks the values given as options before they are merged, so that an

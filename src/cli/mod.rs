@@ -10,6 +10,7 @@ pub mod guard;
 pub mod guard_session;
 pub mod import;
 pub mod json_error;
+pub mod json_kinds;
 pub mod json_options;
 pub mod mcp_proxy;
 pub mod option_ranges;
@@ -112,7 +113,15 @@ pub fn read_input_text(path: &Option<String>) -> Result<(EvalInput, String), Str
         None => return Ok((EvalInput::default(), String::new())),
         Some(p) => read_text(p)?,
     };
-    EvalInput::parse_file(path.as_deref().unwrap_or("-"), &text).map(|i| (i, text))
+    let name = path.as_deref().unwrap_or("-");
+    let input = EvalInput::parse_file(name, &text)?;
+    // a tools/list result reads as an input of inline tools and no session
+    if input.tools.is_some()
+        && let Some(m) = json_kinds::catalog_as_input(&toolgate::diag::echo(name), &text)
+    {
+        return Err(m);
+    }
+    Ok((input, text))
 }
 
 pub enum Fail {

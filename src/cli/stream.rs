@@ -119,6 +119,25 @@ impl TraceFile {
         Ok(index)
     }
 
+    /// `Ok` when the trace of `index` holds a tool call; else the input
+    /// error `replay` prints as a note (`no tool calls to score`), for the
+    /// commands that have nothing to say without one (`compare`, `fit`:
+    /// statistics over 0 calls are no result, issue 29).
+    pub fn needs_calls(
+        name: &str,
+        index: &TraceIndex,
+        tools: usize,
+        command: &str,
+    ) -> Result<(), Fail> {
+        if index.tool_calls > 0 {
+            return Ok(());
+        }
+        Err(Fail::Input(format!(
+            "{name}: no tool calls to score ({} session(s), {tools} tools): {command} scores the active set at each tool call, so it needs `tool_call` events, e.g. {{\"session\": \"s1\", \"t\": 4, \"event\": \"tool_call\", \"tool\": \"sqlite.list_tables\"}} (docs/trace-format.md)",
+            index.sessions()
+        )))
+    }
+
     /// The second pass ([`replay_sessions`]).
     pub fn sessions<T: Send>(
         &self,
@@ -301,6 +320,7 @@ pub fn stream_compare(
 ) -> Result<(), Fail> {
     let file = TraceFile::open(path)?;
     let index = file.index(path, opts.skip_invalid, &[a, b])?;
+    TraceFile::needs_calls(path, &index, a.tools.len(), "compare")?;
     let (ta, tb) = (tool_tokens(a), tool_tokens(b));
     let keep = if format == Format::Json {
         usize::MAX

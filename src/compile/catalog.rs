@@ -443,9 +443,15 @@ fn compile_tool(
         let s = match schemas.get(&t.input_schema, tree) {
             Ok(s) => Some(s),
             Err(e) => {
+                // a JSON tool file's schema problem stands at its value
+                let at = t.input_schema_span.clone().or_else(|| {
+                    let f = t.file.as_ref()?;
+                    let pointer = e.strip_prefix('`')?.split_once("`: ")?.0;
+                    crate::parse::tool_file::schema_value_span(&f.text, t.name.span.start, pointer)
+                });
                 sink.push(t.diag(
                     ErrorKind::InvalidValue,
-                    t.input_schema_span.clone().unwrap_or(t.name.span.clone()),
+                    at.unwrap_or(t.name.span.clone()),
                     format!(
                         "tool `{}`: input_schema is not a valid JSON Schema: {e}",
                         t.name.value

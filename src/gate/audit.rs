@@ -512,6 +512,13 @@ fn parse_line(line: &str) -> Result<Line, String> {
     }
 }
 
+/// `Ok` when `line` is one audit record (of the gate or of the proxy), as
+/// [`summarize`] reads it; else why not. Used to refuse appending records
+/// to a file that is not an audit log (`guard --audit my-policy.toml`).
+pub fn check_record(line: &str) -> Result<(), String> {
+    parse_line(line).map(|_| ())
+}
+
 /// Nearest-rank percentile of sorted values (0 when empty).
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {

@@ -44,7 +44,6 @@
 pub mod audit;
 pub mod code;
 pub mod coerce;
-mod duplicate_keys;
 pub mod exec;
 pub mod flow;
 pub mod numbers;
@@ -291,7 +290,7 @@ fn parse_arguments(plan: &Plan, tool: &str, text: &str) -> Result<Value, Box<Ver
         // A repeated key is read differently by different parsers (RFC 8259
         // §4): refused, so the gate never checks a value other than the
         // one a first-key-wins consumer runs (newcomer pass 4).
-        Ok(_) if let Some(d) = duplicate_keys::first_duplicate(text) => Err(fail(
+        Ok(_) if let Some(d) = crate::diag::duplicate_keys::first_duplicate(text) => Err(fail(
             &cfg.checks.invalid_json,
             format!(
                 "{d}: the same key twice is read differently by different JSON parsers; send each key once"

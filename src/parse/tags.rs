@@ -929,6 +929,9 @@ pub fn import_tools(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError> {
     };
     // Every problem of every tool is collected, and reported together.
     let mut problems: Vec<Diagnostic> = Vec::new();
+    if let Some(d) = super::tool_file::duplicate_key(&file) {
+        return Err(LoadError::single(d));
+    }
     let (prefix, list) = match fast_listing(&file.text) {
         Some(l) => l,
         None => generic_listing(&file.text, &bad, &bad_at, &mut problems)?,

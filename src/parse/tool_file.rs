@@ -32,6 +32,84 @@ pub fn tool_span(text: &str, i: usize) -> Option<(Range<usize>, String)> {
     .map(|s| (s, format!("result.tools[{i}]")))
 }
 
+/// The first repeated key of a tool file, at its second occurrence: the
+/// file's JSON reader keeps the last value and others the first (RFC 8259
+/// §4), so a tool file with one is refused (issue 29), as `--input` is.
+pub fn duplicate_key(
+    file: &std::sync::Arc<crate::diag::SourceFile>,
+) -> Option<crate::diag::Diagnostic> {
+    let d = crate::diag::duplicate_keys::find(&file.text)?;
+    let end = d.offset + 1 + file.text[d.offset + 1..].find('"').map_or(0, |e| e + 1);
+    Some(crate::diag::Diagnostic::at(
+        crate::diag::ErrorKind::InvalidValue,
+        file,
+        d.offset..end.min(file.text.len()),
+        format!(
+            "duplicate key `{}`: the same key twice is read differently by different JSON readers (this one would keep the last value); write each key once",
+            crate::diag::echo(&d.key)
+        ),
+    ))
+}
+
+/// The byte span, in a tool file's `text`, of the value at the JSON
+/// `pointer` (`/properties/name/type`) inside the input schema of the tool
+/// whose object holds the byte offset `within` (its name): its
+/// `inputSchema`, or an OpenAI tool's `function.parameters`. `None` when
+/// the text holds no such value (a schema rewritten before it was checked).
+pub fn schema_value_span(text: &str, within: usize, pointer: &str) -> Option<Range<usize>> {
+    // tools come in file order: the last one starting before `within`
+    let starts = |i: usize| tool_span(text, i).map(|(s, _)| s.start);
+    let (mut lo, mut hi) = (0usize, 1usize);
+    while starts(hi).is_some_and(|s| s <= within) {
+        lo = hi;
+        hi *= 2;
+    }
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        match starts(mid) {
+            Some(s) if s <= within => lo = mid,
+            _ => hi = mid,
+        }
+    }
+    let (span, _) = tool_span(text, lo).filter(|(s, _)| s.contains(&within))?;
+    let segs: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .filter(|s| !s.is_empty() || pointer.len() > 1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let mut path: Vec<Seg<'_>> = Vec::new();
+    for (i, s) in segs.iter().enumerate() {
+        let list = i > 0
+            && matches!(
+                segs[i - 1].as_str(),
+                "anyOf"
+                    | "oneOf"
+                    | "allOf"
+                    | "items"
+                    | "prefixItems"
+                    | "enum"
+                    | "required"
+                    | "type"
+            );
+        match s.parse::<usize>() {
+            Ok(n) if list => path.push(Seg::Index(n)),
+            _ => path.push(Seg::Key(s)),
+        }
+    }
+    let tool = &text[span.clone()];
+    for schema in [
+        &[Seg::Key("inputSchema")][..],
+        &[Seg::Key("function"), Seg::Key("parameters")],
+    ] {
+        let full: Vec<Seg<'_>> = schema.iter().cloned().chain(path.iter().cloned()).collect();
+        if let Some(r) = value_span(tool, &full) {
+            return Some(span.start + r.start..span.start + r.end);
+        }
+    }
+    None
+}
+
 /// The keys of an MCP tool (`Tool` of the MCP specification, 2025-11-25:
 /// `name`, `title`, `description`, `inputSchema`, `outputSchema`,
 /// `annotations`, `execution`, `icons`, `_meta`). Keys toolgate does not

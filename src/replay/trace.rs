@@ -252,6 +252,18 @@ pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
             e.column().max(1)
         ))
     })?;
+    // A repeated key: serde_json keeps the last value, other readers the
+    // first (RFC 8259 §4), so the line is refused (issue 29).
+    if let Some(d) = crate::diag::duplicate_keys::find(text) {
+        return Err(TraceError {
+            line,
+            column: Some(d.column),
+            message: format!(
+                "duplicate key `{}`: the same key twice is read differently by different JSON readers (this one would keep the last value); write each key once",
+                crate::diag::echo(&d.key)
+            ),
+        });
+    }
     let Value::Object(o) = v else {
         return Err(err(format!(
             "a trace line must be a JSON object, found {}",

@@ -247,7 +247,47 @@ fn meta_check(schema: &Value, draft: jsonschema::Draft) -> Result<(), String> {
         Draft::Draft201909 => jsonschema::draft201909::meta::validate(schema),
         _ => jsonschema::draft202012::meta::validate(schema),
     };
-    r.map_err(|e| e.to_string())
+    r.map_err(|e| {
+        let pointer = e.instance_path().to_string();
+        schema_problem(&pointer, e.instance(), &e.to_string())
+    })
+}
+
+/// The type names of JSON Schema (every draft).
+const SCHEMA_TYPES: [&str; 7] = [
+    "array", "boolean", "integer", "null", "number", "object", "string",
+];
+
+/// The message of a schema the meta-schema refuses: its JSON pointer in
+/// backquotes first (`` `/properties/name/type`: ``, `ToolSchema::compile_text`'s
+/// callers read it back to locate the value), then why; a `type` that is
+/// not a JSON Schema type is named with the types and a did-you-mean
+/// (`strng`: `string`) instead of the meta-schema's `anyOf` message.
+fn schema_problem(pointer: &str, found: &Value, why: &str) -> String {
+    let at = format!("`{}`", if pointer.is_empty() { "/" } else { pointer });
+    let unknown_type = match found {
+        _ if !pointer.ends_with("/type") && pointer != "/type" => None,
+        Value::String(t) => Some(t.as_str()),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| !SCHEMA_TYPES.contains(t)),
+        _ => None,
+    }
+    .filter(|t| !SCHEMA_TYPES.contains(t));
+    match unknown_type {
+        Some(t) => {
+            let hint = crate::diag::did_you_mean(t, SCHEMA_TYPES)
+                .map(|m| format!(" (did you mean `{m}`?)"))
+                .unwrap_or_default();
+            format!(
+                "{at}: `{}` is not a JSON Schema type{hint}; the types are {}",
+                crate::diag::echo(t),
+                SCHEMA_TYPES.join(", ")
+            )
+        }
+        None => format!("{at}: {}", crate::diag::clip_chars(why, 300)),
+    }
 }
 
 /// Whether `v` lies in a small subset of JSON Schema that the meta-schema
@@ -259,9 +299,7 @@ fn meta_check(schema: &Value, draft: jsonschema::Draft) -> Result<(), String> {
 /// this shape; [`ToolSchema::compile_text`] skips the (costly)
 /// meta-schema check for them and runs it on everything else.
 fn plainly_valid(v: &Value, depth: usize) -> bool {
-    const TYPES: [&str; 7] = [
-        "array", "boolean", "integer", "null", "number", "object", "string",
-    ];
+    const TYPES: [&str; 7] = SCHEMA_TYPES;
     let distinct = |a: &[Value]| a.iter().enumerate().all(|(i, x)| !a[..i].contains(x));
     let Value::Object(m) = v else {
         return false;

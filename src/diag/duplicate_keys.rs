@@ -5,8 +5,10 @@
 //! parsers the first. A gate that read the last value while a first-key-wins
 //! consumer of the same text runs the first would pass `ls` and run
 //! `rm -rf ~`, so argument text with a repeated key is refused (the gate
-//! fails closed). Checked once the text parsed as JSON, by a second pass
-//! that builds nothing but the keys of one object at a time.
+//! fails closed), and so are a `--tools` file and a trace line with one
+//! (issue 29: the last value won silently). Checked once the text parsed as
+//! JSON, by a second pass that builds nothing but the keys of one object at
+//! a time.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -16,12 +18,65 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 /// The first repeated key of `text`, with serde_json's position
 /// (`duplicate key `k` at line L column C`), or `None` when every object
 /// has unique keys or the text is not JSON (the caller reports that).
-pub(crate) fn first_duplicate(text: &str) -> Option<String> {
-    match serde_json::from_str::<Unique>(text) {
-        Ok(_) => None,
-        Err(e) if e.is_data() => Some(e.to_string()),
-        Err(_) => None,
-    }
+pub fn first_duplicate(text: &str) -> Option<String> {
+    find(text).map(|d| {
+        format!(
+            "duplicate key `{}` at line {} column {}",
+            crate::diag::echo(&d.key),
+            d.line,
+            d.column
+        )
+    })
+}
+
+/// A repeated key of a JSON text, and where its second occurrence stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DuplicateKey {
+    /// The key as decoded (escapes resolved), not clipped.
+    pub key: String,
+    /// Byte offset of the second occurrence's opening quote in the text.
+    pub offset: usize,
+    /// Its 1-based line.
+    pub line: usize,
+    /// Its 1-based column, in characters.
+    pub column: usize,
+}
+
+/// The first repeated key of `text` (in reading order), or `None` when
+/// every object has unique keys or the text is not JSON.
+pub fn find(text: &str) -> Option<DuplicateKey> {
+    let e = match serde_json::from_str::<Unique>(text) {
+        Err(e) if e.is_data() => e,
+        _ => return None,
+    };
+    // The custom message is the key itself; serde_json appends its place.
+    let shown = e.to_string();
+    let key = shown
+        .rsplit_once(" at line ")
+        .map_or(shown.as_str(), |(k, _)| k)
+        .to_string();
+    // serde_json stands just past the key (its column counts bytes): the
+    // key's opening quote is the last unescaped `"` before its closing one.
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(e.line().saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let end = (line_start + e.column()).min(text.len());
+    let b = text.as_bytes();
+    let close = (0..end).rev().find(|&i| b[i] == b'"')?;
+    let escaped = |i: usize| (0..i).rev().take_while(|&j| b[j] == b'\\').count() % 2 == 1;
+    let offset = (0..close)
+        .rev()
+        .find(|&i| b[i] == b'"' && !escaped(i))
+        .unwrap_or(close);
+    let column = 1 + text[line_start.min(offset)..offset].chars().count();
+    Some(DuplicateKey {
+        key,
+        offset,
+        line: e.line(),
+        column,
+    })
 }
 
 struct Unique;
@@ -66,10 +121,8 @@ impl<'de> Visitor<'de> for UniqueVisitor {
         let mut seen = HashSet::new();
         while let Some(k) = map.next_key::<String>()? {
             if seen.contains(&k) {
-                return Err(de::Error::custom(format_args!(
-                    "duplicate key `{}`",
-                    crate::diag::echo(&k)
-                )));
+                // the key alone: `find` reads it back
+                return Err(de::Error::custom(k));
             }
             map.next_value::<Unique>()?;
             seen.insert(k);
@@ -96,5 +149,15 @@ mod tests {
         );
         assert_eq!(first_duplicate("[1, \"x\", null, true, 1.5, -3]"), None);
         assert_eq!(first_duplicate("{not json"), None);
+    }
+
+    #[test]
+    fn the_second_occurrence_is_located_in_characters() {
+        let t = "{\n  \"é\": 1,\n  \"a\": {\"k\": 1, \"k\": 2}}";
+        let d = super::find(t).unwrap();
+        assert_eq!((d.key.as_str(), d.line, d.column), ("k", 3, 17), "{d:?}");
+        assert_eq!(&t[d.offset..d.offset + 3], "\"k\"");
+        let d = super::find(r#"{"a\"b":1,"a\"b":2}"#).unwrap();
+        assert_eq!((d.key.as_str(), d.column), ("a\"b", 11), "{d:?}");
     }
 }
