@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 use toolgate::mcp::{
-    BuildError, ProxyConfig, ServerSpec, build_proxy, serve_http, serve_stdio, shutdown_signal,
+    BuildError, ProxyConfig, ServerSpec, build_proxy, serve_http, serve_stdio_until, shutdown_signal,
 };
 
 /// Options of `toolgate mcp-proxy`; each overrides the `--config` file's value.
@@ -413,8 +413,8 @@ fn config_root_at(file: &std::path::Path, i: usize) -> Option<(usize, usize)> {
     Some(toolgate::diag::SourceFile::new("", text.as_str()).line_col(start))
 }
 
-/// Runs the proxy on stdin/stdout until the client disconnects (writing
-/// nothing to stdout but MCP messages), or, with `--listen`, over
+/// Runs the proxy on stdin/stdout until the client disconnects or SIGTERM
+/// or SIGINT (writing nothing to stdout but MCP messages), or, with `--listen`, over
 /// Streamable HTTP until SIGINT or SIGTERM (then it finishes the calls in
 /// flight first).
 pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
@@ -465,7 +465,7 @@ pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
             });
         }
         let Some(addr) = listen else {
-            return serve_stdio(proxy)
+            return serve_stdio_until(proxy, shutdown_signal())
                 .await
                 .map_err(|e| ProxyFail::Runtime(e.to_string()));
         };
