@@ -99,7 +99,9 @@ fn watch_names_a_broken_tag_symlink_and_keeps_the_last_good_plan() {
     drop(w);
     // the same link at the first load
     let o = toolgate(
-        &["watch", "--tags", &tags, "--input", &input, "--format", "json"],
+        &[
+            "watch", "--tags", &tags, "--input", &input, "--format", "json",
+        ],
         None,
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -160,9 +162,18 @@ fn every_out_of_range_number_of_an_input_is_reported() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let e = stderr(&o);
     for (at, what) in [
-        (":2:43: ", "`context.session_duration_seconds` must be a finite number >= 0, found -5"),
-        (":4:46: ", "usage.call_counts[`time.get_current_time`] must be a whole number >= 0"),
-        (":5:50: ", "usage.usage_frequency[`time.get_current_time`] must be within [0, 1], found 2"),
+        (
+            ":2:43: ",
+            "`context.session_duration_seconds` must be a finite number >= 0, found -5",
+        ),
+        (
+            ":4:46: ",
+            "usage.call_counts[`time.get_current_time`] must be a whole number >= 0",
+        ),
+        (
+            ":5:50: ",
+            "usage.usage_frequency[`time.get_current_time`] must be within [0, 1], found 2",
+        ),
     ] {
         assert!(e.contains(&format!("{input}{at}{what}")), "{at}{what}\n{e}");
     }
@@ -198,4 +209,71 @@ fn watch_locates_the_errors_of_its_input() {
             "{at}{what}\n{first}"
         );
     }
+}
+
+/// Item 2: every problem of a `--config` file in one run, each at its
+/// FILE:LINE:COLUMN (a value, an unknown key, a whole-config check, a
+/// path: they came in four runs), and every problem of the command-line
+/// options with them (they stopped at the first).
+#[test]
+fn every_problem_of_a_proxy_config_and_its_options_in_one_run() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        d.path(),
+        "proxy.toml",
+        "max_concurrent_calls = -5\nrestart_initial_ms = 1000\nrestart_max_ms = 500\n[http]\npath = \"mcp\"\n[[server]]\nname = \"a\"\ncommand = \"no-such-program-i29o\"\n[[server]]\nname = \"b\"\ncomand = \"x\"\n",
+    );
+    let o = toolgate(
+        &[
+            "mcp-proxy",
+            "--config",
+            &f,
+            "--poll-ms",
+            "0",
+            "--debounce-ms",
+            "99999999",
+            "--listen",
+            "nonsense",
+            "--server",
+            "bad",
+        ],
+        Some(""),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    for want in [
+        format!("{f}:1:24: max_concurrent_calls must be a whole number within [1, "),
+        format!("{f}:3:18: restart delays: need 0 < restart_initial_ms <= restart_max_ms"),
+        format!("{f}:5:8: http.path must start with `/`"),
+        format!("{f}:8:11: server `a`: the command `no-such-program-i29o` is not found on PATH"),
+        format!("{f}:11:1: unknown key `comand` (did you mean `command`?)"),
+        "5 problems found".to_string(),
+        "--poll-ms must be a whole number of milliseconds within [1, 3600000], found 0".into(),
+        "--debounce-ms must be a whole number of milliseconds within [0, 60000], found 99999999"
+            .into(),
+        "--listen: listen address `nonsense`".into(),
+        "--server bad: `bad`: expected NAME=COMMAND".into(),
+    ] {
+        assert!(e.contains(&want), "{want}\n{e}");
+    }
+    // two misspelt keys of one file: both, each with its did-you-mean
+    let f = write(
+        d.path(),
+        "two.toml",
+        "poll_mss = 5\n[[server]]\nname = \"t\"\ncommand = \"true\"\nrgs = []\n",
+    );
+    let o = toolgate(&["mcp-proxy", "--config", &f], Some(""));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!(
+            "{f}:1:1: unknown key `poll_mss` (did you mean `poll_ms`?)"
+        )),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!(
+            "{f}:5:1: unknown key `rgs` (did you mean `args`?)"
+        )),
+        "{e}"
+    );
 }

@@ -271,10 +271,9 @@ fn with_other_unknown_keys(text: &str, mut e: TraceError) -> TraceError {
             let at = key_span(text, &[], k)
                 .map(|s| format!(" at column {}", 1 + text[..s.start].chars().count()))
                 .unwrap_or_default();
-            let hint =
-                crate::diag::did_you_mean(k, allowed.iter().chain(&COMMON_KEYS).copied())
-                    .map(|s| format!(" (did you mean `{s}`?)"))
-                    .unwrap_or_default();
+            let hint = crate::diag::did_you_mean(k, allowed.iter().chain(&COMMON_KEYS).copied())
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
             format!("`{}`{at}{hint}", crate::diag::echo(k))
         })
         .collect();
