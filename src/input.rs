@@ -92,12 +92,19 @@ impl EvalInput {
     pub fn parse_file(name: &str, text: &str) -> Result<Self, String> {
         // Every misspelt key and wrong type at once (`collect`), when the
         // first problem is one of them.
+        // Every number out of its range at once, too (`ranges`).
         Self::parse_text(text).map_err(|first| {
             let all = collect::serde_problems(text);
-            match all.first().is_some_and(|a| a.message == first.message) {
-                true => collect::render(name, &all),
-                false => first.in_file(name),
+            if all.first().is_some_and(|a| a.message == first.message) {
+                return collect::render(name, &all);
             }
+            if let Ok(input) = serde_json::from_str::<EvalInput>(text) {
+                let all = ranges::problems(&input, text);
+                if all.first() == Some(&first) {
+                    return collect::render(name, &all);
+                }
+            }
+            first.in_file(name)
         })
     }
 

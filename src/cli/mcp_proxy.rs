@@ -6,7 +6,8 @@ use std::time::Duration;
 use super::path_options::{PathOption, Role, Want};
 use clap::Args;
 use toolgate::mcp::{
-    BuildError, ProxyConfig, ServerSpec, build_proxy, serve_http, serve_stdio, shutdown_signal,
+    BuildError, ProxyConfig, ServerSpec, build_proxy, serve_http, serve_stdio_until,
+    shutdown_signal,
 };
 
 /// Options of `toolgate mcp-proxy`; each overrides the `--config` file's value.
@@ -240,14 +241,20 @@ fn read_files(args: &McpProxyArgs, c: &ProxyConfig) -> Vec<PathOption> {
 
 /// Checks the values given as options before they are merged, so that an
 /// error names the option the user typed, not the configuration key it
-/// sets (issue 29).
-fn check_options(args: &McpProxyArgs) -> Result<(), String> {
+/// sets (issue 29); every problem found, one message each.
+fn check_options(args: &McpProxyArgs) -> Vec<String> {
     use toolgate::mcp::config::check_number_option;
+    let mut out = Vec::new();
+    let mut add = |r: Result<(), String>| {
+        if let Err(m) = r {
+            out.push(m);
+        }
+    };
     if let Some(ms) = args.poll_ms {
-        check_number_option("--poll-ms", "poll_ms", ms)?;
+        add(check_number_option("--poll-ms", "poll_ms", ms));
     }
     if let Some(ms) = args.debounce_ms {
-        check_number_option("--debounce-ms", "debounce_ms", ms)?;
+        add(check_number_option("--debounce-ms", "debounce_ms", ms));
     }
     for (option, var) in [
         ("--bearer-token-env", &args.bearer_token_env),
@@ -255,36 +262,51 @@ fn check_options(args: &McpProxyArgs) -> Result<(), String> {
     ] {
         let Some(v) = var else { continue };
         match std::env::var(v) {
-            Ok(t) if !t.trim().is_empty() => {}
-            _ => {
-                return Err(format!(
-                    "{option} {}: the environment variable `{}` is not set (or empty)",
-                    toolgate::diag::echo(v),
-                    toolgate::diag::echo(v)
-                ));
+            Ok(t) if !t.trim().is_empty() => {
+                if option == "--state-key-env" {
+                    add(toolgate::mcp::stateless::Stateless::from_config(
+                        Some(v),
+                        Duration::from_secs(1),
+                    )
+                    .map(|_| ())
+                    .map_err(|e| {
+                        format!(
+                            "--state-key-env {}: {}",
+                            toolgate::diag::echo(v),
+                            e.strip_prefix("state_key_env: ").unwrap_or(&e)
+                        )
+                    }));
+                }
             }
+            _ => add(Err(format!(
+                "{option} {}: the environment variable `{}` is not set (or empty)",
+                toolgate::diag::echo(v),
+                toolgate::diag::echo(v)
+            ))),
         }
     }
-    if let Some(v) = &args.state_key_env {
-        toolgate::mcp::stateless::Stateless::from_config(Some(v), Duration::from_secs(1)).map_err(
-            |e| {
-                format!(
-                    "--state-key-env {}: {}",
-                    toolgate::diag::echo(v),
-                    e.strip_prefix("state_key_env: ").unwrap_or(&e)
-                )
-            },
-        )?;
-    }
     if let Some(l) = &args.listen {
-        toolgate::mcp::config::parse_listen(l).map_err(|e| format!("--listen: {e}"))?;
+        add(toolgate::mcp::config::parse_listen(l)
+            .map(|_| ())
+            .map_err(|e| format!("--listen: {e}")));
     }
-    Ok(())
+    out
 }
 
 /// Applies `--era NAME=ERA` to the servers of `c`.
-fn apply_eras(args: &McpProxyArgs, c: &mut ProxyConfig) -> Result<(), String> {
+fn apply_eras(args: &McpProxyArgs, c: &mut ProxyConfig) -> Vec<String> {
+    let mut out = Vec::new();
     for e in &args.eras {
+        if let Err(m) = apply_era(e, c) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// Applies one `--era NAME=ERA`.
+fn apply_era(e: &str, c: &mut ProxyConfig) -> Result<(), String> {
+    {
         let shown = toolgate::diag::echo(e);
         let Some((name, era)) = e.split_once('=') else {
             return Err(format!(
@@ -323,30 +345,50 @@ fn apply_eras(args: &McpProxyArgs, c: &mut ProxyConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// The configuration `args` give; every problem of the options and of the
+/// `--config` file found in one run, one a line (issue 29: they stopped
+/// at the first).
 fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
-    check_options(args)?;
+    let mut problems = check_options(args);
+    let mut file_failed = false;
     let mut c = match &args.config {
-        Some(p) => ProxyConfig::from_toml_file(p)?,
+        Some(p) => ProxyConfig::from_toml_file(p).unwrap_or_else(|e| {
+            problems.push(e);
+            file_failed = true;
+            ProxyConfig::default()
+        }),
         None => ProxyConfig::default(),
     };
     for s in &args.servers {
         let shown = toolgate::diag::echo(s);
-        let spec = ServerSpec::parse_cli(s).map_err(|e| format!("--server {shown}: {e}"))?;
+        let spec = match ServerSpec::parse_cli(s) {
+            Ok(spec) => spec,
+            Err(e) => {
+                problems.push(format!("--server {shown}: {e}"));
+                continue;
+            }
+        };
         if c.servers.iter().any(|o| o.name == spec.name) {
-            return Err(format!(
+            problems.push(format!(
                 "--server {shown}: a server named `{}` is already configured (in --config or an earlier --server); give each server its own name",
                 spec.name
             ));
+            continue;
         }
         // its command and working directory, before any server starts
-        let problems = toolgate::mcp::config::local_server_problems(&spec);
-        if !problems.is_empty() {
-            let why: Vec<String> = problems.into_iter().map(|(_, m)| m).collect();
-            return Err(format!("--server {shown}: {}", why.join("; ")));
+        let why: Vec<String> = toolgate::mcp::config::local_server_problems(&spec)
+            .into_iter()
+            .map(|(_, m)| m)
+            .collect();
+        if !why.is_empty() {
+            problems.push(format!("--server {shown}: {}", why.join("; ")));
         }
         c.servers.push(spec);
     }
-    apply_eras(args, &mut c)?;
+    // (the file's servers are unknown when it did not read)
+    if !file_failed {
+        problems.extend(apply_eras(args, &mut c));
+    }
     if args.policy.is_some() {
         c.policy = args.policy.clone();
     }
@@ -357,7 +399,9 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
         let cwd =
             std::env::current_dir().map_err(|e| format!("--root: no working directory: {e}"))?;
         for r in &args.roots {
-            root_folder(&cwd.join(r)).map_err(|why| format!("--root {}: {why}", r.display()))?;
+            if let Err(why) = root_folder(&cwd.join(r)) {
+                problems.push(format!("--root {}: {why}", r.display()));
+            }
         }
         c.roots = args.roots.iter().map(|r| cwd.join(r)).collect();
     } else if let Some(file) = &args.config {
@@ -378,9 +422,7 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
                 ))
             })
             .collect();
-        if !bad.is_empty() {
-            return Err(bad.join("\n"));
-        }
+        problems.extend(bad);
     }
     if args.audit.is_some() {
         c.audit = args.audit.clone();
@@ -395,7 +437,7 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
         c.shadow_log = args.shadow_log.clone();
     }
     if c.shadow_log.is_some() && c.shadow_policy.is_none() {
-        return Err(
+        problems.push(
             "--shadow-log (shadow_log) needs a shadow policy: give --shadow-policy FILE".into(),
         );
     }
@@ -403,8 +445,10 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
         c.poll_interval = Some(Duration::from_millis(ms));
     }
     if let Some(f) = &args.name_format {
-        c.name_format = toolgate::mcp::NameFormat::new(f, c.name_format.max_len())
-            .map_err(|e| format!("--name-format: {e}"))?;
+        match toolgate::mcp::NameFormat::new(f, c.name_format.max_len()) {
+            Ok(n) => c.name_format = n,
+            Err(e) => problems.push(format!("--name-format: {e}")),
+        }
     }
     if args.no_find_tools {
         c.find_tools.enabled = false;
@@ -419,7 +463,8 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
         c.list_changed = false;
     }
     if let Some(l) = &args.listen {
-        c.http.listen = Some(toolgate::mcp::config::parse_listen(l)?);
+        // (a bad address is among the option problems already)
+        c.http.listen = toolgate::mcp::config::parse_listen(l).ok();
     }
     if args.bearer_token_env.is_some() {
         c.http.bearer_token_env = args.bearer_token_env.clone();
@@ -427,11 +472,14 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     if args.state_key_env.is_some() {
         c.state_key_env = args.state_key_env.clone();
     }
-    if c.servers.is_empty() {
-        return Err(
+    if c.servers.is_empty() && !file_failed && args.servers.is_empty() {
+        problems.push(
             "no downstream server: give --server NAME=COMMAND or a --config file with [[server]] entries"
                 .into(),
         );
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("\n"));
     }
     c.check()?;
     Ok(c)
@@ -462,8 +510,8 @@ fn config_root_at(file: &std::path::Path, i: usize) -> Option<(usize, usize)> {
     Some(toolgate::diag::SourceFile::new("", text.as_str()).line_col(start))
 }
 
-/// Runs the proxy on stdin/stdout until the client disconnects (writing
-/// nothing to stdout but MCP messages), or, with `--listen`, over
+/// Runs the proxy on stdin/stdout until the client disconnects or SIGTERM
+/// or SIGINT (writing nothing to stdout but MCP messages), or, with `--listen`, over
 /// Streamable HTTP until SIGINT or SIGTERM (then it finishes the calls in
 /// flight first).
 pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
@@ -514,7 +562,7 @@ pub fn run(args: &McpProxyArgs) -> Result<(), ProxyFail> {
             });
         }
         let Some(addr) = listen else {
-            return serve_stdio(proxy)
+            return serve_stdio_until(proxy, shutdown_signal())
                 .await
                 .map_err(|e| ProxyFail::Runtime(e.to_string()));
         };

@@ -103,11 +103,8 @@ pub fn read_text(path: &str) -> Result<String, String> {
     toolgate::datafile::decode_text(bytes).map_err(|e| format!("{path}: {e}"))
 }
 
-pub fn read_input(path: &Option<String>) -> Result<EvalInput, String> {
-    read_input_text(path).map(|(i, _)| i)
-}
-
-/// [`read_input`], with the input's text (empty without `--input`).
+/// The `--input` file `path` as an input, with its text (an empty input
+/// and text without `--input`); errors are located in the file.
 pub fn read_input_text(path: &Option<String>) -> Result<(EvalInput, String), String> {
     let text = match path.as_deref() {
         None => return Ok((EvalInput::default(), String::new())),

@@ -13,7 +13,7 @@ use toolgate::load::Sources;
 use toolgate::reload::{LoadAttempt, ReloadOptions, Reloader};
 use toolgate::{LoadError, Plan};
 
-use super::{Format, PlanArgs, read_input};
+use super::{Format, PlanArgs, read_input_text};
 
 /// What `run` fails with: exit code, diagnostics to render, message.
 pub type Failure = (ExitCode, Option<LoadError>, Option<String>);
@@ -26,7 +26,22 @@ enum Active {
     Unfit(String),
 }
 
-fn active(plan: &Arc<Plan>, input: &EvalInput) -> Active {
+/// The input `input`, read from the file `file` (`-`: stdin) whose text is
+/// `text`, under `plan`: its active set, or why it does not fit, located
+/// in the file as `eval --input` locates it (`FILE:LINE:COLUMN: …`, issue
+/// 29) for a tool the catalog does not hold and an undeclared stage.
+fn active(plan: &Arc<Plan>, input: &EvalInput, file: &str, text: &str) -> Active {
+    let unfit = |m: String| Active::Unfit(format!("the input does not fit this plan: {m}"));
+    if let Some(u) = input.unknown_tool(plan) {
+        let at = match u.locate(text) {
+            Some((l, c)) => format!("{file}:{l}:{c}: "),
+            None => format!("{file}: "),
+        };
+        return unfit(format!("{at}{}", u.message(plan)));
+    }
+    if let Some(m) = toolgate::input::located::undeclared_stage(input, plan, file, text) {
+        return unfit(m);
+    }
     match input.resolve(plan) {
         Ok((ctx, usage, now)) => Active::Set(
             plan.evaluate(&ctx, &usage, now)
@@ -149,8 +164,9 @@ pub fn run(
     poll_ms: Option<u64>,
     debounce_ms: Option<u64>,
 ) -> Result<(), Failure> {
-    let input =
-        read_input(&Some(input.to_string())).map_err(|m| (ExitCode::from(3), None, Some(m)))?;
+    let file = input;
+    let (input, text) = read_input_text(&Some(input.to_string()))
+        .map_err(|m| (ExitCode::from(3), None, Some(m)))?;
     if input.tools.is_some() {
         return Err((
             ExitCode::from(3),
@@ -199,7 +215,7 @@ pub fn run(
             reloader.version(),
             &plan,
             None,
-            Some(active(&plan, &input)),
+            Some(active(&plan, &input, file, &text)),
         )
         .is_err()
     {
@@ -219,7 +235,7 @@ pub fn run(
                 ev.version,
                 &ev.plan,
                 None,
-                Some(active(&ev.plan, &input)),
+                Some(active(&ev.plan, &input, file, &text)),
             ),
             LoadAttempt::Rejected(rej) => {
                 let msg = rej.error.to_string();

@@ -98,28 +98,40 @@ pub(super) fn out_of_range(input: &EvalInput) -> Vec<OutOfRange<'_>> {
 /// The first number of `input` (in the text's order) outside its range, as
 /// an error at its value in `text`, echoed as written there.
 pub(super) fn check(input: &EvalInput, text: &str) -> Result<(), InputError> {
-    let located = out_of_range(input).into_iter().map(|o| {
-        let span = value_span(text, &o.segs);
-        (span.as_ref().map_or(usize::MAX, |s| s.start), span, o)
-    });
-    let Some((_, span, o)) = located.min_by_key(|(at, _, _)| *at) else {
-        return Ok(());
-    };
-    let Some(span) = span else {
-        return Err(InputError {
-            line: 0,
-            column: 0,
-            message: o.message(&crate::diag::short_number(o.value)),
-        });
-    };
-    let before = &text[..span.start];
-    let line = 1 + before.matches('\n').count();
-    let column = 1 + before[before.rfind('\n').map_or(0, |i| i + 1)..]
-        .chars()
-        .count();
-    Err(InputError {
-        line,
-        column,
-        message: o.message(&crate::diag::number_as_written(&text[span])),
-    })
+    match problems(input, text).into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Every number of `input` outside its range, in the text's order, each
+/// as an error at its value in `text`, echoed as written there (one whose
+/// value is not found in the text comes last, unlocated, in short form).
+pub(super) fn problems(input: &EvalInput, text: &str) -> Vec<InputError> {
+    let mut located: Vec<_> = out_of_range(input)
+        .into_iter()
+        .map(|o| {
+            let span = value_span(text, &o.segs);
+            (span.as_ref().map_or(usize::MAX, |s| s.start), span, o)
+        })
+        .collect();
+    located.sort_by_key(|(at, _, _)| *at);
+    located
+        .into_iter()
+        .map(|(_, span, o)| match span {
+            None => InputError {
+                line: 0,
+                column: 0,
+                message: o.message(&crate::diag::short_number(o.value)),
+            },
+            Some(span) => {
+                let (line, column) = crate::diag::SourceFile::new("", text).line_col(span.start);
+                InputError {
+                    line,
+                    column,
+                    message: o.message(&crate::diag::number_as_written(&text[span])),
+                }
+            }
+        })
+        .collect()
 }

@@ -97,7 +97,8 @@ impl StderrTap {
     /// while probed names the probe's method (`server/discover`: the
     /// server complains about the probe), it is summarised as one `info`
     /// line and kept whole at `debug`, and lines within [`PROBE_GRACE`]
-    /// count as the probe's too; anything else it wrote (a banner) is
+    /// count as the probe's too (none of them is kept as the server's last
+    /// words, [`StderrTap::tail`]); anything else it wrote (a banner) is
     /// written out as it came.
     pub fn probe_fell_back(&self) {
         let held = {
@@ -110,6 +111,9 @@ impl StderrTap {
                 return;
             }
             s.quiet_until = Some(Instant::now() + PROBE_GRACE);
+            // the probe's complaint is not the server's last words: a
+            // later exit is not blamed on it
+            s.tail.clear();
             held
         };
         {
@@ -186,7 +190,8 @@ async fn read(from: impl AsyncRead + Unpin, tap: Arc<StderrTap>) {
         let mut out: Option<Vec<u8>> = None;
         {
             let mut s = tap.lock();
-            if !trimmed.is_empty() {
+            let quiet = !s.holding && s.quiet_until.is_some_and(|t| Instant::now() < t);
+            if !trimmed.is_empty() && !quiet {
                 if s.tail.len() == TAIL_LINES {
                     s.tail.pop_front();
                 }
@@ -202,7 +207,7 @@ async fn read(from: impl AsyncRead + Unpin, tap: Arc<StderrTap>) {
                 let mut all = std::mem::take(&mut s.held);
                 all.extend_from_slice(&line);
                 out = Some(all);
-            } else if s.quiet_until.is_some_and(|t| Instant::now() < t) {
+            } else if quiet {
                 tracing::debug!(server = %tap.server, line = %trimmed, "the server's stderr after the probe");
                 continue;
             }
@@ -268,6 +273,10 @@ mod tests {
         tap.probe_fell_back();
         assert!(tap.lock().held.is_empty() && !tap.lock().holding);
         assert!(tap.lock().quiet_until.is_some());
+        // nor are they the server's last words (a later exit, or a
+        // shutdown, is not blamed on the probe's complaint)
+        assert!(tap.tail().is_empty(), "{:?}", tap.tail());
+        assert_eq!(with_last_words("exited".into(), Some(&tap)).await, "exited");
         // a banner is not the probe's: written out, nothing is kept quiet
         let (mut w, r) = tokio::io::duplex(1 << 16);
         let tap = StderrTap::spawn(r, "s", true);

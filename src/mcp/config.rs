@@ -64,6 +64,7 @@
 //! user info).
 
 mod check;
+mod every;
 mod startup;
 mod toml_error;
 mod values;
@@ -635,7 +636,9 @@ impl ProxyConfig {
     /// (`policy`, `tags`, `audit`, `cwd`) are taken from the file's folder.
     /// Each server's `cwd` must be a folder and its `command` a program
     /// that can be run ([`local_server_problems`]): checked here, each at
-    /// `FILE:LINE:COLUMN` of its value, before any server starts.
+    /// `FILE:LINE:COLUMN` of its value, before any server starts. The
+    /// error lists every problem found (values and keys, whole-config
+    /// checks, paths), one a line, in the file's order.
     pub fn from_toml_file(path: &Path) -> Result<Self, String> {
         let text = std::fs::read(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))
@@ -643,26 +646,9 @@ impl ProxyConfig {
                 crate::datafile::decode_text(b).map_err(|e| format!("{}: {e}", path.display()))
             })?;
         let base = path.parent().unwrap_or(Path::new("."));
-        // A TOML, key or value error reads `FILE:LINE:COLUMN: message`.
-        values::check(&text, |l, c| format!("{}:{l}:{c}: ", path.display()))?;
-        if let Err(e) = toml::from_str::<RawConfig>(&text) {
-            return Err(match toml_error::describe(&text, &e) {
-                (Some((l, c)), m) => format!("{}:{l}:{c}: {m}", path.display()),
-                (None, m) => format!("{}: {m}", path.display()),
-            });
-        }
-        let cfg =
-            Self::parse_unchecked(&text, base).map_err(|e| format!("{}: {e}", path.display()))?;
-        // what parsing cannot check, at the value at fault (`check`)
-        cfg.check_placed().map_err(|(place, m)| {
-            let at = check::location(&text, &place)
-                .map(|(l, c)| format!(":{l}:{c}"))
-                .unwrap_or_default();
-            format!("{}{at}: {m}", path.display())
-        })?;
-        // The paths inside the file, before any server starts: each
-        // problem at its value (`startup`).
-        startup::check_servers(&cfg, &text, path)?;
+        // Every problem of the file at once, each at `FILE:LINE:COLUMN`
+        // (`every`): values and keys, whole-config checks, paths.
+        let cfg = every::read(&text, base, path)?;
         Ok(cfg)
     }
 

@@ -619,12 +619,39 @@ async fn list_tools(peer: &Peer<RoleClient>, timeout: Duration) -> Result<Listin
     Ok(listing)
 }
 
-/// Runs the server's lifecycle until `shutdown` turns true.
+/// How long a supervisor waits, after its server exited, for the proxy to
+/// say it is stopping before it reports the exit as a crash: a SIGTERM or
+/// SIGINT sent to the process group reaches the server and the proxy at
+/// once, and the server may be the quicker.
+const STOP_NOTICE: Duration = Duration::from_millis(300);
+
+/// Whether the proxy is stopping (`stopping` or `shutdown` true), waiting
+/// at most [`STOP_NOTICE`] for it to say so.
+async fn proxy_stopping(
+    stopping: &mut watch::Receiver<bool>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
+    let either = async {
+        tokio::select! {
+            r = stopping.wait_for(|s| *s) => r.is_ok(),
+            r = shutdown.wait_for(|s| *s) => r.is_ok(),
+        }
+    };
+    tokio::time::timeout(STOP_NOTICE, either)
+        .await
+        .unwrap_or(false)
+}
+
+/// Runs the server's lifecycle until `shutdown` turns true. Once `stopping`
+/// turns true (the proxy got SIGTERM or SIGINT and finishes its calls), an
+/// exit of the server ends the supervisor: no "server down" warning, no
+/// restart.
 pub(crate) async fn supervise(
     ds: Arc<Downstream>,
     events: mpsc::UnboundedSender<Event>,
     timing: Timing,
     mut shutdown: watch::Receiver<bool>,
+    mut stopping: watch::Receiver<bool>,
 ) {
     let name = ds.spec.name.clone();
     let mut delay = timing.restart_initial;
@@ -632,7 +659,7 @@ pub(crate) async fn supervise(
     let mut first = true;
     let mut last_error: Option<String> = None;
     loop {
-        if *shutdown.borrow() {
+        if *shutdown.borrow() || *stopping.borrow() {
             return;
         }
         attempt += 1;
@@ -763,6 +790,16 @@ pub(crate) async fn supervise(
                 e
             }
         };
+        if proxy_stopping(&mut stopping, &mut shutdown).await {
+            // not a crash: the proxy is stopping (its signal reached the
+            // server too); nothing is restarted
+            tracing::debug!(server = %name, "the server ended while the proxy stops: {reason}");
+            ds.set_status(Status::Down {
+                reason: "the proxy is shutting down".into(),
+                retry_at: Instant::now(),
+            });
+            return;
+        }
         let tap = lock(&ds.stderr).clone();
         let reason = super::child_stderr::with_last_words(reason, tap.as_deref()).await;
         tracing::warn!(server = %name, "server down: {reason}; restarting in {delay:?}");
@@ -775,6 +812,7 @@ pub(crate) async fn supervise(
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}
             _ = shutdown.changed() => return,
+            _ = stopping.wait_for(|s| *s) => return,
         }
         delay = (delay * 2).min(timing.restart_max);
     }

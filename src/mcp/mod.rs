@@ -174,9 +174,41 @@ pub fn build_proxy(config: ProxyConfig) -> Result<Proxy, BuildError> {
 /// stdin closed first is a client gone, `Ok`); then stops the downstream
 /// servers.
 pub async fn serve_stdio(proxy: Proxy) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    serve_stdio_until(proxy, std::future::pending()).await
+}
+
+/// [`serve_stdio`], until the client disconnects or `stop` resolves (e.g.
+/// [`shutdown_signal`]: SIGTERM or SIGINT), whichever comes first; either
+/// way the downstream servers are stopped (none is reported down or
+/// restarted) and the result is `Ok`.
+pub async fn serve_stdio_until(
+    proxy: Proxy,
+    stop: impl Future<Output = ()> + Send,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     proxy.start();
-    let running = proxy.session().serve(stdio::LineTransport::stdio()).await;
-    let result = match running {
+    let serve = async {
+        let running = proxy.session().serve(stdio::LineTransport::stdio()).await;
+        stdio_result(running).await
+    };
+    let result = tokio::select! {
+        r = serve => r,
+        () = stop => {
+            tracing::info!(target: "toolgate::mcp", "stopping on a signal: the downstream servers are stopped");
+            Ok(())
+        }
+    };
+    proxy.shutdown().await;
+    result
+}
+
+/// The end of a stdio session: `Ok` when the client disconnected.
+async fn stdio_result(
+    running: Result<
+        rmcp::service::RunningService<rmcp::RoleServer, ProxySession>,
+        rmcp::service::ServerInitializeError,
+    >,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    match running {
         Ok(r) => r.waiting().await.map(|_| ()).map_err(|e| e.into()),
         // A client that closes stdin before or during the handshake went
         // away (as one that disconnects later does): no error, exit 0.
@@ -185,7 +217,5 @@ pub async fn serve_stdio(proxy: Proxy) -> Result<(), Box<dyn std::error::Error +
             Ok(())
         }
         Err(e) => Err(format!("MCP initialization with the client failed: {e}").into()),
-    };
-    proxy.shutdown().await;
-    result
+    }
 }

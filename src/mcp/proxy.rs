@@ -82,6 +82,11 @@ pub(crate) struct Inner {
     rebuild_lock: Mutex<CatalogCompiler>,
     ready: watch::Sender<bool>,
     pub(crate) shutdown: watch::Sender<bool>,
+    /// Set as soon as the proxy starts to stop (a signal: [`Proxy::drain`],
+    /// then [`Proxy::shutdown`]): a server that exits from then on is not
+    /// reported down nor restarted (a SIGTERM sent to the whole process
+    /// group reaches the servers too).
+    pub(crate) stopping: watch::Sender<bool>,
     /// The proxy instance's id; sessions are `{instance_id}-{n}`.
     pub(crate) instance_id: String,
     pub(crate) session_seq: AtomicU64,
@@ -190,6 +195,7 @@ impl Proxy {
             rebuild_lock: Mutex::new(CatalogCompiler::default()),
             ready: watch::Sender::new(false),
             shutdown: watch::Sender::new(false),
+            stopping: watch::Sender::new(false),
             instance_id: format!("{:x}-{:x}", std::process::id(), nanos & 0xffff_ffff),
             session_seq: AtomicU64::new(0),
             sessions: AtomicUsize::new(0),
@@ -242,6 +248,7 @@ impl Proxy {
                 tx.clone(),
                 timing,
                 inner.shutdown.subscribe(),
+                inner.stopping.subscribe(),
             )));
         }
         drop(tx);
@@ -260,6 +267,7 @@ impl Proxy {
 
     /// Stops the servers (their processes are killed) and the proxy's tasks.
     pub async fn shutdown(&self) {
+        self.inner.stopping.send_replace(true);
         self.inner.shutdown.send_replace(true);
         if let Some(t) = self.inner.telemetry.get() {
             t.shutdown().await;
@@ -330,8 +338,11 @@ impl Proxy {
     /// proxy is shutting down) and waits until the calls in progress have
     /// answered, at most `grace`. Returns the number still running when it
     /// gave up (0: all finished).
+    /// From then on, a downstream server that exits is neither reported
+    /// down nor restarted: the proxy is stopping.
     pub async fn drain(&self, grace: Duration) -> usize {
         self.inner.draining.store(true, Ordering::SeqCst);
+        self.inner.stopping.send_replace(true);
         let mut rx = self.inner.in_flight.subscribe();
         let _ = tokio::time::timeout(grace, rx.wait_for(|n| *n == 0)).await;
         self.calls_in_flight()

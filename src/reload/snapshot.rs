@@ -27,6 +27,14 @@ impl Content {
     fn read(path: &Path) -> Content {
         match crate::datafile::read_data_file(path, crate::datafile::TEXT_FILE_LIMIT) {
             Ok(b) => Content::Bytes(b),
+            // a symbolic link to nothing is named, as `check` names it
+            // (issue 29), not waited for as a file being written
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink()) =>
+            {
+                Content::Error(e.to_string())
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Content::Missing,
             Err(e) => Content::Error(e.to_string()),
         }
@@ -73,13 +81,14 @@ pub(super) fn is_tag_file_name(path: &Path) -> bool {
     path.extension().is_some_and(|x| x == "toml") && !is_editor_dropping(name)
 }
 
-/// The `*.toml` files of a tags directory, sorted (as `load_tag_dir` does,
-/// minus editor droppings).
+/// The `*.toml` entries of a tags directory that are not folders, sorted
+/// (as `load_tag_dir` does, minus editor droppings): a broken symbolic
+/// link is listed, to be named when it is read.
 pub(super) fn list_tag_dir(dir: &Path) -> Result<Vec<PathBuf>, std::io::Error> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| is_tag_file_name(p) && p.is_file())
+        .filter(|p| is_tag_file_name(p) && !p.is_dir())
         .collect();
     paths.sort();
     Ok(paths)

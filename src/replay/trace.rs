@@ -219,8 +219,79 @@ fn string_list(v: &Value, key: &str) -> Result<Vec<String>, String> {
 }
 
 /// Parses one line's JSON object (without the time-order check). An error
-/// about a key or a value gives its column.
+/// about a key or a value gives its column; the line's other unknown keys
+/// follow it, each at its column with its did-you-mean (issue 29: a line
+/// with several typos reported the first only).
 pub fn parse_line(text: &str, line: usize) -> Result<TraceLine, TraceError> {
+    parse_line_first(text, line).map_err(|e| with_other_unknown_keys(text, e))
+}
+
+/// The keys a line of event `kind` holds besides [`COMMON_KEYS`]; `None`
+/// for an unknown event.
+fn event_keys(kind: &str) -> Option<&'static [&'static str]> {
+    match kind {
+        "user_message" => Some(&["text"]),
+        "context" => Some(&CONTEXT_KEYS),
+        "tool_call" => Some(&["tool", "arguments", "outcome"]),
+        "shadow" => Some(&SHADOW_KEYS),
+        _ => None,
+    }
+}
+
+/// At most this many further unknown keys of a line are listed.
+const MAX_OTHER_KEYS: usize = 10;
+
+/// `e`, followed by the line's unknown keys that it does not name:
+/// `…; also unknown on this line: `evnt` at column 20 (did you mean
+/// `event`?), …`. A key is unknown when no event holds it (the line's
+/// event unknown or missing) or the line's event does not.
+fn with_other_unknown_keys(text: &str, mut e: TraceError) -> TraceError {
+    use crate::diag::json_path::key_span;
+    let Ok(Value::Object(o)) = serde_json::from_str::<Value>(text) else {
+        return e;
+    };
+    let every: Vec<&str> = EVENTS
+        .iter()
+        .filter_map(|k| event_keys(k))
+        .flatten()
+        .copied()
+        .collect();
+    let allowed: Vec<&str> = match o.get("event").and_then(Value::as_str).and_then(event_keys) {
+        Some(keys) => keys.to_vec(),
+        None => every,
+    };
+    let others: Vec<String> = o
+        .keys()
+        .filter(|k| !COMMON_KEYS.contains(&k.as_str()) && !allowed.contains(&k.as_str()))
+        .filter(|k| {
+            !e.message
+                .contains(&format!("unknown key `{}`", crate::diag::echo(k)))
+        })
+        .map(|k| {
+            let at = key_span(text, &[], k)
+                .map(|s| format!(" at column {}", 1 + text[..s.start].chars().count()))
+                .unwrap_or_default();
+            let hint = crate::diag::did_you_mean(k, allowed.iter().chain(&COMMON_KEYS).copied())
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            format!("`{}`{at}{hint}", crate::diag::echo(k))
+        })
+        .collect();
+    if !others.is_empty() {
+        let mut list: Vec<String> = others.iter().take(MAX_OTHER_KEYS).cloned().collect();
+        if others.len() > MAX_OTHER_KEYS {
+            list.push(crate::diag::more(others.len() - MAX_OTHER_KEYS));
+        }
+        e.message = format!(
+            "{}; also unknown on this line: {}",
+            e.message,
+            list.join(", ")
+        );
+    }
+    e
+}
+
+fn parse_line_first(text: &str, line: usize) -> Result<TraceLine, TraceError> {
     use crate::diag::json_path::{Seg, key_span, value_span};
     let err = |message: String| TraceError {
         line,

@@ -56,101 +56,122 @@ pub(super) fn location(text: &str, place: &Place) -> Option<(usize, usize)> {
 impl ProxyConfig {
     /// Checks what parsing cannot: unique server names, remote servers'
     /// URLs and headers (every environment variable a header names is set),
-    /// call limits, the HTTP endpoint, sane durations.
+    /// call limits, the HTTP endpoint, sane durations. The error holds every
+    /// problem, one a line.
     pub fn check(&self) -> Result<(), String> {
-        self.check_placed().map_err(|(_, m)| m)
+        let all = self.check_placed();
+        if all.is_empty() {
+            return Ok(());
+        }
+        Err(all
+            .into_iter()
+            .map(|(_, m)| m)
+            .collect::<Vec<_>>()
+            .join("\n"))
     }
 
-    /// [`ProxyConfig::check`], with the key at fault.
-    pub(super) fn check_placed(&self) -> Result<(), (Place, String)> {
-        let at = |p: Place| move |m: String| (p, m);
-        for (i, s) in self.servers.iter().enumerate() {
-            validate_server_name(&s.name).map_err(at(Place::Server(i, "name")))?;
-            if self.servers[..i].iter().any(|o| o.name == s.name) {
-                return Err((
-                    Place::Server(i, "name"),
-                    format!("server `{}` is configured twice", s.name),
-                ));
+    /// Every problem of [`ProxyConfig::check`], each with the key at fault,
+    /// in the order of the checks.
+    pub(super) fn check_placed(&self) -> Vec<(Place, String)> {
+        let mut out: Vec<(Place, String)> = Vec::new();
+        let mut add = |p: Place, r: Result<(), String>| {
+            if let Err(m) = r {
+                out.push((p, m));
             }
-            check_remote(s).map_err(at(Place::Server(i, "headers")))?;
+        };
+        for (i, s) in self.servers.iter().enumerate() {
+            add(Place::Server(i, "name"), validate_server_name(&s.name));
+            if self.servers[..i].iter().any(|o| o.name == s.name) {
+                add(
+                    Place::Server(i, "name"),
+                    Err(format!("server `{}` is configured twice", s.name)),
+                );
+            }
+            add(Place::Server(i, "headers"), check_remote(s));
         }
         if self.max_concurrent_calls == 0 || self.max_concurrent_calls_per_session == 0 {
-            return Err((
+            add(
                 Place::Nowhere,
-                "max_concurrent_calls and max_concurrent_calls_per_session must be >= 1".into(),
-            ));
+                Err(
+                    "max_concurrent_calls and max_concurrent_calls_per_session must be >= 1".into(),
+                ),
+            );
         }
         if !self.http.path.starts_with('/') {
-            return Err((
+            add(
                 Place::Table("http", "path"),
-                format!("[http] path `{}` must start with `/`", self.http.path),
-            ));
+                Err(format!(
+                    "[http] path `{}` must start with `/`",
+                    self.http.path
+                )),
+            );
         }
         if let Some(v) = &self.http.bearer_token_env {
             match std::env::var(v) {
                 Ok(t) if !t.trim().is_empty() => {}
-                _ => {
-                    return Err((
-                        Place::Table("http", "bearer_token_env"),
-                        format!(
-                            "[http] bearer_token_env: the environment variable `{v}` is not set (or empty)"
-                        ),
-                    ));
-                }
+                _ => add(
+                    Place::Table("http", "bearer_token_env"),
+                    Err(format!(
+                        "[http] bearer_token_env: the environment variable `{v}` is not set (or empty)"
+                    )),
+                ),
             }
         }
         if let Some(v) = &self.state_key_env {
-            super::super::stateless::Stateless::from_config(Some(v), self.confirm_ttl)
-                .map_err(at(Place::Root("state_key_env")))?;
+            add(
+                Place::Root("state_key_env"),
+                super::super::stateless::Stateless::from_config(Some(v), self.confirm_ttl)
+                    .map(|_| ()),
+            );
         }
         if self.confirm_ttl.is_zero() {
-            return Err((
+            add(
                 Place::Root("confirm_ttl_ms"),
-                "confirm_ttl_ms must be > 0".into(),
-            ));
+                Err("confirm_ttl_ms must be > 0".into()),
+            );
         }
         if self.http.session_idle_timeout.is_zero() {
-            return Err((
+            add(
                 Place::Table("http", "session_idle_timeout_ms"),
-                "[http] session_idle_timeout_ms must be > 0".into(),
-            ));
+                Err("[http] session_idle_timeout_ms must be > 0".into()),
+            );
         }
         if self.poll_interval.is_some_and(|p| p.is_zero()) {
-            return Err((Place::Root("poll_ms"), "poll_ms must be > 0".into()));
+            add(Place::Root("poll_ms"), Err("poll_ms must be > 0".into()));
         }
         for (table, m) in [
             ("find_tools", &self.find_tools),
             ("call_tool", &self.call_tool),
         ] {
             if m.enabled && !super::super::names::is_client_safe(&m.name) {
-                return Err((
+                add(
                     Place::Table(table, "name"),
-                    format!(
+                    Err(format!(
                         "meta-tool name `{}` must match ^[a-zA-Z0-9_-]{{1,64}}$",
                         crate::diag::echo(&m.name)
-                    ),
-                ));
+                    )),
+                );
             }
         }
         if self.find_tools.enabled
             && self.call_tool.enabled
             && self.find_tools.name == self.call_tool.name
         {
-            return Err((
+            add(
                 Place::Table("call_tool", "name"),
-                format!(
+                Err(format!(
                     "find_tools and call_tool are both named `{}`",
                     self.find_tools.name
-                ),
-            ));
+                )),
+            );
         }
         if self.restart_initial.is_zero() || self.restart_max < self.restart_initial {
-            return Err((
+            add(
                 Place::Root("restart_max_ms"),
-                "restart delays: need 0 < restart_initial_ms <= restart_max_ms".into(),
-            ));
+                Err("restart delays: need 0 < restart_initial_ms <= restart_max_ms".into()),
+            );
         }
-        Ok(())
+        out
     }
 }
 

@@ -163,24 +163,20 @@ pub fn value_location(text: &str, server: Option<usize>, key: &str) -> Option<(u
     Some(crate::diag::SourceFile::new("", text).line_col(start))
 }
 
-/// [`local_server_problems`] of every server of `cfg` (read from `file`,
-/// whose text is `text`), each at its value: `FILE:LINE:COLUMN: message`,
-/// one a line, every problem at once.
-pub(super) fn check_servers(cfg: &ProxyConfig, text: &str, file: &Path) -> Result<(), String> {
-    let mut lines = Vec::new();
+/// [`local_server_problems`] of every server of `cfg` (read from the
+/// configuration `text`), each at its value's line and column when it is
+/// found there.
+pub(super) fn server_problems(
+    cfg: &ProxyConfig,
+    text: &str,
+) -> Vec<(Option<(usize, usize)>, String)> {
+    let mut out = Vec::new();
     for (i, s) in cfg.servers.iter().enumerate() {
         for (key, m) in local_server_problems(s) {
-            let at = value_location(text, Some(i), key)
-                .map(|(l, c)| format!(":{l}:{c}"))
-                .unwrap_or_default();
-            lines.push(format!("{}{at}: {m}", file.display()));
+            out.push((value_location(text, Some(i), key), m));
         }
     }
-    if lines.is_empty() {
-        Ok(())
-    } else {
-        Err(lines.join("\n"))
-    }
+    out
 }
 
 #[cfg(test)]

@@ -9,9 +9,10 @@
 //! are echoed as written, clipped ([`crate::diag::number_as_written`]);
 //! strings and names with [`crate::diag::echo`].
 //!
-//! Unknown keys are left to serde (`deny_unknown_fields`, rewritten with a
-//! did-you-mean by [`super::toml_error`]); a syntax error too, since the
-//! tree cannot be built.
+//! Every unknown key is reported too, with a did-you-mean, as
+//! [`super::toml_error`] rewrites serde's (`deny_unknown_fields`, which
+//! stops at the first); a syntax error is left to serde, since the tree
+//! cannot be built.
 
 use std::ops::Range;
 
@@ -229,7 +230,21 @@ fn table(
 ) {
     for (k, v) in t.iter() {
         let Some((_, kind)) = keys.iter().find(|(n, _)| *n == k.get_ref().as_ref()) else {
-            continue; // unknown: serde reports it, with a did-you-mean
+            // every unknown key, each with its did-you-mean (serde, which
+            // reads the file next, stops at the first)
+            let known: Vec<&str> = keys.iter().map(|(n, _)| *n).collect();
+            let hint = crate::diag::did_you_mean(k.get_ref(), known.iter().copied())
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default();
+            out.push((
+                k.span(),
+                format!(
+                    "unknown key `{}`{hint}; known keys here: {}",
+                    crate::diag::echo(k.get_ref()),
+                    known.join(", ")
+                ),
+            ));
+            continue;
         };
         let path = format!("{prefix}{}", k.get_ref());
         value(text, &path, k.get_ref(), v, *kind, out);
@@ -436,8 +451,8 @@ fn server_tables(
                     "{who} has both `command` and `url`: give `command` for a local server or `url` for a remote one, not both"
                 ),
             )),
-            // a misspelt `command`/`url` is the cause: serde reports it
-            // at the key, with its did-you-mean
+            // a misspelt `command`/`url` is the cause: reported at the
+            // key, with its did-you-mean (`table`)
             (None, None)
                 if t.iter().any(|(k, _)| {
                     crate::diag::did_you_mean(k.get_ref(), ["command", "url"]).is_some()
