@@ -252,7 +252,7 @@ impl Diagnostic {
         candidates: impl IntoIterator<Item = &'a str>,
     ) -> Self {
         if let Some(s) = did_you_mean(got, candidates) {
-            self.help = Some(format!("did you mean `{s}`?"));
+            self.help = Some(format!("did you mean `{}`?", echo(s)));
         }
         self
     }
@@ -482,6 +482,25 @@ pub fn more(n: usize) -> String {
     format!("… {n} more")
 }
 
+/// At most this many items of a list of names are echoed in one message
+/// ([`echo_list`]); the rest are counted ([`more`]).
+pub const MAX_ECHOED_ITEMS: usize = 50;
+
+/// The first `cap` of `items`, each clipped ([`echo`]), joined by `sep`,
+/// then `… N more` for the rest; `none` when there are none (a cap of 0
+/// gives only `… N more`).
+pub fn echo_list<S: AsRef<str>>(items: &[S], sep: &str, cap: usize) -> String {
+    if items.is_empty() {
+        return "none".to_string();
+    }
+    let mut parts: Vec<std::borrow::Cow<'_, str>> =
+        items.iter().take(cap).map(|s| echo(s.as_ref())).collect();
+    if items.len() > cap {
+        parts.push(std::borrow::Cow::Owned(more(items.len() - cap)));
+    }
+    parts.join(sep)
+}
+
 /// At most this many characters of a name or value given by a user or a
 /// model (a tool name, a session key) are echoed back in messages, CLI
 /// output and audit lines ([`clip_chars`] marks the cut).
@@ -497,15 +516,27 @@ pub fn echo(text: &str) -> std::borrow::Cow<'_, str> {
 /// `text` cut after its first `max` characters (Unicode scalar values),
 /// with " … N more characters" appended when something was cut: bounds what a
 /// message quotes of untrusted text (a query, a call's arguments, a token of
-/// a model file). Text of at most `max` characters comes back borrowed.
+/// a model file). Text of at most `max` characters comes back borrowed, and
+/// so does text this function already clipped at `max` (its first `max`
+/// characters, then only the marker): clipping twice keeps the true count
+/// of what was left out, not the marker's length.
 pub fn clip_chars(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     match text.char_indices().nth(max) {
         None => std::borrow::Cow::Borrowed(text),
+        Some((i, _)) if is_clip_marker(&text[i..]) => std::borrow::Cow::Borrowed(text),
         Some((i, _)) => {
             let more = text[i..].chars().count();
             std::borrow::Cow::Owned(format!("{} … {more} more characters", &text[..i]))
         }
     }
+}
+
+/// Whether `tail` is exactly the marker [`clip_chars`] appends,
+/// ` … N more characters`.
+fn is_clip_marker(tail: &str) -> bool {
+    tail.strip_prefix(" … ")
+        .and_then(|t| t.strip_suffix(" more characters"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// At most this many characters of a number are echoed back: a number is
@@ -541,6 +572,11 @@ mod tests {
         assert_eq!(clip_chars("abcdé", 3), "abc … 2 more characters");
         assert_eq!(clip_chars("", 0), "");
         assert!(matches!(clip_chars("ab", 5), std::borrow::Cow::Borrowed(_)));
+        // clipping a clipped text keeps the true count (issue 29 item 5)
+        let once = clip_chars("abcdefgh", 3).into_owned();
+        assert_eq!(once, "abc … 5 more characters");
+        assert_eq!(clip_chars(&once, 3), once);
+        assert_eq!(clip_chars("abc … x more characters", 3), "abc … 20 more characters");
     }
 
     #[test]

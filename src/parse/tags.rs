@@ -270,12 +270,9 @@ fn check_role_paths(r: &Reader, gate: &GateTags, schema: &Value) {
                 &r.file,
                 span,
                 format!(
-                    "argument `{key}` names no parameter of the tool's input_schema, so its role would never be checked (parameters: {})",
-                    if params.is_empty() {
-                        "none".to_string()
-                    } else {
-                        params.join(", ")
-                    }
+                    "argument `{}` names no parameter of the tool's input_schema, so its role would never be checked (parameters: {})",
+                    crate::diag::echo(key),
+                    crate::diag::echo_list(&params, ", ", crate::diag::MAX_ECHOED_ITEMS)
                 ),
             )
             .with_suggestion(first, params.iter().copied()),
