@@ -257,7 +257,8 @@ enum Command {
         #[command(flatten)]
         plan: PlanArgs,
         /// Tool name (or alias), or the name MCP clients see through mcp-proxy (`sqlite__read_query`).
-        #[arg(long, value_name = "NAME")]
+        // (an empty name is a usage error, exit 2, not a deny verdict)
+        #[arg(long, value_name = "NAME", value_parser = tool_name)]
         tool: String,
         /// Arguments as JSON: inline, `-` for stdin, or `@FILE`.
         // (kept as the OS gave it: inline bytes that are not UTF-8 are an
@@ -534,7 +535,7 @@ fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
             cli::option_ranges::fit(l2, max_iterations, negatives).map_err(fail)?;
             for (option, path) in [("--out", &out), ("--transitions-out", &transitions_out)] {
                 if let Some(p) = path {
-                    cli::paths::existing_folder(option, p)
+                    cli::paths::writable_file(option, p)
                         .map_err(|m| (ExitCode::from(3), None, Some(m)))?;
                 }
             }
@@ -711,6 +712,15 @@ impl Command {
             Command::McpProxy(_) | Command::Import { .. } => None,
         }
     }
+}
+
+/// The parser of `guard --tool`: an empty name is a usage error (exit 2),
+/// not a call the gate denies.
+fn tool_name(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("the tool name is empty; give the name of a tool (`toolgate eval` lists the catalog's tools)".into());
+    }
+    Ok(s.to_string())
 }
 
 /// `e`, or when an argument of the command line is longer than

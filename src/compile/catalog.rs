@@ -564,10 +564,13 @@ pub(crate) fn link<'a>(
         };
         for (t, p) in specs.iter().zip(parts) {
             if let Some(f) = &t.file {
-                fnv1a(&mut hash, f.name.as_bytes());
                 let seen =
                     last_file.is_some_and(|l| Arc::ptr_eq(l, f)) || tool_files.contains(&f.name);
                 if !seen {
+                    // Content only: `tool-tags`, `./tool-tags/` and an
+                    // absolute path hash alike (issue 29). The length
+                    // keeps the files' boundaries apart.
+                    fnv1a(&mut hash, &(f.text.len() as u64).to_le_bytes());
                     fnv1a(&mut hash, f.text.as_bytes());
                     tool_files.push(f.name.clone());
                 }
