@@ -386,13 +386,27 @@ impl From<Diagnostic> for LoadError {
     }
 }
 
+/// At most this many leading characters of two names are compared by
+/// [`did_you_mean`] and [`close_matches`] (the longest name a tag file
+/// admits): their measures take time in the product of the lengths, and
+/// a 120,000-character near miss of a 120,000-character name took minutes.
+pub const MAX_COMPARED_CHARS: usize = 256;
+
+/// The first [`MAX_COMPARED_CHARS`] characters of `s`.
+fn compared(s: &str) -> &str {
+    match s.char_indices().nth(MAX_COMPARED_CHARS) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
 /// The closest candidate to `got` by Jaro-Winkler similarity (case-insensitive),
 /// if it is close enough (≥ 0.8) to be worth suggesting.
 pub fn did_you_mean<'a>(
     got: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let g = got.to_lowercase();
+    let g = compared(got).to_lowercase();
     let glen = g.chars().count();
     // Jaro is at most (m/|a| + m/|b| + 1) / 3 with m <= the shorter length:
     // at most 0.7 when one string is 10 times the other, and Winkler's
@@ -401,10 +415,10 @@ pub fn did_you_mean<'a>(
     candidates
         .into_iter()
         .filter(|c| {
-            let clen = c.chars().count();
+            let clen = compared(c).chars().count();
             glen <= 10 * clen && clen <= 10 * glen
         })
-        .map(|c| (c, strsim::jaro_winkler(&g, &c.to_lowercase())))
+        .map(|c| (c, strsim::jaro_winkler(&g, &compared(c).to_lowercase())))
         .filter(|(_, s)| *s >= 0.8)
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(c, _)| c)
@@ -422,12 +436,12 @@ pub fn close_matches<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
     max: usize,
 ) -> Vec<&'a str> {
-    let g = got.to_lowercase();
+    let g = compared(got).to_lowercase();
     let glen = g.chars().count();
     let mut scored: Vec<(f64, &'a str)> = candidates
         .into_iter()
         .filter_map(|c| {
-            let cl = c.to_lowercase();
+            let cl = compared(c).to_lowercase();
             if glen >= 3 && cl.contains(&g) {
                 return Some((1.0 + glen as f64 / cl.chars().count().max(1) as f64, c));
             }
