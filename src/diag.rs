@@ -590,7 +590,10 @@ mod tests {
         let once = clip_chars("abcdefgh", 3).into_owned();
         assert_eq!(once, "abc … 5 more characters");
         assert_eq!(clip_chars(&once, 3), once);
-        assert_eq!(clip_chars("abc … x more characters", 3), "abc … 20 more characters");
+        assert_eq!(
+            clip_chars("abc … x more characters", 3),
+            "abc … 20 more characters"
+        );
     }
 
     #[test]

@@ -28,7 +28,12 @@ fn tag_tool(name: &str, domains: &str, stages: &str, extra: &str) -> String {
 /// [`MARKER`].
 fn bounded(what: &str, o: &std::process::Output, code: i32) {
     let (out, err) = (stdout(o), stderr(o));
-    assert_eq!(o.status.code(), Some(code), "{what}: {}", &err[..err.len().min(2000)]);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{what}: {}",
+        &err[..err.len().min(2000)]
+    );
     assert!(
         out.len() + err.len() < 20_000,
         "{what}: {} + {} bytes",
@@ -58,7 +63,8 @@ fn policy_with(extra: &str) -> String {
 fn load_diagnostics_clip_what_they_quote() {
     let d = tempfile::tempdir().unwrap();
     let n = huge();
-    let tool = serde_json::json!({"name": n, "description": "x", "inputSchema": {"type": "object"}});
+    let tool =
+        serde_json::json!({"name": n, "description": "x", "inputSchema": {"type": "object"}});
     let dup = write(
         d.path(),
         "dup.json",
@@ -68,9 +74,18 @@ fn load_diagnostics_clip_what_they_quote() {
     bounded("duplicate_tool", &o, 1);
     assert!(stderr(&o).contains("duplicate_tool"), "{}", stderr(&o));
     let cases = [
-        ("undeclared_domain", tag_tool("x.y", &format!("[\"{n}\"]"), "[]", "")),
-        ("undeclared_stage", tag_tool("x.y", "[]", &format!("[\"{n}\"]"), "")),
-        ("unknown_key", tag_tool("x.y", "[]", "[]", &format!("{n} = 1"))),
+        (
+            "undeclared_domain",
+            tag_tool("x.y", &format!("[\"{n}\"]"), "[]", ""),
+        ),
+        (
+            "undeclared_stage",
+            tag_tool("x.y", "[]", &format!("[\"{n}\"]"), ""),
+        ),
+        (
+            "unknown_key",
+            tag_tool("x.y", "[]", "[]", &format!("{n} = 1")),
+        ),
     ];
     for (kind, text) in cases {
         let dir = d.path().join(kind);
@@ -82,14 +97,22 @@ fn load_diagnostics_clip_what_they_quote() {
     }
     // the policy: an unknown key, a rule's undeclared domain, a rule's name
     let p = write(d.path(), "k.toml", &policy_with(&format!("{n} = 1")));
-    bounded("policy unknown_key", &toolgate(&["check", "--policy", &p], None), 1);
+    bounded(
+        "policy unknown_key",
+        &toolgate(&["check", "--policy", &p], None),
+        1,
+    );
     let rule = format!(
         "[[domain_rules]]\nname = \"{n}\"\nwhen = {{ expr = \"nosuchvar > 1\" }}\nadjust = {{ {n} = 0.1 }}"
     );
     let p = write(d.path(), "r.toml", &policy_with(&rule));
     let o = toolgate(&["check", "--policy", &p], None);
     bounded("policy rule", &o, 1);
-    assert!(stderr(&o).contains("undeclared_domain"), "{}", &stderr(&o)[..2000.min(stderr(&o).len())]);
+    assert!(
+        stderr(&o).contains("undeclared_domain"),
+        "{}",
+        &stderr(&o)[..2000.min(stderr(&o).len())]
+    );
 }
 
 /// (1) `explain`'s did-you-mean names a huge near-miss clipped (it was 120
@@ -106,12 +129,23 @@ fn explain_guard_session_and_arguments_are_clipped() {
     bounded("explain", &o, 5);
     assert!(stderr(&o).contains("did you mean"), "{}", stderr(&o));
     let call = ["guard", "--tool", "time.get_current_time"];
-    let o = toolgate(&[&call[..], &["--args", r#"{"timezone": "UTC"}"#, "--session", &n]].concat(), None);
+    let o = toolgate(
+        &[
+            &call[..],
+            &["--args", r#"{"timezone": "UTC"}"#, "--session", &n],
+        ]
+        .concat(),
+        None,
+    );
     bounded("guard --session", &o, 3);
     let args = serde_json::json!({"timezone": n}).to_string();
     let o = toolgate(&[&call[..], &["--args", &args]].concat(), None);
     bounded("guard arguments", &o, 0);
-    assert!(stdout(&o).contains("arguments: {\"timezone\":\"aaa"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("arguments: {\"timezone\":\"aaa"),
+        "{}",
+        stdout(&o)
+    );
     // ... and a huge array of short values too
     let many = serde_json::json!({"timezone": "UTC", "x": vec![1; 50_000]}).to_string();
     let o = toolgate(&[&call[..], &["--args", &many]].concat(), None);
@@ -140,7 +174,11 @@ fn guard_counts_what_it_left_out_of_a_huge_tool_name() {
 #[test]
 fn clap_messages_clip_the_value_they_refuse() {
     let n = huge();
-    for args in [vec!["eval", "--format", &n], vec![&n], vec!["eval", "--format", "json", &n]] {
+    for args in [
+        vec!["eval", "--format", &n],
+        vec![&n],
+        vec!["eval", "--format", "json", &n],
+    ] {
         let o = toolgate(&args, None);
         bounded("clap", &o, 2);
     }
@@ -153,7 +191,18 @@ fn clap_messages_clip_the_value_they_refuse() {
     );
     // a long value that is fine stays whole: only the error is clipped
     let args = serde_json::json!({"timezone": "UTC", "pad": "p".repeat(1000)}).to_string();
-    let o = toolgate(&["guard", "--tool", "time.get_current_time", "--args", &args, "--format", "json"], None);
+    let o = toolgate(
+        &[
+            "guard",
+            "--tool",
+            "time.get_current_time",
+            "--args",
+            &args,
+            "--format",
+            "json",
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains(&"p".repeat(1000)));
 }
@@ -178,7 +227,15 @@ fn first_watch_line(tags: &str) -> String {
     use std::io::BufRead;
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_toolgate"))
         .current_dir(ROOT)
-        .args(["watch", "--input", "examples/sql-session.json", "--tags", tags, "--format", "json"])
+        .args([
+            "watch",
+            "--input",
+            "examples/sql-session.json",
+            "--tags",
+            tags,
+            "--format",
+            "json",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -198,8 +255,12 @@ fn first_watch_line(tags: &str) -> String {
 fn watch_hashes_contents_not_how_a_path_is_spelt() {
     let hash = |tags: &str| -> String {
         let line = first_watch_line(tags);
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
-        v["hash"].as_str().unwrap_or_else(|| panic!("{line}")).to_string()
+        let v: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        v["hash"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{line}"))
+            .to_string()
     };
     let a = hash("tool-tags");
     assert_eq!(hash("./tool-tags/"), a);
@@ -212,10 +273,18 @@ fn watch_hashes_contents_not_how_a_path_is_spelt() {
 #[test]
 fn a_tag_file_with_an_upper_case_extension_is_read() {
     let d = tempfile::tempdir().unwrap();
-    std::fs::copy(format!("{ROOT}/tool-tags/time.toml"), d.path().join("time.TOML")).unwrap();
+    std::fs::copy(
+        format!("{ROOT}/tool-tags/time.toml"),
+        d.path().join("time.TOML"),
+    )
+    .unwrap();
     let o = toolgate(&["check", "--tags", d.path().to_str().unwrap()], None);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("tools: 2 (0 auto-tagged) from 1 file(s)"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("tools: 2 (0 auto-tagged) from 1 file(s)"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 /// (3) `--tools -`, `--policy -` and `--tags -` say that standard input is
@@ -227,7 +296,8 @@ fn plan_options_say_stdin_is_not_read() {
         let o = toolgate(&["check", opt, "-"], Some("{}"));
         assert_eq!(o.status.code(), Some(1), "{opt}: {}", stderr(&o));
         assert!(
-            stderr(&o).contains(&format!("{opt} -: ")) && stderr(&o).contains("cannot be read from standard input"),
+            stderr(&o).contains(&format!("{opt} -: "))
+                && stderr(&o).contains("cannot be read from standard input"),
             "{opt}: {}",
             stderr(&o)
         );
@@ -240,7 +310,11 @@ fn plan_options_say_stdin_is_not_read() {
 fn an_empty_tool_name_is_a_usage_error() {
     let o = toolgate(&["guard", "--tool", ""], None);
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
-    assert!(stderr(&o).contains("the tool name is empty"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the tool name is empty"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// (3) SQL over `[gate.sql] max_input_bytes` (256 KB) is denied as too
@@ -249,11 +323,27 @@ fn an_empty_tool_name_is_a_usage_error() {
 fn sql_over_the_limit_is_too_large_not_a_syntax_error() {
     let d = tempfile::tempdir().unwrap();
     let sql = format!("select {}1", "1,".repeat(140_000));
-    let args = write(d.path(), "a.json", &serde_json::json!({"query": sql}).to_string());
-    let o = toolgate(&["guard", "--tool", "sqlite.read_query", "--args", &format!("@{args}")], None);
+    let args = write(
+        d.path(),
+        "a.json",
+        &serde_json::json!({"query": sql}).to_string(),
+    );
+    let o = toolgate(
+        &[
+            "guard",
+            "--tool",
+            "sqlite.read_query",
+            "--args",
+            &format!("@{args}"),
+        ],
+        None,
+    );
     assert_eq!(o.status.code(), Some(7), "{}", stdout(&o));
     let out = stdout(&o);
-    assert!(out.contains("sql.too-large") && out.contains("too large to analyse"), "{out}");
+    assert!(
+        out.contains("sql.too-large") && out.contains("too large to analyse"),
+        "{out}"
+    );
     assert!(!out.contains("Fix the syntax"), "{out}");
 }
 
@@ -264,7 +354,11 @@ fn fit_checks_its_output_before_fitting() {
     let trace = format!("{ROOT}/examples/sessions.jsonl");
     let o = toolgate(&["fit", "--trace", &trace, "--out", "."], None);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--out .: this is a folder"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--out .: this is a folder"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));
 }
 
@@ -294,5 +388,10 @@ fn a_huge_latency_stays_finite_in_the_summary() {
     assert!(stdout(&o).contains("p95 1.80e305 s"), "{}", stdout(&o));
     let o = toolgate(&["audit", "summary", &log, "--format", "json"], None);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(v["latency_p95_ms"].as_f64(), Some(1.797e308), "{}", stdout(&o));
+    assert_eq!(
+        v["latency_p95_ms"].as_f64(),
+        Some(1.797e308),
+        "{}",
+        stdout(&o)
+    );
 }

@@ -296,7 +296,11 @@ pub fn run(
             .unwrap_or_default()
     );
     for w in p.warnings.iter().chain(&schema_warnings) {
-        w!(o, "  warning: {}", toolgate::diag::clip_chars(w, MAX_DETAIL));
+        w!(
+            o,
+            "  warning: {}",
+            toolgate::diag::clip_chars(w, MAX_DETAIL)
+        );
     }
     for n in &p.notes {
         w!(o, "  note: {n}");

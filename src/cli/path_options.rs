@@ -108,7 +108,10 @@ fn problem(p: &PathOption) -> Option<String> {
             Role::Input => return None,
             Role::Policy => ("the policy", "a policy file (TOML)"),
             Role::Tags => ("tool tags", "a folder of tag files (TOML)"),
-            Role::Plan => ("tools", "a tools file (JSON); to pass tools with a session, put a `tools` array in the `--input -` object"),
+            Role::Plan => (
+                "tools",
+                "a tools file (JSON); to pass tools with a session, put a `tools` array in the `--input -` object",
+            ),
         };
         return Some(format!(
             "{} -: {what} cannot be read from standard input; give {give}",

@@ -411,7 +411,10 @@ fn compile_with(
                 sink.push(
                     mk(
                         s.span.clone(),
-                        format!("stage `{}` is not declared in [stages] names", echo(&s.value)),
+                        format!(
+                            "stage `{}` is not declared in [stages] names",
+                            echo(&s.value)
+                        ),
                     )
                     .with_suggestion(&s.value, stages.iter().map(|s| s.as_str())),
                 );
@@ -454,7 +457,10 @@ fn compile_with(
                         policy,
                         ErrorKind::InvalidExpression,
                         span,
-                        format!("rule `{}`: the condition does not parse: {m}", echo(&r.name)),
+                        format!(
+                            "rule `{}`: the condition does not parse: {m}",
+                            echo(&r.name)
+                        ),
                     ),
                     ExprError::NotBoolean(m) => at(
                         policy,

@@ -495,7 +495,10 @@ impl<'r, 'a> ValOwned<'r, 'a> {
             self.r.error(
                 ErrorKind::NonFinite,
                 self.span.clone(),
-                format!("`{}` must be a finite number, found {x}", crate::diag::echo(&self.path)),
+                format!(
+                    "`{}` must be a finite number, found {x}",
+                    crate::diag::echo(&self.path)
+                ),
             );
             return None;
         }
