@@ -253,7 +253,7 @@ impl Diagnostic {
         candidates: impl IntoIterator<Item = &'a str>,
     ) -> Self {
         if let Some(s) = did_you_mean(got, candidates) {
-            self.help = Some(format!("did you mean `{s}`?"));
+            self.help = Some(format!("did you mean `{}`?", echo(s)));
         }
         self
     }
@@ -387,13 +387,27 @@ impl From<Diagnostic> for LoadError {
     }
 }
 
+/// At most this many leading characters of two names are compared by
+/// [`did_you_mean`] and [`close_matches`] (the longest name a tag file
+/// admits): their measures take time in the product of the lengths, and
+/// a 120,000-character near miss of a 120,000-character name took minutes.
+pub const MAX_COMPARED_CHARS: usize = 256;
+
+/// The first [`MAX_COMPARED_CHARS`] characters of `s`.
+fn compared(s: &str) -> &str {
+    match s.char_indices().nth(MAX_COMPARED_CHARS) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
 /// The closest candidate to `got` by Jaro-Winkler similarity (case-insensitive),
 /// if it is close enough (≥ 0.8) to be worth suggesting.
 pub fn did_you_mean<'a>(
     got: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let g = got.to_lowercase();
+    let g = compared(got).to_lowercase();
     let glen = g.chars().count();
     // Jaro is at most (m/|a| + m/|b| + 1) / 3 with m <= the shorter length:
     // at most 0.7 when one string is 10 times the other, and Winkler's
@@ -402,10 +416,10 @@ pub fn did_you_mean<'a>(
     candidates
         .into_iter()
         .filter(|c| {
-            let clen = c.chars().count();
+            let clen = compared(c).chars().count();
             glen <= 10 * clen && clen <= 10 * glen
         })
-        .map(|c| (c, strsim::jaro_winkler(&g, &c.to_lowercase())))
+        .map(|c| (c, strsim::jaro_winkler(&g, &compared(c).to_lowercase())))
         .filter(|(_, s)| *s >= 0.8)
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(c, _)| c)
@@ -423,12 +437,12 @@ pub fn close_matches<'a>(
     candidates: impl IntoIterator<Item = &'a str>,
     max: usize,
 ) -> Vec<&'a str> {
-    let g = got.to_lowercase();
+    let g = compared(got).to_lowercase();
     let glen = g.chars().count();
     let mut scored: Vec<(f64, &'a str)> = candidates
         .into_iter()
         .filter_map(|c| {
-            let cl = c.to_lowercase();
+            let cl = compared(c).to_lowercase();
             if glen >= 3 && cl.contains(&g) {
                 return Some((1.0 + glen as f64 / cl.chars().count().max(1) as f64, c));
             }
@@ -483,6 +497,25 @@ pub fn more(n: usize) -> String {
     format!("… {n} more")
 }
 
+/// At most this many items of a list of names are echoed in one message
+/// ([`echo_list`]); the rest are counted ([`more`]).
+pub const MAX_ECHOED_ITEMS: usize = 50;
+
+/// The first `cap` of `items`, each clipped ([`echo`]), joined by `sep`,
+/// then `… N more` for the rest; `none` when there are none (a cap of 0
+/// gives only `… N more`).
+pub fn echo_list<S: AsRef<str>>(items: &[S], sep: &str, cap: usize) -> String {
+    if items.is_empty() {
+        return "none".to_string();
+    }
+    let mut parts: Vec<std::borrow::Cow<'_, str>> =
+        items.iter().take(cap).map(|s| echo(s.as_ref())).collect();
+    if items.len() > cap {
+        parts.push(std::borrow::Cow::Owned(more(items.len() - cap)));
+    }
+    parts.join(sep)
+}
+
 /// At most this many characters of a name or value given by a user or a
 /// model (a tool name, a session key) are echoed back in messages, CLI
 /// output and audit lines ([`clip_chars`] marks the cut).
@@ -498,15 +531,27 @@ pub fn echo(text: &str) -> std::borrow::Cow<'_, str> {
 /// `text` cut after its first `max` characters (Unicode scalar values),
 /// with " … N more characters" appended when something was cut: bounds what a
 /// message quotes of untrusted text (a query, a call's arguments, a token of
-/// a model file). Text of at most `max` characters comes back borrowed.
+/// a model file). Text of at most `max` characters comes back borrowed, and
+/// so does text this function already clipped at `max` (its first `max`
+/// characters, then only the marker): clipping twice keeps the true count
+/// of what was left out, not the marker's length.
 pub fn clip_chars(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     match text.char_indices().nth(max) {
         None => std::borrow::Cow::Borrowed(text),
+        Some((i, _)) if is_clip_marker(&text[i..]) => std::borrow::Cow::Borrowed(text),
         Some((i, _)) => {
             let more = text[i..].chars().count();
             std::borrow::Cow::Owned(format!("{} … {more} more characters", &text[..i]))
         }
     }
+}
+
+/// Whether `tail` is exactly the marker [`clip_chars`] appends,
+/// ` … N more characters`.
+fn is_clip_marker(tail: &str) -> bool {
+    tail.strip_prefix(" … ")
+        .and_then(|t| t.strip_suffix(" more characters"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// At most this many characters of a number are echoed back: a number is
@@ -542,6 +587,14 @@ mod tests {
         assert_eq!(clip_chars("abcdé", 3), "abc … 2 more characters");
         assert_eq!(clip_chars("", 0), "");
         assert!(matches!(clip_chars("ab", 5), std::borrow::Cow::Borrowed(_)));
+        // clipping a clipped text keeps the true count (issue 29 item 5)
+        let once = clip_chars("abcdefgh", 3).into_owned();
+        assert_eq!(once, "abc … 5 more characters");
+        assert_eq!(clip_chars(&once, 3), once);
+        assert_eq!(
+            clip_chars("abc … x more characters", 3),
+            "abc … 20 more characters"
+        );
     }
 
     #[test]

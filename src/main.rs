@@ -258,7 +258,8 @@ enum Command {
         #[command(flatten)]
         plan: PlanArgs,
         /// Tool name (or alias), or the name MCP clients see through mcp-proxy (`sqlite__read_query`).
-        #[arg(long, value_name = "NAME")]
+        // (an empty name is a usage error, exit 2, not a deny verdict)
+        #[arg(long, value_name = "NAME", value_parser = tool_name)]
         tool: String,
         /// Arguments as JSON: inline, `-` for stdin, or `@FILE`.
         // (kept as the OS gave it: inline bytes that are not UTF-8 are an
@@ -543,7 +544,7 @@ fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
             cli::option_ranges::fit(l2, max_iterations, negatives).map_err(fail)?;
             for (option, path) in [("--out", &out), ("--transitions-out", &transitions_out)] {
                 if let Some(p) = path {
-                    cli::paths::existing_folder(option, p)
+                    cli::paths::writable_file(option, p)
                         .map_err(|m| (ExitCode::from(3), None, Some(m)))?;
                 }
             }
@@ -748,11 +749,47 @@ impl Command {
     }
 }
 
+/// The parser of `guard --tool`: an empty name is a usage error (exit 2),
+/// not a call the gate denies.
+fn tool_name(s: &str) -> Result<String, String> {
+    if s.is_empty() {
+        return Err("the tool name is empty; give the name of a tool (`toolgate eval` lists the catalog's tools)".into());
+    }
+    Ok(s.to_string())
+}
+
+/// `e`, or when an argument of the command line is longer than
+/// [`toolgate::diag::MAX_ECHOED_CHARS`], the error of the same command
+/// line with each such argument clipped ([`toolgate::diag::echo`]): clap
+/// quotes the value it refuses (`invalid value '…' for '--format'`,
+/// `unrecognized subcommand '…'`), and a 120 KB value must not come back
+/// whole (issue 29 item 5). A command line of short arguments keeps its
+/// error as it is; so does one whose clipped form parses (the error then
+/// was about the long value's content, which clap does not quote).
+fn clipped_error(e: clap::Error) -> clap::Error {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let long = |a: &std::ffi::OsString| a.len() > toolgate::diag::MAX_ECHOED_CHARS;
+    if !args.iter().any(long) {
+        return e;
+    }
+    let clipped = args.into_iter().map(|a| {
+        if long(&a) {
+            std::ffi::OsString::from(toolgate::diag::echo(&a.to_string_lossy()).into_owned())
+        } else {
+            a
+        }
+    });
+    match Cli::try_parse_from(clipped) {
+        Err(c) if c.kind() == e.kind() => c,
+        _ => e,
+    }
+}
+
 fn main() -> ExitCode {
     // SAFETY: nothing else runs yet. candle's thread counts, read once here
     // instead of from /proc/cpuinfo on every matrix product (issue 24).
     unsafe { toolgate::embed::set_thread_env() };
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse().map_err(clipped_error) {
         Ok(c) => c,
         // With `--format json`, a refused command line is a JSON error too.
         Err(e)

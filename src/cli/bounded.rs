@@ -23,7 +23,7 @@ pub use toolgate::diag::{echo as name, short_number as number};
 /// At most this many items of a list of names or terms in one line of text
 /// output (intent terms, trigger keywords, clauses); the rest are counted
 /// (`… N more`).
-pub const MAX_LISTED: usize = 50;
+pub const MAX_LISTED: usize = toolgate::diag::MAX_ECHOED_ITEMS;
 
 /// The first [`MAX_LISTED`] of `items`, each clipped ([`name`]), joined by
 /// `sep`, then `… N more` for the rest; `none` when there are none.
@@ -33,14 +33,7 @@ pub fn list<S: AsRef<str>>(items: &[S], sep: &str) -> String {
 
 /// [`list`] with the cap `cap` (a cap of 0 gives only `… N more`).
 pub fn list_capped<S: AsRef<str>>(items: &[S], sep: &str, cap: usize) -> String {
-    if items.is_empty() {
-        return "none".to_string();
-    }
-    let mut parts: Vec<Cow<'_, str>> = items.iter().take(cap).map(|s| name(s.as_ref())).collect();
-    if items.len() > cap {
-        parts.push(Cow::Owned(toolgate::diag::more(items.len() - cap)));
-    }
-    parts.join(sep)
+    toolgate::diag::echo_list(items, sep, cap)
 }
 
 /// `x` with `prec` decimals (`12.346`), or in [`number`]'s exponent form

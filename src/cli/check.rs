@@ -83,11 +83,11 @@ fn print_properties(o: &mut String, reports: &[PropertyReport]) {
             o,
             "    {} {} [{}, {:?}] ({}): {}",
             if r.holds { "ok  " } else { "FAIL" },
-            r.name,
+            bounded::name(&r.name),
             r.kind,
             r.method,
             r.location,
-            r.detail
+            toolgate::diag::clip_chars(&r.detail, MAX_DETAIL)
         );
         if let Some(c) = &r.counterexample {
             w!(
@@ -106,6 +106,12 @@ fn print_properties(o: &mut String, reports: &[PropertyReport]) {
         }
     }
 }
+
+/// At most this many characters of a property's or a fuzz violation's
+/// detail, or of a warning, are printed in the text format (the names in
+/// them are clipped where they are written; this bounds the sentence
+/// whatever it quotes).
+const MAX_DETAIL: usize = 1_000;
 
 /// How often a long `--fuzz` run reports its progress on stderr.
 const FUZZ_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
@@ -221,7 +227,7 @@ pub fn run(
         o,
         "{}: policy `{}` from {}",
         if ok { "ok" } else { "FAILED" },
-        p.policy_name,
+        bounded::name(&p.policy_name),
         p.sources.first().map(String::as_str).unwrap_or("")
     );
     let files = &p.sources[1.min(p.sources.len())..];
@@ -242,9 +248,9 @@ pub fn run(
         o,
         "  domains: {} ({})",
         p.domains.len(),
-        p.domains.join(", ")
+        bounded::list(&p.domains, ", ")
     );
-    w!(o, "  stages: {}", p.stages.join(", "));
+    w!(o, "  stages: {}", bounded::list(&p.stages, ", "));
     w!(o, "  domain rules: {}", p.rules.len());
     w!(
         o,
@@ -290,7 +296,11 @@ pub fn run(
             .unwrap_or_default()
     );
     for w in p.warnings.iter().chain(&schema_warnings) {
-        w!(o, "  warning: {w}");
+        w!(
+            o,
+            "  warning: {}",
+            toolgate::diag::clip_chars(w, MAX_DETAIL)
+        );
     }
     for n in &p.notes {
         w!(o, "  note: {n}");
@@ -328,7 +338,7 @@ pub fn run(
                     .as_deref()
                     .map(|t| format!("{}: ", bounded::name(t)))
                     .unwrap_or_default(),
-                x.message
+                toolgate::diag::clip_chars(&x.message, MAX_DETAIL)
             );
         }
         if v.len() > SHOWN {

@@ -210,9 +210,15 @@ pub fn print_verdict(o: &mut String, v: &Verdict, warnings: &[String], format: F
         w!(o, "effects:");
         for e in &v.effects {
             if e.resolved.is_empty() || e.resolved == e.operand {
-                w!(o, "  {} {}", e.kind, e.operand);
+                w!(o, "  {} {}", e.kind, super::bounded::name(&e.operand));
             } else {
-                w!(o, "  {} {} -> {}", e.kind, e.operand, e.resolved);
+                w!(
+                    o,
+                    "  {} {} -> {}",
+                    e.kind,
+                    super::bounded::name(&e.operand),
+                    super::bounded::name(&e.resolved)
+                );
             }
         }
     }
@@ -223,9 +229,20 @@ pub fn print_verdict(o: &mut String, v: &Verdict, warnings: &[String], format: F
         }
     }
     if v.decision == Action::Allow {
-        w!(o, "arguments: {}", v.arguments);
+        // (strings clipped, then the line: a 100,000-element array too)
+        let line = super::bounded::json_line(&v.arguments);
+        w!(
+            o,
+            "arguments: {}",
+            toolgate::diag::clip_chars(&line, MAX_ARGUMENTS_LINE)
+        );
     }
 }
+
+/// At most this many characters of the allowed call's arguments are
+/// printed on the text format's `arguments:` line (each string is clipped
+/// first, [`super::bounded::json_line`]); `--format json` gives them whole.
+pub const MAX_ARGUMENTS_LINE: usize = 2_000;
 
 /// Exit code of a verdict: 0 allow, 6 ask, 7 deny.
 pub fn exit_code(v: &Verdict) -> u8 {

@@ -68,7 +68,8 @@ impl SessionState {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
         if !ok {
             return Err(super::Fail::Input(format!(
-                "--session {id:?} cannot name a state file (use 1 to 128 of A-Z a-z 0-9 . _ -, or give --state FILE)"
+                "--session {:?} cannot name a state file (use 1 to 128 of A-Z a-z 0-9 . _ -, or give --state FILE)",
+                toolgate::diag::echo(id)
             )));
         }
         let dir = match std::env::var_os("TOOLGATE_STATE_DIR") {
@@ -136,7 +137,8 @@ impl SessionState {
         if s.session != self.session {
             return Err(format!(
                 "{shown}: the state of session {:?}, not {:?}",
-                s.session, self.session
+                toolgate::diag::echo(&s.session),
+                toolgate::diag::echo(&self.session)
             ));
         }
         Ok(s.flow)

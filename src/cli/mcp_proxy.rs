@@ -323,21 +323,22 @@ fn apply_era(e: &str, c: &mut ProxyConfig) -> Result<(), String> {
             )
         })?;
         let name = name.trim();
+        if c.servers.is_empty() {
+            return Err(format!(
+                "--era {shown}: there are no servers to apply --era to; give them with --server NAME=COMMAND|URL or a [[server]] table of --config, then --era NAME=ERA for one of them"
+            ));
+        }
         match c.servers.iter_mut().find(|s| s.name == name) {
             Some(s) => s.era = era,
             None => {
                 let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
                 let hint = toolgate::diag::did_you_mean(name, names.iter().copied())
-                    .map(|m| format!(" (did you mean `{m}`?)"))
+                    .map(|m| format!(" (did you mean `{}`?)", toolgate::diag::echo(m)))
                     .unwrap_or_default();
                 return Err(format!(
                     "--era {shown}: no server is named `{}`{hint}; the servers are: {}",
                     toolgate::diag::echo(name),
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
+                    toolgate::diag::echo_list(&names, ", ", toolgate::diag::MAX_ECHOED_ITEMS)
                 ));
             }
         }

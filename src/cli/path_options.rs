@@ -98,10 +98,25 @@ pub fn of_plan(plan: &super::PlanArgs) -> Vec<PathOption> {
 }
 
 /// The problem with `p`, if any: missing, unreadable, or a file where a
-/// folder belongs (or the reverse). `-` (stdin) is not checked.
+/// folder belongs (or the reverse). `-` (stdin) is not checked for an
+/// input; for a part of the plan it is the problem: the policy, the tags
+/// and the tools are read from files only (issue 29: `--tools -` looked for
+/// a file named `-`).
 fn problem(p: &PathOption) -> Option<String> {
     if p.path.as_os_str() == "-" {
-        return None;
+        let (what, give) = match p.role {
+            Role::Input => return None,
+            Role::Policy => ("the policy", "a policy file (TOML)"),
+            Role::Tags => ("tool tags", "a folder of tag files (TOML)"),
+            Role::Plan => (
+                "tools",
+                "a tools file (JSON); to pass tools with a session, put a `tools` array in the `--input -` object",
+            ),
+        };
+        return Some(format!(
+            "{} -: {what} cannot be read from standard input; give {give}",
+            p.option
+        ));
     }
     let (opt, shown) = (p.option, p.path.display());
     let noun = match p.want {
@@ -193,7 +208,7 @@ fn toml_files(dir: &Path) -> Vec<PathBuf> {
         .into_iter()
         .flatten()
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "toml") && p.is_file())
+        .filter(|p| toolgate::parse::tags::has_toml_extension(p) && p.is_file())
         .collect();
     v.sort();
     v

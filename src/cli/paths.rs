@@ -205,9 +205,55 @@ pub fn existing_folder(option: &str, path: &Path) -> Result<(), String> {
     }
 }
 
+/// [`existing_folder`], and `path` can be written: it is not a folder, and
+/// it opens for writing (an existing file is opened to append, which
+/// changes nothing; a new one is created and removed again). For an output
+/// that is written after a long run (`fit --out`): checked before the run,
+/// not after it (issue 29).
+pub fn writable_file(option: &str, path: &Path) -> Result<(), String> {
+    existing_folder(option, path)?;
+    if path.is_dir() {
+        return Err(format!(
+            "{option} {}: this is a folder; name the file to write (such as {})",
+            path.display(),
+            path.join("fitted.toml").display()
+        ));
+    }
+    let cannot = |e: std::io::Error| format!("{option} {}: cannot write it: {e}", path.display());
+    if path.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map(drop)
+            .map_err(cannot)
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(cannot)?;
+        // (made only to learn that it can be; the run writes it later)
+        let _ = std::fs::remove_file(path);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::existing_folder;
+    use super::{existing_folder, writable_file};
+
+    #[test]
+    fn an_output_that_cannot_be_written_is_named_before_the_run() {
+        let d = tempfile::tempdir().unwrap();
+        let e = writable_file("--out", d.path()).unwrap_err();
+        assert!(e.contains("this is a folder"), "{e}");
+        let new = d.path().join("p.toml");
+        assert!(writable_file("--out", &new).is_ok());
+        assert!(!new.exists(), "the probe leaves no file");
+        std::fs::write(&new, "kept").unwrap();
+        assert!(writable_file("--out", &new).is_ok());
+        assert_eq!(std::fs::read_to_string(&new).unwrap(), "kept");
+    }
     use std::path::Path;
 
     #[test]

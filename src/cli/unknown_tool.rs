@@ -86,11 +86,11 @@ pub fn explain_message(name: &str, plan: &Plan, args: &PlanArgs, input: &EvalInp
     let close = toolgate::diag::close_matches(name, plan.by_name.keys().map(|s| s.as_str()), 5);
     let hint = match close.as_slice() {
         [] => "; no name of the catalog is close (`toolgate eval` lists them all)".to_string(),
-        [one] => format!(" (did you mean `{one}`?)"),
+        [one] => format!(" (did you mean `{}`?)", toolgate::diag::echo(one)),
         many => format!(
             " (did you mean one of: {}?)",
             many.iter()
-                .map(|c| format!("`{c}`"))
+                .map(|c| format!("`{}`", toolgate::diag::echo(c)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),

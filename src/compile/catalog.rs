@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::diag::{Diagnostic, ErrorKind, SourceFile};
+use crate::diag::{Diagnostic, ErrorKind, SourceFile, echo};
 use crate::parse::policy::{AutoComplexity, Bm25Params, KeywordParams, PolicySource, Sp};
 #[cfg(feature = "gate")]
 use crate::parse::schema_text::SchemaText;
@@ -326,7 +326,8 @@ fn compile_tool(
                         d.span.clone(),
                         format!(
                             "tool `{}`: domain `{}` is not declared in [domains]",
-                            t.name.value, d.value
+                            echo(&t.name.value),
+                            echo(&d.value)
                         ),
                     )
                     .with_suggestion(&d.value, key.domains.iter().map(|s| s.as_str())),
@@ -345,7 +346,8 @@ fn compile_tool(
                         s.span.clone(),
                         format!(
                             "tool `{}`: stage `{}` is not declared in [stages] names",
-                            t.name.value, s.value
+                            echo(&t.name.value),
+                            echo(&s.value)
                         ),
                     )
                     .with_suggestion(&s.value, key.stages.iter().map(|s| s.as_str())),
@@ -382,7 +384,7 @@ fn compile_tool(
                     tags.base_priority.span.clone(),
                     format!(
                         "tool `{}`: base_priority must be within [0, 1], found {}",
-                        t.name.value,
+                        echo(&t.name.value),
                         // as written (`1e300`, not 301 digits)
                         t.file
                             .as_ref()
@@ -403,7 +405,7 @@ fn compile_tool(
                     tags.parameter_complexity.span.clone(),
                     format!(
                         "tool `{}`: parameter_complexity {c} is outside the policy's range [{min}, {max}]",
-                        t.name.value
+                        echo(&t.name.value)
                     ),
                 ));
                 ok = false;
@@ -454,7 +456,7 @@ fn compile_tool(
                     at.unwrap_or(t.name.span.clone()),
                     format!(
                         "tool `{}`: input_schema is not a valid JSON Schema: {e}",
-                        t.name.value
+                        echo(&t.name.value)
                     ),
                 ));
                 None
@@ -568,10 +570,13 @@ pub(crate) fn link<'a>(
         };
         for (t, p) in specs.iter().zip(parts) {
             if let Some(f) = &t.file {
-                fnv1a(&mut hash, f.name.as_bytes());
                 let seen =
                     last_file.is_some_and(|l| Arc::ptr_eq(l, f)) || tool_files.contains(&f.name);
                 if !seen {
+                    // Content only: `tool-tags`, `./tool-tags/` and an
+                    // absolute path hash alike (issue 29). The length
+                    // keeps the files' boundaries apart.
+                    fnv1a(&mut hash, &(f.text.len() as u64).to_le_bytes());
                     fnv1a(&mut hash, f.text.as_bytes());
                     tool_files.push(f.name.clone());
                 }
@@ -589,7 +594,7 @@ pub(crate) fn link<'a>(
                         n.span.clone(),
                         format!(
                             "tool name {:?} must be non-empty, without spaces or control characters",
-                            n.value
+                            echo(&n.value)
                         ),
                     ));
                     ok = false;
@@ -623,18 +628,22 @@ pub(crate) fn link<'a>(
                         diags.push(t.diag(
                             ErrorKind::DuplicateTool,
                             n.span.clone(),
-                            format!("tool name `{}` is already used ({prev})", n.value),
+                            format!("tool name `{}` is already used ({prev})", echo(&n.value)),
                         ));
                         ok = false;
                     }
                     (false, true) => warnings.push(format!(
                         "`{}` is the name of `{}`, so it is not an alias of `{}` (call that tool by its full name)",
-                        n.value, seen.owner, t.name.value
+                        echo(&n.value),
+                        echo(seen.owner),
+                        echo(&t.name.value)
                     )),
                     (true, false) => {
                         warnings.push(format!(
                             "`{}` names the tool `{}`, so it is no longer an alias of `{}` (call that tool by its full name)",
-                            n.value, t.name.value, seen.owner
+                            echo(&n.value),
+                            echo(&t.name.value),
+                            echo(seen.owner)
                         ));
                         *seen = Seen {
                             file: t.file.as_ref(),
@@ -648,7 +657,9 @@ pub(crate) fn link<'a>(
                         if by_name.remove(n.value.as_str()).is_some() {
                             warnings.push(format!(
                                 "`{}` is an alias of both `{}` and `{}`, so it names neither (call them by their full names)",
-                                n.value, seen.owner, t.name.value
+                                echo(&n.value),
+                                echo(seen.owner),
+                                echo(&t.name.value)
                             ));
                         }
                     }

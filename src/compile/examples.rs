@@ -7,7 +7,7 @@
 use super::at;
 use std::sync::Arc;
 
-use crate::diag::{ErrorKind, LoadError, Sink};
+use crate::diag::{ErrorKind, LoadError, Sink, echo};
 use crate::parse::policy::{PolicySource, Sp};
 use crate::plan::Plan;
 
@@ -74,10 +74,11 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
                             n.span.clone(),
                             format!(
                                 "example `{}`: tool `{}` is not in the catalog",
-                                ex.name, n.value
+                                echo(&ex.name),
+                                echo(&n.value)
                             ),
                         )
-                        .with_help(format!("did you mean `{close}`?")),
+                        .with_help(format!("did you mean `{}`?", echo(close))),
                     );
                     typo = true;
                 }
@@ -112,7 +113,7 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
             None
         };
         if let Some(why) = skip {
-            warnings.push(format!("example `{}` skipped: {why}", ex.name));
+            warnings.push(format!("example `{}` skipped: {why}", echo(&ex.name)));
             skipped += 1;
             continue;
         }
@@ -123,7 +124,7 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
                     policy,
                     ErrorKind::InvalidValue,
                     ex.span.clone(),
-                    format!("example `{}`: {e}", ex.name),
+                    format!("example `{}`: {e}", echo(&ex.name)),
                 ));
                 continue;
             }
@@ -135,7 +136,7 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
                     policy,
                     ErrorKind::InvalidValue,
                     ex.span.clone(),
-                    format!("example `{}`: {e}", ex.name),
+                    format!("example `{}`: {e}", echo(&ex.name)),
                 ));
                 continue;
             }
@@ -150,8 +151,8 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
                     n.span.clone(),
                     format!(
                         "example `{}`: `{}` must be active but is not ({})",
-                        ex.name,
-                        n.value,
+                        echo(&ex.name),
+                        echo(&n.value),
                         why(&shared, s, act.effective_threshold)
                     ),
                 ));
@@ -166,8 +167,8 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
                     n.span.clone(),
                     format!(
                         "example `{}`: `{}` must be inactive but is active ({})",
-                        ex.name,
-                        n.value,
+                        echo(&ex.name),
+                        echo(&n.value),
                         why(&shared, s, act.effective_threshold)
                     ),
                 ));
@@ -185,12 +186,12 @@ pub(super) fn check_examples(policy: &PolicySource, plan: Plan) -> Result<Plan, 
             warnings.push(if ex.calls.is_empty() {
                 format!(
                     "example `{}` skipped: it expects nothing (no active, inactive or calls)",
-                    ex.name
+                    echo(&ex.name)
                 )
             } else {
                 format!(
                     "example `{}` skipped: none of its {} call(s) could be checked (the skipped calls are listed above)",
-                    ex.name,
+                    echo(&ex.name),
                     ex.calls.len()
                 )
             });
@@ -222,8 +223,9 @@ fn check_example_call(
 ) -> bool {
     if plan.tool_index(&call.tool.value).is_none() && call.decision.value != "deny" {
         warnings.push(format!(
-            "example `{example}`: call to `{}` skipped: tool not in the catalog",
-            call.tool.value
+            "example `{}`: call to `{}` skipped: tool not in the catalog",
+            echo(example),
+            echo(&call.tool.value)
         ));
         return false;
     }
@@ -239,7 +241,7 @@ fn check_example_call(
                 policy,
                 ErrorKind::ExampleFailed,
                 call.span.clone(),
-                format!("example `{example}`: {m}"),
+                format!("example `{}`: {m}", echo(example)),
             ));
         }
         true
@@ -248,8 +250,9 @@ fn check_example_call(
     {
         let _ = (policy, sink);
         warnings.push(format!(
-            "example `{example}`: call to `{}` skipped: built without the `gate` feature",
-            call.tool.value
+            "example `{}`: call to `{}` skipped: built without the `gate` feature",
+            echo(example),
+            echo(&call.tool.value)
         ));
         false
     }

@@ -589,7 +589,7 @@ pub(crate) fn check_role_paths_in(spec: &ToolSpec, schema: &Value, sink: &mut Si
             span_of(MAX_ROLES),
             format!(
                 "tool `{}` declares {} argument roles; at most {MAX_ROLES} are supported",
-                spec.name.value,
+                crate::diag::echo(&spec.name.value),
                 args.len()
             ),
         ));
@@ -599,7 +599,7 @@ pub(crate) fn check_role_paths_in(spec: &ToolSpec, schema: &Value, sink: &mut Si
             sink.push(spec.diag(
                 ErrorKind::InvalidValue,
                 span_of(i),
-                format!("tool `{}`: {e}", spec.name.value),
+                format!("tool `{}`: {e}", crate::diag::echo(&spec.name.value)),
             ));
         }
     }
@@ -608,7 +608,7 @@ pub(crate) fn check_role_paths_in(spec: &ToolSpec, schema: &Value, sink: &mut Si
         .map(|k| {
             format!(
                 "tool `{}`: argument role `{k}` names no parameter of the tool's input schema; roles are also inferred from the schema by [[gate.infer]]",
-                spec.name.value
+                crate::diag::echo(&spec.name.value)
             )
         })
         .collect()

@@ -42,7 +42,7 @@ pub mod witness;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink};
+use crate::diag::{Diagnostic, ErrorKind, LoadError, Sink, echo};
 use crate::parse::policy::{AutoComplexity, PolicySource, Sp};
 use crate::parse::tags::ToolSpec;
 use crate::plan::{CompiledRule, FEATURES, Plan};
@@ -99,13 +99,15 @@ fn misspelt_weights(
                     ErrorKind::UnknownName,
                     key.span.clone(),
                     format!(
-                        "weight `{}` is not used by the formula, and the formula's `{v}` has no weight in [score.weights]",
-                        key.value
+                        "weight `{}` is not used by the formula, and the formula's `{}` has no weight in [score.weights]",
+                        echo(&key.value),
+                        echo(v)
                     ),
                 )
                 .with_help(format!(
-                    "rename the key `{}` to `{v}`",
-                    key.value
+                    "rename the key `{}` to `{}`",
+                    echo(&key.value),
+                    echo(v)
                 ))
             }
             None => {
@@ -120,7 +122,10 @@ fn misspelt_weights(
                     policy,
                     ErrorKind::UnknownName,
                     span,
-                    format!("the formula names `{v}`, which is neither a feature nor a weight of [score.weights]"),
+                    format!(
+                        "the formula names `{}`, which is neither a feature nor a weight of [score.weights]",
+                        echo(v)
+                    ),
                 )
                 .with_suggestion(v, names)
             }
@@ -364,7 +369,7 @@ fn compile_with(
                 policy,
                 ErrorKind::InvalidValue,
                 s.span.clone(),
-                format!("stage `{}` is declared twice", s.value),
+                format!("stage `{}` is declared twice", echo(&s.value)),
             ));
         } else {
             stages.push(s.value.clone());
@@ -388,7 +393,7 @@ fn compile_with(
                 sink.push(
                     mk(
                         d.span.clone(),
-                        format!("domain `{}` is not declared in [domains]", d.value),
+                        format!("domain `{}` is not declared in [domains]", echo(&d.value)),
                     )
                     .with_suggestion(&d.value, domains.iter().map(|s| s.as_str())),
                 );
@@ -406,7 +411,10 @@ fn compile_with(
                 sink.push(
                     mk(
                         s.span.clone(),
-                        format!("stage `{}` is not declared in [stages] names", s.value),
+                        format!(
+                            "stage `{}` is not declared in [stages] names",
+                            echo(&s.value)
+                        ),
                     )
                     .with_suggestion(&s.value, stages.iter().map(|s| s.as_str())),
                 );
@@ -449,7 +457,10 @@ fn compile_with(
                         policy,
                         ErrorKind::InvalidExpression,
                         span,
-                        format!("rule `{}`: the condition does not parse: {m}", r.name),
+                        format!(
+                            "rule `{}`: the condition does not parse: {m}",
+                            echo(&r.name)
+                        ),
                     ),
                     ExprError::NotBoolean(m) => at(
                         policy,
@@ -457,7 +468,7 @@ fn compile_with(
                         span,
                         format!(
                             "rule `{}`: the condition must yield true or false: {m}",
-                            r.name
+                            echo(&r.name)
                         ),
                     ),
                     ExprError::UnknownVariable(v) => at(
@@ -465,8 +476,9 @@ fn compile_with(
                         ErrorKind::UnknownName,
                         span,
                         format!(
-                            "rule `{}`: the condition names `{v}`, which is not a context variable",
-                            r.name
+                            "rule `{}`: the condition names `{}`, which is not a context variable",
+                            echo(&r.name),
+                            echo(&v)
                         ),
                     )
                     .with_suggestion(&v, EXPR_VARIABLES.iter().copied()),
@@ -475,8 +487,9 @@ fn compile_with(
                         ErrorKind::UnknownName,
                         span,
                         format!(
-                            "rule `{}`: the condition calls `{v}`, which is not one of {}",
-                            r.name,
+                            "rule `{}`: the condition calls `{}`, which is not one of {}",
+                            echo(&r.name),
+                            echo(&v),
                             EXPR_FUNCTIONS.join(", ")
                         ),
                     )

@@ -54,10 +54,11 @@ pub(super) fn compile_properties(
                                     n.span.clone(),
                                     format!(
                                         "property `{}`: tool `{}` is not in the catalog",
-                                        p.name, n.value
+                                        crate::diag::echo(&p.name),
+                                        crate::diag::echo(&n.value)
                                     ),
                                 )
-                                .with_help(format!("did you mean `{close}`?")),
+                                .with_help(format!("did you mean `{}`?", crate::diag::echo(close))),
                             ),
                             None => missing.push(n.value.as_str()),
                         }
@@ -67,8 +68,8 @@ pub(super) fn compile_properties(
             if !missing.is_empty() {
                 warnings.push(format!(
                     "{location}: property `{}`: tool(s) {} not in the catalog{}",
-                    p.name,
-                    missing.join(", "),
+                    crate::diag::echo(&p.name),
+                    crate::diag::echo_list(&missing, ", ", crate::diag::MAX_ECHOED_ITEMS),
                     if ids.is_empty() {
                         "; skipped"
                     } else {
@@ -103,8 +104,8 @@ pub(super) fn compile_properties(
                             feature.span.clone(),
                             format!(
                                 "property `{}`: `{}` is not a feature (one of {})",
-                                p.name,
-                                feature.value,
+                                crate::diag::echo(&p.name),
+                                crate::diag::echo(&feature.value),
                                 FEATURES.join(", ")
                             ),
                         )

@@ -35,7 +35,8 @@ pub fn build_transitions(
                         f.span.clone(),
                         format!(
                             "tool `{}`: `follows` names `{}`, which is not in the catalog",
-                            spec.name.value, f.value
+                            crate::diag::echo(&spec.name.value),
+                            crate::diag::echo(&f.value)
                         ),
                     )
                     .with_suggestion(&f.value, by_name.keys().map(|s| s.as_str())),

@@ -484,7 +484,7 @@ impl Checker<'_> {
 
     fn activity_detail(&self, act: &Activation, i: usize) -> String {
         let s = act.tools[i];
-        let name = &self.plan.tools[i].name;
+        let name = crate::diag::echo(&self.plan.tools[i].name);
         if s.active {
             format!(
                 "`{name}` is active (score {}, effective threshold {}, reason {:?})",

@@ -323,7 +323,10 @@ pub fn millis(d: std::time::Duration) -> f64 {
 /// Milliseconds rounded to the nanosecond (logs written before [`millis`]
 /// carry binary noise such as `0.045485000000000005`).
 fn round_ns(ms: f64) -> f64 {
-    (ms * 1e6).round() / 1e6
+    let ns = ms * 1e6;
+    // (a latency near f64::MAX has no nanoseconds to round, and must not
+    // become infinite: `audit summary` printed `p95 inf s`)
+    if ns.is_finite() { ns.round() / 1e6 } else { ms }
 }
 
 fn ex_kind<T>(ex: &Execution<T>) -> String {
@@ -687,6 +690,12 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_latency_near_the_largest_float_stays_finite() {
+        assert_eq!(round_ns(1.797e308), 1.797e308);
+        assert_eq!(round_ns(0.045485000000000005), 0.045485);
+    }
 
     #[test]
     fn latencies_carry_no_binary_noise() {

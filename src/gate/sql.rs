@@ -51,11 +51,11 @@ pub fn analyze_sql(
     };
     if sql.len() > cfg.max_input_bytes {
         let d = format!(
-            "{} bytes of SQL, over the limit of {}",
+            "{} bytes of SQL, over the limit of {} ([gate.sql] max_input_bytes)",
             sql.len(),
             cfg.max_input_bytes
         );
-        out.push(checks.parse_error.finding(FindingKind::Parse, path, &d));
+        out.push(checks.too_large.finding(FindingKind::Parse, path, &d));
         return out;
     }
     if let Some(p) = pragma::parse_pragma(sql) {

@@ -222,7 +222,7 @@ impl<'r, 'a> Table<'r, 'a> {
             let what = if self.path.is_empty() {
                 "the file".to_string()
             } else {
-                format!("[{}]", self.path)
+                format!("[{}]", crate::diag::echo(&self.path))
             };
             let report = format!("{what} is missing the required key `{key}`");
             self.missing
@@ -360,7 +360,7 @@ impl<'r, 'a> Table<'r, 'a> {
         let where_ = if self.path.is_empty() {
             "at the top level".to_string()
         } else {
-            format!("in [{}]", self.path)
+            format!("in [{}]", crate::diag::echo(&self.path))
         };
         let mut missing = std::mem::take(&mut *self.missing.borrow_mut());
         let mut folded_keys: Vec<&str> = Vec::new();
@@ -393,7 +393,8 @@ impl<'r, 'a> Table<'r, 'a> {
                     &self.r.file,
                     k.span(),
                     format!(
-                        "unknown key `{key}` {where_}, and the required key `{meant}` is missing"
+                        "unknown key `{}` {where_}, and the required key `{meant}` is missing",
+                        crate::diag::echo(key)
                     ),
                 )
                 .with_help(format!("did you mean `{meant}`?")),
@@ -405,13 +406,13 @@ impl<'r, 'a> Table<'r, 'a> {
                 let where_ = if self.path.is_empty() {
                     "at the top level".to_string()
                 } else {
-                    format!("in [{}]", self.path)
+                    format!("in [{}]", crate::diag::echo(&self.path))
                 };
                 let mut d = Diagnostic::at(
                     ErrorKind::UnknownKey,
                     &self.r.file,
                     k.span(),
-                    format!("unknown key `{key}` {where_}"),
+                    format!("unknown key `{}` {where_}", crate::diag::echo(key)),
                 )
                 .with_suggestion(key, known.iter().map(|s| s.as_str()));
                 if d.help.is_none() {
@@ -447,7 +448,7 @@ impl<'r, 'a> ValOwned<'r, 'a> {
             self.span.clone(),
             format!(
                 "`{}` must be {want}, found {}",
-                self.path,
+                crate::diag::echo(&self.path),
                 type_name(self.v)
             ),
         );
@@ -479,7 +480,7 @@ impl<'r, 'a> ValOwned<'r, 'a> {
                         self.r.error(
                             ErrorKind::OutOfRange,
                             self.span.clone(),
-                            format!("`{}` is too large", self.path),
+                            format!("`{}` is too large", crate::diag::echo(&self.path)),
                         );
                         return None;
                     }
@@ -494,7 +495,10 @@ impl<'r, 'a> ValOwned<'r, 'a> {
             self.r.error(
                 ErrorKind::NonFinite,
                 self.span.clone(),
-                format!("`{}` must be a finite number, found {x}", self.path),
+                format!(
+                    "`{}` must be a finite number, found {x}",
+                    crate::diag::echo(&self.path)
+                ),
             );
             return None;
         }
@@ -512,7 +516,7 @@ impl<'r, 'a> ValOwned<'r, 'a> {
                         self.r.error(
                             ErrorKind::OutOfRange,
                             self.span.clone(),
-                            format!("`{}` is too large", self.path),
+                            format!("`{}` is too large", crate::diag::echo(&self.path)),
                         );
                         None
                     }
@@ -563,7 +567,7 @@ impl<'r, 'a> ValOwned<'r, 'a> {
                                 it.span(),
                                 format!(
                                     "`{}[{i}]` must be a string, found {}",
-                                    self.path,
+                                    crate::diag::echo(&self.path),
                                     type_name(other)
                                 ),
                             );
@@ -598,7 +602,7 @@ impl<'r, 'a> ValOwned<'r, 'a> {
                 self.span.clone(),
                 format!(
                     "`{}` holds a value JSON cannot represent (a datetime or a non-finite float)",
-                    self.path
+                    crate::diag::echo(&self.path)
                 ),
             );
             None

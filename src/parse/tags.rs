@@ -270,12 +270,9 @@ fn check_role_paths(r: &Reader, gate: &GateTags, schema: &Value) {
                 &r.file,
                 span,
                 format!(
-                    "argument `{key}` names no parameter of the tool's input_schema, so its role would never be checked (parameters: {})",
-                    if params.is_empty() {
-                        "none".to_string()
-                    } else {
-                        params.join(", ")
-                    }
+                    "argument `{}` names no parameter of the tool's input_schema, so its role would never be checked (parameters: {})",
+                    crate::diag::echo(key),
+                    crate::diag::echo_list(&params, ", ", crate::diag::MAX_ECHOED_ITEMS)
                 ),
             )
             .with_suggestion(first, params.iter().copied()),
@@ -474,7 +471,15 @@ pub fn no_tag_files(dir: &Path) -> LoadError {
     ))
 }
 
-/// Reads every `*.toml` file of a directory (sorted by file name) as tool tags.
+/// Whether `path` ends in `.toml`, in any case (`time.TOML` too: a tag
+/// folder's file is read whatever the case of its extension, issue 29).
+pub fn has_toml_extension(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("toml"))
+}
+
+/// Reads every `*.toml` file of a directory (sorted by file name; the
+/// extension in any case, [`has_toml_extension`]) as tool tags.
 /// All files are read and all problems reported together. A directory with
 /// no `*.toml` file (empty, or the wrong folder) is an error.
 pub fn load_tag_dir(dir: &Path) -> Result<Vec<ToolSpec>, LoadError> {
@@ -499,7 +504,7 @@ pub fn load_tag_dir_partial(dir: &Path) -> Result<(Vec<ToolSpec>, Vec<Diagnostic
     let mut paths: Vec<_> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml") && !p.is_dir()) // (a broken link is read, and named)
+        .filter(|p| has_toml_extension(p) && !p.is_dir()) // (a broken link is read, and named)
         .collect();
     paths.sort();
     if paths.is_empty() {

@@ -226,7 +226,8 @@ pub struct Plan {
     pub policy_name: String,
     /// Names of the files the plan was built from.
     pub sources: Vec<String>,
-    /// Hash of the policy and tag texts (FNV-1a, 64 bits), to tell plans apart.
+    /// Hash of the policy and tag texts (FNV-1a, 64 bits), to tell plans apart:
+    /// of their contents only, not of the paths they were read from.
     pub content_hash: u64,
     /// Activation threshold in \[0,1\].
     pub threshold: f64,

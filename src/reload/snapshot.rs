@@ -78,7 +78,7 @@ pub(super) fn is_tag_file_name(path: &Path) -> bool {
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
-    path.extension().is_some_and(|x| x == "toml") && !is_editor_dropping(name)
+    crate::parse::tags::has_toml_extension(path) && !is_editor_dropping(name)
 }
 
 /// The `*.toml` entries of a tags directory that are not folders, sorted

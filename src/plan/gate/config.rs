@@ -451,6 +451,7 @@ pub(crate) mod d {
         sql_executable_comment_prefixes: Vec<String> = sql.executable_comment_prefixes;
         sql_read_only: ReadOnlySpec = sql.read_only;
         sql_checks_parse_error: Check = sql.checks.parse_error;
+        sql_checks_too_large: Check = sql.checks.too_large;
         sql_checks_empty: Check = sql.checks.empty;
         sql_checks_delete_without_where: Check = sql.checks.delete_without_where;
         sql_checks_update_without_where: Check = sql.checks.update_without_where;

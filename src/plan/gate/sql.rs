@@ -54,9 +54,13 @@ pub struct SqlConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SqlChecks {
-    /// The SQL does not parse, is too long, or names an unknown dialect.
+    /// The SQL does not parse, or names an unknown dialect.
     #[serde(default = "crate::plan::gate::config::d::sql_checks_parse_error")]
     pub parse_error: Check,
+    /// The SQL is longer than `max_input_bytes`: too large to analyse
+    /// (not a syntax error; the gate fails closed all the same).
+    #[serde(default = "crate::plan::gate::config::d::sql_checks_too_large")]
+    pub too_large: Check,
     /// No statement at all (only comments or whitespace).
     #[serde(default = "crate::plan::gate::config::d::sql_checks_empty")]
     pub empty: Check,
