@@ -456,9 +456,10 @@ impl Walker<'_> {
             self.effect_count += 1;
             // Compared before copying: a repeat allocates nothing.
             let (operand, resolved) = (excerpt_cow(operand), excerpt_cow(resolved));
-            let seen = self.effects.iter().any(|e| {
-                e.kind == kind && e.operand == *operand && e.resolved == *resolved
-            });
+            let seen = self
+                .effects
+                .iter()
+                .any(|e| e.kind == kind && e.operand == *operand && e.resolved == *resolved);
             if !seen {
                 self.effects.push(EffectFound {
                     kind: kind.into(),

@@ -309,7 +309,9 @@ impl Walker<'_> {
                         )
                     {
                         return Place::At(
-                            v.iter().map(|d| Spot::same(rel_path(root, d, text))).collect(),
+                            v.iter()
+                                .map(|d| Spot::same(rel_path(root, d, text)))
+                                .collect(),
                         );
                     }
                     v.iter().map(|d| d.join(text)).collect()
@@ -782,7 +784,9 @@ impl Walker<'_> {
                                 (Some(p), _) => {
                                     placed_lexically(&self.roots, p) != Placement::Inside
                                 }
-                                (None, Some(p)) => place(&self.roots, p, false) != Placement::Inside,
+                                (None, Some(p)) => {
+                                    place(&self.roots, p, false) != Placement::Inside
+                                }
                                 (None, None) => true,
                             }),
                         }
