@@ -227,8 +227,14 @@ fn resolve(p: &Path, max_links: usize) -> Option<PathBuf> {
 /// read again each time) and only for one check.
 #[derive(Debug, Default)]
 pub struct Lstats {
-    /// Paths that are not symlinks, and what they are.
-    seen: Vec<(PathBuf, Lstat)>,
+    /// Paths that are not symlinks (their bytes in `names`, one after the
+    /// other: one buffer instead of a `PathBuf` each), and what they are.
+    seen: Vec<(std::ops::Range<usize>, Lstat)>,
+    /// The bytes of the paths in `seen`.
+    names: Vec<u8>,
+    /// A buffer for the paths [`place_normal`] resolves (reused: one
+    /// allocation per check, not per path).
+    scratch: PathBuf,
 }
 
 /// One `lstat`.
@@ -244,10 +250,11 @@ impl Lstats {
     fn lstat(&mut self, p: &Path) -> Lstat {
         // Paths compared as text (`Path`'s `==` walks components when the
         // texts differ); a miss only costs an `lstat`.
+        let bytes = p.as_os_str().as_encoded_bytes();
         if let Some((_, l)) = self
             .seen
             .iter()
-            .find(|(q, _)| q.as_os_str() == p.as_os_str())
+            .find(|(q, _)| self.names[q.clone()] == *bytes)
         {
             return *l;
         }
@@ -258,7 +265,9 @@ impl Lstats {
             Err(_) => Lstat::Missing,
         };
         if self.seen.len() < 64 {
-            self.seen.push((p.to_path_buf(), out));
+            let at = self.names.len();
+            self.names.extend_from_slice(bytes);
+            self.seen.push((at..self.names.len(), out));
         }
         out
     }
@@ -483,7 +492,10 @@ pub fn place_normal(roots: &Roots, abs: &Path, follow: bool, lstats: &mut Lstats
     if !follow {
         return Placement::Inside;
     }
-    match resolve_under(real_root.clone(), rest, roots.max_symlinks, lstats) {
+    let mut base = std::mem::take(&mut lstats.scratch);
+    base.as_mut_os_string().clear();
+    base.push(real_root);
+    match resolve_under(base, rest, roots.max_symlinks, lstats) {
         None => Placement::Unresolvable,
         Some(real) => {
             if roots
@@ -492,6 +504,8 @@ pub fn place_normal(roots: &Roots, abs: &Path, follow: bool, lstats: &mut Lstats
                 .flatten()
                 .any(|r| strip_normal(&real, r).is_some())
             {
+                // The buffer is kept for the next path.
+                lstats.scratch = real;
                 Placement::Inside
             } else {
                 Placement::SymlinkEscape(real)

@@ -292,8 +292,7 @@ impl Walker<'_> {
                     self.effect("chdir", &shown, &resolved);
                 }
                 // Into a directory that exists, `cd` does not fail.
-                let cwd = self.st.cwd.clone();
-                let fail = if self.dirs_exist(&cwd) {
+                let fail = if self.dirs_exist() {
                     None
                 } else {
                     Some(before)

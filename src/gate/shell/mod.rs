@@ -454,16 +454,17 @@ impl Walker<'_> {
     fn effect(&mut self, kind: &'static str, operand: &str, resolved: &str) {
         if self.want_effects && self.effect_count < 256 {
             self.effect_count += 1;
-            let (operand, resolved) = (excerpt(operand), excerpt(resolved));
+            // Compared before copying: a repeat allocates nothing.
+            let (operand, resolved) = (excerpt_cow(operand), excerpt_cow(resolved));
             let seen = self
                 .effects
                 .iter()
-                .any(|e| e.kind == kind && e.operand == operand && e.resolved == resolved);
+                .any(|e| e.kind == kind && e.operand == *operand && e.resolved == *resolved);
             if !seen {
                 self.effects.push(EffectFound {
                     kind: kind.into(),
-                    operand,
-                    resolved,
+                    operand: operand.into_owned(),
+                    resolved: resolved.into_owned(),
                 });
             }
         }
@@ -472,17 +473,22 @@ impl Walker<'_> {
 
 /// Shortens text quoted in messages.
 fn excerpt(s: &str) -> String {
+    excerpt_cow(s).into_owned()
+}
+
+/// [`excerpt`], borrowing `s` when it is kept as it is.
+fn excerpt_cow(s: &str) -> std::borrow::Cow<'_, str> {
     const MAX: usize = 120;
-    // Most words are short and on one line: copied as they are (at most
+    // Most words are short and on one line: kept as they are (at most
     // MAX bytes is at most MAX characters).
     if s.len() <= MAX && !s.as_bytes().contains(&b'\n') {
-        return s.to_owned();
+        return s.into();
     }
     let one_line = s.replace('\n', "\\n");
     if one_line.chars().count() <= MAX {
-        one_line
+        one_line.into()
     } else {
         let cut: String = one_line.chars().take(MAX).collect();
-        format!("{cut}...")
+        format!("{cut}...").into()
     }
 }

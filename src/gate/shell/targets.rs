@@ -18,7 +18,7 @@
 //! Each outcome comes from `[gate.shell.effects]`; every effect is also
 //! recorded for `toolgate guard`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::commands::{Ctx, source_arg};
 use super::model::Reading;
@@ -31,13 +31,66 @@ use crate::gate::types::{Action, Check, FindingKind};
 use crate::plan::gate::effect::Effect;
 use crate::plan::gate::shell::EnvValue;
 
+/// [`place`] without symlinks of a path already absolute and normalised
+/// (a [`Spot::normal`] one): the lexical pass is skipped.
+fn placed_lexically(roots: &crate::gate::path::Roots, p: &Path) -> Placement {
+    place_normal(roots, p, false, &mut crate::gate::path::Lstats::default())
+}
+
 /// Where a path operand lands.
 enum Place {
     /// Only known at run time.
     Dynamic,
-    /// One place per working directory the command may run in: as shown
-    /// (absolute, or `~/...`) and, when known, absolute.
-    At(Vec<(String, Option<PathBuf>)>),
+    /// One place per working directory the command may run in (usually
+    /// one: kept inline).
+    At(smallvec::SmallVec<[Spot; 1]>),
+}
+
+/// One place of a path operand: as shown (absolute, or `~/...`) and, when
+/// known, absolute.
+struct Spot {
+    /// As shown; `None` when it is the absolute path's own text (the
+    /// usual case: one string instead of a copy).
+    shown: Option<String>,
+    /// The absolute path, when known.
+    abs: Option<PathBuf>,
+}
+
+impl Spot {
+    /// A place shown as its absolute path `abs` (UTF-8, normalised).
+    fn same(abs: String) -> Spot {
+        Spot {
+            shown: None,
+            abs: Some(PathBuf::from(abs)),
+        }
+    }
+
+    /// A place shown as `shown`, at `abs`.
+    fn new(shown: String, abs: Option<PathBuf>) -> Spot {
+        Spot {
+            shown: Some(shown),
+            abs,
+        }
+    }
+
+    /// The place as shown.
+    fn shown(&self) -> &str {
+        match (&self.shown, &self.abs) {
+            (Some(s), _) => s,
+            (None, Some(p)) => p.to_str().unwrap_or_default(),
+            (None, None) => "",
+        }
+    }
+
+    /// The absolute path, when shown as it is (normalised already: no
+    /// second lexical pass needed to place it).
+    fn normal(&self) -> Option<&Path> {
+        let p = self.abs.as_deref()?;
+        match &self.shown {
+            None => Some(p),
+            Some(s) => (p.as_os_str() == s.as_str()).then_some(p),
+        }
+    }
 }
 
 impl Walker<'_> {
@@ -204,27 +257,30 @@ impl Walker<'_> {
     fn in_project(&self, ctx: &Ctx) -> bool {
         match self.place_of(".", false, ctx, true) {
             Place::Dynamic => false,
-            Place::At(v) => v.iter().all(|(_, abs)| match abs {
-                Some(p) => place(&self.roots, p, false) == Placement::Inside,
-                None => false,
+            Place::At(v) => v.iter().all(|s| match (s.normal(), &s.abs) {
+                (Some(p), _) => placed_lexically(&self.roots, p) == Placement::Inside,
+                (None, Some(p)) => place(&self.roots, p, false) == Placement::Inside,
+                (None, None) => false,
             }),
         }
     }
 
-    /// Whether every alternative of `cwd` is an existing directory.
-    pub(super) fn dirs_exist(&mut self, cwd: &Cwd) -> bool {
-        let Cwd::Known(dirs) = cwd else {
+    /// Whether every alternative of the shell's working directory is an
+    /// existing directory.
+    pub(super) fn dirs_exist(&mut self) -> bool {
+        if !matches!(self.st.cwd, Cwd::Known(_)) {
             return false;
-        };
+        }
+        // The shell's own directory: no copy of its alternatives.
         let ctx = Ctx {
-            cwd: Some(Cwd::Known(dirs.clone())),
+            cwd: None,
             via: RunVia::Shell,
         };
         match self.place_of(".", false, &ctx, true) {
             Place::Dynamic => false,
             Place::At(v) => v
                 .iter()
-                .all(|(_, abs)| abs.as_ref().is_some_and(|p| self.lstats.is_dir(p))),
+                .all(|s| s.abs.as_ref().is_some_and(|p| self.lstats.is_dir(p))),
         }
     }
 
@@ -254,11 +310,7 @@ impl Walker<'_> {
                     {
                         return Place::At(
                             v.iter()
-                                .map(|d| {
-                                    let shown = rel_path(root, d, text);
-                                    let abs = PathBuf::from(shown.clone());
-                                    (shown, Some(abs))
-                                })
+                                .map(|d| Spot::same(rel_path(root, d, text)))
                                 .collect(),
                         );
                     }
@@ -300,15 +352,14 @@ impl Walker<'_> {
                                     }
                                     shown.push_str(x);
                                 }
-                                let abs = PathBuf::from(shown.clone());
-                                (shown, Some(abs))
+                                Spot::same(shown)
                             }
                             None => {
                                 let mut p = b.clone();
                                 for x in c {
                                     p.push(x);
                                 }
-                                (p.display().to_string(), Some(p))
+                                Spot::new(p.display().to_string(), Some(p))
                             }
                         },
                         Some(b) => {
@@ -319,15 +370,11 @@ impl Walker<'_> {
                             // Shown normalised; the path as joined (`cd ..`
                             // is looked at through the root's own name).
                             let shown = crate::gate::path::normalize(&p).display().to_string();
-                            (shown, Some(p))
+                            Spot::new(shown, Some(p))
                         }
-                        None => (d.render(), None),
+                        None => Spot::new(d.render(), None),
                     },
-                    Dir::Abs(_) => {
-                        let s = d.render();
-                        let p = PathBuf::from(s.clone());
-                        (s, Some(p))
-                    }
+                    Dir::Abs(_) => Spot::same(d.render()),
                     Dir::Home(user, c) => {
                         let home = if user.is_empty() {
                             std::env::var_os("HOME").map(PathBuf::from)
@@ -338,9 +385,9 @@ impl Walker<'_> {
                             Some(h) => {
                                 let abs = c.iter().fold(h, |p, x| p.join(x));
                                 let abs = crate::gate::path::normalize(&abs);
-                                (abs.display().to_string(), Some(abs))
+                                Spot::new(abs.display().to_string(), Some(abs))
                             }
-                            None => (d.render(), None),
+                            None => Spot::new(d.render(), None),
                         }
                     }
                 })
@@ -354,7 +401,7 @@ impl Walker<'_> {
     pub(super) fn absolute_places(&self, text: &str, ctx: &Ctx) -> Option<Vec<PathBuf>> {
         match self.place_of(text, false, ctx, true) {
             Place::Dynamic => None,
-            Place::At(v) => v.into_iter().map(|(_, abs)| abs).collect(),
+            Place::At(v) => v.into_iter().map(|s| s.abs).collect(),
         }
     }
 
@@ -383,10 +430,12 @@ impl Walker<'_> {
                 }
             }
             Place::At(places) => {
-                for (shown, abs) in places {
-                    self.effect(kind, text, &shown);
+                for spot in places {
+                    let shown = spot.shown();
+                    let abs = &spot.abs;
+                    self.effect(kind, text, shown);
                     let writes = matches!(effect, Effect::Write | Effect::Delete);
-                    if writes && self.cfg.harmless_redirects.is_match(&shown) {
+                    if writes && self.cfg.harmless_redirects.is_match(shown) {
                         continue;
                     }
                     if matches!(effect, Effect::Write)
@@ -395,25 +444,23 @@ impl Walker<'_> {
                         self.record_written(p.clone());
                     }
                     if matches!(effect, Effect::Read)
-                        && (self.cfg.sensitive_reads.is_match(&shown)
+                        && (self.cfg.sensitive_reads.is_match(shown)
                             || self.cfg.sensitive_reads.is_match(text)
                             || (super::globs::has_glob(text)
                                 && super::globs::glob_reads_sensitive(
                                     &self.cfg.sensitive_reads.0,
-                                    &shown,
+                                    shown,
                                 )))
                     {
                         let d = format!("`{shown}`");
                         self.effect_check(|c| &c.read_sensitive, &d);
                         continue;
                     }
-                    let placement = match &abs {
+                    let placement = match (spot.normal(), abs) {
                         // Shown as it is: normalised already.
-                        Some(p) if p.as_os_str() == shown.as_str() => {
-                            place_normal(&self.roots, p, writes, &mut self.lstats)
-                        }
-                        Some(p) => place_with(&self.roots, p, writes, &mut self.lstats),
-                        None => Placement::Outside,
+                        (Some(p), _) => place_normal(&self.roots, p, writes, &mut self.lstats),
+                        (None, Some(p)) => place_with(&self.roots, p, writes, &mut self.lstats),
+                        (None, None) => Placement::Outside,
                     };
                     let d = || {
                         if shown == text {
@@ -733,9 +780,14 @@ impl Walker<'_> {
                     } else {
                         match self.place_of(part, false, &ctx, true) {
                             Place::Dynamic => true,
-                            Place::At(v) => v.iter().any(|(_, abs)| match abs {
-                                Some(p) => place(&self.roots, p, false) != Placement::Inside,
-                                None => true,
+                            Place::At(v) => v.iter().any(|s| match (s.normal(), &s.abs) {
+                                (Some(p), _) => {
+                                    placed_lexically(&self.roots, p) != Placement::Inside
+                                }
+                                (None, Some(p)) => {
+                                    place(&self.roots, p, false) != Placement::Inside
+                                }
+                                (None, None) => true,
                             }),
                         }
                     };
