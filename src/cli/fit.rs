@@ -118,7 +118,6 @@ pub fn run_fit(
     let index = file.index(trace_path, opts.skip_invalid, &[])?;
     let policy = load_policy(args.policy.as_deref()).map_err(Fail::Load)?;
     let catalog = replay_catalog(args)?;
-    TraceFile::needs_calls(trace_path, &index, catalog.len(), "fit")?;
     if let Some(path) = req.transitions_out {
         write_transitions(o, (&file, &index), trace_path, opts, path, format)?;
     }

@@ -163,7 +163,14 @@ fn config(args: &McpProxyArgs) -> Result<ProxyConfig, ProxyFail> {
         };
         super::paths::existing_folder(&named, p).map_err(ProxyFail::Unreadable)?;
         // never one of the files the proxy reads, nor a second output
-        super::paths::not_an_input(&named, p, &read_files(args, &c), &outputs)
+        // the other outputs: this one is labelled `named` (a config key's
+        // place when the file gave it), not by its option
+        let others: Vec<(&str, &Path)> = outputs
+            .iter()
+            .copied()
+            .filter(|(o, _)| *o != option)
+            .collect();
+        super::paths::not_an_input(&named, p, &read_files(args, &c), &others)
             .map_err(ProxyFail::Unreadable)?;
         if key == "audit" {
             super::paths::audit_target(&named, p).map_err(ProxyFail::Unreadable)?;

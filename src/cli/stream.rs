@@ -121,7 +121,7 @@ impl TraceFile {
 
     /// `Ok` when the trace of `index` holds a tool call; else the input
     /// error `replay` prints as a note (`no tool calls to score`), for the
-    /// commands that have nothing to say without one (`compare`, `fit`:
+    /// commands that have nothing to say without one (`fit`'s weights:
     /// statistics over 0 calls are no result, issue 29).
     pub fn needs_calls(
         name: &str,
@@ -136,6 +136,21 @@ impl TraceFile {
             "{name}: no tool calls to score ({} session(s), {tools} tools): {command} scores the active set at each tool call, so it needs `tool_call` events, e.g. {{\"session\": \"s1\", \"t\": 4, \"event\": \"tool_call\", \"tool\": \"sqlite.list_tables\"}} (docs/trace-format.md)",
             index.sessions()
         )))
+    }
+
+    /// A note on standard error when the trace of `index` holds no tool
+    /// call, for the commands whose report still says something without
+    /// one (`compare`: what each policy shows on the turns where no tool
+    /// is called, as in an irrelevance trace): its recall rows are then
+    /// over 0 calls, and the note says so (issue 29). (`fit --fit floor`
+    /// prints its calls, 0, in its own report.)
+    pub fn note_no_calls(name: &str, index: &TraceIndex, tools: usize, command: &str) {
+        if index.tool_calls == 0 {
+            eprintln!(
+                "note: {name}: no tool calls to score ({} session(s), {tools} tools): {command}'s recall rows are over 0 calls; only the turns without a call (what each policy shows when no tool fits) are measured",
+                index.sessions()
+            );
+        }
     }
 
     /// The second pass ([`replay_sessions`]).
@@ -320,7 +335,7 @@ pub fn stream_compare(
 ) -> Result<(), Fail> {
     let file = TraceFile::open(path)?;
     let index = file.index(path, opts.skip_invalid, &[a, b])?;
-    TraceFile::needs_calls(path, &index, a.tools.len(), "compare")?;
+    TraceFile::note_no_calls(path, &index, a.tools.len(), "compare");
     let (ta, tb) = (tool_tokens(a), tool_tokens(b));
     let keep = if format == Format::Json {
         usize::MAX
