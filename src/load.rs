@@ -555,6 +555,81 @@ pub(crate) fn compile_problems_of_good_files<'a>(
         .collect()
 }
 
+/// The domains and stages named by the tag files that did not parse (the
+/// files of `problems` that gave none of `tools`) and not declared by
+/// `policy`: compile never sees those files' tools, so without this a
+/// misspelt stage would show only once the file's other problems are fixed
+/// (issue 29). Same messages as compile's; a place `problems` already
+/// names is not reported twice.
+fn references_of_broken_tag_files(
+    policy: &PolicySource,
+    tools: &[ToolSpec],
+    problems: &[Diagnostic],
+) -> Vec<Diagnostic> {
+    use crate::diag::echo;
+    let good: std::collections::HashSet<&str> = tools
+        .iter()
+        .filter_map(|t| t.file.as_ref().map(|f| f.name.as_str()))
+        .collect();
+    let mut files: Vec<&std::sync::Arc<SourceFile>> = Vec::new();
+    for f in problems.iter().filter_map(|d| d.file.as_ref()) {
+        if !good.contains(f.name.as_str())
+            && crate::parse::tags::has_toml_extension(Path::new(&f.name))
+            && !files.iter().any(|g| g.name == f.name)
+        {
+            files.push(f);
+        }
+    }
+    let reported = |f: &SourceFile, span: &std::ops::Range<usize>| {
+        problems.iter().any(|d| {
+            d.file.as_ref().is_some_and(|g| g.name == f.name)
+                && d.span
+                    .as_ref()
+                    .is_some_and(|s| s.start < span.end && span.start < s.end)
+        })
+    };
+    let domains: Vec<&str> = policy
+        .domains
+        .iter()
+        .map(|(n, _)| n.value.as_str())
+        .collect();
+    let stages: Vec<&str> = policy.stages.iter().map(|s| s.value.as_str()).collect();
+    let mut out = Vec::new();
+    for f in files {
+        let (ds, ss) = crate::parse::tags::tag_file_references(f.clone());
+        for d in ds.iter().filter(|d| !domains.contains(&d.value.as_str())) {
+            if !reported(f, &d.span) {
+                out.push(
+                    Diagnostic::at(
+                        ErrorKind::UndeclaredDomain,
+                        f,
+                        d.span.clone(),
+                        format!("domain `{}` is not declared in [domains]", echo(&d.value)),
+                    )
+                    .with_suggestion(&d.value, domains.iter().copied()),
+                );
+            }
+        }
+        for s in ss.iter().filter(|s| !stages.contains(&s.value.as_str())) {
+            if !reported(f, &s.span) {
+                out.push(
+                    Diagnostic::at(
+                        ErrorKind::UndeclaredStage,
+                        f,
+                        s.span.clone(),
+                        format!(
+                            "stage `{}` is not declared in [stages] names",
+                            echo(&s.value)
+                        ),
+                    )
+                    .with_suggestion(&s.value, stages.iter().copied()),
+                );
+            }
+        }
+    }
+    out
+}
+
 /// Loads and compiles a plan: policy and catalog problems are reported together.
 pub fn load_plan(sources: &Sources) -> Result<Plan, LoadError> {
     let result = load_policy_and_plan(sources).map(|(_, plan)| plan);
@@ -586,10 +661,12 @@ pub fn load_policy_and_plan(sources: &Sources) -> Result<(PolicySource, Plan), L
         Ok(p) => {
             // The good files are compiled too, so that their problems are
             // reported with the broken files' at once.
+            let broken = references_of_broken_tag_files(&p, &tools, &catalog_problems);
             let mut diagnostics = catalog_problems;
             if let Err(e) = crate::compile::compile(&p, tools.clone()) {
                 diagnostics.extend(compile_problems_of_good_files(&tools, e));
             }
+            diagnostics.extend(broken);
             Err(LoadError { diagnostics })
         }
         Err(e) if catalog_problems.is_empty() => Err(compile_failed_policy(e, tools)),

@@ -65,9 +65,11 @@ fn at(
 
 /// The formula names variables that are neither features nor weights, and
 /// some of them are close to a weight the formula does not use: a misspelt
-/// key in `[score.weights]` (`w_stag` for the formula's `w_stage`). One
-/// problem per unknown variable, each at the misspelt key when there is one
-/// (else at the formula); `None` when no unknown variable has such a key.
+/// key in `[score.weights]` (`w_stag` for the formula's `w_stage`), or a
+/// misspelt name in the formula (`w_domian` for the key `w_domain`: see
+/// [`formula_misspelt`]). One problem per unknown variable, each at the
+/// misspelling (the key, or the name inside the formula; else at the
+/// formula); `None` when no unknown variable has such a key.
 fn misspelt_weights(
     policy: &PolicySource,
     weights: &HashMap<&str, f64>,
@@ -92,6 +94,26 @@ fn misspelt_weights(
         let close = crate::diag::did_you_mean(v, unused.iter().map(|n| n.value.as_str()))
             .and_then(|k| unused.iter().find(|n| n.value == k));
         let d = match close {
+            Some(key) if formula_misspelt(&policy.formula.value, v, &key.value) => {
+                any = true;
+                let span =
+                    name_span(policy, &policy.formula, v).unwrap_or(policy.formula.span.clone());
+                at(
+                    policy,
+                    ErrorKind::UnknownName,
+                    span,
+                    format!(
+                        "the formula's `{}` has no weight in [score.weights], and the declared weight `{}` is not used by the formula",
+                        echo(v),
+                        echo(&key.value)
+                    ),
+                )
+                .with_help(format!(
+                    "did you mean `{}`? Write `{}` in the formula, as [score.weights] names it",
+                    echo(&key.value),
+                    echo(&key.value)
+                ))
+            }
             Some(key) => {
                 any = true;
                 at(
@@ -133,6 +155,58 @@ fn misspelt_weights(
         out.push(d);
     }
     any.then_some(out)
+}
+
+/// Whether the formula's unknown `name` is the misspelling, rather than the
+/// declared, unused weight `key` close to it: `key` is named after a feature
+/// (`w_domain` for `domain_match`: `w_` and the feature's first word, or the
+/// whole feature) and `name` is not, preferring the feature `name`
+/// multiplies in the formula (`w_domian*domain_match`) when there is one.
+/// Otherwise the key is taken for the typo (`w_stag` for the formula's
+/// `w_stage`).
+fn formula_misspelt(formula: &str, name: &str, key: &str) -> bool {
+    let fits = |w: &str, f: &str| {
+        let stem = f.split('_').next().unwrap_or(f);
+        w.strip_prefix("w_").is_some_and(|s| s == stem || s == f)
+    };
+    match multiplied_feature(formula, name) {
+        Some(f) => fits(key, f) && !fits(name, f),
+        None => FEATURES.iter().any(|f| fits(key, f)) && !FEATURES.iter().any(|f| fits(name, f)),
+    }
+}
+
+/// The feature that the identifier `name` multiplies directly in `formula`
+/// (`name * feature` or `feature * name`), if any.
+fn multiplied_feature(formula: &str, name: &str) -> Option<&'static str> {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    let mut from = 0;
+    while let Some(i) = formula[from..].find(name) {
+        let (start, end) = (from + i, from + i + name.len());
+        from = end;
+        let before = &formula[..start];
+        let after = &formula[end..];
+        if before.chars().next_back().is_some_and(is_ident)
+            || after.chars().next().is_some_and(is_ident)
+        {
+            continue;
+        }
+        let next = after
+            .trim_start()
+            .strip_prefix('*')
+            .map(|r| r.trim_start())
+            .map(|r| &r[..r.find(|c: char| !is_ident(c)).unwrap_or(r.len())]);
+        let prev = before
+            .trim_end()
+            .strip_suffix('*')
+            .map(|l| l.trim_end())
+            .map(|l| &l[l.rfind(|c: char| !is_ident(c)).map_or(0, |j| j + 1)..]);
+        for w in [next, prev].into_iter().flatten() {
+            if let Some(f) = FEATURES.iter().find(|f| **f == w) {
+                return Some(f);
+            }
+        }
+    }
+    None
 }
 
 /// The problems compiling `policy` would find that depend on no other part

@@ -624,6 +624,10 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 let threshold = t.req_f64("threshold");
                 // Any finite number: compile checks that scores can reach it.
                 let threshold_ok = threshold.clone().map(|x| x.0);
+                // The clamp's two finite numbers in order, with whether they
+                // were written reversed: a reversed clamp is an error, and the
+                // threshold is still checked against its numbers (issue 29).
+                let mut bounds: Option<(f64, f64, bool)> = None;
                 let clamp = match t.get("clamp") {
                     Some(v) => {
                         let pair = match v.raw() {
@@ -636,6 +640,9 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                             }
                             _ => None,
                         };
+                        bounds = pair
+                            .filter(|(lo, hi)| lo.is_finite() && hi.is_finite())
+                            .map(|(lo, hi)| (lo.min(hi), lo.max(hi), lo > hi));
                         match pair {
                             Some((lo, hi)) if lo.is_finite() && hi.is_finite() && lo <= hi => {
                                 Sp::new((lo, hi), v.span.clone())
@@ -684,16 +691,21 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 };
                 // A threshold above the clamp's upper bound is unreachable
                 // whatever the formula (compile checks the formula's own bound).
-                if let (Some(x), Some((_, span))) = (threshold_ok, &threshold)
-                    && clamp.value.1.is_finite()
-                    && x > clamp.value.1
+                let clamped = |(lo, hi, reversed): (f64, f64, bool)| match reversed {
+                    false => format!("scores are clamped to [{lo}, {hi}]"),
+                    true => format!("the clamp, written reversed, spans {lo} to {hi}"),
+                };
+                if let (Some(x), Some((_, span)), Some(b)) = (threshold_ok, &threshold, bounds)
+                    && x > b.1
                 {
                     r.error(
                         ErrorKind::OutOfRange,
                         span.clone(),
                         format!(
-                            "threshold {} can never be reached: the highest score is {} (scores are clamped to [{}, {}])",
-                            r.written(span), clamp.value.1, clamp.value.0, clamp.value.1
+                            "threshold {} can never be reached: the highest score is {} ({})",
+                            r.written(span),
+                            b.1,
+                            clamped(b)
                         ),
                     );
                 }
@@ -701,9 +713,8 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                 // every session, whatever the catalog: the threshold decides
                 // nothing (at the bound itself it is a plain top-k with
                 // `max_active`, which compile's findings report).
-                if let (Some(x), Some((_, span))) = (threshold_ok, &threshold)
-                    && clamp.value.0.is_finite()
-                    && x < clamp.value.0
+                if let (Some(x), Some((_, span)), Some(b)) = (threshold_ok, &threshold, bounds)
+                    && x < b.0
                 {
                     r.push(
                         Diagnostic::at(
@@ -711,14 +722,13 @@ fn read_policy(file: Arc<SourceFile>, root: &Table<'_, '_>) -> PolicySource {
                             &r.file,
                             span.clone(),
                             format!(
-                                "threshold {} is below the lowest score {}: every tool passes it (scores are clamped to [{}, {}])",
-                                r.written(span), clamp.value.0, clamp.value.0, clamp.value.1
+                                "threshold {} is below the lowest score {}: every tool passes it ({})",
+                                r.written(span),
+                                b.0,
+                                clamped(b)
                             ),
                         )
-                        .with_help(format!(
-                            "a threshold lies within the clamp [{}, {}]",
-                            clamp.value.0, clamp.value.1
-                        )),
+                        .with_help(format!("a threshold lies within the clamp [{}, {}]", b.0, b.1)),
                     );
                 }
                 ActivationSection {

@@ -460,6 +460,28 @@ pub fn parse_tag_file(file: Arc<SourceFile>) -> Result<Vec<ToolSpec>, LoadError>
     })
 }
 
+/// The domains and the stages that the tools of a tag file name
+/// (`domains`, `preferred_stages`), each with its place, read even when the
+/// file has other problems (its own problems are not repeated here), so
+/// that a load can report an undeclared stage beside a misspelt key (issue
+/// 29: every problem at once). Empty when the file is not TOML.
+pub fn tag_file_references(file: Arc<SourceFile>) -> (Vec<Sp<String>>, Vec<Sp<String>>) {
+    let read = |root: &Table<'_, '_>| {
+        let (mut domains, mut stages) = (Vec::new(), Vec::new());
+        for t in root.tables("tool") {
+            let list = |k: &str| t.get(k).and_then(|v| v.str_list()).unwrap_or_default();
+            domains.extend(list("domains").into_iter().map(|(s, sp)| Sp::new(s, sp)));
+            stages.extend(
+                list("preferred_stages")
+                    .into_iter()
+                    .map(|(s, sp)| Sp::new(s, sp)),
+            );
+        }
+        (domains, stages)
+    };
+    Reader::parse_document_partial(file, read).map_or_else(|_| Default::default(), |(r, _)| r)
+}
+
 /// The error for a tool-tags directory that holds no `*.toml` file.
 pub fn no_tag_files(dir: &Path) -> LoadError {
     LoadError::single(Diagnostic::bare(
