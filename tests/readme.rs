@@ -405,6 +405,65 @@ fn the_mcp_proxy_row_lists_every_option() {
     assert!(row.contains("max_concurrent_calls"), "{row}");
 }
 
+/// Every row of the command table names every option of its subcommand's
+/// `--help` (issue 29: `fit`'s row lacked nine, `compare`'s `--plot`,
+/// `replay`'s `--max-names`). `explain`'s row, "[same options]", stands
+/// for `eval`'s options, which `eval`'s row lists.
+#[test]
+fn every_command_row_lists_every_option() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let row_of = |words: &[&str]| -> String {
+        let head = format!("| `toolgate {}", words.join(" "));
+        readme
+            .lines()
+            .find(|l| {
+                l.strip_prefix(head.as_str())
+                    .is_some_and(|r| r.starts_with([' ', '`']))
+            })
+            .unwrap_or_else(|| panic!("no row {head}"))
+            .to_string()
+    };
+    let names = |row: &str, o: &str| {
+        [
+            format!("[{o}"),
+            format!("{o} "),
+            format!("{o}]"),
+            format!("{o}`"),
+        ]
+        .iter()
+        .any(|s| row.contains(s.as_str()))
+    };
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for c in subcommands(&[]) {
+        let subs = subcommands(&[&c]);
+        let commands: Vec<Vec<String>> = if subs.is_empty() {
+            vec![vec![c.clone()]]
+        } else {
+            subs.into_iter().map(|s| vec![c.clone(), s]).collect()
+        };
+        for words in commands {
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let mut row = row_of(&words);
+            if row.contains("[same options]") {
+                row.push_str(&row_of(&["eval"]));
+            }
+            for o in options(&words) {
+                checked += 1;
+                if !names(&row, &o) {
+                    missing.push(format!("{}: {o}", words.join(" ")));
+                }
+            }
+        }
+    }
+    assert!(checked >= 60, "only {checked} options checked");
+    assert!(
+        missing.is_empty(),
+        "README.md's command table lacks these options: {missing:?}"
+    );
+}
+
 /// The Quick start says what the first build costs, and the client
 /// configuration that runs servers with `uvx` says to install it.
 #[test]

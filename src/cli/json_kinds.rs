@@ -28,7 +28,7 @@ pub enum Kind {
 
 impl Kind {
     /// "looks like …; pass it as …": what the file is and who takes it.
-    fn looks(self) -> &'static str {
+    pub fn looks(self) -> &'static str {
         match self {
             Kind::Trace => {
                 "looks like a trace (JSON Lines of session events, with `session`, `t` and `event` on each line): pass it as --trace (to replay, compare or fit)"

@@ -361,7 +361,8 @@ fn config_of(args: &McpProxyArgs) -> Result<ProxyConfig, String> {
     let mut file_failed = false;
     let mut c = match &args.config {
         Some(p) => ProxyConfig::from_toml_file(p).unwrap_or_else(|e| {
-            problems.push(e);
+            // a policy, a tag file or JSON: one problem (`toml_kinds`)
+            problems.push(super::toml_kinds::as_proxy_config(p).unwrap_or(e));
             file_failed = true;
             ProxyConfig::default()
         }),

@@ -23,6 +23,7 @@ pub mod report;
 pub mod schema_check;
 pub mod schema_warnings;
 pub mod stream;
+pub mod toml_kinds;
 pub mod unknown_tool;
 pub mod watch;
 

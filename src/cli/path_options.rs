@@ -226,6 +226,13 @@ pub fn swapped(paths: &[PathOption], failed: &LoadError) -> Option<LoadError> {
     );
     for p in paths {
         let message = match p.role {
+            // an mcp-proxy config or a JSON file (`toml_kinds`)
+            Role::Policy
+                if p.want == Want::File
+                    && let Some(m) = super::toml_kinds::as_policy(p.option, &p.path) =>
+            {
+                format!("{m}{replaced}")
+            }
             Role::Policy if p.want == Want::File && looks(&p.path) == Looks::Tags => format!(
                 "{} {} looks like a tool-tag file, not a policy: it has [[tool]] tables and no [score], [activation] or [gate] table. Are the options swapped? {} takes a policy file (such as policies/default.toml), --tags the folder of tool-tag files (such as tool-tags/){replaced}",
                 p.option,

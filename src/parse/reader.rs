@@ -180,7 +180,12 @@ impl<'r, 'a> Table<'r, 'a> {
     }
 
     fn entry(&self, key: &str) -> Option<&'a Spanned<DeValue<'a>>> {
-        self.known.borrow_mut().push(key.to_string());
+        // (each key once: `known keys here` lists no key twice)
+        let mut known = self.known.borrow_mut();
+        if !known.iter().any(|k| k == key) {
+            known.push(key.to_string());
+        }
+        drop(known);
         self.table
             .iter()
             .find(|(k, _)| k.get_ref().as_ref() == key)
@@ -228,8 +233,16 @@ impl<'r, 'a> Table<'r, 'a> {
             self.missing
                 .borrow_mut()
                 .push((key.to_string(), report.clone()));
-            self.r
-                .error(ErrorKind::MissingKey, self.span.clone(), report);
+            // a key required twice (read by two passes) is missing once
+            let said = self.r.sink.borrow().diagnostics.iter().any(|d| {
+                d.kind == ErrorKind::MissingKey
+                    && d.span == Some(self.span.clone())
+                    && d.message == report
+            });
+            if !said {
+                self.r
+                    .error(ErrorKind::MissingKey, self.span.clone(), report);
+            }
         }
         v
     }
