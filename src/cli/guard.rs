@@ -82,19 +82,11 @@ pub fn guard(
     // user's input error too (exit 3, as `--input` and `--tools` refuse
     // them); an MCP client's such arguments stay the gate's deny.
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
-        let kind = match &v {
-            serde_json::Value::Null => Some("null"),
-            serde_json::Value::Bool(_) => Some("a boolean"),
-            serde_json::Value::Number(_) => Some("a number"),
-            serde_json::Value::String(_) => Some("a string"),
-            serde_json::Value::Array(_) => Some("an array"),
-            serde_json::Value::Object(_) => None,
-        };
-        if let Some(kind) = kind {
+        if !v.is_object() {
             let shown = if v.is_null() {
                 "null".to_string()
             } else {
-                format!("is {kind}")
+                format!("is {}", toolgate::diag::json_kind(&v))
             };
             return Err(Fail::Input(format!(
                 "--args {shown}: the arguments must be a JSON object; give '{{}}' for a call without arguments, or an object such as '{{\"query\": \"select 1\"}}'"
