@@ -73,8 +73,8 @@ enum Command {
         plan: PlanArgs,
         /// Also evaluate N random sessions (1 to 1,000,000; progress on stderr on long runs) and report
         /// scores outside the clamp bounds, NaNs and active-count breaches.
-        #[arg(long, value_name = "N")]
-        fuzz: Option<usize>,
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        fuzz: Option<i64>,
         /// RNG seed for --fuzz and for the property searches.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -97,6 +97,8 @@ enum Command {
     /// Explain, term by term, why one tool is active or not.
     Explain {
         /// Tool name (or alias), or the name MCP clients see through mcp-proxy (`sqlite__read_query`).
+        // (an empty name is a usage error, exit 2, as for `guard --tool`)
+        #[arg(value_parser = tool_name)]
         tool: String,
         #[command(flatten)]
         plan: PlanArgs,
@@ -155,8 +157,13 @@ enum Command {
         #[arg(long)]
         skip_invalid: bool,
         /// List at most this many calls where only one policy had the tool active.
-        #[arg(long, value_name = "N", default_value_t = 20)]
-        show: usize,
+        #[arg(
+            long,
+            value_name = "N",
+            default_value_t = 20,
+            allow_negative_numbers = true
+        )]
+        show: i64,
         /// Draw recall against mean active-set size for both policies (the threshold swept over
         /// [0, 1]), with each policy's operating point marked, as an SVG file.
         #[arg(long, value_name = "FILE.svg")]
@@ -389,9 +396,10 @@ fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
             samples,
             format,
         } => {
-            if let Some(n) = fuzz {
-                cli::check::fuzz_count(n).map_err(|m| (ExitCode::from(2), None, Some(m)))?;
-            }
+            let fuzz = fuzz
+                .map(cli::check::fuzz_count)
+                .transpose()
+                .map_err(|m| (ExitCode::from(2), None, Some(m)))?;
             if !cli::check::run(o, &plan, fuzz, seed, samples, format).map_err(fail)? {
                 return Err((ExitCode::from(4), None, None));
             }
@@ -468,6 +476,7 @@ fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
             plot,
             format,
         } => {
+            let show = cli::option_ranges::compare_show(show).map_err(fail)?;
             let opts = toolgate::replay::engine::ReplayOptions {
                 skip_invalid,
                 keep_active: false,
@@ -528,7 +537,8 @@ fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
                     ExitCode::from(2),
                     None,
                     Some(format!(
-                        "--target-recall {target_recall} is out of range: give a share of the training calls from 0 to 1 (0.95 keeps 95% of them active)"
+                        "--target-recall {} is out of range: give a share of the training calls from 0 to 1 (0.95 keeps 95% of them active)",
+                        toolgate::diag::short_number(target_recall)
                     )),
                 ));
             }
@@ -537,7 +547,8 @@ fn run_command(o: &mut String, cli: Cli) -> Result<(), Failed> {
                     ExitCode::from(2),
                     None,
                     Some(format!(
-                        "--holdout {holdout} is out of range: give a share of the sessions from 0 up to, not including, 1 (0.2 holds out a fifth)"
+                        "--holdout {} is out of range: give a share of the sessions from 0 up to, not including, 1 (0.2 holds out a fifth)",
+                        toolgate::diag::short_number(holdout)
                     )),
                 ));
             }

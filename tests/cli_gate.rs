@@ -168,13 +168,17 @@ fn bad_arguments_are_a_clear_deny() {
         let e = String::from_utf8_lossy(&o.stderr);
         assert!(e.contains("--args is not JSON"), "{bad}: {e}");
     }
-    // JSON that is not an arguments object: the gate denies it.
+    // JSON that is not an arguments object: on the command line, the
+    // user's input error too (exit 3, issue 29); an MCP client's such
+    // arguments stay the gate's deny (the library's tests).
     for bad in ["[1, 2]", "\"rm -rf /\""] {
         let o = guard("shell.run_command", bad, &[]);
-        assert_eq!(o.status.code(), Some(7), "{bad}");
-        let v = json_out(&o);
-        assert_eq!(v["findings"][0]["kind"], "input", "{bad}: {v}");
-        assert!(v["message"].as_str().unwrap().contains("JSON"), "{v}");
+        assert_eq!(o.status.code(), Some(3), "{bad}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            e.contains("the arguments must be a JSON object"),
+            "{bad}: {e}"
+        );
     }
     let deep = format!("{}{}", "[".repeat(5000), "]".repeat(5000));
     let o = guard("shell.run_command", &deep, &[]);

@@ -84,13 +84,15 @@ fn a_too_deep_args_is_too_large_not_invalid_json() {
         );
         assert!(!out.contains("not a valid JSON object"), "{out}");
     }
-    // 40 levels: within the parser, over the policy's max_depth (the same finding)
+    // 40 levels: within the parser, over the policy's max_depth (the same
+    // finding); an object, since `--args` that is not one is an input
+    // error (exit 3) once it parses
     let o = toolgate(&[
         "guard",
         "--tool",
         "shell.run_command",
         "--args",
-        &format!("{}{}", "[".repeat(40), "]".repeat(40)),
+        &format!("{{\"command\":{}{}}}", "[".repeat(39), "]".repeat(39)),
     ]);
     assert_eq!(o.status.code(), Some(7));
     assert!(stdout(&o).contains("call.too-large"), "{}", stdout(&o));

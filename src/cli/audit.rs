@@ -161,6 +161,24 @@ pub fn print_summary(o: &mut String, s: &AuditSummary, format: Format) {
     if !s.events.is_empty() {
         w!(o, "other events: {}", counts(&s.events));
     }
+    if s.repeated_records > 0 {
+        let mut lines: Vec<String> = s
+            .repeated_line_numbers
+            .iter()
+            .take(SKIPPED_SHOWN)
+            .map(|n| n.to_string())
+            .collect();
+        if s.repeated_records > lines.len() {
+            lines.push(toolgate::diag::more(s.repeated_records - lines.len()));
+        }
+        w!(
+            o,
+            "repeated: {} record(s) repeat an earlier record of the same call_id and event (line{} {}): counted once",
+            s.repeated_records,
+            if s.repeated_records == 1 { "" } else { "s" },
+            lines.join(", ")
+        );
+    }
     if s.skipped_lines > 0 {
         w!(
             o,

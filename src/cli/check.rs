@@ -116,14 +116,18 @@ const MAX_DETAIL: usize = 1_000;
 /// How often a long `--fuzz` run reports its progress on stderr.
 const FUZZ_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// `--fuzz N`'s range: 1 to [`toolgate::fuzz::MAX_FUZZ_SAMPLES`].
+/// `--fuzz N`'s range: 1 to [`toolgate::fuzz::MAX_FUZZ_SAMPLES`]; `N` is
+/// read signed, so that `--fuzz -5` is this range error too, not clap's
+/// `unexpected argument '-5'`.
 ///
 /// # Errors
 /// The message for a count out of range, naming the cap (exit 2).
-pub fn fuzz_count(n: usize) -> Result<usize, String> {
+pub fn fuzz_count(n: i64) -> Result<usize, String> {
     let cap = toolgate::fuzz::MAX_FUZZ_SAMPLES;
-    if (1..=cap).contains(&n) {
-        return Ok(n);
+    if let Ok(u) = usize::try_from(n)
+        && (1..=cap).contains(&u)
+    {
+        return Ok(u);
     }
     Err(format!(
         "--fuzz {n} is out of range: give 1 to {cap} random sessions (the cap of one run; for more, run several checks with different --seed values)"

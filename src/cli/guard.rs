@@ -77,14 +77,26 @@ pub fn guard(
         )));
     }
     // The gate reads `null` as no arguments (MCP's `arguments` may be left
-    // out); typed on the command line it is a mistake, not `{}`.
-    if matches!(
-        serde_json::from_str::<serde_json::Value>(&text),
-        Ok(serde_json::Value::Null)
-    ) {
-        return Err(Fail::Input(
-            "--args null: the arguments must be a JSON object; give '{}' for a call without arguments".into(),
-        ));
+    // out); typed on the command line it is a mistake, not `{}`. Other
+    // arguments that are not an object, and a repeated key, are the
+    // user's input error too (exit 3, as `--input` and `--tools` refuse
+    // them); an MCP client's such arguments stay the gate's deny.
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) {
+        if !v.is_object() {
+            let shown = if v.is_null() {
+                "null".to_string()
+            } else {
+                format!("is {}", toolgate::diag::json_kind(&v))
+            };
+            return Err(Fail::Input(format!(
+                "--args {shown}: the arguments must be a JSON object; give '{{}}' for a call without arguments, or an object such as '{{\"query\": \"select 1\"}}'"
+            )));
+        }
+        if let Some(d) = toolgate::diag::duplicate_keys::first_duplicate(&text) {
+            return Err(Fail::Input(format!(
+                "--args: {d}: the same key twice is read differently by different JSON parsers; give each key once"
+            )));
+        }
     }
     let p = build(plan, None)?;
     // The catalog name, or the name MCP clients see through the proxy (as

@@ -113,8 +113,15 @@ pub fn run_import_bfcl(
         };
         return Err(Fail::Input(format!("{what}; {WHAT_DATA_HOLDS}")));
     }
-    // `out` is created, not its parents (`cli::paths`).
+    // `out` is created, not its parents (`cli::paths`); an existing file
+    // there is named, not met as `File exists (os error 17)`.
     super::paths::existing_folder("--out", out).map_err(Fail::Input)?;
+    if out.exists() && !out.is_dir() {
+        return Err(Fail::Input(format!(
+            "--out must be a folder; {} is a file (name a new or existing folder for the catalog and traces written)",
+            out.display()
+        )));
+    }
     let mut files = BfclFiles {
         multiple: pair(data, "BFCL_v4_multiple.json")?,
         live_multiple: pair(data, "BFCL_v4_live_multiple.json")?,

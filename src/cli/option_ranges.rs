@@ -70,6 +70,22 @@ pub fn fit(l2: f64, max_iterations: u64, negatives: Option<usize>) -> Result<(),
     Ok(())
 }
 
+/// `compare --show N`: 0 or more calls listed (0 lists none, only counts
+/// them). Read signed, so that `--show -1` is this range error, not
+/// clap's `unexpected argument '-1'`.
+///
+/// # Errors
+/// [`Fail::Usage`] naming `--show`, the value and the range.
+pub fn compare_show(show: i64) -> Result<usize, Fail> {
+    usize::try_from(show).map_err(|_| {
+        refuse(
+            "--show",
+            show,
+            "0 or more calls to list (default 20; 0 lists none and only counts them)",
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,5 +112,11 @@ mod tests {
         assert_eq!(message(fit(0.0, 1, Some(1))), "");
         assert!(message(fit(1.0, 0, None)).starts_with("--max-iterations 0 is out of range"));
         assert!(message(fit(1.0, 1, Some(0))).starts_with("--negatives 0 is out of range"));
+        assert!(matches!(compare_show(0), Ok(0)));
+        let m = message(compare_show(-1).map(|_| ()));
+        assert!(
+            m.starts_with("--show -1 is out of range: give 0 or more"),
+            "{m}"
+        );
     }
 }

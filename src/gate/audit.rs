@@ -387,6 +387,19 @@ pub struct AuditSummary {
     /// that is not JSON, not a record, or a record with an unknown outcome
     /// or a latency that is not a duration (negative).
     pub skipped_why: Vec<String>,
+    /// Gate records that repeat an earlier record's `call_id` and `event`
+    /// (a log concatenated with itself, a line pasted twice): counted once,
+    /// as the first; a call's verdict and its execution are not a repeat.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub repeated_records: usize,
+    /// The 1-based numbers of the first [`SKIPPED_LINES_KEPT`] repeated
+    /// records, in file order (`repeated_records` counts them all).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repeated_line_numbers: Vec<usize>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// How many skipped line numbers an [`AuditSummary`] keeps.
@@ -542,6 +555,9 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
     let mut first_skipped = None;
     let mut skipped_why = Vec::new();
     let mut skipped_numbers = Vec::new();
+    // (call id, event) of the gate records read, to tell a repeat
+    let mut seen: std::collections::HashSet<(String, String)> = Default::default();
+    let (mut repeated, mut repeated_numbers) = (0, Vec::new());
     // Read as bytes, line by line: a line that is not UTF-8 is skipped (with
     // the byte offset of its first bad byte), not the end of the summary; a
     // UTF-8 byte-order mark at the start of the file is accepted.
@@ -598,6 +614,13 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
         };
         records += 1;
         gate_records += 1;
+        if !seen.insert((r.call_id.clone(), r.event.clone())) {
+            repeated += 1;
+            if repeated_numbers.len() < SKIPPED_LINES_KEPT {
+                repeated_numbers.push(i + 1);
+            }
+            continue;
+        }
         match calls.get(&r.call_id) {
             Some(prev) if prev.event == "execution" && r.event != "execution" => {}
             Some(_) => {
@@ -683,6 +706,8 @@ pub fn summarize(input: impl BufRead) -> std::io::Result<AuditSummary> {
         first_skipped,
         skipped_line_numbers: skipped_numbers,
         skipped_why,
+        repeated_records: repeated,
+        repeated_line_numbers: repeated_numbers,
     })
 }
 
