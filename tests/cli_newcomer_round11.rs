@@ -342,7 +342,7 @@ fn compare_and_fit_need_a_tool_call() {
     let p = "policies/default.toml";
     // compare still measures the turns without a call (an irrelevance
     // trace), with a note that the recall rows are empty
-    for args in [vec![
+    let args = [
         "compare",
         "--policy-a",
         p,
@@ -350,30 +350,28 @@ fn compare_and_fit_need_a_tool_call() {
         p,
         "--trace",
         &trace,
-    ]] {
-        let o = toolgate(&args, None);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
-        assert!(
-            err.contains(&format!(
-                "note: {trace}: no tool calls to score (1 session(s), 71 tools)"
-            )) && err.contains("recall rows are over 0 calls"),
-            "{args:?}: {err}"
-        );
-    }
+    ];
+    let o = toolgate(&args, None);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+    assert!(
+        err.contains(&format!(
+            "note: {trace}: no tool calls to score (1 session(s), 71 tools)"
+        )) && err.contains("recall rows are over 0 calls"),
+        "{args:?}: {err}"
+    );
     // the weights fit has nothing to fit without a call
-    for args in &[vec!["fit", "--trace", &trace]] {
-        let o = toolgate(args, None);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
-        assert!(
-            err.contains(&format!(
-                "{trace}: no tool calls to score (1 session(s), 71 tools)"
-            )) && err.contains("needs `tool_call` events"),
-            "{args:?}: {err}"
-        );
-        assert!(!stdout(&o).contains("over 0 calls"), "{}", stdout(&o));
-    }
+    let args = ["fit", "--trace", &trace];
+    let o = toolgate(&args, None);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+    assert!(
+        err.contains(&format!(
+            "{trace}: no tool calls to score (1 session(s), 71 tools)"
+        )) && err.contains("needs `tool_call` events"),
+        "{args:?}: {err}"
+    );
+    assert!(!stdout(&o).contains("over 0 calls"), "{}", stdout(&o));
 }
 
 /// Item 4: every `--option F` of README's command table takes a file, as
