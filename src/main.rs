@@ -185,11 +185,21 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
         /// The threshold is chosen so that this share of training calls is active.
-        #[arg(long, value_name = "R", default_value_t = 0.95)]
+        #[arg(
+            long,
+            value_name = "R",
+            default_value_t = 0.95,
+            allow_negative_numbers = true
+        )]
         target_recall: f64,
         /// Share of sessions held out for validation, from 0 up to (not including) 1: 0.2 holds
         /// out a fifth, chosen by a hash of the session id. A number, not a file.
-        #[arg(long, value_name = "SHARE", default_value_t = 0.2)]
+        #[arg(
+            long,
+            value_name = "SHARE",
+            default_value_t = 0.2,
+            allow_negative_numbers = true
+        )]
         holdout: f64,
         /// L2 penalty of the logistic regression (finite, 0 or more).
         #[arg(

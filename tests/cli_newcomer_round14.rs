@@ -193,4 +193,17 @@ fn negative_fuzz_and_show_name_their_range() {
         "{}",
         stderr(&o)
     );
+    // fit's shares too (clap took `-1` for an unknown option)
+    for opt in ["--target-recall", "--holdout"] {
+        let o = toolgate(
+            &["fit", "--trace", "examples/sessions.jsonl", opt, "-1"],
+            None,
+        );
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains(&format!("{opt} -1 is out of range: give a share")),
+            "{}",
+            stderr(&o)
+        );
+    }
 }
