@@ -674,6 +674,16 @@ pub(crate) async fn supervise(
                 match list_tools(&peer, timing.start_timeout).await {
                     Ok(listing) => {
                         tracing::info!(server = %name, tools = listing.tools.len(), withheld = listing.invalid.len(), ?pid, "server up");
+                        // a call that failed on the connection before this
+                        // one left `reconnect` a stored permit (tokio's Notify
+                        // keeps one when no one waits): taken now, before
+                        // the new peer is shown, it would end this connection
+                        // at once, and every reconnect after it the same way
+                        tokio::select! {
+                            biased;
+                            _ = ds.reconnect.notified() => {}
+                            _ = std::future::ready(()) => {}
+                        }
                         ds.store_listing(listing);
                         ds.set_status(Status::Up { peer: peer.clone() });
                         // a modern server announces list changes only on a
