@@ -521,6 +521,24 @@ pub fn echo_list<S: AsRef<str>>(items: &[S], sep: &str, cap: usize) -> String {
 /// output and audit lines ([`clip_chars`] marks the cut).
 pub const MAX_ECHOED_CHARS: usize = 200;
 
+/// Writes spaces over the byte `range` of `text`, keeping its newlines, so
+/// every line, column and byte offset of the rest stays where it was (a
+/// part already reported is blanked before the rest is read again). A
+/// range that is not on character boundaries or past the end is left alone.
+pub fn blank(text: &mut String, range: std::ops::Range<usize>) {
+    let Some(part) = text.get(range.clone()) else {
+        return;
+    };
+    let blanked: String = part
+        .chars()
+        .map(|c| match c {
+            '\n' | '\r' => c.to_string(),
+            c => " ".repeat(c.len_utf8()),
+        })
+        .collect();
+    text.replace_range(range, &blanked);
+}
+
 /// `text` as it may be echoed back: [`clip_chars`] at [`MAX_ECHOED_CHARS`].
 /// For names and values that come from a user, a model or a file (a tool
 /// name, a session id, an unknown key) quoted in an error or a message.

@@ -70,7 +70,7 @@ pub fn read_gate(policy: &PolicySource) -> (Option<GateConfig>, Vec<Diagnostic>)
         drop(doc);
         match next {
             Some((entry, key)) => {
-                blank(&mut text, entry.clone());
+                crate::diag::blank(&mut text, entry.clone());
                 if DeTable::parse(&text).is_err() {
                     return (None, problems);
                 }
@@ -187,19 +187,6 @@ fn find_in_value(text: &str, v: &DeValue<'_>, at: usize) -> Option<(Range<usize>
     }
 }
 
-/// Writes spaces over `range` of `text`, keeping its newlines (and so
-/// every line, column and byte offset of the rest).
-fn blank(text: &mut String, range: Range<usize>) {
-    let blanked: String = text[range.clone()]
-        .chars()
-        .map(|c| match c {
-            '\n' | '\r' => c.to_string(),
-            c => " ".repeat(c.len_utf8()),
-        })
-        .collect();
-    text.replace_range(range, &blanked);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,7 +255,7 @@ mod tests {
         let at = |t: &str, i: usize| entry_at(t, DeTable::parse(t).unwrap().get_ref(), i);
         let (r, key) = at(&t, 7).unwrap();
         assert_eq!((&t[r.clone()], key.as_str()), ("a = [\n 1,\n 2]", "a"));
-        blank(&mut t, r);
+        crate::diag::blank(&mut t, r);
         assert_eq!(t, "     \n   \n   \nb = 3\n");
         assert_eq!(at(&t, t.find('3').unwrap()).map(|x| x.0), Some(14..19));
         // a table: from its header's line to its last key's line

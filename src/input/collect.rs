@@ -54,7 +54,7 @@ pub fn serde_problems(text: &str) -> Vec<InputError> {
             (last.line, last.column) = (line, column);
         }
         let mut blanked = text.clone();
-        blank(&mut blanked, member);
+        crate::diag::blank(&mut blanked, member);
         if serde_json::from_str::<serde_json::Value>(&blanked).is_err() {
             return out;
         }
@@ -87,18 +87,6 @@ fn member_span(text: &str, path: &[Seg<'_>], key: &str) -> Option<std::ops::Rang
         true => Some(start - 1..v.end),
         false => Some(k.start..v.end),
     }
-}
-
-/// Writes spaces over `range` of `text`, keeping its newlines.
-fn blank(text: &mut String, range: std::ops::Range<usize>) {
-    let blanked: String = text[range.clone()]
-        .chars()
-        .map(|c| match c {
-            '\n' | '\r' => c.to_string(),
-            c => " ".repeat(c.len_utf8()),
-        })
-        .collect();
-    text.replace_range(range, &blanked);
 }
 
 /// The problems of the input file `name` as the CLI prints them: one
@@ -159,7 +147,7 @@ mod tests {
             ("{\"a\": [1, 2]}", "a", "{           }"),
         ] {
             let mut s = t.to_string();
-            blank(&mut s, member_span(t, &[], key).unwrap());
+            crate::diag::blank(&mut s, member_span(t, &[], key).unwrap());
             assert_eq!(s, want);
             serde_json::from_str::<serde_json::Value>(&s).unwrap();
         }

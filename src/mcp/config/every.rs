@@ -107,7 +107,7 @@ fn without(text: &str, problems: &[(Range<usize>, String)]) -> Option<String> {
             Some(r) => r.clone(),
             None => innermost(doc.get_ref(), at)?,
         };
-        blank(&mut out, range);
+        crate::diag::blank(&mut out, range);
     }
     (values::problems(&out).is_empty() && toml::from_str::<super::RawConfig>(&out).is_ok())
         .then_some(out)
@@ -147,19 +147,4 @@ fn innermost(t: &DeTable<'_>, at: usize) -> Option<Range<usize>> {
         }
     }
     None
-}
-
-/// Writes spaces over `range` of `text`, keeping its newlines.
-fn blank(text: &mut String, range: Range<usize>) {
-    let Some(part) = text.get(range.clone()) else {
-        return;
-    };
-    let blanked: String = part
-        .chars()
-        .map(|c| match c {
-            '\n' | '\r' => c.to_string(),
-            c => " ".repeat(c.len_utf8()),
-        })
-        .collect();
-    text.replace_range(range, &blanked);
 }
