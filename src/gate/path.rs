@@ -194,6 +194,40 @@ fn hard_links(_p: &Path) -> Option<u64> {
     None
 }
 
+/// [`Path::starts_with`] (whole components), on the text when both
+/// paths are UTF-8 and spelled plainly (no `.` component, repeated `/` or
+/// trailing `/`, a non-empty prefix): the same answer without walking
+/// both paths' components (a per-command cost on the shell's hot path).
+/// Any other spelling goes to [`Path::starts_with`].
+pub fn starts_with(p: &Path, prefix: &Path) -> bool {
+    fn plain(t: &str) -> bool {
+        let b = t.as_bytes();
+        !b.is_empty()
+            && (b.len() == 1 || b[b.len() - 1] != b'/')
+            && t != "."
+            && !t.starts_with("./")
+            && !t.ends_with("/.")
+            && !t.contains("//")
+            && !t.contains("/./")
+    }
+    match (p.to_str(), prefix.to_str()) {
+        (Some(t), Some(r)) if plain(t) && plain(r) => match t.strip_prefix(r) {
+            Some(rest) => rest.is_empty() || r.ends_with('/') || rest.starts_with('/'),
+            None => false,
+        },
+        _ => p.starts_with(prefix),
+    }
+}
+
+/// Whether `p` has a `..` component, read from its bytes (what
+/// `p.components().any(|c| c == Component::ParentDir)` says).
+pub fn has_parent_component(p: &Path) -> bool {
+    p.as_os_str()
+        .as_encoded_bytes()
+        .split(|&b| b == b'/')
+        .any(|c| c == b"..")
+}
+
 /// Lexical normalisation: `.` dropped, `..` pops (never above `/`), made
 /// absolute against the current directory if relative.
 fn lexical(p: &Path) -> PathBuf {
@@ -539,6 +573,44 @@ pub fn normalize(p: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn starts_with_says_what_path_starts_with_says() {
+        let parts = ["", "/", "a", "ab", ".", "..", "/a", "a/", "//", "b/."];
+        let mut spellings = Vec::new();
+        for x in parts {
+            for y in parts {
+                for z in ["", "a", "/b", "/", "/."] {
+                    spellings.push(format!("{x}{y}{z}"));
+                }
+            }
+        }
+        let mut fast = 0;
+        for p in &spellings {
+            for r in &spellings {
+                let (pp, rr) = (Path::new(p), Path::new(r));
+                assert_eq!(starts_with(pp, rr), pp.starts_with(rr), "{p:?} {r:?}");
+                fast += usize::from(!p.contains("//") && !r.contains("//"));
+            }
+        }
+        assert!(fast > 1000);
+        for (p, hit) in [
+            ("/c/../x", true),
+            ("..", true),
+            ("a/..", true),
+            ("../a", true),
+            ("/a/..b", false),
+            ("/a/b..", false),
+            ("/a/./b", false),
+            ("", false),
+        ] {
+            let want = Path::new(p)
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir));
+            assert_eq!(want, hit, "{p}");
+            assert_eq!(has_parent_component(Path::new(p)), hit, "{p}");
+        }
+    }
 
     #[test]
     fn strips_normal_paths_by_whole_components() {

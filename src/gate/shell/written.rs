@@ -27,6 +27,7 @@ use super::commands::Ctx;
 use super::model::Reading;
 use super::normalize::option_value;
 use super::{Arg, CommandSpec, Scope, Stdin, Walker, excerpt};
+use crate::gate::path::starts_with;
 use crate::plan::gate::effect::Effect;
 use crate::plan::gate::written::WrittenContent;
 
@@ -211,7 +212,7 @@ impl Walker<'_> {
         let i = self
             .written
             .iter()
-            .rposition(|w| places.iter().any(|p| p.starts_with(&w.abs)))?;
+            .rposition(|w| places.iter().any(|p| starts_with(p, &w.abs)))?;
         let exact = places.contains(&self.written[i].abs);
         Some((i, exact))
     }
@@ -414,7 +415,7 @@ impl Walker<'_> {
             if let Some(i) = self
                 .written
                 .iter()
-                .rposition(|w| places.iter().any(|p| p.starts_with(&w.abs)))
+                .rposition(|w| places.iter().any(|p| starts_with(p, &w.abs)))
             {
                 self.run_under_written(i, None, run);
                 return false;
@@ -586,6 +587,13 @@ impl Walker<'_> {
 /// alone or inside a cluster (`-rf`).
 pub(super) fn tree_writer(entries: &[String], cmd: &str, rest: &[Arg]) -> Option<String> {
     for e in entries {
+        // (`name` below is `cmd` only for an entry that starts with it.)
+        if !e
+            .strip_prefix(cmd)
+            .is_some_and(|r| r.is_empty() || r.starts_with(' '))
+        {
+            continue;
+        }
         let flags_at = e.find(" -").unwrap_or(e.len());
         let (name, flags) = e.split_at(flags_at);
         if name != cmd {
@@ -682,9 +690,7 @@ fn tree_operand(text: &str, suffix: &str) -> Option<String> {
 /// `p` without `..` components (popped lexically, as the shell's `cd ..`
 /// does); unchanged, without allocating, when it has none.
 fn lexical(p: PathBuf) -> PathBuf {
-    if p.components()
-        .any(|c| matches!(c, std::path::Component::ParentDir))
-    {
+    if crate::gate::path::has_parent_component(&p) {
         crate::gate::path::normalize(&p)
     } else {
         p
@@ -787,12 +793,12 @@ fn command_output(args: &[Arg], stdin: &Stdin) -> Option<String> {
 /// the file's earlier content is not known). `None` for anything else,
 /// including every other program (checked first, by name).
 pub(super) fn tee_content(args: &[Arg], stdin: &Stdin) -> Option<String> {
-    if super::normalize::basename(&args.first()?.text) != "tee" {
-        return None;
-    }
     let Stdin::Literal(doc) = stdin else {
         return None;
     };
+    if super::normalize::basename(&args.first()?.text) != "tee" {
+        return None;
+    }
     let options_known = args[1..].iter().all(|a| {
         !a.dynamic
             && !a.glob
