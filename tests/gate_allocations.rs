@@ -74,8 +74,9 @@ fn the_200_byte_shell_line_stays_within_its_allocation_budget() {
     let per_call = (ALLOCATIONS.load(Ordering::Relaxed) - before) / CALLS;
     eprintln!("heap allocations per check of the 200-byte line: {per_call}");
     // 183 before issue 30's allocation pass (i30k), 158 after (counted here;
-    // dhat: 186 and 161); the budget leaves a little room for new rules.
-    const BUDGET: usize = 170;
+    // dhat: 186 and 161); 155 after i30m (a shell rule tested only with its
+    // flags present builds no operand list). The budget fails at 158.
+    const BUDGET: usize = 156;
     assert!(
         per_call <= BUDGET,
         "a check of the 200-byte line makes {per_call} heap allocations (budget {BUDGET}): \

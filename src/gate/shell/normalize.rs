@@ -508,14 +508,24 @@ fn plain_arg(raw: &str, text: &str) -> Arg {
     a
 }
 
-fn plain_word(raw: &str) -> Option<&str> {
-    let plain = |b: u8| {
-        b.is_ascii_alphanumeric()
+/// The bytes a [`plain_word`] is made of (a `~` aside).
+const PLAIN_BYTES: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric()
             || matches!(
                 b,
                 b'-' | b'_' | b'.' | b'/' | b',' | b':' | b'=' | b'+' | b'@' | b'%' | b'^'
-            )
-    };
+            );
+        c += 1;
+    }
+    t
+};
+
+fn plain_word(raw: &str) -> Option<&str> {
+    let plain = |b: u8| PLAIN_BYTES[b as usize];
     let bytes = raw.as_bytes();
     if bytes.is_empty() {
         return None;
@@ -550,8 +560,9 @@ pub(super) fn has_glob(t: &str) -> bool {
 
 pub(super) fn basename(s: &str) -> &str {
     let t = s.trim_end_matches('/');
-    match t.rsplit_once('/') {
-        Some((_, b)) => b,
+    // Over bytes: `/` is ASCII, and no byte of a multi-byte character is.
+    match t.bytes().rposition(|c| c == b'/') {
+        Some(i) => &t[i + 1..],
         None if t.is_empty() => s,
         None => t,
     }

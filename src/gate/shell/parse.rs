@@ -186,17 +186,22 @@ fn fast_tokens_in(line: &str, tokens: &mut Vec<brush_parser::Token>, op_text: bo
     use brush_parser::{SourcePosition, Token, TokenLocation};
     use std::sync::Arc;
     let b = line.as_bytes();
-    // One pass: a byte outside the subset, or `<<`, `$'`, `$((`.
-    let mut prev = [0u8; 2];
-    for &c in b {
-        if !FAST_BYTES[c as usize]
-            || (c == b'<' && prev[1] == b'<')
-            || (c == b'\'' && prev[1] == b'$')
-            || (c == b'(' && prev == [b'$', b'('])
-        {
+    // One pass: a byte outside the subset, or `<<`, `$'`, `$((` (the
+    // bytes before are looked at only after a `<`, `'` or `(`).
+    for (i, &c) in b.iter().enumerate() {
+        if !FAST_BYTES[c as usize] {
             return None;
         }
-        prev = [prev[1], c];
+        if matches!(c, b'<' | b'\'' | b'(') {
+            let p1 = if i >= 1 { b[i - 1] } else { 0 };
+            let p0 = if i >= 2 { b[i - 2] } else { 0 };
+            if (c == b'<' && p1 == b'<')
+                || (c == b'\'' && p1 == b'$')
+                || (c == b'(' && p0 == b'$' && p1 == b'(')
+            {
+                return None;
+            }
+        }
     }
     // Positions are shared (`Arc`) from a per-thread table of the first
     // `SHARED_POSITIONS`: two allocations per token otherwise.

@@ -44,13 +44,19 @@ impl Walker<'_> {
         let norm = |i: usize| -> &str {
             norms[i].get_or_init(|| normalize_operand(&parsed.operands[i].text))
         };
-        for rule in &self.cfg.rules {
-            let named = rule.commands.iter().any(|c| c == name)
-                || rule
+        // The rules that name the command, found once per plan for a name
+        // some rule lists; for any other name only a `command_regex` can.
+        let cfg = self.cfg;
+        let by_name = cfg.index().rules_for.get(name);
+        let candidates = by_name.unwrap_or(&cfg.index().regex_rules);
+        for &ri in candidates {
+            let rule = &cfg.rules[ri];
+            if by_name.is_none()
+                && !rule
                     .command_regex
                     .as_ref()
-                    .is_some_and(|r| r.is_match(name));
-            if !named {
+                    .is_some_and(|r| r.is_match(name))
+            {
                 continue;
             }
             // The operands after the rule's subcommand, if it names one
@@ -73,6 +79,11 @@ impl Walker<'_> {
             let flags_present = rule.flags_all.iter().all(|f| parsed.flags.contains(f))
                 && (rule.flags_any.is_empty()
                     || rule.flags_any.iter().any(|f| parsed.flags.contains(f)));
+            // Without its flags a rule matches only when an expansion may
+            // hold them (below): nothing else to test.
+            if !flags_present && !parsed.unknown_flags {
+                continue;
+            }
             let n = ops.len();
             // (index among the operands, or `None` for an option's value;
             // the argument)

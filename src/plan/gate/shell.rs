@@ -170,6 +170,12 @@ pub(crate) struct ShellIndex {
     /// The rules' `command_regex`es as one alternation (one search per
     /// command instead of one per rule); `None` when no rule has one.
     pub(crate) rule_regex: Option<regex::Regex>,
+    /// Each name in some rule's `commands` → the rules that apply to it
+    /// (named, or whose `command_regex` matches the name), in order.
+    pub(crate) rules_for: FxHashMap<String, Vec<usize>>,
+    /// The rules with a `command_regex`, in order: the only ones that can
+    /// apply to a name no rule names.
+    pub(crate) regex_rules: Vec<usize>,
 }
 
 impl ShellIndex {
@@ -205,6 +211,18 @@ impl ShellConfig {
             for r in &self.rules {
                 ix.rule_names.extend(r.commands.iter().cloned());
             }
+            for n in &ix.rule_names {
+                let applies = self.rules.iter().enumerate().filter(|(_, r)| {
+                    r.commands.iter().any(|c| c == n)
+                        || r.command_regex.as_ref().is_some_and(|x| x.is_match(n))
+                });
+                let v = applies.map(|(i, _)| i).collect();
+                ix.rules_for.insert(n.clone(), v);
+            }
+            ix.regex_rules = (self.rules.iter().enumerate())
+                .filter(|(_, r)| r.command_regex.is_some())
+                .map(|(i, _)| i)
+                .collect();
             let first = |map: &mut FxHashMap<String, usize>, names: &[String], i| {
                 for n in names {
                     map.entry(n.clone()).or_insert(i);
