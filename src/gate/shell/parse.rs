@@ -78,6 +78,11 @@ impl Walker<'_> {
                     position: None,
                 })?,
         };
+        // brush's parser unwraps an fd number's `i32` (`99999999999>f`
+        // panicked the check): such a line does not parse.
+        if let Some(t) = overflowing_fd(&tokens) {
+            return Err(brush_parser::ParseError::ParsingNearToken(t.clone()));
+        }
         brush_parser::parse_tokens(&tokens, &self.opts, &brush_parser::SourceInfo::default())
     }
 
@@ -589,6 +594,23 @@ impl<'a> FastParser<'a> {
     }
 }
 
+/// A word brush's parser reads as an fd number (digits right before a
+/// `<` or `>` operator) that does not fit its `i32`.
+fn overflowing_fd(tokens: &[brush_parser::Token]) -> Option<&brush_parser::Token> {
+    use brush_parser::Token;
+    tokens.windows(2).find_map(|w| match w {
+        [t @ Token::Word(d, dl), Token::Operator(o, ol)]
+            if d.bytes().all(|c| c.is_ascii_digit())
+                && o.starts_with(['<', '>'])
+                && dl.end.index == ol.start.index
+                && d.parse::<i32>().is_err() =>
+        {
+            Some(t)
+        }
+        _ => None,
+    })
+}
+
 /// A reserved word of brush's grammar, or `time` (a timed pipeline).
 fn is_reserved(w: &str) -> bool {
     matches!(
@@ -679,6 +701,27 @@ fn bracket_nesting(s: &str) -> usize {
         }
     }
     max
+}
+
+#[cfg(test)]
+mod fd_number_tests {
+    use crate::gate::types::FindingKind;
+    use crate::gate::{ShellInput, analyze_shell};
+
+    #[test]
+    fn an_fd_number_over_i32_is_a_parse_finding_not_a_panic() {
+        let cfg = crate::plan::gate::config::shipped();
+        let parse = |line: &str| {
+            let f = analyze_shell(&cfg.shell, &cfg.paths, "/command", ShellInput::Line(line));
+            f.iter().any(|f| f.kind == FindingKind::Parse)
+        };
+        assert!(parse("99999999999>f x"));
+        assert!(parse("echo a && 4294967296<in cat"));
+        // Fitting fd numbers, and digits apart from the operator, parse.
+        assert!(!parse("x 2147483647>/dev/null"));
+        assert!(!parse("echo 99999999999 > f"));
+        assert!(!parse("echo 2>&1"));
+    }
 }
 
 #[cfg(test)]
