@@ -34,7 +34,7 @@ pub enum FitWhat {
     /// The weights of `weight * feature` terms (logistic regression) and the threshold.
     Weights,
     /// An absolute relevance floor of `[features.keyword_match.relevance]`
-    /// (which one: [`FloorWhich`]).
+    /// (which one: `--floor`).
     Floor,
 }
 

@@ -97,6 +97,25 @@ pub fn of_plan(plan: &super::PlanArgs) -> Vec<PathOption> {
     )
 }
 
+/// Where `path` points when it is a symbolic link whose target is missing
+/// (a dangling link): `metadata` follows links, so without this its
+/// "not found" read as if the link itself were missing.
+fn dangling_link(path: &Path) -> Option<PathBuf> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_symlink() {
+        return None;
+    }
+    std::fs::read_link(path).ok()
+}
+
+/// Whether `e` is the OS's "too many levels of symbolic links" (ELOOP:
+/// a link that leads back to itself).
+fn is_link_loop(e: &std::io::Error) -> bool {
+    // ELOOP is 40 on Linux, 62 on the BSDs and macOS.
+    matches!(e.raw_os_error(), Some(40) if cfg!(target_os = "linux"))
+        || matches!(e.raw_os_error(), Some(62) if cfg!(any(target_os = "macos", target_os = "freebsd", target_os = "openbsd", target_os = "netbsd")))
+}
+
 /// The problem with `p`, if any: missing, unreadable, or a file where a
 /// folder belongs (or the reverse). `-` (stdin) is not checked for an
 /// input; for a part of the plan it is the problem: the policy, the tags
@@ -125,8 +144,17 @@ fn problem(p: &PathOption) -> Option<String> {
     };
     match (std::fs::metadata(&p.path), p.want) {
         (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => {
-            Some(format!("{opt} {shown}: the {noun} does not exist"))
+            Some(match dangling_link(&p.path) {
+                Some(target) => format!(
+                    "{opt} {shown}: it is a symbolic link to {}, which does not exist; point the link at the {noun} or name the {noun} itself",
+                    super::bounded::name(&target.display().to_string())
+                ),
+                None => format!("{opt} {shown}: the {noun} does not exist"),
+            })
         }
+        (Err(e), _) if is_link_loop(&e) => Some(format!(
+            "{opt} {shown}: it is a symbolic link that loops (a link leads back to itself); name the {noun} itself"
+        )),
         (Err(e), _) => Some(format!("{opt} {shown}: cannot read it: {e}")),
         (Ok(m), Want::File) if m.is_dir() => {
             Some(format!("{opt} must be a file; {shown} is a folder"))

@@ -80,10 +80,11 @@ pub fn message(
 }
 
 /// `explain`'s message for a tool name the loaded catalog does not hold
-/// (exit 5): the name (clipped), up to 5 close names of the catalog
-/// ([`toolgate::diag::close_matches`]), and which catalog is loaded.
+/// (exit 5): the name (clipped), up to 3 close names of the catalog
+/// ([`Plan::close_tool_names`], the tools `guard` suggests for the same
+/// name), and which catalog is loaded.
 pub fn explain_message(name: &str, plan: &Plan, args: &PlanArgs, input: &EvalInput) -> String {
-    let close = toolgate::diag::close_matches(name, plan.by_name.keys().map(|s| s.as_str()), 5);
+    let close = plan.close_tool_names(name, 3);
     let hint = match close.as_slice() {
         [] => "; no name of the catalog is close (`toolgate eval` lists them all)".to_string(),
         [one] => format!(" (did you mean `{}`?)", toolgate::diag::echo(one)),

@@ -317,27 +317,12 @@ fn parse_arguments(plan: &Plan, tool: &str, text: &str) -> Result<Value, Box<Ver
     }
 }
 
+/// The tools named in the unknown-tool message: the plan's close names
+/// ([`Plan::close_tool_names`], the list `explain` gives too), at most 3.
 fn closest_tools(plan: &Plan, name: &str) -> Vec<String> {
-    let lower = name.to_lowercase();
-    let bare = lower.rsplit('.').next().unwrap_or(&lower).to_string();
-    let mut scored: Vec<(f64, &str)> = plan
-        .tools
-        .iter()
-        .map(|t| {
-            let mut best = strsim::jaro_winkler(&lower, &t.name.to_lowercase());
-            let tb = t.name.rsplit('.').next().unwrap_or(&t.name).to_lowercase();
-            best = best.max(strsim::jaro_winkler(&bare, &tb));
-            for a in &t.aliases {
-                best = best.max(strsim::jaro_winkler(&lower, &a.to_lowercase()));
-            }
-            (best, t.name.as_str())
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-    scored
+    plan.close_tool_names(name, 3)
         .into_iter()
-        .take(3)
-        .map(|(_, n)| n.to_string())
+        .map(str::to_string)
         .collect()
 }
 
@@ -362,8 +347,12 @@ fn check_inner(
         let tool = crate::diag::echo(tool);
         let tool = tool.as_ref();
         let near = closest_tools(plan, tool);
-        let detail = if near.is_empty() {
+        let detail = if plan.tools.is_empty() {
             format!("Unknown tool `{tool}`: no tool is registered.")
+        } else if near.is_empty() {
+            format!(
+                "Unknown tool `{tool}`: no registered tool has a close name. List the tools (tools/list) and call one by its exact name."
+            )
         } else {
             format!(
                 "Unknown tool `{tool}`. The closest registered tools are: {}. Call one of them by its exact name.",

@@ -318,6 +318,31 @@ impl Plan {
         self.tool_index(name).map(|i| &self.tools[i])
     }
 
+    /// Up to `max` tool names close to `name`, closest first, for "unknown
+    /// tool" messages: [`crate::diag::close_matches`] over every name and
+    /// alias the plan resolves (`by_name`), each reported as its tool's
+    /// catalog name, once. `explain`, `guard` and the gate's message to the
+    /// model all use this one list (issue 29: they suggested different
+    /// tools for the same unknown name). Empty when no name is close.
+    pub fn close_tool_names(&self, name: &str, max: usize) -> Vec<&str> {
+        let all =
+            crate::diag::close_matches(name, self.by_name.keys().map(|k| k.as_str()), usize::MAX);
+        let mut out: Vec<&str> = Vec::new();
+        for k in all {
+            let Some(&i) = self.by_name.get(k) else {
+                continue;
+            };
+            let canonical = self.tools[i].name.as_str();
+            if !out.contains(&canonical) {
+                out.push(canonical);
+                if out.len() == max {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
     /// Index of a declared stage.
     pub fn stage_index(&self, stage: &str) -> Option<usize> {
         self.stages.iter().position(|s| s == stage)
