@@ -138,6 +138,20 @@ impl EvalInput {
                 message: describe(e.path(), &crate::diag::json_message(e.inner())),
             }
         })?;
+        // A key repeated inside a map (`usage.call_counts`), which serde
+        // reads last-wins; a repeated struct field was refused above, by
+        // serde's "duplicate field" (issue 29: the input's maps were the
+        // one JSON input still read last-wins).
+        if let Some(d) = crate::diag::duplicate_keys::find(text) {
+            return Err(InputError {
+                line: d.line,
+                column: d.column,
+                message: format!(
+                    "duplicate key `{}`: a key may appear once in an object (JSON readers differ on which value wins); remove one of them",
+                    crate::diag::echo(&d.key)
+                ),
+            });
+        }
         for (i, t) in input.tools.iter().flatten().enumerate() {
             t.check().map_err(|m| {
                 // at the tool's object (json_path; 0:0 if not found)

@@ -150,3 +150,26 @@ fn explain_and_guard_suggest_the_same_tools_for_one_unknown_name() {
     let ge = stdout(&g) + &stderr(&g);
     assert!(ge.contains("no registered tool has a close name"), "{ge}");
 }
+
+#[test]
+fn a_repeated_key_inside_an_input_map_is_refused_at_its_place() {
+    let d = tempfile::tempdir().unwrap();
+    let f = common::write(
+        d.path(),
+        "in.json",
+        "{\"message\": \"query the users table\",\n \"usage\": {\"call_counts\": {\"sqlite.read_query\": 1, \"sqlite.read_query\": 50}}}",
+    );
+    let o = toolgate(&["eval", "--input", &f], None);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    assert!(e.contains(&format!("{f}:2:")), "{e}");
+    assert!(e.contains("duplicate key `sqlite.read_query`"), "{e}");
+    // the same map without the repeat is read
+    let f = common::write(
+        d.path(),
+        "ok.json",
+        "{\"message\": \"query the users table\",\n \"usage\": {\"call_counts\": {\"sqlite.read_query\": 50}}}",
+    );
+    let o = toolgate(&["eval", "--input", &f], None);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
