@@ -97,23 +97,20 @@ pub fn of_plan(plan: &super::PlanArgs) -> Vec<PathOption> {
     )
 }
 
-/// Where `path` points when it is a symbolic link whose target is missing
-/// (a dangling link): `metadata` follows links, so without this its
-/// "not found" read as if the link itself were missing.
+/// Where `path` points when it is a symbolic link (`read_link` fails on
+/// anything else). Asked after `metadata`, which follows links, said "not
+/// found": the link is there and its target is missing (a dangling link).
 fn dangling_link(path: &Path) -> Option<PathBuf> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.file_type().is_symlink() {
-        return None;
-    }
     std::fs::read_link(path).ok()
 }
 
-/// Whether `e` is the OS's "too many levels of symbolic links" (ELOOP:
+/// Whether `e` is the OS's "too many levels of symbolic links" (`ELOOP`:
 /// a link that leads back to itself).
 fn is_link_loop(e: &std::io::Error) -> bool {
-    // ELOOP is 40 on Linux, 62 on the BSDs and macOS.
-    matches!(e.raw_os_error(), Some(40) if cfg!(target_os = "linux"))
-        || matches!(e.raw_os_error(), Some(62) if cfg!(any(target_os = "macos", target_os = "freebsd", target_os = "openbsd", target_os = "netbsd")))
+    #[cfg(unix)]
+    return e.raw_os_error() == Some(libc::ELOOP);
+    #[cfg(not(unix))]
+    return false;
 }
 
 /// The problem with `p`, if any: missing, unreadable, or a file where a

@@ -317,15 +317,6 @@ fn parse_arguments(plan: &Plan, tool: &str, text: &str) -> Result<Value, Box<Ver
     }
 }
 
-/// The tools named in the unknown-tool message: the plan's close names
-/// ([`Plan::close_tool_names`], the list `explain` gives too), at most 3.
-fn closest_tools(plan: &Plan, name: &str) -> Vec<String> {
-    plan.close_tool_names(name, 3)
-        .into_iter()
-        .map(str::to_string)
-        .collect()
-}
-
 /// `inexact`: the integer literals of the arguments' text that no 64-bit
 /// integer holds (empty when the arguments came parsed).
 fn check_inner(
@@ -346,7 +337,8 @@ fn check_inner(
         // closest tools are those of the clipped name (a huge name is cheap)
         let tool = crate::diag::echo(tool);
         let tool = tool.as_ref();
-        let near = closest_tools(plan, tool);
+        // the list `explain` gives too (`Plan::close_tool_names`)
+        let near = plan.close_tool_names(tool, 3);
         let detail = if plan.tools.is_empty() {
             format!("Unknown tool `{tool}`: no tool is registered.")
         } else if near.is_empty() {
